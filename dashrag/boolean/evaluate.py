@@ -1,0 +1,135 @@
+"""Walk a syntax tree, ask a leaf evaluator for each clause, combine with the fragment algebra.
+
+The evaluator knows nothing of retrievers: a component passes a ``LeafEvaluator``
+(a callable ``(clause, scope) -> fragments``) that runs dense, text or category
+search restricted to the scope's documents. This module guarantees the rest:
+
+* every leaf result is cut to the scope (a leaf that ignores the restriction cannot
+  leak documents) and marked a filter exactly when the clause is a category clause;
+* inside an AND, the operands that hold only category clauses run first and the
+  scope of the other operands shrinks to the documents they allow, so a category
+  filter is applied *before* each retriever's top-k (a filter truly excludes, and
+  top-k still returns k where the restricted set has k);
+* an optional ``rerank_branch`` callable ``(branch_text, fragments) -> fragments``
+  rescores each scored operand of an AND or OR with that branch's own serialised
+  text before the operands combine (``automatically_rerank``);
+* every node gets a JSON-ready trace record: its text, type, fragment and document
+  counts, top scores, whether it is a filter, the scope size and elapsed time.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterable
+
+from dashrag.boolean.algebra import FragmentSet, Scope, combine_and, combine_or, complement
+from dashrag.boolean.ast import And, Category, Clause, Not, Or, Query, Semantic, Text, TrueNode, is_filter_only
+from dashrag.boolean.serialise import serialise
+from dashrag.documents.model import ScoredChunk
+
+LeafEvaluator = Callable[[Clause, Scope], Iterable[ScoredChunk]]
+BranchReranker = Callable[[str, FragmentSet], Iterable[ScoredChunk]]
+
+TOP_SCORES_IN_TRACE = 5
+_NODE_TYPES = {Semantic: "semantic", Text: "text", Category: "category", And: "and", Or: "or", Not: "not", TrueNode: "true"}
+
+
+def evaluate(
+    node: Query,
+    leaf_evaluator: LeafEvaluator,
+    scope: Scope,
+    rerank_branch: BranchReranker | None = None,
+) -> tuple[FragmentSet, dict[str, Any]]:
+    """Evaluate ``node`` over ``scope``; return its fragments and the trace of the whole tree."""
+    return _Evaluator(leaf_evaluator, rerank_branch).run(node, scope)
+
+
+class _Evaluator:
+    def __init__(self, leaf_evaluator: LeafEvaluator, rerank_branch: BranchReranker | None):
+        self.leaf_evaluator = leaf_evaluator
+        self.rerank_branch = rerank_branch
+
+    def run(self, node: Query, scope: Scope) -> tuple[FragmentSet, dict[str, Any]]:
+        started = time.perf_counter()
+        children: list[dict[str, Any]] = []
+        extra: dict[str, Any] = {}
+        if isinstance(node, TrueNode):
+            result = scope.filter_fragments(scope.document_ids, source="true")
+        elif isinstance(node, (Semantic, Text, Category)):
+            result = self.leaf(node, scope)
+        elif isinstance(node, Not):
+            operand, trace = self.run(node.operand, scope)
+            children.append(trace)
+            result = complement(operand, scope)
+        elif isinstance(node, Or):
+            operands = [self.branch(child, scope, children) for child in node.operands]
+            result = combine_or(operands)
+        elif isinstance(node, And):
+            result, extra = self.conjunction(node, scope, children)
+        else:
+            raise TypeError(f"cannot evaluate {node!r}")
+        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        return result, _trace(node, result, scope, elapsed_ms, children, extra)
+
+    def leaf(self, clause: Clause, scope: Scope) -> FragmentSet:
+        allowed = scope.document_ids
+        found = (f for f in self.leaf_evaluator(clause, scope) if f.document_id in allowed)
+        return FragmentSet.of(found, is_filter=isinstance(clause, Category))
+
+    def branch(self, child: Query, scope: Scope, children: list[dict[str, Any]]) -> FragmentSet:
+        """Evaluate one operand of an AND/OR, reranked with its own text when asked."""
+        result, trace = self.run(child, scope)
+        if self.rerank_branch is not None and not result.is_filter and len(result):
+            started = time.perf_counter()
+            text = serialise(child)
+            result = FragmentSet.of(self.rerank_branch(text, result), is_filter=False)
+            trace["branch_rerank"] = {
+                "query": text,
+                "elapsed_ms": round((time.perf_counter() - started) * 1000.0, 3),
+                "top_scores": _top_scores(result),
+            }
+        children.append(trace)
+        return result
+
+    def conjunction(self, node: And, scope: Scope, children: list[dict[str, Any]]) -> tuple[FragmentSet, dict]:
+        """Filters first; the rest run in the scope the filters leave (results in operand order)."""
+        results: dict[int, FragmentSet] = {}
+        traces: dict[int, dict[str, Any]] = {}
+        narrowed = scope
+        order = sorted(range(len(node.operands)), key=lambda i: not is_filter_only(node.operands[i]))
+        for i in order:
+            collected: list[dict[str, Any]] = []
+            results[i] = self.branch(node.operands[i], narrowed, collected)
+            traces[i] = collected[0]
+            if results[i].is_filter:
+                narrowed = narrowed.restricted_to(results[i].document_ids)
+        children.extend(traces[i] for i in range(len(node.operands)))
+        result = combine_and([results[i] for i in range(len(node.operands))])
+        return result, {"narrowed_scope_documents": len(narrowed.document_ids)}
+
+
+def _top_scores(result: FragmentSet) -> list[float]:
+    return [round(f.score, 6) for f in result.ranked()[:TOP_SCORES_IN_TRACE]]
+
+
+def _trace(
+    node: Query,
+    result: FragmentSet,
+    scope: Scope,
+    elapsed_ms: float,
+    children: list[dict[str, Any]],
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "node": serialise(node),
+        "type": _NODE_TYPES[type(node)],
+        "fragments": len(result),
+        "documents": len(result.document_ids),
+        "top_scores": _top_scores(result),
+        "is_filter": result.is_filter,
+        "scope_documents": len(scope.document_ids),
+        "elapsed_ms": round(elapsed_ms, 3),
+        "children": children,
+    }
+    record.update(extra)
+    return record

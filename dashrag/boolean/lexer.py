@@ -1,0 +1,116 @@
+"""Tokens of the boolean query language, each with the 1-based column where it starts.
+
+Quoted literals (``"phrase"``, ``'text'``, ``@'Text'``) use a backslash only to
+escape their own quote character and the backslash itself (``"say \\"hi\\""``,
+``'C:\\\\temp'``); any other backslash is kept as written, so Windows paths and
+regular-expression-looking text need no doubling. A *bare* token is a run of
+characters up to whitespace or one of ``( ) , = " '``; the parser decides whether it
+is a keyword, a category name or a category value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from dashrag.errors import QuerySyntaxError
+
+
+class ExpressionSyntaxError(QuerySyntaxError):
+    """A syntax error in a boolean query; ``column`` is 1-based, ``query`` the text that failed."""
+
+    def __init__(self, query: str, column: int, message: str):
+        self.query = query
+        self.column = column
+        self.reason = message
+        super().__init__(f"col {column}: {message}")
+
+
+class Kind(Enum):
+    PHRASE = "a \"phrase\""
+    TEXT = "a 'text'"
+    CASED_TEXT = "an @'Text'"
+    BARE = "a word"
+    LPAREN = "'('"
+    RPAREN = "')'"
+    COMMA = "','"
+    EQUALS = "'='"
+    END = "the end of the query"
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: Kind
+    value: str
+    column: int
+
+    def describe(self) -> str:
+        """How an error message names this token (``found 'and'``)."""
+        if self.kind is Kind.END:
+            return "the end of the query"
+        if self.kind is Kind.BARE:
+            return repr(self.value)
+        if self.kind in _LITERAL_NOUNS:
+            return f"the {_LITERAL_NOUNS[self.kind]} {self.value!r}"
+        return self.kind.value
+
+
+_LITERAL_NOUNS = {Kind.PHRASE: "phrase", Kind.TEXT: "text", Kind.CASED_TEXT: "case-sensitive text"}
+_PUNCTUATION = {"(": Kind.LPAREN, ")": Kind.RPAREN, ",": Kind.COMMA, "=": Kind.EQUALS}
+_BARE_STOP = frozenset("(),=\"'")
+
+
+def _read_quoted(query: str, start: int, quote: str) -> tuple[str, int]:
+    """Read a literal whose opening quote is at ``start``; return its text and the index after it."""
+    out: list[str] = []
+    i = start + 1
+    while i < len(query):
+        ch = query[i]
+        if ch == "\\" and i + 1 < len(query) and query[i + 1] in (quote, "\\"):
+            out.append(query[i + 1])
+            i += 2
+            continue
+        if ch == quote:
+            return "".join(out), i + 1
+        out.append(ch)
+        i += 1
+    raise ExpressionSyntaxError(query, len(query) + 1, f"missing closing {quote} for the literal opened at col {start + 1}")
+
+
+def tokenize(query: str) -> list[Token]:
+    """Split ``query`` into tokens ending with one END token; unterminated literals are errors."""
+    tokens: list[Token] = []
+    i = 0
+    while i < len(query):
+        ch = query[i]
+        if ch.isspace():
+            i += 1
+        elif ch in _PUNCTUATION:
+            tokens.append(Token(_PUNCTUATION[ch], ch, i + 1))
+            i += 1
+        elif ch == '"':
+            text, end = _read_quoted(query, i, '"')
+            tokens.append(Token(Kind.PHRASE, text, i + 1))
+            i = end
+        elif ch == "'":
+            text, end = _read_quoted(query, i, "'")
+            tokens.append(Token(Kind.TEXT, text, i + 1))
+            i = end
+        elif ch == "@" and query.startswith("@'", i):
+            text, end = _read_quoted(query, i + 1, "'")
+            tokens.append(Token(Kind.CASED_TEXT, text, i + 1))
+            i = end
+        else:
+            end = i
+            while end < len(query) and not query[end].isspace() and query[end] not in _BARE_STOP:
+                end += 1
+            tokens.append(Token(Kind.BARE, query[i:end], i + 1))
+            i = end
+    tokens.append(Token(Kind.END, "", len(query) + 1))
+    return tokens
+
+
+def escape_literal(text: str, quote: str) -> str:
+    """The inverse of ``_read_quoted``: quote ``text`` so it reads back exactly."""
+    escaped = text.replace("\\", "\\\\").replace(quote, "\\" + quote)
+    return f"{quote}{escaped}{quote}"

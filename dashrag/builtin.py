@@ -1,0 +1,13 @@
+"""Imports every built-in component module so that each registers itself.
+
+This is the only place that lists them; ``core/`` never imports a concrete
+component. Heavy libraries (torch, litellm) are imported inside the components'
+methods, so importing dashrag stays fast.
+"""
+
+import dashrag.chunkers.character  # noqa: F401
+import dashrag.chunkers.recursive_character  # noqa: F401
+import dashrag.chunkers.token  # noqa: F401
+import dashrag.chunkers.whole_document  # noqa: F401
+import dashrag.retrievers.tfidf  # noqa: F401
+import dashrag.vectorizers.bag_of_words  # noqa: F401

@@ -1,0 +1,167 @@
+"""The retriever contract (DESIGN.md) and its two shapes: leaves and composites.
+
+``retrieve(query, **kwargs) -> (chunks, trace)``: chunks best first, higher score
+better; the trace is a JSON-ready node. ``score_chunks(ids, query)`` gives
+*distances* (lower is better, ascending) for chunks a caller already holds, so any
+retriever can be a later stage of a cascade. Keyword arguments every retriever
+understands:
+
+* ``top_k``: a parent's retrieval-size hint, overriding the configured ``top_k``;
+* ``restriction``: a :class:`Restriction`, applied by every leaf before its top-k
+  and passed down by composites.
+
+The template methods here do the shared work (query checks, timing, trace nodes,
+dedup of ids, batch splitting), so a component implements only its scoring.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Generic, Sequence, TypeVar
+
+import numpy as np
+
+from dashrag.core.component import ConfigObject
+from dashrag.core.params import ComponentParams
+from dashrag.core.ranking import top_k_rows
+from dashrag.core.restriction import Restriction
+from dashrag.core.trace import TraceSettings, trace_node
+from dashrag.documents.model import ScoredChunk
+from dashrag.errors import QueryError
+
+P = TypeVar("P", bound=ComponentParams)
+Result = tuple[list[ScoredChunk], list[dict], dict | None]  # chunks, children's trace nodes, selection
+
+
+def check_query(query: Any) -> str:
+    if not isinstance(query, str):
+        raise QueryError(f"a query must be a string, got {type(query).__name__}")
+    if not query.strip():
+        raise QueryError("the query is empty")
+    return query
+
+
+class Retriever(ConfigObject[P], Generic[P]):
+    trace_settings: TraceSettings
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.trace_settings = TraceSettings()
+
+    # -- public contract ----------------------------------------------------
+    def retrieve(self, query: str, **kwargs: Any) -> tuple[list[ScoredChunk], dict]:
+        query = check_query(query)
+        start = time.perf_counter()
+        chunks, children, selection = self._retrieve(query, **kwargs)
+        return chunks, self._node(query, chunks, (time.perf_counter() - start) * 1000, children, selection)
+
+    def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> list[tuple[list[ScoredChunk], dict]]:
+        """Answer many queries; leaves do it in one vectorised pass. Each query gets its own trace;
+        its ``elapsed_ms`` is its share of the batch's time."""
+        queries = [check_query(q) for q in queries]
+        if not queries:
+            return []
+        start = time.perf_counter()
+        results = self._retrieve_batch(queries, **kwargs)
+        share = (time.perf_counter() - start) * 1000 / len(queries)
+        return [(c, self._node(q, c, share, ch, sel, batched=True)) for q, (c, ch, sel) in zip(queries, results)]
+
+    def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
+        """``[(chunk_id, distance)]`` ascending; an unknown id raises UnknownChunkError."""
+        raise NotImplementedError
+
+    def save(self, folder: Any) -> Any:
+        """Save this fitted tree to ``folder`` (see :func:`dashrag.api.save`)."""
+        from dashrag.api import save
+
+        return save(self, folder)
+
+    def get_children(self) -> list["Retriever"]:
+        return list(self.nested.get("children", []))
+
+    def set_trace_params(self, *, include_text: bool | None = None, max_output: int | None = None) -> None:
+        """Change what traces record, for this node and every node below it."""
+        for _, node in self.iter_nodes():
+            if isinstance(node, Retriever):
+                if include_text is not None:
+                    node.trace_settings.include_text = include_text
+                node.trace_settings.max_output = max_output
+
+    # -- for subclasses -----------------------------------------------------
+    def _retrieve(self, query: str, **kwargs: Any) -> Result:
+        raise NotImplementedError
+
+    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
+        return [self._retrieve(q, **kwargs) for q in queries]
+
+    def _node(self, query: str, chunks: list[ScoredChunk], elapsed_ms: float, children: list[dict],
+              selection: dict | None, **extra: Any) -> dict:
+        return trace_node(component=self.component_name, params=self.own_params(), query=query,
+                          elapsed_ms=elapsed_ms, output=chunks, settings=self.trace_settings,
+                          children=children, selection=selection, **extra)
+
+
+class UnitRetriever(Retriever[P], Generic[P]):
+    """A leaf that scores every chunk of the corpus; the base ranks, restricts and traces.
+
+    A subclass implements ``_fit`` and ``_score_block(queries) -> (n_queries, n_chunks)``
+    native scores (higher is better), and may override ``to_distance`` (default:
+    the negated score) and ``_keep`` (which scores count as a hit at all).
+    """
+
+    query_block = 256  # queries scored per block in a batch, to bound memory
+
+    def top_k(self, kwargs: dict[str, Any]) -> int:
+        hint = kwargs.get("top_k")
+        return int(hint) if hint is not None else int(getattr(self.params, "top_k"))
+
+    def _score_block(self, queries: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def _keep(self, scores: np.ndarray) -> np.ndarray:
+        return np.isfinite(scores)
+
+    def to_distance(self, scores: np.ndarray) -> np.ndarray:
+        return -scores
+
+    def _allowed(self, kwargs: dict[str, Any]) -> np.ndarray | None:
+        restriction: Restriction | None = kwargs.get("restriction")
+        return None if restriction is None else restriction.row_mask(self.require_infra().chunks)
+
+    def _retrieve(self, query: str, **kwargs: Any) -> Result:
+        return self._retrieve_batch([query], **kwargs)[0]
+
+    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
+        chunks = self.require_infra().chunks
+        k, allowed = self.top_k(kwargs), self._allowed(kwargs)
+        results: list[Result] = []
+        for start in range(0, len(queries), self.query_block):
+            block = self._score_block(queries[start:start + self.query_block])
+            for scores in block:
+                mask = self._keep(scores) if allowed is None else self._keep(scores) & allowed
+                rows = top_k_rows(scores, k, mask)
+                hits = [ScoredChunk(chunks.chunks[r], float(scores[r]), self.component_name) for r in rows]
+                results.append((hits, [], None))
+        return results
+
+    def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
+        query = check_query(query)
+        rows = self.require_infra().chunks.rows_of(chunk_ids)
+        distances = self.to_distance(self._score_block([query])[0][rows])
+        order = np.lexsort((rows, distances))
+        ids = np.asarray(chunk_ids)
+        return [(int(ids[i]), float(distances[i])) for i in order]
+
+
+class CompositeRetriever(Retriever[P], Generic[P]):
+    """A retriever that owns child retrievers (``params.children``) and combines their work."""
+
+    def add(self, child: Retriever) -> None:
+        self.nested.setdefault("children", []).append(child)
+
+    def remove(self, index: int) -> Retriever:
+        return self.nested["children"].pop(index)
+
+    def _children_batch(self, queries: list[str], **kwargs: Any) -> list[list[tuple[list[ScoredChunk], dict]]]:
+        """Per child, its batch answers (one vectorised pass per child)."""
+        return [child.retrieve_batch(queries, **kwargs) for child in self.get_children()]

@@ -1,0 +1,111 @@
+"""Whole-tree validation: every problem, each with its JSON path, before anything is built.
+
+``validate_and_transform`` walks a raw ``{"component": ..., "params": ...}`` tree,
+validates each node's params with its pydantic ``SCHEMA``, recurses into the fields
+that hold components (checking each is of the accepted kind), and returns the
+*normalised* tree: every default filled in, so a saved config states exactly what
+ran. It raises one :class:`ConfigError` listing all issues, never just the first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from dashrag.core.registry import get_component
+from dashrag.errors import ConfigError, ConfigIssue, UnknownComponentError
+
+NODE_KEYS = {"component", "params"}
+
+
+def join_path(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _pydantic_issues(error: ValidationError, path: str) -> list[ConfigIssue]:
+    issues = []
+    for err in error.errors():
+        where = path
+        for key in err["loc"]:
+            where = join_path(where, key)
+        message = err["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, "):]
+        issues.append(ConfigIssue(where, message))
+    return issues
+
+
+def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[ConfigIssue]) -> dict | None:
+    if not isinstance(raw, dict):
+        issues.append(ConfigIssue(path, f"expected an object {{\"component\": ..., \"params\": ...}}, got {type(raw).__name__}"))
+        return None
+    unknown = set(raw) - NODE_KEYS
+    if unknown:
+        issues.append(ConfigIssue(path, f"unexpected key(s) {', '.join(sorted(map(repr, unknown)))}; a node has only 'component' and 'params'"))
+    name = raw.get("component")
+    if not isinstance(name, str):
+        issues.append(ConfigIssue(join_path(path, "component"), "missing or not a string"))
+        return None
+    try:
+        cls = get_component(name, join_path(path, "component"))
+    except UnknownComponentError as exc:
+        issues.extend(exc.issues)
+        return None
+    kind = cls.META.kind
+    if expected_kind is not None and kind != expected_kind:
+        issues.append(ConfigIssue(join_path(path, "component"), f"{name!r} is a {kind}, but a {expected_kind} is expected here"))
+        return None
+    params = raw.get("params", {})
+    params_path = join_path(path, "params")
+    if not isinstance(params, dict):
+        issues.append(ConfigIssue(params_path, f"expected an object, got {type(params).__name__}"))
+        return None
+
+    params = dict(params)
+    schema = cls.SCHEMA
+    for field_name, (field_kind, is_list) in schema.component_fields().items():
+        if field_name not in params:
+            continue  # the default spec is validated below, once filled in
+        value = params[field_name]
+        field_path = join_path(params_path, field_name)
+        if is_list:
+            if not isinstance(value, list):
+                issues.append(ConfigIssue(field_path, f"expected a list of {field_kind} components, got {type(value).__name__}"))
+                continue
+            params[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues) for i, v in enumerate(value)]
+        else:
+            params[field_name] = _validate_node(value, field_path, field_kind, issues)
+
+    if any(v is None for f in schema.component_fields() if f in params
+           for v in (params[f] if isinstance(params[f], list) else [params[f]])):
+        return None  # nested problems already reported; the parent's rules need valid children
+    try:
+        validated = schema.model_validate(params)
+    except ValidationError as exc:
+        issues.extend(_pydantic_issues(exc, params_path))
+        return None
+
+    normalised = validated.model_dump(mode="json")
+    for field_name, (field_kind, is_list) in schema.component_fields().items():
+        if field_name in params:
+            normalised[field_name] = params[field_name]
+            continue
+        default = normalised[field_name]  # a default spec: fill in its own defaults
+        field_path = join_path(params_path, field_name)
+        if is_list:
+            normalised[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues) for i, v in enumerate(default)]
+        else:
+            normalised[field_name] = _validate_node(default, field_path, field_kind, issues)
+    return {"component": name, "params": normalised}
+
+
+def validate_and_transform(raw: Any, expected_kind: str | None = None) -> dict:
+    """Validate a whole config tree; return it normalised, or raise listing every problem."""
+    issues: list[ConfigIssue] = []
+    result = _validate_node(raw, "", expected_kind, issues)
+    if issues or result is None:
+        raise ConfigError(issues or [ConfigIssue("", "invalid config")])
+    return result

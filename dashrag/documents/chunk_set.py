@@ -1,0 +1,86 @@
+"""``ChunkSet``: a corpus's chunks, indexed every way a retriever needs them.
+
+Leaves score "rows" (0..n-1, the order of the chunk ids); this class maps rows to
+chunk ids and back, finds a chunk by ``(document_id, position)`` for window
+expansion, and fingerprints the whole set so a saved retriever can tell it is
+being loaded against the corpus it was built on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from dashrag.documents.model import Chunk
+from dashrag.errors import CorpusError, UnknownChunkError
+
+
+class ChunkSet:
+    def __init__(self, chunks: Iterable[Chunk]):
+        self.chunks: list[Chunk] = sorted(chunks, key=lambda c: c.id)
+        if not self.chunks:
+            raise CorpusError("the corpus has no chunks (no document had any text)")
+        self.ids = np.fromiter((c.id for c in self.chunks), dtype=np.int64, count=len(self.chunks))
+        if len(np.unique(self.ids)) != len(self.ids):
+            raise CorpusError("chunk ids are not unique")
+        self._row_of_id = {int(cid): row for row, cid in enumerate(self.ids)}
+        self._row_of_position = {(c.document_id, c.position): row for row, c in enumerate(self.chunks)}
+        doc_ids: dict[str, int] = {}
+        for c in self.chunks:
+            doc_ids.setdefault(c.document_id, len(doc_ids))
+        self._document_number = doc_ids
+        self.document_ids: list[str] = list(doc_ids)
+        self.document_index = np.fromiter((doc_ids[c.document_id] for c in self.chunks), dtype=np.int64, count=len(self.chunks))
+        self.document_sizes = np.bincount(self.document_index, minlength=len(doc_ids))
+        first_rows = {}
+        for row, c in enumerate(self.chunks):
+            first_rows.setdefault(c.document_id, row)
+        self.document_categories = [self.chunks[first_rows[d]].metadata for d in self.document_ids]
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    @property
+    def texts(self) -> list[str]:
+        return [c.text for c in self.chunks]
+
+    def rows_of(self, chunk_ids: Sequence[int]) -> np.ndarray:
+        """Rows of the given chunk ids; unknown ids are an error that lists them."""
+        rows, unknown = [], []
+        for cid in chunk_ids:
+            row = self._row_of_id.get(int(cid))
+            (unknown.append(cid) if row is None else rows.append(row))
+        if unknown:
+            shown = ", ".join(map(str, unknown[:10])) + (" ..." if len(unknown) > 10 else "")
+            raise UnknownChunkError(f"unknown chunk id(s): {shown}")
+        return np.asarray(rows, dtype=np.int64)
+
+    def by_id(self, chunk_id: int) -> Chunk:
+        return self.chunks[int(self.rows_of([chunk_id])[0])]
+
+    def at(self, document_id: str, position: int) -> Chunk | None:
+        row = self._row_of_position.get((document_id, position))
+        return None if row is None else self.chunks[row]
+
+    def document_size(self, document_id: str) -> int:
+        """How many chunks the document has (0 for an unknown document)."""
+        number = self._document_number.get(document_id)
+        return 0 if number is None else int(self.document_sizes[number])
+
+    @cached_property
+    def category_names(self) -> list[str]:
+        return sorted({name for cats in self.document_categories for name in cats})
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 over every chunk's id, document, position, offsets, text and categories."""
+        digest = hashlib.sha256()
+        for c in self.chunks:
+            record = [c.id, c.document_id, c.position, c.start, c.end, c.text, sorted((k, list(v)) for k, v in c.metadata.items())]
+            digest.update(json.dumps(record, ensure_ascii=False).encode("utf-8"))
+            digest.update(b"\n")
+        return digest.hexdigest()

@@ -1,0 +1,88 @@
+"""One exception hierarchy for everything dashrag refuses.
+
+Every error a user can cause (a config, a query, a file, a saved folder, an LLM
+answer) is a :class:`DashragError` whose message says *what* was wrong and *where*,
+so the CLI can print it as one line and exit non-zero instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+
+class DashragError(Exception):
+    """Root of every error dashrag raises on purpose."""
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """One problem in a config tree, located by its JSON path (``params.children[1].params.top_k``)."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class ConfigError(DashragError):
+    """A config tree is invalid; ``issues`` holds *every* problem found, each with its path."""
+
+    def __init__(self, issues: Iterable[ConfigIssue] | str):
+        if isinstance(issues, str):
+            issues = [ConfigIssue("", issues)]
+        self.issues: Sequence[ConfigIssue] = tuple(issues)
+        super().__init__("; ".join(str(i) for i in self.issues))
+
+
+class UnknownComponentError(ConfigError):
+    """A component name that is not registered (the message suggests close matches)."""
+
+
+class QueryError(DashragError):
+    """A query that cannot be answered as given (empty, wrong type)."""
+
+
+class QuerySyntaxError(QueryError):
+    """A boolean query expression that does not parse; the message names the column."""
+
+
+class CorpusError(DashragError):
+    """A corpus that cannot be read: a missing path, no documents, a bad line."""
+
+
+class PersistenceError(DashragError):
+    """A saved folder that cannot be loaded: missing, corrupted, another corpus, newer format."""
+
+
+class RetrievalError(DashragError):
+    """A retriever could not answer (not initialised, a failing stage)."""
+
+
+class UnknownChunkError(RetrievalError):
+    """``score_chunks`` was asked about chunk ids this retriever does not hold."""
+
+
+class StageError(RetrievalError):
+    """A stage of a multi-stage cascade failed; ``stage`` names it (fast, early_exit, hydrate, precise, mmr)."""
+
+    def __init__(self, stage: str, message: str):
+        self.stage = stage
+        super().__init__(f"stage {stage!r} failed: {message}")
+
+
+class LLMError(DashragError):
+    """The LLM backend failed or answered something unusable."""
+
+
+class SelectionError(LLMError):
+    """Every selection attempt of an LLM reranker was invalid; ``attempts`` says why each failed."""
+
+    def __init__(self, message: str, attempts: Sequence[dict] = ()):
+        self.attempts = list(attempts)
+        super().__init__(message)
+
+
+class CredentialError(DashragError):
+    """A referenced credential (environment variable) is not set. Never carries the secret."""

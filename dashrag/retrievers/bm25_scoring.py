@@ -1,0 +1,464 @@
+"""BM25 as pure array functions: eager weights, one-pass batch scoring, exact top-k.
+
+Why eager: every BM25 variant here scores a document as a sum over the query's
+terms of ``w(term, doc)``, and ``w`` depends only on the corpus. So the weights
+are computed once at index time into a term-major sparse matrix (one posting
+list per term, the layout of ``W.T`` in CSR form), and a query costs a gather of
+its terms' posting lists plus one scatter-add. This is the design of bm25s
+(Lù, 2024); the formulas are those of rank_bm25, so scores equal its
+``get_scores`` for the same tokens.
+
+Notation: ``N`` documents, ``df`` a term's document frequency, ``tf`` its count
+in a document, ``dl`` the document's length, ``avgdl`` the mean length,
+``norm = 1 - b + b * dl / avgdl``.
+
+=========  =============================================  ==============================================
+variant    idf                                            w(tf > 0)                        w(tf = 0)
+=========  =============================================  ==============================================
+okapi      log(N - df + .5) - log(df + .5); a negative    idf * tf (k1+1) / (tf + k1 norm)  0
+           idf becomes epsilon * mean(idf)  (rank_bm25)
+bm25l      log(N + 1) - log(df + .5)                      idf * tf (k1+1)(c+δ)/(k1+c+δ),    0
+                                                          c = tf / norm   (rank_bm25)
+bm25plus   log((N + 1) / df)                              idf * (δ + tf (k1+1)/(k1 norm+tf)) idf * δ
+lucene     log(1 + (N - df + .5) / (df + .5))             idf * tf / (tf + k1 norm)          0
+=========  =============================================  ==============================================
+
+Two rank_bm25 quirks are kept on purpose, for exact parity: BM25L multiplies by
+``tf`` once more than Lv & Zhai's formula (so an absent term adds 0, where bm25s
+adds ``idf (k1+1) δ / (k1+δ)``), and a repeated query token counts once per
+occurrence. BM25+'s constant ``idf * δ`` for absent terms is not stored in the
+matrix (that would make it dense): the matrix holds ``w - idf*δ`` where ``tf>0``
+and the per-term ``nonoccurrence`` vector is added through the query's counts,
+as bm25s does.
+
+A term with ``df = 0`` (possible with a fixed vocabulary) gets idf 0 and no
+weight: it can never match, and BM25+'s ``log((N+1)/0)`` would be infinite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Mapping
+
+import numpy as np
+import scipy.sparse as sp
+
+from dashrag.errors import ConfigError, CorpusError, PersistenceError, QueryError
+
+VARIANTS = ("okapi", "bm25l", "bm25plus", "lucene")
+WEIGHT_DTYPE = np.float32  # half the memory of float64; scores still accumulate in float64
+
+
+@dataclass(frozen=True)
+class BM25Parameters:
+    """The parameters every variant reads (``delta`` only BM25L/BM25+, ``epsilon`` only Okapi)."""
+
+    variant: str = "okapi"
+    k1: float = 1.5
+    b: float = 0.75
+    delta: float = 1.0
+    epsilon: float = 0.25
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ConfigError(f"variant: {self.variant!r} is not one of {', '.join(VARIANTS)}")
+        if not self.k1 > 0:
+            raise ConfigError(f"k1: must be > 0, got {self.k1}")
+        if not 0 <= self.b <= 1:
+            raise ConfigError(f"b: must be between 0 and 1, got {self.b}")
+        if self.delta < 0:
+            raise ConfigError(f"delta: must be >= 0, got {self.delta}")
+
+
+# ---------------------------------------------------------------- corpus statistics
+
+
+def document_frequencies(counts: sp.csr_matrix) -> np.ndarray:
+    """``df[t]`` = number of documents whose row has a non-zero count for term ``t``."""
+    counts = sp.csr_matrix(counts)
+    nonzero_terms = counts.indices[counts.data != 0]
+    return np.bincount(nonzero_terms, minlength=counts.shape[1]).astype(np.int64)
+
+
+def document_lengths(counts: sp.csr_matrix) -> np.ndarray:
+    """``dl[d]`` = sum of the counts in row ``d`` (the number of indexed tokens)."""
+    return np.asarray(counts.sum(axis=1), dtype=np.float64).ravel()
+
+
+def length_norm(doc_lengths: np.ndarray, b: float) -> np.ndarray:
+    """``norm = 1 - b + b * dl / avgdl``; an all-empty corpus (avgdl 0) gets norm 1-b+0."""
+    avgdl = float(doc_lengths.mean()) if doc_lengths.size else 0.0
+    scale = doc_lengths / avgdl if avgdl > 0 else np.zeros_like(doc_lengths)
+    return 1.0 - b + b * scale
+
+
+# ---------------------------------------------------------------- idf per variant
+
+
+def _present(df: np.ndarray) -> np.ndarray:
+    return df > 0
+
+
+def idf_okapi(df: np.ndarray, n_docs: int, epsilon: float) -> np.ndarray:
+    """``log(N - df + .5) - log(df + .5)``, negatives floored to ``epsilon * mean idf``.
+
+    The mean is taken over the terms present in the corpus *before* flooring,
+    as rank_bm25's BM25Okapi does; floored terms get that one constant.
+    """
+    present = _present(df)
+    idf = np.zeros(df.shape, dtype=np.float64)
+    idf[present] = np.log(n_docs - df[present] + 0.5) - np.log(df[present] + 0.5)
+    mean_idf = idf[present].mean() if present.any() else 0.0
+    idf[present & (idf < 0)] = epsilon * mean_idf
+    return idf
+
+
+def idf_bm25l(df: np.ndarray, n_docs: int) -> np.ndarray:
+    """``log(N + 1) - log(df + .5)`` (rank_bm25 BM25L)."""
+    present = _present(df)
+    return np.where(present, np.log(n_docs + 1.0) - np.log(df + 0.5), 0.0)
+
+
+def idf_bm25plus(df: np.ndarray, n_docs: int) -> np.ndarray:
+    """``log((N + 1) / df)`` (rank_bm25 BM25Plus)."""
+    present = _present(df)
+    return np.where(present, np.log((n_docs + 1.0) / np.maximum(df, 1)), 0.0)
+
+
+def idf_lucene(df: np.ndarray, n_docs: int) -> np.ndarray:
+    """``log(1 + (N - df + .5) / (df + .5))``: never negative, so no floor is needed."""
+    present = _present(df)
+    return np.where(present, np.log1p((n_docs - df + 0.5) / (df + 0.5)), 0.0)
+
+
+# ---------------------------------------------------------------- tf part per variant
+
+
+def tf_okapi(tf: np.ndarray, norm: np.ndarray, k1: float) -> np.ndarray:
+    """``tf (k1 + 1) / (tf + k1 norm)``."""
+    return tf * (k1 + 1.0) / (tf + k1 * norm)
+
+
+def tf_bm25l(tf: np.ndarray, norm: np.ndarray, k1: float, delta: float) -> np.ndarray:
+    """``tf (k1 + 1)(c + δ) / (k1 + c + δ)`` with ``c = tf / norm`` (rank_bm25's extra ``tf``)."""
+    c = tf / norm
+    return tf * (k1 + 1.0) * (c + delta) / (k1 + c + delta)
+
+
+def tf_bm25plus_occurrence(tf: np.ndarray, norm: np.ndarray, k1: float) -> np.ndarray:
+    """``tf (k1 + 1) / (k1 norm + tf)``: BM25+ without its constant ``δ`` (see nonoccurrence)."""
+    return tf * (k1 + 1.0) / (k1 * norm + tf)
+
+
+def tf_lucene(tf: np.ndarray, norm: np.ndarray, k1: float) -> np.ndarray:
+    """``tf / (tf + k1 norm)``: Lucene drops Robertson's ``(k1 + 1)``, which does not change ranks."""
+    return tf / (tf + k1 * norm)
+
+
+def variant_idf(params: BM25Parameters, df: np.ndarray, n_docs: int) -> np.ndarray:
+    """The idf vector of ``params.variant``."""
+    if params.variant == "okapi":
+        return idf_okapi(df, n_docs, params.epsilon)
+    if params.variant == "bm25l":
+        return idf_bm25l(df, n_docs)
+    if params.variant == "bm25plus":
+        return idf_bm25plus(df, n_docs)
+    return idf_lucene(df, n_docs)
+
+
+def variant_tf(params: BM25Parameters, tf: np.ndarray, norm: np.ndarray) -> np.ndarray:
+    """The tf part of ``params.variant`` for entries with ``tf > 0``."""
+    if params.variant == "okapi":
+        return tf_okapi(tf, norm, params.k1)
+    if params.variant == "bm25l":
+        return tf_bm25l(tf, norm, params.k1, params.delta)
+    if params.variant == "bm25plus":
+        return tf_bm25plus_occurrence(tf, norm, params.k1)
+    return tf_lucene(tf, norm, params.k1)
+
+
+def nonoccurrence(params: BM25Parameters, idf: np.ndarray) -> np.ndarray:
+    """What a term adds to a document that lacks it: ``idf * δ`` for BM25+, else 0."""
+    if params.variant == "bm25plus":
+        return idf * params.delta
+    return np.zeros_like(idf)
+
+
+# ---------------------------------------------------------------- the weight matrix
+
+
+@dataclass(frozen=True)
+class BM25Weights:
+    """Precomputed BM25 weights, term-major: the posting list of term ``t`` is
+    ``doc_ids[term_ptr[t]:term_ptr[t+1]]`` with weights ``data[...]`` (the CSR
+    arrays of ``W.T``, ``W`` being n_docs x vocab). ``nonoccurrence[t]`` is added
+    to every document per query occurrence of ``t`` (non-zero only for BM25+)."""
+
+    data: np.ndarray
+    doc_ids: np.ndarray
+    term_ptr: np.ndarray
+    nonoccurrence: np.ndarray
+    n_docs: int
+    params: BM25Parameters
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.term_ptr.shape[0] - 1)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays to save as ``.npy`` files (no pickle); pair with :meth:`meta`."""
+        return {
+            "data": self.data,
+            "doc_ids": self.doc_ids,
+            "term_ptr": self.term_ptr,
+            "nonoccurrence": self.nonoccurrence,
+        }
+
+    def meta(self) -> dict:
+        """The JSON-ready rest: number of documents and the parameters."""
+        return {"n_docs": int(self.n_docs), "params": asdict(self.params)}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], meta: Mapping) -> "BM25Weights":
+        """Rebuild from :meth:`to_arrays` / :meth:`meta` without recomputing; checks consistency.
+
+        Arrays may be memory-mapped (``np.load(..., mmap_mode="r")``); they are not copied.
+        A truncated or edited state is a :class:`PersistenceError`, never a wrong score.
+        """
+        try:
+            params = BM25Parameters(**meta["params"])
+            weights = cls(
+                data=arrays["data"], doc_ids=arrays["doc_ids"], term_ptr=arrays["term_ptr"],
+                nonoccurrence=arrays["nonoccurrence"], n_docs=int(meta["n_docs"]), params=params,
+            )
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
+            raise PersistenceError(f"BM25 weights: incomplete or invalid state ({exc})") from exc
+        _check_consistent(weights)
+        return weights
+
+
+def _check_consistent(w: BM25Weights) -> None:
+    """Raise :class:`PersistenceError` unless the arrays describe one valid posting matrix."""
+    nnz = w.data.shape[0]
+    problems = []
+    if w.data.ndim != 1 or w.doc_ids.shape != (nnz,):
+        problems.append("data and doc_ids differ in length")
+    if w.term_ptr.ndim != 1 or w.term_ptr.shape[0] < 1 or w.term_ptr[0] != 0 or w.term_ptr[-1] != nnz:
+        problems.append("term_ptr does not span the postings")
+    elif np.any(np.diff(w.term_ptr) < 0):
+        problems.append("term_ptr is not monotone")
+    if w.nonoccurrence.shape != (max(w.term_ptr.shape[0] - 1, 0),):
+        problems.append("nonoccurrence does not match the vocabulary")
+    if nnz and (w.doc_ids.min() < 0 or w.doc_ids.max() >= w.n_docs):
+        problems.append("a posting names a document outside 0..n_docs-1")
+    if problems:
+        raise PersistenceError("BM25 weights: " + "; ".join(problems))
+
+
+def bm25_weights(
+    counts: sp.spmatrix, params: BM25Parameters = BM25Parameters(), doc_lengths: np.ndarray | None = None
+) -> BM25Weights:
+    """Turn a document-term count matrix (n_docs x vocab) into eager :class:`BM25Weights`.
+
+    ``doc_lengths`` defaults to the row sums; pass the true token counts when the
+    vectorizer dropped tokens (stop words, min_df) and you want rank_bm25's lengths.
+    Weights are computed in float64 and stored as float32.
+    """
+    counts = sp.csr_matrix(counts)
+    n_docs = counts.shape[0]
+    if n_docs == 0:
+        raise CorpusError("cannot build a BM25 index over zero documents")
+    counts.sum_duplicates()
+    lengths = document_lengths(counts) if doc_lengths is None else np.asarray(doc_lengths, dtype=np.float64)
+    df = document_frequencies(counts)
+    idf = variant_idf(params, df, n_docs)
+    row_of_entry = np.repeat(np.arange(n_docs, dtype=np.int32), np.diff(counts.indptr))
+    tf = counts.data.astype(np.float64)
+    values = idf[counts.indices] * variant_tf(params, tf, length_norm(lengths, params.b)[row_of_entry])
+    doc_major = sp.csr_matrix((values.astype(WEIGHT_DTYPE), counts.indices, counts.indptr), shape=counts.shape)
+    term_major = doc_major.tocsc()  # CSC of (docs x terms) == CSR of the transpose: posting lists
+    return BM25Weights(
+        data=term_major.data,
+        doc_ids=term_major.indices.astype(np.int32, copy=False),
+        term_ptr=term_major.indptr.astype(np.int64, copy=False),
+        nonoccurrence=nonoccurrence(params, idf).astype(WEIGHT_DTYPE),
+        n_docs=n_docs,
+        params=params,
+    )
+
+
+# ---------------------------------------------------------------- scoring
+
+
+def _scatter_postings(
+    weights: BM25Weights, term_ids: np.ndarray, term_counts: np.ndarray, query_rows: np.ndarray, n_queries: int
+) -> np.ndarray:
+    """``S[q, d] = sum over (q, t, c) entries of c * W[d, t]``: the sparse product ``Q @ W.T``.
+
+    Computed as one gather of every entry's posting list and one ``np.bincount``
+    into the dense (n_queries x n_docs) float64 result, with no Python loop. This
+    is faster than scipy's sparse-times-sparse (which builds a sparse result
+    first) and accumulates in float64 though the weights are float32.
+    """
+    starts = weights.term_ptr[term_ids]
+    lengths = weights.term_ptr[term_ids + 1] - starts
+    total = int(lengths.sum())
+    offsets = np.cumsum(lengths) - lengths
+    positions = np.arange(total, dtype=np.int64) + np.repeat(starts - offsets, lengths)
+    targets = weights.doc_ids[positions].astype(np.int64)
+    if n_queries > 1:
+        targets += np.repeat(query_rows.astype(np.int64) * weights.n_docs, lengths)
+    values = weights.data[positions] * np.repeat(term_counts.astype(np.float64), lengths)
+    flat = np.bincount(targets, weights=values, minlength=n_queries * weights.n_docs)
+    return flat.astype(np.float64, copy=False).reshape(n_queries, weights.n_docs)
+
+
+def _query_entries(query_counts: sp.spmatrix, vocab_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(term ids, counts, query row) of every non-zero of a query count matrix."""
+    q = sp.csr_matrix(query_counts)
+    if q.shape[1] != vocab_size:
+        raise QueryError(f"query matrix has {q.shape[1]} terms, the index has {vocab_size}")
+    rows = np.repeat(np.arange(q.shape[0], dtype=np.int64), np.diff(q.indptr))
+    return q.indices.astype(np.int64), q.data, rows
+
+
+def score_queries(query_counts: sp.spmatrix, weights: BM25Weights) -> np.ndarray:
+    """BM25 scores of a batch: ``S = Q @ W.T + Q @ nonoccurrence`` (n_queries x n_docs, float64).
+
+    ``Q`` holds each query's token *counts* (n_queries x vocab), as rank_bm25
+    adds a repeated query token once per occurrence.
+    """
+    term_ids, counts, rows = _query_entries(query_counts, weights.vocab_size)
+    n_queries = query_counts.shape[0]
+    scores = _scatter_postings(weights, term_ids, counts, rows, n_queries)
+    constant = np.bincount(rows, weights=counts * weights.nonoccurrence[term_ids], minlength=n_queries)
+    scores += constant[:, None]
+    return scores
+
+
+def score_query(term_ids: np.ndarray, weights: BM25Weights, term_counts: np.ndarray | None = None) -> np.ndarray:
+    """BM25 scores of one query given its in-vocabulary term ids (repeats allowed), shape (n_docs,).
+
+    The same product as :func:`score_queries` for one row, without building a
+    sparse matrix: a single query is latency-bound, and scipy's per-call
+    overhead would dominate.
+    """
+    term_ids = np.asarray(term_ids, dtype=np.int64)
+    counts = np.ones(term_ids.shape[0]) if term_counts is None else np.asarray(term_counts, dtype=np.float64)
+    if term_ids.size and (term_ids.min() < 0 or term_ids.max() >= weights.vocab_size):
+        raise QueryError(f"term ids must lie in 0..{weights.vocab_size - 1}")
+    scores = _scatter_postings(weights, term_ids, counts, term_ids, 1)[0]
+    scores += float(counts @ weights.nonoccurrence[term_ids].astype(np.float64))
+    return scores
+
+
+def document_norms(weights: BM25Weights) -> np.ndarray:
+    """Euclidean norm of each document's row of stored weights, ``||W[d, :]||``."""
+    squares = np.square(weights.data, dtype=np.float64)
+    return np.sqrt(np.bincount(weights.doc_ids, weights=squares, minlength=weights.n_docs))
+
+
+def cosine_scores(query_counts: sp.spmatrix, weights: BM25Weights, doc_norms: np.ndarray) -> np.ndarray:
+    """Cosine between each query's count vector and each document's BM25 weight row.
+
+    ``cos(q, d) = (q . W[d]) / (||q|| ||W[d]||)``, 0 where either norm is 0 (as
+    scikit-learn's ``cosine_similarity``). This is the "vector similarity" mode
+    of the reference implementation (DashAI), kept so its configs load. It is
+    NOT BM25 ranking: the normalisation by ``||W[d]||`` rewards short documents
+    and ignores BM25's own length normalisation, and BM25+'s absent-term
+    constant is not part of the document vector. ``doc_norms`` comes from
+    :func:`document_norms` (compute it once per index).
+    """
+    term_ids, counts, rows = _query_entries(query_counts, weights.vocab_size)
+    n_queries = query_counts.shape[0]
+    dots = _scatter_postings(weights, term_ids, counts, rows, n_queries)
+    query_norms = np.sqrt(np.bincount(rows, weights=np.square(counts, dtype=np.float64), minlength=n_queries))
+    denominator = query_norms[:, None] * doc_norms[None, :]
+    return np.divide(dots, denominator, out=np.zeros_like(dots), where=denominator > 0)
+
+
+# ---------------------------------------------------------------- restriction and top-k
+
+
+def restrict(scores: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
+    """Scores with every disallowed document set to ``-inf`` (``allowed`` broadcasts over rows).
+
+    Applied *before* top-k, so a filter truly excludes and top-k still returns k
+    documents whenever k are allowed. Returns a new array; ``None`` allows all.
+    """
+    if allowed is None:
+        return scores
+    allowed = np.asarray(allowed, dtype=bool)
+    if allowed.shape[-1] != scores.shape[-1]:
+        raise QueryError(f"restriction covers {allowed.shape[-1]} documents, the index has {scores.shape[-1]}")
+    return np.where(allowed, scores, -np.inf)
+
+
+def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best documents of one score vector: (indices, scores), best first.
+
+    Ties go to the lower index, deterministically (the order of a stable sort on
+    ``-scores``), also at the k-th place. ``-inf`` (restricted) documents are
+    never returned, so fewer than ``k`` come back only when fewer are allowed.
+    Cost: one ``argpartition`` O(n) plus a sort of the k.
+    """
+    n = scores.shape[0]
+    k = min(int(k), n)
+    if k <= 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=scores.dtype)
+    candidates = np.argpartition(scores, n - k)[n - k:]
+    kth = scores[candidates].min()
+    if np.count_nonzero(scores >= kth) != k:  # ties straddle the k-th place: take the lowest indices
+        above = np.flatnonzero(scores > kth)
+        candidates = np.concatenate([above, np.flatnonzero(scores == kth)[: k - above.size]])
+    candidates = candidates[scores[candidates] > -np.inf]
+    order = np.lexsort((candidates, -scores[candidates]))
+    best = candidates[order]
+    return best, scores[best]
+
+
+def top_k_rows(scores: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`top_k` for every row of a (n_queries x n_docs) matrix, vectorised over rows.
+
+    One 2-D ``argpartition`` and one 2-D ``lexsort``; only rows whose k-th place
+    is tied (or restricted) fall back to the exact one-row path.
+    """
+    n_rows, n = scores.shape
+    k = min(int(k), n)
+    if k <= 0 or n_rows == 0:
+        return [top_k(row, k) for row in scores]
+    candidates = np.argpartition(scores, n - k, axis=1)[:, n - k:]
+    values = np.take_along_axis(scores, candidates, axis=1)
+    kth = values.min(axis=1)
+    exact = (np.count_nonzero(scores >= kth[:, None], axis=1) == k) & (kth > -np.inf)
+    order = np.lexsort((candidates, -values), axis=-1)
+    candidates = np.take_along_axis(candidates, order, axis=1)
+    values = np.take_along_axis(values, order, axis=1)
+    return [
+        (candidates[i], values[i]) if exact[i] else top_k(scores[i], k)
+        for i in range(n_rows)
+    ]
+
+
+def top_k_batch(
+    query_counts: sp.spmatrix,
+    weights: BM25Weights,
+    k: int,
+    allowed: np.ndarray | None = None,
+    max_cells: int = 1 << 18,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Top-k of every query: score, restrict, select, in blocks of rows.
+
+    Blocks hold at most ``max_cells`` scores (2 MiB of float64 by default), so a
+    large batch never materialises the whole (n_queries x n_docs) matrix.
+    ``allowed`` is one boolean vector for all queries or one row per query.
+    """
+    q = sp.csr_matrix(query_counts)
+    rows_per_block = max(1, max_cells // max(weights.n_docs, 1))
+    per_query_mask = allowed is not None and np.ndim(allowed) == 2
+    results: list[tuple[np.ndarray, np.ndarray]] = []
+    for start in range(0, q.shape[0], rows_per_block):
+        stop = min(start + rows_per_block, q.shape[0])
+        mask = allowed[start:stop] if per_query_mask else allowed
+        results.extend(top_k_rows(restrict(score_queries(q[start:stop], weights), mask), k))
+    return results

@@ -1,0 +1,268 @@
+"""Exactness of dashrag's BM25 scoring against rank_bm25 and bm25s on SciFact, plus
+the algebra of restriction, top-k and batching as property tests.
+
+SciFact (5,183 documents, title + " " + text) is tokenised by one shared
+lowercase ``\\w+`` tokenizer; the peers and dashrag see the same token lists.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import pytest
+import rank_bm25
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from sklearn.metrics.pairwise import cosine_similarity
+
+from dashrag.errors import ConfigError, CorpusError, PersistenceError, QueryError
+from dashrag.retrievers.bm25_scoring import (
+    BM25Parameters,
+    BM25Weights,
+    bm25_weights,
+    cosine_scores,
+    document_norms,
+    idf_okapi,
+    restrict,
+    score_queries,
+    score_query,
+    top_k,
+    top_k_batch,
+    top_k_rows,
+)
+
+SCIFACT = Path("/work/shared/data/scifact")
+N_QUERIES = 50
+
+
+def tokenize(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def count_matrix(token_lists: list[list[str]], vocab: dict[str, int], grow: bool) -> sp.csr_matrix:
+    """Rows of token counts; unknown tokens are added when ``grow``, dropped otherwise."""
+    rows = [[vocab.setdefault(t, len(vocab)) if grow else vocab[t] for t in toks if grow or t in vocab]
+            for toks in token_lists]
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
+    indices = np.fromiter((i for r in rows for i in r), dtype=np.int64, count=int(indptr[-1]))
+    m = sp.csr_matrix((np.ones(indices.size), indices, indptr), shape=(len(rows), len(vocab)))
+    m.sum_duplicates()
+    return m
+
+
+class SciFact:
+    def __init__(self) -> None:
+        with gzip.open(SCIFACT / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+            docs = [json.loads(line) for line in fh]
+        self.doc_tokens = [tokenize(d["title"] + " " + d["text"]) for d in docs]
+        queries = {}
+        for line in (SCIFACT / "queries.jsonl").open(encoding="utf-8"):
+            q = json.loads(line)
+            queries[q["_id"]] = q["text"]
+        test_ids = list(dict.fromkeys(
+            line.split("\t")[0] for line in (SCIFACT / "qrels/test.tsv").read_text().splitlines()[1:]))
+        self.query_tokens = [tokenize(queries[qid]) for qid in test_ids[:N_QUERIES]]
+        self.vocab: dict[str, int] = {}
+        self.counts = count_matrix(self.doc_tokens, self.vocab, grow=True)
+        self.query_counts = count_matrix(self.query_tokens, self.vocab, grow=False)
+
+    @cache
+    def peer_scores(self, kind: str, subset: bool, **params) -> np.ndarray:
+        """rank_bm25 / bm25s scores of the test queries, built once per parameter set.
+
+        rank_bm25 scores ~2 ms per query token over the full corpus, so the
+        non-default cases read its ``get_batch_scores`` (the same formula over
+        full-corpus statistics) on every 8th document only, to keep the suite fast.
+        """
+        if kind == "lucene":
+            model = bm25s.BM25(method="lucene", dtype="float64", **params)
+            model.index(self.doc_tokens, show_progress=False)
+            full = np.array([model.get_scores(q) for q in self.query_tokens])
+            return full[:, self.subset] if subset else full
+        model = {"okapi": rank_bm25.BM25Okapi, "bm25l": rank_bm25.BM25L,
+                 "bm25plus": rank_bm25.BM25Plus}[kind](self.doc_tokens, **params)
+        if subset:
+            return np.array([model.get_batch_scores(q, self.subset.tolist()) for q in self.query_tokens])
+        return np.array([model.get_scores(q) for q in self.query_tokens])
+
+    @property
+    def subset(self) -> np.ndarray:
+        return np.arange(0, len(self.doc_tokens), 8)
+
+
+@pytest.fixture(scope="module")
+def scifact() -> SciFact:
+    return SciFact()
+
+
+PARITY_CASES = [  # (variant, parameters, compare on a document subset)
+    ("okapi", {}, False),
+    ("bm25l", {"delta": 0.5}, False),
+    ("bm25plus", {"delta": 1.0}, False),
+    ("lucene", {"k1": 1.5, "b": 0.75}, False),
+    ("okapi", {"k1": 0.9, "b": 0.4, "epsilon": 0.5}, True),
+    ("bm25l", {"k1": 1.2, "b": 0.3, "delta": 1.0}, True),
+    ("bm25plus", {"k1": 2.0, "b": 0.9, "delta": 0.5}, True),
+    ("lucene", {"k1": 0.9, "b": 0.4}, False),
+]
+
+
+@pytest.mark.parametrize(("variant", "params", "subset"), PARITY_CASES)
+def test_scores_equal_the_reference_library_on_scifact(scifact, variant, params, subset):
+    """okapi/bm25l/bm25plus against rank_bm25, lucene against bm25s, to 1e-6 relative."""
+    weights = bm25_weights(scifact.counts, BM25Parameters(variant=variant, **params))
+    got = score_queries(scifact.query_counts, weights)
+    expected = scifact.peer_scores(variant, subset, **params)
+    np.testing.assert_allclose(got[:, scifact.subset] if subset else got, expected, rtol=1e-6, atol=0)
+
+
+def test_scifact_exercises_the_okapi_idf_floor(scifact):
+    """The parity test above covers the epsilon floor only if some term is in over half the documents."""
+    df = np.diff(scifact.counts.tocsc().indptr)
+    assert np.count_nonzero(df > scifact.counts.shape[0] / 2) > 0
+
+
+def test_okapi_idf_floors_negative_idf_to_epsilon_times_mean():
+    df = np.array([1, 2, 8, 0])  # N = 10: idf(8) < 0; df 0 is not a corpus term
+    raw = np.log(10 - df[:3] + 0.5) - np.log(df[:3] + 0.5)
+    expected = np.array([raw[0], raw[1], 0.3 * raw.mean(), 0.0])
+    np.testing.assert_allclose(idf_okapi(df, 10, epsilon=0.3), expected, rtol=1e-15)
+
+
+def test_lucene_matches_the_hand_formula_on_a_tiny_corpus():
+    docs = [["a", "b", "a"], ["b", "c"], ["a", "c", "c", "c"]]
+    vocab: dict[str, int] = {}
+    counts = count_matrix(docs, vocab, grow=True)
+    k1, b, n, avgdl = 1.2, 0.75, 3, 3.0
+    df = {"a": 2, "b": 2, "c": 2}
+
+    def hand(term: str, doc: list[str]) -> float:
+        tf = doc.count(term)
+        idf = np.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+        return idf * tf / (tf + k1 * (1 - b + b * len(doc) / avgdl))
+
+    query = ["a", "c", "c"]
+    expected = [sum(hand(t, d) for t in query) for d in docs]
+    weights = bm25_weights(counts, BM25Parameters(variant="lucene", k1=k1, b=b))
+    got = score_query(np.array([vocab[t] for t in query]), weights)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_a_repeated_query_token_counts_once_per_occurrence(scifact):
+    weights = bm25_weights(scifact.counts, BM25Parameters())
+    term = scifact.vocab["protein"]
+    np.testing.assert_allclose(score_query([term, term], weights), 2 * score_query([term], weights), rtol=1e-12)
+
+
+def test_a_term_absent_from_the_corpus_adds_nothing_even_in_bm25plus():
+    counts = sp.csr_matrix(np.array([[1, 0, 2], [0, 0, 1]]))  # term 1 has df 0 (fixed vocabulary)
+    weights = bm25_weights(counts, BM25Parameters(variant="bm25plus", delta=1.0))
+    np.testing.assert_array_equal(score_query([1], weights), [0.0, 0.0])
+
+
+def test_batch_scores_equal_one_query_at_a_time(scifact):
+    weights = bm25_weights(scifact.counts, BM25Parameters(variant="bm25plus"))
+    batch = score_queries(scifact.query_counts, weights)
+    for row, q in zip(batch, scifact.query_counts):
+        np.testing.assert_allclose(row, score_query(q.indices, weights, q.data), rtol=1e-12)
+
+
+def test_saved_arrays_load_to_identical_scores_without_recomputing(scifact, tmp_path):
+    weights = bm25_weights(scifact.counts, BM25Parameters(variant="bm25plus", k1=1.1))
+    for name, array in weights.to_arrays().items():
+        np.save(tmp_path / f"{name}.npy", array, allow_pickle=False)
+    loaded_arrays = {p.stem: np.load(p, mmap_mode="r", allow_pickle=False) for p in tmp_path.glob("*.npy")}
+    meta = json.loads(json.dumps(weights.meta()))
+    loaded = BM25Weights.from_arrays(loaded_arrays, meta)
+    np.testing.assert_array_equal(score_queries(scifact.query_counts, loaded),
+                                  score_queries(scifact.query_counts, weights))
+
+
+def test_truncated_arrays_are_refused_on_load():
+    weights = bm25_weights(sp.csr_matrix(np.array([[1, 2], [0, 3]])), BM25Parameters())
+    arrays = dict(weights.to_arrays(), data=weights.data[:-1])
+    with pytest.raises(PersistenceError, match="differ in length"):
+        BM25Weights.from_arrays(arrays, weights.meta())
+
+
+def test_cosine_mode_equals_sklearn_cosine_of_the_weighted_rows():
+    counts = sp.csr_matrix(np.array([[2, 1, 0, 0], [0, 1, 3, 0], [1, 0, 0, 4], [0, 0, 0, 0]]))
+    weights = bm25_weights(counts, BM25Parameters(variant="okapi"))
+    dense_rows = sp.csr_matrix((weights.data, weights.doc_ids, weights.term_ptr),
+                               shape=(weights.vocab_size, weights.n_docs)).T.toarray()
+    queries = sp.csr_matrix(np.array([[1, 0, 2, 0], [0, 1, 0, 1], [0, 0, 0, 0]]))
+    expected = cosine_similarity(queries.toarray(), dense_rows)
+    got = cosine_scores(queries, weights, document_norms(weights))
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-12)
+
+
+def test_an_unknown_variant_is_a_config_error():
+    with pytest.raises(ConfigError, match="variant"):
+        BM25Parameters(variant="bm26")
+
+
+def test_an_empty_corpus_is_a_corpus_error():
+    with pytest.raises(CorpusError):
+        bm25_weights(sp.csr_matrix((0, 3)), BM25Parameters())
+
+
+def test_a_query_matrix_of_another_vocabulary_is_a_query_error():
+    weights = bm25_weights(sp.csr_matrix(np.eye(3)), BM25Parameters())
+    with pytest.raises(QueryError, match="terms"):
+        score_queries(sp.csr_matrix((1, 4)), weights)
+
+
+# ---------------------------------------------------------------- properties
+
+# Small integer-valued scores force many ties, which is where top-k can go wrong.
+tied_scores = arrays(np.float64, st.integers(1, 60), elements=st.integers(-3, 3).map(float))
+
+
+def stable_order(scores: np.ndarray) -> np.ndarray:
+    return np.argsort(-scores, kind="stable")
+
+
+@settings(max_examples=100, deadline=None)
+@given(tied_scores, st.integers(1, 70))
+def test_top_k_order_equals_the_full_stable_argsort(scores, k):
+    ids, values = top_k(scores, k)
+    np.testing.assert_array_equal(ids, stable_order(scores)[:k])
+    np.testing.assert_array_equal(values, scores[ids])
+
+
+@settings(max_examples=100, deadline=None)
+@given(tied_scores, st.integers(1, 70), st.data())
+def test_restriction_excludes_and_still_returns_k_where_k_exist(scores, k, data):
+    allowed = np.array(data.draw(st.lists(st.booleans(), min_size=scores.size, max_size=scores.size)))
+    ids, _ = top_k(restrict(scores, allowed), k)
+    assert allowed[ids].all()
+    assert ids.size == min(k, int(allowed.sum()))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 8).flatmap(lambda r: arrays(np.float64, (r, 30), elements=st.integers(-2, 2).map(float))),
+       st.integers(1, 35))
+def test_top_k_rows_equals_top_k_of_each_row(matrix, k):
+    for (ids, values), row in zip(top_k_rows(matrix, k), matrix):
+        expected_ids, expected_values = top_k(row, k)
+        np.testing.assert_array_equal(ids, expected_ids)
+        np.testing.assert_array_equal(values, expected_values)
+
+
+def test_top_k_batch_in_small_blocks_equals_one_block(scifact):
+    weights = bm25_weights(scifact.counts, BM25Parameters())
+    allowed = np.arange(weights.n_docs) % 3 != 0
+    one_block = top_k_batch(scifact.query_counts, weights, 10, allowed, max_cells=1 << 30)
+    small_blocks = top_k_batch(scifact.query_counts, weights, 10, allowed, max_cells=3 * weights.n_docs)
+    for (ids_a, sc_a), (ids_b, sc_b) in zip(one_block, small_blocks):
+        np.testing.assert_array_equal(ids_a, ids_b)
+        np.testing.assert_array_equal(sc_a, sc_b)
+    assert all(allowed[ids].all() and ids.size == 10 for ids, _ in one_block)
