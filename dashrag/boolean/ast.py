@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
+from dashrag.boolean.normalise_text import normalise_words
 from dashrag.errors import QueryError
 
 KEYWORDS = frozenset({"AND", "OR", "NOT"})
@@ -64,6 +65,8 @@ class Text:
 
     def __post_init__(self) -> None:
         _require_text("text", self.text)
+        if not normalise_words(self.text, self.case_sensitive):
+            raise QueryError(f"a text clause needs letters or digits to match, got {self.text!r}")
 
 
 @dataclass(frozen=True)

@@ -133,8 +133,3 @@ def all_components() -> Iterator[tuple[str, type["ConfigObject"]]]:
     """Every registered component, sorted by name."""
     _load_plugins()
     yield from sorted(_REGISTRY.items())
-
-
-def close_matches(name: str) -> list[str]:
-    _load_plugins()
-    return difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.5)

@@ -38,6 +38,24 @@ def _pydantic_issues(error: ValidationError, path: str) -> list[ConfigIssue]:
     return issues
 
 
+PLACEHOLDER = {"component": "<invalid>", "params": {}}
+
+
+def _replace_failed(params: dict, component_fields: dict) -> bool:
+    """Stand a placeholder in for each nested node that failed, so the parent's own params
+    (and rules over them) are still validated and reported; True if any failed."""
+    failed = False
+    for field_name, (_, is_list) in component_fields.items():
+        if field_name not in params:
+            continue
+        values = params[field_name] if is_list else [params[field_name]]
+        if any(v is None for v in values):
+            failed = True
+            fixed = [PLACEHOLDER if v is None else v for v in values]
+            params[field_name] = fixed if is_list else fixed[0]
+    return failed
+
+
 def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[ConfigIssue]) -> dict | None:
     if not isinstance(raw, dict):
         issues.append(ConfigIssue(path, f"expected an object {{\"component\": ..., \"params\": ...}}, got {type(raw).__name__}"))
@@ -79,14 +97,14 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
         else:
             params[field_name] = _validate_node(value, field_path, field_kind, issues)
 
-    if any(v is None for f in schema.component_fields() if f in params
-           for v in (params[f] if isinstance(params[f], list) else [params[f]])):
-        return None  # nested problems already reported; the parent's rules need valid children
+    failed_nested = _replace_failed(params, schema.component_fields())
     try:
         validated = schema.model_validate(params)
     except ValidationError as exc:
         issues.extend(_pydantic_issues(exc, params_path))
         return None
+    if failed_nested:
+        return None  # the parent's own params were still checked above
 
     normalised = validated.model_dump(mode="json")
     for field_name, (field_kind, is_list) in schema.component_fields().items():
@@ -107,5 +125,7 @@ def validate_and_transform(raw: Any, expected_kind: str | None = None) -> dict:
     issues: list[ConfigIssue] = []
     result = _validate_node(raw, "", expected_kind, issues)
     if issues or result is None:
-        raise ConfigError(issues or [ConfigIssue("", "invalid config")])
+        issues = issues or [ConfigIssue("", "invalid config")]
+        unknown = any("unknown component" in i.message for i in issues)
+        raise (UnknownComponentError if unknown else ConfigError)(issues)
     return result

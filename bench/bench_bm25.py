@@ -1,0 +1,267 @@
+"""BM25 speed, memory and quality: rank-bm25, bm25s and dashrag side by side.
+
+One process, the same SciFact corpus (title + " " + text), the same tokens
+(``bm25s.tokenize`` with English stop words and the PyStemmer English stemmer,
+as token strings) and the same test queries (the ids of qrels/test.tsv), for all.
+
+Measured, per library:
+  build_s        seconds to index the token lists (best of --repeats)
+  qps_single     queries/second answering one query at a time (tokens in, top-k ids out)
+  qps_batch      queries/second answering all queries in one call
+                 (rank-bm25 has no batch API: its get_scores loop serves both columns)
+  build_peak     tracemalloc peak while building, MiB (Python objects + numpy buffers)
+  index_size     tracemalloc memory still held by the built index, MiB
+  batch_peak     tracemalloc peak of the batched query pass, MiB
+  ndcg@10        on SciFact test with pytrec_eval, to show the rankings agree
+
+Timings run without tracemalloc; memory is measured in a separate pass under it.
+Formulas: bm25s uses its default, Lucene's BM25; rank-bm25 has no Lucene variant
+and uses BM25Okapi. dashrag runs both, and each dashrag row is compared with the
+peer of the same formula (same scores, so the same ranking).
+
+Run: .venv/bin/python bench/bench_bm25.py [--json OUT] [--k 10] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import json
+import time
+import tracemalloc
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import bm25s
+import numpy as np
+import pytrec_eval
+import rank_bm25
+import scipy.sparse as sp
+import Stemmer
+
+from dashrag.retrievers.bm25_scoring import BM25Parameters, bm25_weights, score_query, top_k, top_k_batch
+
+SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+MIB = 1024 * 1024
+
+
+# ---------------------------------------------------------------- data
+
+
+def load_scifact(root: Path):
+    """(doc ids, doc texts, query ids, query texts, qrels) of the SciFact test split."""
+    with gzip.open(root / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+        docs = [json.loads(line) for line in fh]
+    queries = {}
+    for line in (root / "queries.jsonl").open(encoding="utf-8"):
+        q = json.loads(line)
+        queries[q["_id"]] = q["text"]
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (root / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        qid, docid, score = line.split("\t")
+        qrels.setdefault(qid, {})[docid] = int(score)
+    query_ids = list(qrels)
+    return ([d["_id"] for d in docs], [d["title"] + " " + d["text"] for d in docs],
+            query_ids, [queries[q] for q in query_ids], qrels)
+
+
+def shared_tokens(texts: list[str]) -> list[list[str]]:
+    """The one tokenisation every library sees: bm25s's, with stop words and stemming."""
+    stemmer = Stemmer.Stemmer("english")
+    return bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False)
+
+
+# ---------------------------------------------------------------- the three libraries
+# Each library is three callables: build(corpus_tokens) -> index,
+# one(index, query_tokens, k) -> doc indices, batch(index, list of query tokens, k) -> list of doc indices.
+
+
+def dashrag_build(corpus_tokens: list[list[str]], variant: str):
+    """Token lists -> (vocabulary, BM25 weights): ids by one dict pass, counts by scipy."""
+    vocab: dict[str, int] = {}
+    lengths = np.fromiter(map(len, corpus_tokens), dtype=np.int64, count=len(corpus_tokens))
+    ids = np.fromiter((vocab.setdefault(t, len(vocab)) for doc in corpus_tokens for t in doc),
+                      dtype=np.int32, count=int(lengths.sum()))
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    counts = sp.csr_matrix((np.ones(ids.size, dtype=np.float32), ids, indptr),
+                           shape=(len(corpus_tokens), len(vocab)))  # duplicates summed by bm25_weights
+    return vocab, bm25_weights(counts, BM25Parameters(variant=variant))
+
+
+def dashrag_one(index, tokens: list[str], k: int) -> np.ndarray:
+    vocab, weights = index
+    return top_k(score_query([vocab[t] for t in tokens if t in vocab], weights), k)[0]
+
+
+def dashrag_batch(index, queries: list[list[str]], k: int) -> list[np.ndarray]:
+    vocab, weights = index
+    rows = [[vocab[t] for t in q if t in vocab] for q in queries]
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
+    ids = np.fromiter((i for r in rows for i in r), dtype=np.int64, count=int(indptr[-1]))
+    query_counts = sp.csr_matrix((np.ones(ids.size), ids, indptr), shape=(len(rows), len(vocab)))
+    return [found for found, _ in top_k_batch(query_counts, weights, k)]
+
+
+def bm25s_build(corpus_tokens: list[list[str]]):
+    index = bm25s.BM25(method="lucene")
+    index.index(corpus_tokens, show_progress=False)
+    return index
+
+
+def bm25s_one(index, tokens: list[str], k: int) -> np.ndarray:
+    return index.retrieve([tokens], k=k, show_progress=False, return_as="documents")[0]
+
+
+def bm25s_batch(index, queries: list[list[str]], k: int) -> list[np.ndarray]:
+    return list(index.retrieve(queries, k=k, show_progress=False, return_as="documents"))
+
+
+def rank_bm25_one(index, tokens: list[str], k: int) -> np.ndarray:
+    return top_k(index.get_scores(tokens), k)[0]
+
+
+def rank_bm25_batch(index, queries: list[list[str]], k: int) -> list[np.ndarray]:
+    return [rank_bm25_one(index, q, k) for q in queries]
+
+
+@dataclass
+class Library:
+    name: str
+    formula: str
+    build: Callable
+    one: Callable
+    batch: Callable
+    has_batch: bool = True
+
+
+LIBRARIES = [
+    Library("rank-bm25", "okapi", rank_bm25.BM25Okapi, rank_bm25_one, rank_bm25_batch, has_batch=False),
+    Library("bm25s", "lucene", bm25s_build, bm25s_one, bm25s_batch),
+    Library("dashrag", "okapi", lambda c: dashrag_build(c, "okapi"), dashrag_one, dashrag_batch),
+    Library("dashrag", "lucene", lambda c: dashrag_build(c, "lucene"), dashrag_one, dashrag_batch),
+]
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def best_seconds(fn: Callable, repeats: int) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        gc.collect()
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def traced_mib(fn: Callable) -> tuple[float, float, object]:
+    """(peak MiB, MiB still held after the call, result) of ``fn`` under tracemalloc."""
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    result = fn()
+    current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return (peak - base) / MIB, (current - base) / MIB, result
+
+
+def ndcg_at_10(doc_ids: list[str], query_ids: list[str], found: list[np.ndarray], qrels) -> float:
+    run = {qid: {doc_ids[int(d)]: float(len(hits) - rank) for rank, d in enumerate(hits)}
+           for qid, hits in zip(query_ids, found)}
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
+    return float(np.mean([m["ndcg_cut_10"] for m in per_query.values()]))
+
+
+def measure(lib: Library, corpus_tokens, query_tokens, k: int, repeats: int) -> dict:
+    build_s, index = best_seconds(lambda: lib.build(corpus_tokens), repeats)
+    query_repeats = repeats if lib.has_batch else 1  # rank-bm25 takes seconds per pass
+    single_s, found = best_seconds(lambda: [lib.one(index, q, k) for q in query_tokens], query_repeats)
+    if lib.has_batch:
+        batch_s, found = best_seconds(lambda: lib.batch(index, query_tokens, k), repeats)
+    else:
+        batch_s = single_s
+    del index
+    build_peak, index_size, index = traced_mib(lambda: lib.build(corpus_tokens))
+    batch_peak, _, _ = traced_mib(lambda: lib.batch(index, query_tokens, k)) if lib.has_batch else (None, 0, 0)
+    return {"library": lib.name, "formula": lib.formula, "build_s": build_s,
+            "qps_single": len(query_tokens) / single_s, "qps_batch": len(query_tokens) / batch_s,
+            "build_peak_mib": build_peak, "index_mib": index_size, "batch_peak_mib": batch_peak,
+            "found": found}
+
+
+def ratios(rows: list[dict]) -> list[dict]:
+    """dashrag / peer for the same formula; > 1 means dashrag is faster (qps, 1/seconds) or smaller (1/MiB)."""
+    out = []
+    for peer in (r for r in rows if r["library"] != "dashrag"):
+        ours = next(r for r in rows if r["library"] == "dashrag" and r["formula"] == peer["formula"])
+        entry = {"peer": peer["library"], "formula": peer["formula"],
+                 "build_speedup": peer["build_s"] / ours["build_s"],
+                 "single_speedup": ours["qps_single"] / peer["qps_single"],
+                 "batch_speedup": ours["qps_batch"] / peer["qps_batch"],
+                 "build_peak_ratio": ours["build_peak_mib"] / peer["build_peak_mib"],
+                 "index_size_ratio": ours["index_mib"] / peer["index_mib"]}
+        if peer["batch_peak_mib"] is not None:
+            entry["batch_peak_ratio"] = ours["batch_peak_mib"] / peer["batch_peak_mib"]
+        out.append(entry)
+    return out
+
+
+def print_tables(rows: list[dict], ratio_rows: list[dict], header: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=header)
+    for col in ("library", "formula", "build s", "q/s single", "q/s batch", "build peak MiB",
+                "index MiB", "batch peak MiB", "nDCG@10"):
+        table.add_column(col, justify="left" if col in ("library", "formula") else "right")
+    for r in rows:
+        batch_peak = "n/a" if r["batch_peak_mib"] is None else f"{r['batch_peak_mib']:.2f}"
+        table.add_row(r["library"], r["formula"], f"{r['build_s']:.3f}", f"{r['qps_single']:,.0f}",
+                      f"{r['qps_batch']:,.0f}", f"{r['build_peak_mib']:.1f}", f"{r['index_mib']:.1f}",
+                      batch_peak, f"{r['ndcg@10']:.4f}")
+    console.print(table)
+    ratio_table = Table(title="dashrag vs peer, same formula (speed: x faster; memory: dashrag / peer)")
+    for col in ("peer", "formula", "build", "q/s single", "q/s batch", "build peak", "index", "batch peak"):
+        ratio_table.add_column(col, justify="left" if col in ("peer", "formula") else "right")
+    for r in ratio_rows:
+        batch_peak = f"{r['batch_peak_ratio']:.2f}" if "batch_peak_ratio" in r else "n/a"
+        ratio_table.add_row(r["peer"], r["formula"], f"{r['build_speedup']:.2f}x", f"{r['single_speedup']:.2f}x",
+                            f"{r['batch_speedup']:.2f}x", f"{r['build_peak_ratio']:.2f}",
+                            f"{r['index_size_ratio']:.2f}", batch_peak)
+    console.print(ratio_table)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=SCIFACT, help="BEIR SciFact folder")
+    parser.add_argument("--json", type=Path, help="write the figures to this JSON file")
+    parser.add_argument("--k", type=int, default=10, help="results per query")
+    parser.add_argument("--repeats", type=int, default=3, help="timing repeats (best is kept)")
+    args = parser.parse_args()
+
+    doc_ids, doc_texts, query_ids, query_texts, qrels = load_scifact(args.data)
+    corpus_tokens, query_tokens = shared_tokens(doc_texts), shared_tokens(query_texts)
+    rows = []
+    for lib in LIBRARIES:
+        row = measure(lib, corpus_tokens, query_tokens, args.k, args.repeats)
+        row["ndcg@10"] = ndcg_at_10(doc_ids, query_ids, row.pop("found"), qrels)
+        rows.append(row)
+    ratio_rows = ratios(rows)
+    header = (f"BM25 on SciFact: {len(doc_ids):,} documents, {len(query_ids)} test queries, "
+              f"top-{args.k}; memory by tracemalloc")
+    print_tables(rows, ratio_rows, header)
+    if args.json:
+        args.json.write_text(json.dumps({
+            "corpus": "scifact", "n_docs": len(doc_ids), "n_queries": len(query_ids), "k": args.k,
+            "tokens": "bm25s.tokenize(stopwords='en', stemmer=PyStemmer english)",
+            "memory": "tracemalloc (Python objects + numpy buffers), MiB",
+            "results": rows, "ratios": ratio_rows,
+        }, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""How the CLI prints results: a table for people, JSON for programs, TREC runs for evaluation."""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from dashrag.documents.model import ScoredChunk
+
+
+def print_table(console: Console, query: str, chunks: Sequence[ScoredChunk], width: int = 90) -> None:
+    table = Table(title=f"“{query}”", show_lines=False)
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("document#pos")
+    table.add_column("text")
+    for rank, c in enumerate(chunks, 1):
+        snippet = " ".join(c.chunk.text.split())
+        snippet = snippet if len(snippet) <= width else snippet[: width - 1] + "…"
+        table.add_row(str(rank), f"{c.score:.4f}", f"{c.document_id}#{c.chunk.position}", snippet)
+    console.print(table)
+
+
+def results_json(query: str, chunks: Sequence[ScoredChunk], trace: dict | None) -> str:
+    payload = {"query": query, "results": [c.to_json() for c in chunks]}
+    if trace is not None:
+        payload["trace"] = trace
+    return json.dumps(payload, ensure_ascii=False)

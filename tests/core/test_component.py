@@ -1,0 +1,30 @@
+from dashrag import build_component
+from dashrag.retrievers.tfidf import TFIDFRetriever
+
+
+def test_to_config_rebuilds_an_equal_tree():
+    tree = build_component({"component": "TFIDFRetriever", "params": {"top_k": 7, "vectorizer": {"component": "BagOfWordsConverter", "params": {"ngram_max": 2}}}})
+    assert build_component(tree.to_config()).to_config() == tree.to_config()
+    assert tree.to_config()["params"]["vectorizer"]["params"]["ngram_max"] == 2
+
+
+def test_python_construction_validates_like_json():
+    assert TFIDFRetriever({"top_k": 3}).to_config() == build_component({"component": "TFIDFRetriever", "params": {"top_k": 3}}).to_config()
+
+
+def test_representation_fills_nested_placeholders():
+    tree = build_component({"component": "TFIDFRetriever", "params": {"top_k": 4}})
+    assert tree.get_representation() == "TF-IDF top 4"
+    assert tree.nested["vectorizer"].get_representation() == "word 1-1-grams"
+
+
+def test_schema_summary_is_recursive():
+    summary = build_component({"component": "TFIDFRetriever"}).get_schema_summary()
+    assert summary["class"] == "TFIDFRetriever"
+    assert summary["vectorizer"]["class"] == "BagOfWordsConverter"
+    assert "vectorizer" not in summary["params"]
+
+
+def test_iter_nodes_paths_are_stable():
+    tree = build_component({"component": "TFIDFRetriever"})
+    assert [p for p, _ in tree.iter_nodes()] == ["root", "root.vectorizer"]

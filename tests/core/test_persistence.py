@@ -1,0 +1,123 @@
+"""Saved folders: identical answers after load, no refit, and clear errors that change nothing."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+import dashrag
+from dashrag.core import persistence
+from dashrag.errors import PersistenceError
+
+CONFIG = {"component": "TFIDFRetriever", "params": {"top_k": 5}}
+QUERIES = ["how do rankers saturate term frequency", "dense vectors and cosine", "filter before top-k"]
+
+
+def tree_digest(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture()
+def saved(tmp_path, example_corpus):
+    retriever = dashrag.build(CONFIG, example_corpus, tmp_path / "work")
+    folder = retriever.save(tmp_path / "saved")
+    return retriever, folder
+
+
+def state_file(folder: Path, suffix: str) -> Path:
+    manifest = json.loads((folder / "dashrag.json").read_text())
+    return next(folder / manifest["snapshot"] / rel for rel in manifest["files"] if rel.endswith(suffix))
+
+
+def test_load_answers_exactly_as_before_saving(saved):
+    retriever, folder = saved
+    loaded = dashrag.load(folder)
+    for q in QUERIES:
+        assert loaded.retrieve(q)[0] == retriever.retrieve(q)[0]
+    assert loaded.to_config() == retriever.to_config()
+
+
+def test_load_does_not_refit(saved, monkeypatch):
+    _, folder = saved
+
+    def refit(self):
+        raise AssertionError("load must not fit")
+
+    monkeypatch.setattr(type(dashrag.build_component(CONFIG)), "_fit", refit)
+    dashrag.load(folder).retrieve(QUERIES[0])
+
+
+def test_missing_folder(tmp_path):
+    with pytest.raises(PersistenceError, match="no such saved retriever folder"):
+        dashrag.load(tmp_path / "nope")
+
+
+def test_truncated_state_file_is_an_error_that_changes_nothing(saved):
+    _, folder = saved
+    target = state_file(folder, "matrix.data.npy")
+    target.write_bytes(target.read_bytes()[:-16])
+    before = tree_digest(folder)
+    with pytest.raises(PersistenceError, match="truncated or edited"):
+        dashrag.load(folder)
+    assert tree_digest(folder) == before
+
+
+def test_edited_state_file_is_an_error(saved):
+    _, folder = saved
+    target = state_file(folder, "vocabulary.json")
+    target.write_text(target.read_text().replace('"bm25"', '"bm26"'))
+    with pytest.raises(PersistenceError, match="checksum"):
+        dashrag.load(folder)
+
+
+def test_newer_format_version_is_refused(saved):
+    _, folder = saved
+    manifest_path = folder / "dashrag.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["format_version"] = persistence.FORMAT_VERSION + 1
+    manifest_path.write_text(json.dumps(manifest))
+    before = tree_digest(folder)
+    with pytest.raises(PersistenceError, match="format version 2; this dashrag reads versions 1..1"):
+        dashrag.load(folder)
+    assert tree_digest(folder) == before
+
+
+def test_folder_saved_for_another_corpus_is_refused(saved, tmp_path, scifact_subset_file):
+    retriever, folder = saved
+    other = dashrag.build(CONFIG, scifact_subset_file, tmp_path / "other")
+    other_folder = other.save(tmp_path / "other_saved")
+    manifest = json.loads((other_folder / "dashrag.json").read_text())
+    with pytest.raises(PersistenceError, match="another corpus"):
+        dashrag.load(folder, store_url=f"sqlite:///{other_folder / manifest['store']}")
+
+
+def test_a_killed_save_leaves_the_previous_save_intact(saved, monkeypatch):
+    retriever, folder = saved
+    before = tree_digest(folder)
+
+    def die(*args, **kwargs):
+        raise KeyboardInterrupt("killed mid-save")
+
+    monkeypatch.setattr(persistence, "save_sparse", die)
+    monkeypatch.setattr("dashrag.retrievers.tfidf.save_sparse", die)
+    with pytest.raises(KeyboardInterrupt):
+        retriever.save(folder)
+    assert tree_digest(folder) == before
+    assert dashrag.load(folder).retrieve(QUERIES[0])[0] == retriever.retrieve(QUERIES[0])[0]
+
+
+def test_resaving_replaces_the_snapshot(saved):
+    retriever, folder = saved
+    first = json.loads((folder / "dashrag.json").read_text())["snapshot"]
+    retriever.save(folder)
+    snapshots = sorted(p.name for p in folder.glob("snapshot-*"))
+    assert len(snapshots) == 1 and snapshots[0] != first
+
+
+def test_object_arrays_are_never_saved(tmp_path):
+    import numpy as np
+
+    with pytest.raises(TypeError):
+        persistence.save_array(tmp_path / "x.npy", np.array([{"a": 1}], dtype=object))
