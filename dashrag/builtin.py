@@ -11,3 +11,5 @@ import dashrag.chunkers.token  # noqa: F401
 import dashrag.chunkers.whole_document  # noqa: F401
 import dashrag.retrievers.tfidf  # noqa: F401
 import dashrag.vectorizers.bag_of_words  # noqa: F401
+import dashrag.retrievers.parallel  # noqa: F401
+import dashrag.retrievers.sequential  # noqa: F401

@@ -129,7 +129,7 @@ def combine_and(operands: Sequence[FragmentSet]) -> FragmentSet:
     """AND of two or more branches (rules in the module docstring)."""
     if len(operands) < 2:
         raise ValueError("AND needs at least two operands")
-    shared = frozenset.intersection(*(o.document_ids for o in operands))
+    shared = frozenset.union(*(o.document_ids for o in operands))
     scored = [o.restricted_to(shared) for o in operands if not o.is_filter]
     if not scored:
         return FragmentSet.of((f for o in operands for f in o.restricted_to(shared).fragments.values()), is_filter=True)

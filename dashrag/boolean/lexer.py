@@ -3,7 +3,10 @@
 Quoted literals (``"phrase"``, ``'text'``, ``@'Text'``) use a backslash only to
 escape their own quote character and the backslash itself (``"say \\"hi\\""``,
 ``'C:\\\\temp'``); any other backslash is kept as written, so Windows paths and
-regular-expression-looking text need no doubling. A *bare* token is a run of
+regular-expression-looking text need no doubling. A quote that is directly followed
+by a letter or digit does not close the literal: it is an apostrophe, so
+``'don't mop'`` and ``'O'Brien'`` read as users mean them (a literal must therefore
+be followed by a space, a parenthesis, a comma or the end). A *bare* token is a run of
 characters up to whitespace or one of ``( ) , = " '``; the parser decides whether it
 is a keyword, a category name or a category value.
 """
@@ -70,7 +73,7 @@ def _read_quoted(query: str, start: int, quote: str) -> tuple[str, int]:
             out.append(query[i + 1])
             i += 2
             continue
-        if ch == quote:
+        if ch == quote and not (i + 1 < len(query) and query[i + 1].isalnum()):
             return "".join(out), i + 1
         out.append(ch)
         i += 1

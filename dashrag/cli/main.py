@@ -26,6 +26,7 @@ from dashrag.core.schema import component_schema, export_schemas
 from dashrag.core.trace import format_trace
 from dashrag.errors import DashragError, QueryError
 from dashrag.evaluation.runs import format_trec_run, run_from_results
+from dashrag.store.store import Store
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Retriever trees from JSON.")
 console = Console()
@@ -91,6 +92,11 @@ def index(
     built = time.perf_counter() - start
     with console.status("saving"):
         retriever.save(out)
+    infra = retriever.require_infra()
+    record_store = Store(infra.store_url)
+    record_store.add_retriever_record(config if not config.lstrip().startswith("{") else raw["component"],
+                                      retriever.to_config(), str(out.resolve()), infra.chunks.fingerprint)
+    record_store.close()
     console.print(f"indexed {len(retriever.require_infra().chunks)} chunks in {built:.1f}s; saved to {out}")
 
 

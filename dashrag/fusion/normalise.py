@@ -73,7 +73,7 @@ def _scale_into_unit_range(scores: Sequence[float]) -> list[float]:
     if largest == 0.0:
         return values
     _, exponent = math.frexp(largest)
-    return values
+    return [math.ldexp(v, -exponent) for v in values]
 
 
 def _clip_unit(value: float) -> float:

@@ -93,7 +93,7 @@ def rrf(results: Results, weights: Sequence[float] | None = None, k: float = DEF
     _check_rrf_k(k)
     keyed = []
     for candidate in gather(results):
-        hits = _contributing(candidate, w)
+        hits = candidate.hits
         if hits:
             key = math.fsum(rrf_term(h.rank, w[h.child], k) for h in hits)
             keyed.append((key, candidate, {}))

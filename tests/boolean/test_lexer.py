@@ -39,3 +39,11 @@ def test_escape_literal_reads_back(text):
     for quote, kind in (('"', Kind.PHRASE), ("'", Kind.TEXT)):
         token = tokenize(escape_literal(text, quote))[0]
         assert (token.kind, token.value) == (kind, text)
+
+
+def test_quote_followed_by_a_letter_is_an_apostrophe():
+    assert [t.value for t in tokenize("'don't mop' OR 'O'Brien'")[:3]] == ["don't mop", "OR", "O'Brien"]
+
+
+def test_quote_before_a_parenthesis_closes_the_literal():
+    assert [t.kind for t in tokenize("('it's')")] == [Kind.LPAREN, Kind.TEXT, Kind.RPAREN, Kind.END]

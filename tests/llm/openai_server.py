@@ -90,7 +90,8 @@ class ScriptedOpenAIServer:
         self.unscripted = 0  # requests that found the queue empty (answered with HTTP 500)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # a short poll interval: shutdown() waits up to one interval, once per test
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
 
     # -- lifecycle -------------------------------------------------------------
     def __enter__(self) -> "ScriptedOpenAIServer":

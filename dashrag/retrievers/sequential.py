@@ -1,0 +1,75 @@
+"""SequentialRetriever: a cascade. The first child proposes; each later child re-scores.
+
+Stage 1 retrieves its ``top_k`` candidates. Every later stage receives only the
+survivors, re-scores them through ``score_chunks`` (so any retriever can be a
+later stage) and keeps its own ``top_k`` best. A stage's ``top_k`` larger than the
+previous stage's could never be filled, so it is a validation error.
+
+A chunk's score is the negated distance of the last stage that scored it
+(higher is better); every stage's distance stays in its provenance.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+from pydantic import Field
+
+from dashrag.core.params import ComponentParams, ComponentSpec, Rule, components_field
+from dashrag.core.registry import register
+from dashrag.core.retriever import CompositeRetriever, Result
+from dashrag.documents.model import ScoredChunk
+
+
+def _top_k_of(child: ComponentSpec) -> int | None:
+    value = child.params.get("top_k")
+    return value if isinstance(value, int) else None
+
+
+def _non_increasing_top_k(params: "SequentialParams") -> str | None:
+    sizes = [_top_k_of(c) for c in params.children]
+    for i in range(1, len(sizes)):
+        if sizes[i] is not None and sizes[i - 1] is not None and sizes[i] > sizes[i - 1]:
+            return (f"children[{i}].params.top_k ({sizes[i]}) is larger than children[{i - 1}].params.top_k "
+                    f"({sizes[i - 1]}): a cascade cannot grow")
+    return None
+
+
+class SequentialParams(ComponentParams):
+    children: list[ComponentSpec] = components_field("retriever", None, min_length=2,
+                                                     description="Stages in order: the first proposes, the rest re-score.")
+
+    RULES = (Rule("non_increasing", ("children.*.params.top_k",), "each stage's top_k is at most the previous stage's",
+                  _non_increasing_top_k),)
+
+
+@register(kind="retriever", icon="ListOrdered", category="composite",
+          en=("Sequential cascade", "The first retriever proposes candidates; each next one re-scores and narrows them."),
+          es=("Cascada secuencial", "El primer recuperador propone candidatos; cada siguiente los re-puntúa y reduce."),
+          representation="cascade [{children}]",
+          operation="Retrieves with the first child, then narrows the survivors stage by stage with score_chunks.")
+class SequentialRetriever(CompositeRetriever[SequentialParams]):
+    SCHEMA = SequentialParams
+
+    def _rescore(self, stage: Any, index: int, candidates: list[ScoredChunk], query: str) -> list[ScoredChunk]:
+        by_id = {c.id: c for c in candidates}
+        ranked = stage.score_chunks(list(by_id), query)[: stage.params.top_k]
+        return [by_id[cid].rescored(-dist, stage.component_name, **{f"stage{index}_distance": dist}) for cid, dist in ranked]
+
+    def _retrieve(self, query: str, **kwargs: Any) -> Result:
+        first, *later = self.get_children()
+        candidates, first_node = first.retrieve(query, **{k: v for k, v in kwargs.items() if k != "top_k"})
+        nodes, sizes = [first_node], [len(candidates)]
+        for index, stage in enumerate(later, 1):
+            start = time.perf_counter()
+            candidates = self._rescore(stage, index, candidates, query)
+            sizes.append(len(candidates))
+            nodes.append(stage._node(query, candidates, (time.perf_counter() - start) * 1000, [], None, rescored=True))
+        hint = kwargs.get("top_k")
+        if hint is not None:
+            candidates = candidates[:hint]
+        return candidates, nodes, {"stage_sizes": sizes, "summary": " → ".join(map(str, sizes))}
+
+    def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
+        return self.get_children()[-1].score_chunks(chunk_ids, query)

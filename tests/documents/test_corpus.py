@@ -1,0 +1,59 @@
+import gzip
+import logging
+
+import pytest
+
+from dashrag import Corpus
+from dashrag.errors import CorpusError
+
+
+def test_folder_reads_txt_and_md_with_relative_ids(example_corpus):
+    ids = [d.id for d in example_corpus]
+    assert "bm25.md" in ids and "chunking.txt" in ids and len(ids) == 8
+
+
+def test_non_utf8_file_is_skipped_with_a_warning_naming_it(tmp_path, caplog):
+    (tmp_path / "good.txt").write_text("fine text", encoding="utf-8")
+    (tmp_path / "bad.txt").write_bytes("caf\xe9 latin-1".encode("latin-1"))
+    with caplog.at_level(logging.WARNING):
+        corpus = Corpus.from_folder(tmp_path)
+    assert [d.id for d in corpus] == ["good.txt"]
+    assert "bad.txt" in caplog.text and "not UTF-8" in caplog.text
+    assert any("bad.txt" in s for s in corpus.skipped)
+
+
+def test_empty_folder_is_an_error(tmp_path):
+    with pytest.raises(CorpusError, match="empty"):
+        Corpus.from_path(tmp_path)
+
+
+def test_missing_path_is_an_error(tmp_path):
+    with pytest.raises(CorpusError, match="no such file or folder"):
+        Corpus.from_path(tmp_path / "missing")
+
+
+def test_beir_jsonl_gz_with_list_and_string_categories(tmp_path):
+    path = tmp_path / "corpus.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write('{"_id": "a", "title": "T", "text": "body", "metadata": {"LANG": "en", "TAGS": ["x", "y"], "ev": [{"s": 1}]}}\n')
+    (doc,) = Corpus.from_path(tmp_path).documents
+    assert doc.metadata == {"LANG": ("en",), "TAGS": ("x", "y")}
+    assert doc.title == "T"
+
+
+def test_bad_jsonl_line_names_file_and_line(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"_id": "a", "text": "x"}\n{oops\n')
+    with pytest.raises(CorpusError, match=r"c.jsonl:2: not valid JSON"):
+        Corpus.from_jsonl(path)
+
+
+def test_sidecar_metadata_becomes_categories(tmp_path):
+    (tmp_path / "a.txt").write_text("asylum text")
+    (tmp_path / "metadata.jsonl").write_text('{"file": "a.txt", "categories": {"COUNTRY": ["IQ", "SY"]}}\n')
+    (doc,) = Corpus.from_folder(tmp_path).documents
+    assert doc.metadata == {"COUNTRY": ("IQ", "SY")}
+
+
+def test_scifact_reads_every_document(scifact_dir):
+    assert len(Corpus.from_beir(scifact_dir)) == 5183
