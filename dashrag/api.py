@@ -137,7 +137,7 @@ def load(folder: str | Path, store_url: str | None = None) -> Retriever:
             f"{chunk_set.fingerprint[:12]} (a folder saved for another corpus)"
         )
     root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=store_url))
-    for path, node in root.iter_nodes():
+    for path, node in reversed(list(root.iter_nodes())):  # children before their parents
         node_dir = snapshot / "nodes" / node_dirname(path)
         if not node_dir.is_dir():
             raise PersistenceError(f"{node_dir}: state folder of node {path} is missing")

@@ -13,3 +13,10 @@ import dashrag.retrievers.tfidf  # noqa: F401
 import dashrag.vectorizers.bag_of_words  # noqa: F401
 import dashrag.retrievers.parallel  # noqa: F401
 import dashrag.retrievers.sequential  # noqa: F401
+import dashrag.embeddings.sentence_transformer  # noqa: F401
+import dashrag.embeddings.multilingual_minilm  # noqa: F401
+import dashrag.embeddings.e5_small  # noqa: F401
+import dashrag.retrievers.dense  # noqa: F401
+import dashrag.retrievers.mmr  # noqa: F401
+import dashrag.retrievers.cross_encoder  # noqa: F401
+import dashrag.retrievers.bm25  # noqa: F401

@@ -30,8 +30,10 @@ AND a negative score or maximum counts as zero.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterable, Mapping, Sequence
 
 from dashrag.documents.model import Chunk, ScoredChunk
@@ -59,13 +61,16 @@ class FragmentSet:
     def __len__(self) -> int:
         return len(self.fragments)
 
-    @property
+    @cached_property
     def document_ids(self) -> frozenset[str]:
         return frozenset(f.document_id for f in self.fragments.values())
 
-    def ranked(self) -> list[ScoredChunk]:
+    def ranked(self, limit: int | None = None) -> list[ScoredChunk]:
         """Best first; ties go to the lower chunk id, so every order is reproducible."""
-        return sorted(self.fragments.values(), key=lambda f: (-f.score, f.id))
+        key = lambda f: (-f.score, f.id)  # noqa: E731
+        if limit is not None:
+            return heapq.nsmallest(limit, self.fragments.values(), key=key)
+        return sorted(self.fragments.values(), key=key)
 
     def max_score(self) -> float:
         return max((f.score for f in self.fragments.values()), default=0.0)
@@ -129,7 +134,7 @@ def combine_and(operands: Sequence[FragmentSet]) -> FragmentSet:
     """AND of two or more branches (rules in the module docstring)."""
     if len(operands) < 2:
         raise ValueError("AND needs at least two operands")
-    shared = frozenset.union(*(o.document_ids for o in operands))
+    shared = frozenset.intersection(*(o.document_ids for o in operands))
     scored = [o.restricted_to(shared) for o in operands if not o.is_filter]
     if not scored:
         return FragmentSet.of((f for o in operands for f in o.restricted_to(shared).fragments.values()), is_filter=True)

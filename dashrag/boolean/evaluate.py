@@ -109,7 +109,7 @@ class _Evaluator:
 
 
 def _top_scores(result: FragmentSet) -> list[float]:
-    return [round(f.score, 6) for f in result.ranked()[:TOP_SCORES_IN_TRACE]]
+    return [round(f.score, 6) for f in result.ranked(TOP_SCORES_IN_TRACE)]
 
 
 def _trace(

@@ -126,7 +126,8 @@ class _Parser:
         name = self.advance()
         if self.current.kind is not Kind.EQUALS:
             if name.value.upper() in KEYWORDS:
-                raise self.error(f"expected {_CLAUSE_HINT}, found {name.describe()} (the keywords AND, OR and NOT are upper-case)", name)
+                hint = " (the keywords AND, OR and NOT are upper-case)"
+                raise self.error(f"expected {_CLAUSE_HINT}, found {name.describe()}{hint}", name)
             raise self.error(f"expected '=' after the category name {name.value!r}")
         if not is_category_name(name.value):
             raise self.error(

@@ -51,7 +51,8 @@ class SelectionThresholds:
     fill_up_max_chars: int = 20000
 
     def __post_init__(self) -> None:
-        problems = [f"{f.name} must be >= 1" for f in fields(self) if f.type == "int" and getattr(self, f.name) < 1]
+        counts = [f.name for f in fields(self) if isinstance(f.default, int)]
+        problems = [f"{name} must be >= 1" for name in counts if getattr(self, name) < 1]
         if self.fallback_top_n > self.max_fragments:
             problems.append(f"fallback_top_n ({self.fallback_top_n}) must be <= max_fragments ({self.max_fragments})")
         if problems:

@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 
 import dashrag
+from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.config_files import resolve_component, resolve_config
 from dashrag.cli.output import print_table, results_json
 from dashrag.core.registry import all_components, get_component
@@ -154,6 +155,9 @@ def query(
             print_table(console, q, chunks)
             if trace:
                 console.print(format_trace(node), highlight=False)
+
+
+register_eval_commands(app)  # eval and tune (dashrag/cli/eval_commands.py)
 
 
 def main() -> None:  # pragma: no cover - console entry point

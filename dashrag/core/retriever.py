@@ -106,7 +106,8 @@ class UnitRetriever(Retriever[P], Generic[P]):
 
     A subclass implements ``_fit`` and ``_score_block(queries) -> (n_queries, n_chunks)``
     native scores (higher is better), and may override ``to_distance`` (default:
-    the negated score) and ``_keep`` (which scores count as a hit at all).
+    the negated score) and ``_keep`` / ``_score_and_keep`` (which chunks count as a
+    hit at all: a keyword retriever returns no chunk that shares no query term).
     """
 
     query_block = 256  # queries scored per block in a batch, to bound memory
@@ -119,7 +120,14 @@ class UnitRetriever(Retriever[P], Generic[P]):
         raise NotImplementedError
 
     def _keep(self, scores: np.ndarray) -> np.ndarray:
+        """Which scores count as hits (same shape as ``scores``); default: every finite one."""
         return np.isfinite(scores)
+
+    def _score_and_keep(self, queries: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Scores of a block of queries and which of them are hits; override when a hit
+        cannot be told from the score alone."""
+        scores = self._score_block(queries)
+        return scores, self._keep(scores)
 
     def to_distance(self, scores: np.ndarray) -> np.ndarray:
         return -scores
@@ -136,10 +144,9 @@ class UnitRetriever(Retriever[P], Generic[P]):
         k, allowed = self.top_k(kwargs), self._allowed(kwargs)
         results: list[Result] = []
         for start in range(0, len(queries), self.query_block):
-            block = self._score_block(queries[start:start + self.query_block])
-            for scores in block:
-                mask = self._keep(scores) if allowed is None else self._keep(scores) & allowed
-                rows = top_k_rows(scores, k, mask)
+            block, hits = self._score_and_keep(queries[start:start + self.query_block])
+            for scores, keep in zip(block, hits):
+                rows = top_k_rows(scores, k, keep if allowed is None else keep & allowed)
                 hits = [ScoredChunk(chunks.chunks[r], float(scores[r]), self.component_name) for r in rows]
                 results.append((hits, [], None))
         return results

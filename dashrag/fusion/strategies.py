@@ -93,7 +93,7 @@ def rrf(results: Results, weights: Sequence[float] | None = None, k: float = DEF
     _check_rrf_k(k)
     keyed = []
     for candidate in gather(results):
-        hits = candidate.hits
+        hits = _contributing(candidate, w)
         if hits:
             key = math.fsum(rrf_term(h.rank, w[h.child], k) for h in hits)
             keyed.append((key, candidate, {}))

@@ -10,15 +10,15 @@ each child's rank and raw score in its provenance and in the trace.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Sequence
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from dashrag.core.params import ComponentParams, ComponentSpec, components_field, same_length, spec
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result
 from dashrag.documents.model import ScoredChunk
-from dashrag.fusion import fuse
+from dashrag.fusion import FusionStrategy, fuse, resolve_weights
 
 DEFAULT_CHILDREN = (spec("BM25Retriever"), spec("DenseEmbeddingRetriever"))
 
@@ -26,7 +26,7 @@ DEFAULT_CHILDREN = (spec("BM25Retriever"), spec("DenseEmbeddingRetriever"))
 class ParallelParams(ComponentParams):
     children: list[ComponentSpec] = components_field("retriever", DEFAULT_CHILDREN, min_length=1,
                                                      description="Retrievers run side by side.")
-    merge_strategy: Literal["round_robin", "rrf", "relative_score", "dist_based", "max"] = Field(
+    merge_strategy: FusionStrategy = Field(
         "round_robin", description="How the children's rankings are fused (see docs/fusion.md).")
     weights: list[float] | None = Field(None, description="One non-negative weight per child (default: all 1).")
     rrf_k: float = Field(60.0, gt=0, description="The k of reciprocal rank fusion, 1 / (k + rank).")
@@ -34,6 +34,13 @@ class ParallelParams(ComponentParams):
     concurrent: bool = Field(True, description="Run the children in parallel threads.")
 
     RULES = (same_length("weights", "children"),)
+
+    @field_validator("weights")
+    @classmethod
+    def _usable_weights(cls, weights: list[float] | None) -> list[float] | None:
+        if weights is not None:
+            resolve_weights(weights, len(weights))  # non-negative, finite, not all zero
+        return weights
 
 
 def run_concurrently(calls: Sequence[Callable[[], Any]], concurrent: bool) -> list[Any]:

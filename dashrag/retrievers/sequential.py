@@ -16,10 +16,13 @@ from typing import Any, Sequence
 
 from pydantic import Field
 
-from dashrag.core.params import ComponentParams, ComponentSpec, Rule, components_field
+from dashrag.core.params import ComponentParams, ComponentSpec, Rule, components_field, spec
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result
 from dashrag.documents.model import ScoredChunk
+
+
+DEFAULT_STAGES = (spec("BM25Retriever", top_k=50), spec("DenseEmbeddingRetriever", top_k=10))
 
 
 def _top_k_of(child: ComponentSpec) -> int | None:
@@ -37,7 +40,7 @@ def _non_increasing_top_k(params: "SequentialParams") -> str | None:
 
 
 class SequentialParams(ComponentParams):
-    children: list[ComponentSpec] = components_field("retriever", None, min_length=2,
+    children: list[ComponentSpec] = components_field("retriever", DEFAULT_STAGES, min_length=2,
                                                      description="Stages in order: the first proposes, the rest re-score.")
 
     RULES = (Rule("non_increasing", ("children.*.params.top_k",), "each stage's top_k is at most the previous stage's",

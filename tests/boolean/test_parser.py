@@ -89,6 +89,7 @@ def test_clause_columns_are_recorded():
         ('"a" and "b"', "col 5: expected AND, OR or the end of the query, found 'and' (the keywords AND, OR and NOT are upper-case)"),
         ('"a" "b"', "col 5: expected AND, OR or the end of the query, found the phrase 'b'"),
         ("mop", "col 4: expected '=' after the category name 'mop'"),
+        ('not "a"', "col 1: expected a clause (\"phrase\", 'text', @'Text', NAME=VALUE, NOT or '('), found 'not' (the keywords AND, OR and NOT are upper-case)"),
         ("(CAT1=A", "col 8: expected ')' to close the '(' at col 1, found the end of the query"),
         ("CAT1=A)", "col 7: unexpected ')' with no matching '('"),
         ("OR CAT1=A", "col 1: expected a clause (\"phrase\", 'text', @'Text', NAME=VALUE, NOT or '('), found 'OR'"),

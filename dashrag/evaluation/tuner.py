@@ -1,0 +1,391 @@
+"""Grid search over parameters named by their JSON path in a tree: the engine under ``dashrag tune``.
+
+A tuned parameter is ``PATH=v1,v2,...``, PATH a JSON path into the *normalised*
+tree (every default filled in), e.g. ``params.children[0].params.k1`` or
+``params.weights[1]``. Every path and every value is checked before any work:
+a path that does not exist, names a component or a list rather than one
+parameter, or a value (or a combination of values) the tree refuses, is one
+:class:`ConfigError` naming it.
+
+The search scores every point of the cartesian product on the train split and
+picks the best by one metric (ties: the first point in grid order); the best
+and the untuned tree are then scored on the test split, so the figure reported
+was never seen by the search.
+
+**Efficiency.** The corpus is chunked and stored once (one :class:`Infra` for
+every tree). Trees are assembled by :class:`SubtreeCache`, which keys each
+fitted retriever subtree by its JSON config: a subtree whose config the grid
+does not change is *the same fitted object* in every tree, so only the leaves a
+point changes are refitted (BM25's ``k1`` refits that leaf alone; fusion
+weights, ``rrf_k`` or an MMR lambda refit nothing). A cached subtree also
+remembers its answers per batch of queries, so a point that changes only
+query-time parameters of a parent re-runs the parent, not its children: a
+fusion-weight grid costs one retrieval per child, then fusions only.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from dashrag.core.component import ConfigObject
+from dashrag.core.factory import build_component
+from dashrag.core.infra import Infra
+from dashrag.core.retriever import Retriever
+from dashrag.core.validation import join_path, validate_and_transform
+from dashrag.errors import ConfigError, ConfigIssue
+from dashrag.evaluation.beir import EvaluationSplit
+from dashrag.evaluation.metrics import Evaluator, parse_metric, parse_metrics
+from dashrag.evaluation.runner import DEFAULT_TOP_K, evaluate_tree, retrieval_kwargs, root_run, run_queries
+
+Key = str | int
+_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[[0-9]+\])*)")
+_SCALARS = (str, int, float, bool, type(None))
+MAX_COMBINATIONS_SHOWN = 3  # refused combinations listed in an error; the rest are counted
+
+
+@dataclass(frozen=True)
+class TunedParam:
+    """One ``--param``: its path as written, the path as keys, and the values to try."""
+
+    path: str
+    keys: tuple[Key, ...]
+    values: tuple[Any, ...]
+
+
+def parse_path(path: str) -> tuple[Key, ...]:
+    """``params.children[0].params.k1`` → ``("params", "children", 0, "params", "k1")``."""
+    keys: list[Key] = []
+    for part in path.strip().split("."):
+        match = _SEGMENT.fullmatch(part)
+        if match is None:
+            raise ConfigError([ConfigIssue(path, "not a JSON path like params.children[0].params.k1")])
+        keys.append(match.group(1))
+        keys.extend(int(index) for index in re.findall(r"[0-9]+", match.group(2)))
+    if keys[0] != "params":
+        raise ConfigError([ConfigIssue(path, "a tuned path starts at the root's params (params....)")])
+    return tuple(keys)
+
+
+def parse_value(text: str) -> Any:
+    """A value as JSON (``1.2``, ``true``, ``null``), else as a plain string (``rrf``)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_param(spec: str) -> TunedParam:
+    """``"PATH=v1,v2,..."`` → :class:`TunedParam` (repeated values kept once, order kept)."""
+    path, sep, values_text = spec.partition("=")
+    if not sep or not path.strip():
+        raise ConfigError(f"--param {spec!r}: expected PATH=v1,v2,...")
+    values = [parse_value(v.strip()) for v in values_text.split(",") if v.strip()]
+    if not values:
+        raise ConfigError([ConfigIssue(path.strip(), "no values to try")])
+    unique = list({json.dumps(v): v for v in values}.values())
+    return TunedParam(path=path.strip(), keys=parse_path(path), values=tuple(unique))
+
+
+def lookup(tree: Any, keys: Sequence[Key], path: str) -> Any:
+    """The value at ``keys`` in ``tree``; a missing step is a ConfigError naming where it failed."""
+    node, walked = tree, ""
+    for key in keys:
+        if isinstance(key, int):
+            if node is None:
+                raise ConfigError([ConfigIssue(path, f"{walked} is null (its default); set it in the config to tune its elements")])
+            if not isinstance(node, list) or key >= len(node):
+                size = f"has {len(node)} elements" if isinstance(node, list) else "is not a list"
+                raise ConfigError([ConfigIssue(path, f"no element [{key}]: {walked} {size}")])
+        elif not isinstance(node, dict) or key not in node:
+            known = f" (it has: {', '.join(map(str, node))})" if isinstance(node, dict) else ""
+            raise ConfigError([ConfigIssue(path, f"no parameter {key!r} at {walked or 'the root'}{known}")])
+        node, walked = node[key], join_path(walked, key)
+    if keys[-1] == "component" or (isinstance(node, dict) and "component" in node):
+        raise ConfigError([ConfigIssue(path, "names a component, not a parameter; tune one of its params")])
+    if not isinstance(node, _SCALARS):
+        raise ConfigError([ConfigIssue(path, f"is a {type(node).__name__}, not one parameter; tune one element")])
+    return node
+
+
+def with_values(config: dict, assignments: Mapping[tuple[Key, ...], Any]) -> dict:
+    """A deep copy of ``config`` with each ``keys → value`` assignment made."""
+    changed = copy.deepcopy(config)
+    for keys, value in assignments.items():
+        target = changed
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value
+    return changed
+
+
+@dataclass
+class GridPoint:
+    """One point of the grid: the values tried (by path), the validated tree, its train figures."""
+
+    values: dict[str, Any]
+    config: dict
+    train: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def plan_grid(config: Any, params: Sequence[TunedParam], top_k: int | None = DEFAULT_TOP_K) -> list[GridPoint]:
+    """Validate the tree, every path and every combination of values; return the grid's points.
+
+    Every combination is validated as a whole tree, so a value is judged with
+    the values it runs with (``ngram_min=2`` is fine beside ``ngram_max=3``).
+    A problem located at a tuned path is reported as that path's value; any
+    other (a cross-field rule) as the combination that breaks it. Everything
+    is reported in one ConfigError, before anything is fitted.
+    """
+    normalised = validate_and_transform(config, "retriever")
+    issues: dict[str, ConfigIssue] = {}  # by text: one line per distinct problem
+
+    def add(issue: ConfigIssue) -> None:
+        issues.setdefault(str(issue), issue)
+
+    seen: set[tuple[Key, ...]] = set()
+    for param in params:
+        if param.keys in seen:
+            add(ConfigIssue(param.path, "given twice"))
+        seen.add(param.keys)
+        try:
+            lookup(normalised, param.keys, param.path)
+        except ConfigError as exc:
+            for issue in exc.issues:
+                add(issue)
+            continue
+        if param.keys[-1] == "top_k" and retrieval_kwargs(top_k):
+            add(ConfigIssue(param.path, f"has no effect while the top_k hint {top_k} overrides every "
+                                        "node's top_k; pass --top-k 0 to use the tree's own"))
+    if issues:
+        raise ConfigError(list(issues.values()))
+    by_path = {_written(p.keys): p for p in params}
+    points, broken_combinations = [], 0
+    for combination in itertools.product(*(p.values for p in params)):
+        values = {p.path: v for p, v in zip(params, combination)}
+        try:
+            tree = validate_and_transform(with_values(normalised, {p.keys: v for p, v in zip(params, combination)}),
+                                          "retriever")
+        except ConfigError as exc:
+            rules = [issue for issue in exc.issues if issue.path not in by_path]
+            for issue in exc.issues:
+                if issue.path in by_path:
+                    param = by_path[issue.path]
+                    add(ConfigIssue(param.path, f"value {values[param.path]!r} is refused: {issue.message}"))
+            broken_combinations += bool(rules)
+            if rules and broken_combinations <= MAX_COMBINATIONS_SHOWN:
+                add(ConfigIssue("", f"the combination {values} is refused: {rules[0]}"))
+            continue
+        points.append(GridPoint(values=values, config=tree))
+    if broken_combinations > MAX_COMBINATIONS_SHOWN:
+        add(ConfigIssue("", f"{broken_combinations - MAX_COMBINATIONS_SHOWN} more combinations are refused"))
+    if issues:
+        raise ConfigError(list(issues.values()))
+    return points
+
+
+def _written(keys: Sequence[Key]) -> str:
+    """The path as validation errors write it (``params.children[0].params.k1``)."""
+    path = ""
+    for key in keys:
+        path = join_path(path, key)
+    return path
+
+
+def _config_key(node: ConfigObject) -> str:
+    return json.dumps(node.to_config(), sort_keys=True)
+
+
+def _remember_answers(node: Retriever) -> None:
+    """Make ``node`` answer a repeated batch (same queries, same ``top_k`` hint) from memory.
+
+    Only plain calls are remembered: any other keyword (a restriction) goes to the node.
+    """
+    answer_batch, answer_one = node.retrieve_batch, node.retrieve
+    batches: dict[tuple, Any] = {}
+    singles: dict[tuple, Any] = {}
+
+    def retrieve_batch(queries: Sequence[str], **kwargs: Any) -> Any:
+        if set(kwargs) - {"top_k"}:
+            return answer_batch(queries, **kwargs)
+        key = (tuple(queries), kwargs.get("top_k"))
+        if key not in batches:
+            batches[key] = answer_batch(queries, **kwargs)
+        return batches[key]
+
+    def retrieve(query: str, **kwargs: Any) -> Any:
+        if set(kwargs) - {"top_k"}:
+            return answer_one(query, **kwargs)
+        key = (query, kwargs.get("top_k"))
+        if key not in singles:
+            singles[key] = answer_one(query, **kwargs)
+        return singles[key]
+
+    node.retrieve_batch, node.retrieve = retrieve_batch, retrieve  # type: ignore[method-assign]
+
+
+class SubtreeCache:
+    """Fitted retriever subtrees of one tuning run, shared between trees by their JSON config.
+
+    ``build(config)`` constructs the tree, then walks it bottom-up: a retriever
+    subtree already fitted under the same config is grafted in whole; anything
+    else is fitted as ``init_model`` would (children first, then the node), or by
+    the node's own ``init_model`` where a component overrides it. ``fitted``
+    lists the component of every retriever node fitted, in order.
+    """
+
+    def __init__(self, infra: Infra):
+        self.infra = infra
+        self._by_config: dict[str, Retriever] = {}
+        self._assembled: list[ConfigObject] = []
+        self.fitted: list[str] = []
+
+    def build(self, config: dict) -> Retriever:
+        root = build_component(config, "retriever")
+        root.inject_infra(self.infra)
+        return self._assemble(root)  # type: ignore[return-value]
+
+    def _assemble(self, node: ConfigObject) -> ConfigObject:
+        key = _config_key(node)
+        if isinstance(node, Retriever) and key in self._by_config:
+            return self._by_config[key]
+        if type(node).init_model is not ConfigObject.init_model:
+            node.init_model()  # its own lifecycle: fit the whole subtree its way
+            self._assembled.extend(n for _, n in node.iter_nodes())
+        else:
+            for name, value in node.nested.items():
+                node.nested[name] = [self._assemble(c) for c in value] if isinstance(value, list) else self._assemble(value)
+            node._fit()
+            self._assembled.append(node)
+        if isinstance(node, Retriever):
+            self.fitted.append(node.component_name)
+            _remember_answers(node)
+            self._by_config[key] = node
+        return node
+
+    def close(self) -> None:
+        """Release every fitted node once (trees share nodes, so closing trees would repeat)."""
+        for node in self._assembled:
+            node._close()
+        self._assembled.clear()
+        self._by_config.clear()
+
+
+@dataclass
+class TuningResult:
+    """The grid with its train figures, the best point, and both trees' test reports."""
+
+    metric: str
+    train_split: str
+    params: list[TunedParam]
+    points: list[GridPoint]
+    best: int
+    test: dict[str, Any]  # the tuned tree's report on the test split
+    baseline_test: dict[str, Any]  # the untuned tree's report on the test split
+    fitted: list[str]
+    timings: dict[str, float]
+
+    @property
+    def best_point(self) -> GridPoint:
+        return self.points[self.best]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "train_split": self.train_split,
+            "params": {p.path: list(p.values) for p in self.params},
+            "points": [{"values": p.values, "train": p.train, "seconds": p.seconds} for p in self.points],
+            "best": {"values": self.best_point.values, "train": self.best_point.train, "config": self.best_point.config},
+            "test": self.test,
+            "baseline_test": self.baseline_test,
+            "fitted_retrievers": len(self.fitted),
+            "timings": self.timings,
+        }
+
+
+def best_index(points: Sequence[GridPoint], metric: str) -> int:
+    """The point with the highest train ``metric``; ties go to the first in grid order."""
+    return max(range(len(points)), key=lambda i: (points[i].train[metric], -i))
+
+
+def tune(
+    config: Any,
+    params: Sequence[TunedParam],
+    *,
+    infra: Infra,
+    train: EvaluationSplit,
+    test: EvaluationSplit,
+    metric: str = "ndcg@10",
+    metrics: str | None = None,
+    top_k: int | None = DEFAULT_TOP_K,
+    on_point: Callable[[GridPoint], None] | None = None,
+) -> TuningResult:
+    """Grid-search ``params`` on ``train`` by ``metric``; score the best and the untuned tree on ``test``.
+
+    ``metrics`` (default: just ``metric``) are the figures of the test reports.
+    """
+    label = parse_metric(metric).label
+    points = plan_grid(config, params, top_k)
+    test_metrics = [m.label for m in parse_metrics(metrics or label)]
+    test_metrics = test_metrics if label in test_metrics else [label, *test_metrics]
+    began = time.perf_counter()
+    cache = SubtreeCache(infra)
+    try:
+        train_evaluator = Evaluator(train.qrels, [label])
+        for point in points:
+            started = time.perf_counter()
+            run = run_queries(cache.build(point.config), train.queries, top_k=top_k)
+            point.train = dict(train_evaluator.evaluate(root_run(run.traces)).mean)
+            point.seconds = time.perf_counter() - started
+            if on_point is not None:
+                on_point(point)
+        search_s = time.perf_counter() - began
+        best = best_index(points, label)
+        test_evaluator = Evaluator(test.qrels, test_metrics)
+        tuned_report = evaluate_tree(cache.build(points[best].config), test, test_evaluator, top_k=top_k)
+        baseline_report = evaluate_tree(cache.build(validate_and_transform(config, "retriever")), test,
+                                        test_evaluator, top_k=top_k)
+    finally:
+        cache.close()
+    return TuningResult(metric=label, train_split=train.split, params=list(params), points=points, best=best, test=tuned_report,
+                        baseline_test=baseline_report, fitted=cache.fitted,
+                        timings={"search_s": search_s, "total_s": time.perf_counter() - began})
+
+
+def plot_tuning(result: TuningResult, path: str | Path) -> Path:
+    """One panel per tuned parameter: every grid point's train metric against that parameter's value,
+    the best over the other parameters as a line, the chosen point as a star (matplotlib Agg, no pyplot)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(4.2 * len(result.params), 3.8), layout="constrained")
+    FigureCanvasAgg(figure)
+    for index, param in enumerate(result.params):
+        axes = figure.add_subplot(1, len(result.params), index + 1)
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in param.values)
+        position = {json.dumps(v): (v if numeric else i) for i, v in enumerate(param.values)}
+        xs = [position[json.dumps(p.values[param.path])] for p in result.points]
+        ys = [p.train[result.metric] for p in result.points]
+        axes.scatter(xs, ys, s=14, alpha=0.5, label="grid points")
+        best_per_value = {x: max(y for xx, y in zip(xs, ys) if xx == x) for x in sorted(set(xs))}
+        axes.plot(list(best_per_value), list(best_per_value.values()), marker="o", label="best over the others")
+        chosen = result.best_point
+        axes.scatter([position[json.dumps(chosen.values[param.path])]], [chosen.train[result.metric]],
+                     marker="*", s=160, color="crimson", zorder=3, label="chosen")
+        if not numeric:
+            axes.set_xticks(range(len(param.values)), [str(v) for v in param.values], rotation=20)
+        axes.set_xlabel(param.path, fontsize=8)
+        axes.set_ylabel(f"{result.metric} (train)")
+        if index == 0:
+            axes.legend(fontsize=7)
+    figure.suptitle(f"tuning {result.metric} on {result.test['dataset']} {result.train_split}")
+    path = Path(path)
+    figure.savefig(path, format="png", dpi=110)
+    return path

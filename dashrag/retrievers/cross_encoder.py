@@ -1,0 +1,143 @@
+"""CrossEncoderRetriever: re-score one child's candidates with a sentence-transformers CrossEncoder.
+
+A cross-encoder reads the query and a chunk together and outputs one relevance
+score: far more accurate than comparing two separately computed embeddings, far
+too slow for a whole corpus. So the child proposes ``fetch_k`` candidates and
+the cross-encoder orders them; the result's scores are the model's own (for the
+usual one-label rerankers, a sigmoid in 0..1), ties kept in the child's order.
+
+The model: ``model`` is a local cross-encoder directory or a Hugging Face name.
+The default, ``cross-encoder/ms-marco-MiniLM-L-6-v2``, is the common English
+passage reranker; no package ships its weights and dashrag never downloads, so
+it works where the model is already in the local Hugging Face cache and
+otherwise fails when the tree is fitted, with a ModelUnavailableError that says
+how to provide it (``huggingface-cli download`` where there is network, then
+``model`` = that folder). The model is loaded when the tree is fitted (a missing
+model shows up at build time, not at the first query) or, after ``load``, at the
+first query; saved state is nothing but the config.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+from pydantic import Field
+
+from dashrag.core.params import ComponentParams, ComponentSpec, components_field, less_or_equal, spec
+from dashrag.core.registry import register
+from dashrag.core.retriever import CompositeRetriever, Result, Retriever, check_query
+from dashrag.documents.model import ScoredChunk
+from dashrag.embeddings.base import ModelUnavailableError
+from dashrag.embeddings.model_source import ModelSource, resolve_model, set_offline_defaults
+
+DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+
+_loaded: dict[tuple[str, str, int | None], Any] = {}
+_lock = threading.Lock()
+
+
+def load_cross_encoder(source: ModelSource, device: str, max_length: int | None) -> Any:
+    """The process-wide CrossEncoder for this folder, device and max length."""
+    key = (str(source.path), device, max_length)
+    with _lock:
+        if key not in _loaded:
+            set_offline_defaults()
+            from sentence_transformers import CrossEncoder
+
+            try:
+                _loaded[key] = CrossEncoder(str(source.path), device=device, max_length=max_length)
+            except Exception as exc:
+                raise ModelUnavailableError(
+                    f"could not load a cross-encoder from {source.path} on device {device!r}: {exc}") from None
+        return _loaded[key]
+
+
+class CrossEncoderParams(ComponentParams):
+    children: list[ComponentSpec] = components_field(
+        "retriever", [spec("DenseEmbeddingRetriever")], min_length=1, max_length=1,
+        description="The one retriever whose candidates the cross-encoder re-scores.")
+    model: str = Field(DEFAULT_CROSS_ENCODER, min_length=1, description=(
+        "A local cross-encoder folder, or a Hugging Face name already in the local cache (never downloaded)."))
+    batch_size: int = Field(32, ge=1, description="(query, chunk) pairs per forward pass.")
+    max_length: int | None = Field(None, ge=8, description="Tokens read per pair; None: the model's own limit.")
+    device: str = Field("cpu", min_length=1, description="torch device: cpu, cuda, cuda:1, mps.")
+    top_k: int = Field(5, ge=1, description="How many chunks to return.")
+    fetch_k: int = Field(20, ge=1, description="How many candidates to ask the child for.")
+
+    RULES = (less_or_equal("top_k", "fetch_k"),)
+
+
+@register(kind="retriever", icon="ListOrdered", category="rerank",
+          en=("Cross-encoder reranker", "Re-scores a retriever's candidates by reading query and chunk together."),
+          es=("Reordenador cross-encoder", "Vuelve a puntuar los candidatos de un recuperador leyendo consulta y fragmento juntos."),
+          representation="Cross-encoder top {top_k} of {fetch_k} ({model})",
+          operation="Scores each of the child's fetch_k candidates with the cross-encoder and keeps the top_k.")
+class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):
+    SCHEMA = CrossEncoderParams
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._model: Any = None
+
+    @property
+    def child(self) -> Retriever:
+        return self.get_children()[0]
+
+    def model(self) -> Any:
+        """The loaded CrossEncoder (loads it on first call)."""
+        if self._model is None:
+            source = resolve_model(self.params.model, what="cross-encoder", default_org="cross-encoder")
+            self._model = load_cross_encoder(source, self.params.device, self.params.max_length)
+        return self._model
+
+    def _fit(self) -> None:
+        self.model()
+
+    def _close(self) -> None:
+        self._model = None
+
+    def predict(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """The model's score of each (query, text) pair, in ``batch_size`` batches."""
+        if not pairs:
+            return np.empty(0, dtype=np.float32)
+        scores = self.model().predict(pairs, batch_size=self.params.batch_size, convert_to_numpy=True,
+                                      show_progress_bar=False)
+        return np.asarray(scores, dtype=np.float32).reshape(len(pairs))
+
+    def _retrieve(self, query: str, **kwargs: Any) -> Result:
+        return self._retrieve_batch([query], **kwargs)[0]
+
+    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
+        k = int(kwargs.get("top_k") or self.params.top_k)
+        answers = self.child.retrieve_batch(queries, **{**kwargs, "top_k": max(self.params.fetch_k, k)})
+        pairs = [(q, c.chunk.text) for q, (chunks, _) in zip(queries, answers) for c in chunks]
+        scores = self.predict(pairs)  # every query's pairs in one call
+        results, start = [], 0
+        for chunks, trace in answers:
+            results.append(self._ranked(chunks, scores[start:start + len(chunks)], trace, k))
+            start += len(chunks)
+        return results
+
+    def _ranked(self, candidates: list[ScoredChunk], scores: np.ndarray, child_trace: dict, k: int) -> Result:
+        order = np.lexsort((np.arange(len(candidates)), -scores))[:k]  # by score, ties in the child's order
+        chosen = [candidates[i].rescored(float(scores[i]), self.component_name, child_rank=int(i) + 1,
+                                         child_score=candidates[i].score) for i in order]
+        selection = {
+            "summary": f"cross-encoder kept {len(chosen)} of {len(candidates)} candidates",
+            "candidates": len(candidates),
+            "moves": [{"chunk_id": candidates[i].id, "child_rank": int(i) + 1, "rank": r + 1, "score": float(scores[i])}
+                      for r, i in enumerate(order)],
+        }
+        return chosen, [child_trace], selection
+
+    def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
+        """Distance = −(the model's score), ascending; ties by corpus order; unknown ids raise UnknownChunkError."""
+        query = check_query(query)
+        chunks = self.require_infra().chunks
+        rows = chunks.rows_of(chunk_ids)
+        distances = -self.predict([(query, chunks.chunks[r].text) for r in rows])
+        order = np.lexsort((rows, distances))
+        ids = np.asarray(chunk_ids)
+        return [(int(ids[i]), float(distances[i])) for i in order]

@@ -1,0 +1,193 @@
+"""DenseEmbeddingRetriever: exact nearest neighbours of the query's embedding among the chunks'.
+
+Search is exact: one float32 matrix product of the query vectors against the
+chunk matrix, then partial top-k selection (``top_k_rows``, shared by every
+leaf), with a restriction applied as a mask before the selection. A batch of
+queries is embedded in one call and scored by one product per block of queries.
+
+Metrics (``similarity``, a pure function):
+
+* ``dot``: the raw inner product;
+* ``cosine``: the inner product of unit vectors. The chunk matrix is checked for
+  unit length once, when it is fitted: vectors from a model that normalises
+  (the default) are used as they are; otherwise the scores are divided by the
+  stored chunk norms (the matrix itself is never rewritten);
+* ``euclidean``: the negated distance (higher is better), from
+  ``|q|² + |d|² − 2 q·d`` with the stored norms.
+
+The chunk vectors come from the embedding cache (``embeddings.cache``), so
+dense nodes over the same model and chunks embed once. A saved folder holds
+``vectors.npy`` and ``norms.npy``; loading memory-maps the vectors and never
+calls the model for documents (only queries are embedded at query time).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+import numpy as np
+from pydantic import Field
+
+from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec
+from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
+from dashrag.core.ranking import top_k_rows
+from dashrag.core.registry import register
+from dashrag.core.retriever import Result, UnitRetriever, check_query
+from dashrag.documents.model import ScoredChunk
+from dashrag.embeddings.base import EmbeddingModel
+from dashrag.embeddings.cache import document_vectors
+from dashrag.errors import PersistenceError, RetrievalError
+
+Metric = Literal["cosine", "dot", "euclidean"]
+UNIT_TOLERANCE = 1e-4  # |norm - 1| below this for every row: the matrix is treated as unit length
+
+
+def is_unit_length(norms: np.ndarray) -> bool:
+    return bool(norms.size == 0 or np.max(np.abs(norms - 1.0)) <= UNIT_TOLERANCE)
+
+
+def similarity(queries: np.ndarray, matrix: np.ndarray, norms: np.ndarray, metric: str,
+               unit_length: bool) -> np.ndarray:
+    """(n_queries, n_rows) scores, higher is better, of ``queries`` against ``matrix`` rows.
+
+    ``norms`` are the rows' L2 norms; ``unit_length`` says they are all 1 (then
+    cosine is the plain product and nothing is divided).
+    """
+    queries = np.asarray(queries, dtype=np.float32)
+    if metric == "cosine":
+        q_norms = np.linalg.norm(queries, axis=1, keepdims=True)
+        products = (queries / np.where(q_norms > 0, q_norms, 1)).astype(np.float32) @ matrix.T
+        if not unit_length:
+            products *= np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1), 0).astype(np.float32)
+        return products
+    products = queries @ matrix.T
+    if metric == "dot":
+        return products
+    if metric == "euclidean":
+        squared = np.einsum("ij,ij->i", queries, queries)[:, None] + (norms.astype(np.float32) ** 2)[None, :] - 2 * products
+        return -np.sqrt(np.maximum(squared, 0))
+    raise ValueError(f"unknown similarity metric {metric!r}")
+
+
+def distance_from_similarity(scores: np.ndarray, metric: str) -> np.ndarray:
+    """cosine → 1 − cos; dot → −dot; euclidean → the distance itself."""
+    if metric == "cosine":
+        return 1.0 - scores
+    return -scores
+
+
+class DenseParams(ComponentParams):
+    top_k: int = Field(5, ge=1, description="How many chunks to return.")
+    similarity_metric: Metric = Field("cosine", description=(
+        "cosine: angle between vectors; dot: inner product (equals cosine for unit vectors); "
+        "euclidean: straight-line distance."))
+    embedding: ComponentSpec = component_field("embedding", spec("MiniLMEmbedding"),
+                                               description="The model that embeds chunks and queries.")
+
+
+@register(kind="retriever", icon="Brain", category="semantic",
+          en=("Dense embeddings", "Ranks chunks by the similarity of their embedding to the query's (exact search)."),
+          es=("Embeddings densos", "Ordena fragmentos por la similitud de su embedding con el de la consulta (búsqueda exacta)."),
+          representation="Dense {similarity_metric} top {top_k} ({embedding})")
+class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
+    SCHEMA = DenseParams
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._vectors: np.ndarray | None = None
+        self._norms: np.ndarray | None = None
+        self._unit_length = False
+
+    @property
+    def embedding(self) -> EmbeddingModel:
+        return self.nested["embedding"]
+
+    # -- fitting and state --------------------------------------------------
+    def _fit(self) -> None:
+        infra = self.require_infra()
+        self._use_vectors(document_vectors(self.embedding, infra.chunks, infra.env_path))
+
+    def _use_vectors(self, vectors: np.ndarray, norms: np.ndarray | None = None) -> None:
+        vectors = np.asarray(vectors)
+        if vectors.dtype != np.float32 or vectors.ndim != 2:
+            raise RetrievalError(f"{self.component_name}: chunk vectors must be a 2-d float32 matrix, got {vectors.dtype} {vectors.shape}")
+        if vectors.shape[0] != len(self.require_infra().chunks):
+            raise RetrievalError(f"{self.component_name}: {vectors.shape[0]} vectors for {len(self.require_infra().chunks)} chunks")
+        self._vectors = vectors
+        self._norms = np.linalg.norm(vectors, axis=1).astype(np.float32) if norms is None else norms
+        self._unit_length = is_unit_length(self._norms)
+
+    def _save(self, folder: Path) -> None:
+        save_array(folder / "vectors.npy", self._matrix())
+        save_array(folder / "norms.npy", self._norms)
+        atomic_write_json(folder / "dense.json", {"dimension": int(self._matrix().shape[1]),
+                                                  "embedding_cache_key": self.embedding.cache_key()})
+
+    def _load(self, folder: Path) -> None:
+        load_json(folder / "dense.json")  # present and readable: a folder from this component
+        vectors = np.asarray(load_array(folder / "vectors.npy", mmap=True))
+        norms = load_array(folder / "norms.npy")
+        if vectors.ndim != 2 or norms.shape != (vectors.shape[0],):
+            raise PersistenceError(f"{folder}: vectors {vectors.shape} and norms {norms.shape} do not match")
+        try:
+            self._use_vectors(vectors, norms)
+        except RetrievalError as exc:
+            raise PersistenceError(f"{folder}: {exc}") from None
+
+    def _matrix(self) -> np.ndarray:
+        if self._vectors is None:
+            raise RetrievalError(f"{self.component_name}: not fitted (call init_model, or use dashrag.build / load)")
+        return self._vectors
+
+    # -- vectors, for this node and for others (MMR) ---------------------------
+    def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        vectors = self.embedding.embed_queries(queries)
+        if vectors.shape[1] != self._matrix().shape[1]:
+            raise RetrievalError(
+                f"{self.component_name}: the query vectors have {vectors.shape[1]} dimensions but the chunk "
+                f"vectors {self._matrix().shape[1]} (the saved vectors come from another model)")
+        return vectors
+
+    def vectors_for(self, chunk_ids: Sequence[int]) -> np.ndarray:
+        """The stored vectors of these chunks (rows in the given order); unknown ids raise UnknownChunkError."""
+        return np.asarray(self._matrix()[self.require_infra().chunks.rows_of(chunk_ids)])
+
+    def score_vectors(self, query_vectors: np.ndarray) -> np.ndarray:
+        """(n_queries, n_chunks) scores of precomputed query vectors under this node's metric."""
+        return similarity(query_vectors, self._matrix(), self._norms, self.params.similarity_metric, self._unit_length)
+
+    def retrieve_vectors(self, query_vectors: np.ndarray, **kwargs: Any) -> list[list[ScoredChunk]]:
+        """Rank by precomputed query vectors: the path ``retrieve_batch`` takes once it has embedded the queries."""
+        return [hits for hits, _, _ in self._rank(np.asarray(query_vectors, dtype=np.float32), kwargs)]
+
+    # -- the retriever contract ------------------------------------------------
+    def _score_block(self, queries: list[str]) -> np.ndarray:
+        return self.score_vectors(self.embed_queries(queries))
+
+    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
+        return self._rank(self.embed_queries(queries), kwargs)
+
+    def _rank(self, query_vectors: np.ndarray, kwargs: dict[str, Any]) -> list[Result]:
+        chunks = self.require_infra().chunks
+        k, allowed = self.top_k(kwargs), self._allowed(kwargs)
+        results: list[Result] = []
+        for start in range(0, len(query_vectors), self.query_block):
+            for scores in self.score_vectors(query_vectors[start:start + self.query_block]):
+                rows = top_k_rows(scores, k, allowed)
+                results.append(([ScoredChunk(chunks.chunks[r], float(scores[r]), self.component_name) for r in rows], [], None))
+        return results
+
+    def to_distance(self, scores: np.ndarray) -> np.ndarray:
+        return distance_from_similarity(scores, self.params.similarity_metric)
+
+    def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
+        query = check_query(query)
+        rows = self.require_infra().chunks.rows_of(chunk_ids)
+        matrix = self._matrix()
+        scores = similarity(self.embed_queries([query]), matrix[rows], self._norms[rows],
+                            self.params.similarity_metric, self._unit_length)[0]
+        distances = self.to_distance(scores)
+        order = np.lexsort((rows, distances))
+        ids = np.asarray(chunk_ids)
+        return [(int(ids[i]), float(distances[i])) for i in order]
