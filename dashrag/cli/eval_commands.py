@@ -44,7 +44,8 @@ TOP_K_HELP = "top_k hint passed to every node (deep enough for recall@100); 0: e
 
 
 def is_saved_folder(config: str) -> bool:
-    return Path(config).is_dir()
+    """CONFIG names a folder (a saved tree, or an error naming it); inline JSON never does."""
+    return not config.lstrip().startswith("{") and Path(config).is_dir()
 
 
 def default_workdir(dataset: Path) -> Path:

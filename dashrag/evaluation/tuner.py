@@ -151,9 +151,11 @@ def plan_grid(config: Any, params: Sequence[TunedParam], top_k: int | None = DEF
         issues.setdefault(str(issue), issue)
 
     seen: set[tuple[Key, ...]] = set()
+    present = []  # the params whose path exists: their values are still checked when another path is bad
     for param in params:
         if param.keys in seen:
             add(ConfigIssue(param.path, "given twice"))
+            continue
         seen.add(param.keys)
         try:
             lookup(normalised, param.keys, param.path)
@@ -161,17 +163,16 @@ def plan_grid(config: Any, params: Sequence[TunedParam], top_k: int | None = DEF
             for issue in exc.issues:
                 add(issue)
             continue
+        present.append(param)
         if param.keys[-1] == "top_k" and retrieval_kwargs(top_k):
             add(ConfigIssue(param.path, f"has no effect while the top_k hint {top_k} overrides every "
                                         "node's top_k; pass --top-k 0 to use the tree's own"))
-    if issues:
-        raise ConfigError(list(issues.values()))
-    by_path = {_written(p.keys): p for p in params}
+    by_path = {_written(p.keys): p for p in present}
     points, broken_combinations = [], 0
-    for combination in itertools.product(*(p.values for p in params)):
-        values = {p.path: v for p, v in zip(params, combination)}
+    for combination in itertools.product(*(p.values for p in present)):
+        values = {p.path: v for p, v in zip(present, combination)}
         try:
-            tree = validate_and_transform(with_values(normalised, {p.keys: v for p, v in zip(params, combination)}),
+            tree = validate_and_transform(with_values(normalised, {p.keys: v for p, v in zip(present, combination)}),
                                           "retriever")
         except ConfigError as exc:
             rules = [issue for issue in exc.issues if issue.path not in by_path]

@@ -74,8 +74,18 @@ class BM25Parameters:
 
 
 def document_lengths(counts: sp.csr_matrix) -> np.ndarray:
-    """``dl[d]`` = sum of the counts in row ``d`` (the number of indexed tokens)."""
-    return np.asarray(counts.sum(axis=1, dtype=np.float64)).ravel()
+    """``dl[d]`` = sum of the counts in row ``d`` (the number of indexed tokens).
+
+    A float64 ``reduceat`` over the stored counts: scipy's ``sum(axis=1)`` would
+    upcast a whole copy of the data first.
+    """
+    lengths = np.zeros(counts.shape[0], dtype=np.float64)
+    if counts.nnz:
+        starts = counts.indptr[:-1]
+        nonempty = np.diff(counts.indptr) > 0
+        sums = np.add.reduceat(counts.data, np.minimum(starts, counts.nnz - 1), dtype=np.float64)
+        lengths[nonempty] = sums[nonempty]
+    return lengths
 
 
 def length_norm(doc_lengths: np.ndarray, b: float) -> np.ndarray:
@@ -248,11 +258,30 @@ def _check_consistent(w: BM25Weights) -> None:
         raise PersistenceError("BM25 weights: " + "; ".join(problems))
 
 
+def _owned(array: np.ndarray) -> np.ndarray:
+    """``array`` itself, or a compact copy when it is a view into a larger buffer
+    (scipy's ``sum_duplicates`` trims by slicing), so the index holds no dead tail."""
+    return array.copy() if _is_view_of_larger(array) else array
+
+
+def _is_view_of_larger(array: np.ndarray) -> bool:
+    return isinstance(array.base, np.ndarray) and array.base.nbytes > array.nbytes
+
+
+def _term_blocks(term_ptr: np.ndarray, block: int) -> list[tuple[int, int]]:
+    """Consecutive term ranges ``[first, last)`` of about ``block`` postings each (a long
+    posting list may exceed it: a term is never split)."""
+    n_terms = term_ptr.shape[0] - 1
+    cuts = np.searchsorted(term_ptr, np.arange(0, term_ptr[-1], block), side="right") - 1
+    bounds = np.unique(np.concatenate([cuts, [n_terms]]))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 def bm25_weights(
     counts: sp.spmatrix,
     params: BM25Parameters = BM25Parameters(),
     doc_lengths: np.ndarray | None = None,
-    block: int = 1 << 16,
+    block: int = 1 << 14,
 ) -> BM25Weights:
     """Turn a document-term count matrix (n_docs x vocab) into eager :class:`BM25Weights`.
 
@@ -274,16 +303,17 @@ def bm25_weights(
     df = np.diff(postings.indptr)
     idf = variant_idf(params, df, n_docs)
     norm = length_norm(lengths, params.b)
-    data = postings.data if postings.data.dtype == WEIGHT_DTYPE else np.empty(postings.nnz, dtype=WEIGHT_DTYPE)
-    term_of_entry = np.repeat(np.arange(df.size, dtype=np.int32), df)
-    for start in range(0, postings.nnz, block):
-        stop = min(start + block, postings.nnz)
-        tf = postings.data[start:stop].astype(np.float64)
-        tf_part = variant_tf(params, tf, norm[postings.indices[start:stop]])
-        data[start:stop] = idf[term_of_entry[start:stop]] * tf_part
+    doc_ids = _owned(postings.indices.astype(np.int32, copy=False))
+    reusable = postings.data.dtype == WEIGHT_DTYPE and not _is_view_of_larger(postings.data)
+    data = postings.data if reusable else np.empty(postings.nnz, dtype=WEIGHT_DTYPE)
+    for first, last in _term_blocks(postings.indptr, block):
+        lo, hi = postings.indptr[first], postings.indptr[last]
+        term_of_entry = np.repeat(np.arange(first, last), df[first:last])
+        tf_part = variant_tf(params, postings.data[lo:hi].astype(np.float64), norm[doc_ids[lo:hi]])
+        data[lo:hi] = idf[term_of_entry] * tf_part
     return BM25Weights(
         data=data,
-        doc_ids=postings.indices.astype(np.int32, copy=False),
+        doc_ids=doc_ids,
         term_ptr=postings.indptr.astype(np.int64),
         nonoccurrence=nonoccurrence(params, idf).astype(WEIGHT_DTYPE),
         n_docs=n_docs,

@@ -54,20 +54,57 @@ def similarity(queries: np.ndarray, matrix: np.ndarray, norms: np.ndarray, metri
     ``norms`` are the rows' L2 norms; ``unit_length`` says they are all 1 (then
     cosine is the plain product and nothing is divided).
     """
+    if metric == "euclidean":
+        return euclidean_from_ranking(euclidean_ranking(queries, matrix, norms), squared_lengths(queries))
     queries = np.asarray(queries, dtype=np.float32)
+    if metric == "dot":
+        return queries @ matrix.T
     if metric == "cosine":
         q_norms = np.linalg.norm(queries, axis=1, keepdims=True)
         products = (queries / np.where(q_norms > 0, q_norms, 1)).astype(np.float32) @ matrix.T
         if not unit_length:
             products *= np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1), 0).astype(np.float32)
         return products
-    products = queries @ matrix.T
-    if metric == "dot":
-        return products
-    if metric == "euclidean":
-        squared = np.einsum("ij,ij->i", queries, queries)[:, None] + (norms.astype(np.float32) ** 2)[None, :] - 2 * products
-        return -np.sqrt(np.maximum(squared, 0))
     raise ValueError(f"unknown similarity metric {metric!r}")
+
+
+def squared_lengths(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    return np.einsum("ij,ij->i", vectors, vectors)
+
+
+def euclidean_ranking(queries: np.ndarray, matrix: np.ndarray, norms: np.ndarray) -> np.ndarray:
+    """``2 q·d − |d|²``: per query, the same order as −distance (``|q|²`` is constant along a row),
+    one product and one subtraction, no square root over the whole matrix."""
+    ranking = np.asarray(queries, dtype=np.float32) @ matrix.T
+    ranking *= 2
+    ranking -= (norms.astype(np.float32) ** 2)[None, :]
+    return ranking
+
+
+def euclidean_from_ranking(ranking: np.ndarray, query_squared_lengths: np.ndarray) -> np.ndarray:
+    """−distance from ``euclidean_ranking`` values: −sqrt(|q|² − (2 q·d − |d|²)), clipped at 0."""
+    squared = np.asarray(query_squared_lengths, dtype=np.float32).reshape(-1, *([1] * (ranking.ndim - 1))) - ranking
+    return -np.sqrt(np.maximum(squared, 0))
+
+
+def top_k_prefiltered(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) -> np.ndarray:
+    """Exactly ``top_k_rows(scores, k, allowed)``, faster on long rows.
+
+    One ``argpartition`` finds the k-th best score; only the rows at or above it
+    (every tie included) go through ``top_k_rows``, whose order and tie rule
+    (lower row first) then decide. Rows with non-finite scores among the best k
+    fall back to ``top_k_rows`` on the whole vector.
+    """
+    n = scores.shape[0]
+    if k <= 0 or n <= 4 * k:
+        return top_k_rows(scores, k, allowed)
+    masked = scores if allowed is None else np.where(allowed, scores, -np.inf)
+    best = masked[np.argpartition(masked, n - k)[n - k:]]
+    if not np.isfinite(best).all():
+        return top_k_rows(scores, k, allowed)
+    candidates = np.flatnonzero(masked >= best.min())
+    return candidates[top_k_rows(masked[candidates], k)]
 
 
 def distance_from_similarity(scores: np.ndarray, metric: str) -> np.ndarray:
@@ -171,11 +208,18 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
     def _rank(self, query_vectors: np.ndarray, kwargs: dict[str, Any]) -> list[Result]:
         chunks = self.require_infra().chunks
         k, allowed = self.top_k(kwargs), self._allowed(kwargs)
+        euclidean = self.params.similarity_metric == "euclidean"
         results: list[Result] = []
         for start in range(0, len(query_vectors), self.query_block):
-            for scores in self.score_vectors(query_vectors[start:start + self.query_block]):
-                rows = top_k_rows(scores, k, allowed)
-                results.append(([ScoredChunk(chunks.chunks[r], float(scores[r]), self.component_name) for r in rows], [], None))
+            block = query_vectors[start:start + self.query_block]
+            # euclidean: select on a cheaper score of the same order, take the square root of the k kept only
+            ranking = euclidean_ranking(block, self._matrix(), self._norms) if euclidean else self.score_vectors(block)
+            lengths = squared_lengths(block) if euclidean else None
+            for i, row in enumerate(ranking):
+                rows = top_k_prefiltered(row, k, allowed)
+                scores = euclidean_from_ranking(row[rows], lengths[i]) if euclidean else row[rows]
+                results.append(([ScoredChunk(chunks.chunks[r], float(x), self.component_name)
+                                 for r, x in zip(rows, scores)], [], None))
         return results
 
     def to_distance(self, scores: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ from dashrag.core.params import ComponentParams, ComponentSpec, components_field
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result
 from dashrag.documents.model import ScoredChunk
+from dashrag.errors import ConfigError
 from dashrag.fusion import FusionStrategy, fuse, resolve_weights
 
 DEFAULT_CHILDREN = (spec("BM25Retriever"), spec("DenseEmbeddingRetriever"))
@@ -39,7 +40,10 @@ class ParallelParams(ComponentParams):
     @classmethod
     def _usable_weights(cls, weights: list[float] | None) -> list[float] | None:
         if weights is not None:
-            resolve_weights(weights, len(weights))  # non-negative, finite, not all zero
+            try:
+                resolve_weights(weights, len(weights))  # non-negative, finite, not all zero
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
         return weights
 
 
