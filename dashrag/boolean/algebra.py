@@ -34,7 +34,7 @@ import heapq
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from dashrag.documents.model import Chunk, ScoredChunk
 
@@ -43,10 +43,16 @@ FILTER_SCORE = 1.0
 
 @dataclass(frozen=True)
 class FragmentSet:
-    """One branch's fragments by chunk id, and whether the branch is a pure document filter."""
+    """One branch's fragments by chunk id, and whether the branch is a pure document filter.
+
+    ``known_documents``, when given, is ``docs(fragments)`` computed by whoever built the
+    set (a category index knows it without looking at a fragment), so a large filter
+    never has to be walked just to learn its documents.
+    """
 
     fragments: Mapping[int, ScoredChunk]
     is_filter: bool = False
+    known_documents: frozenset[str] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, fragments: Iterable[ScoredChunk], is_filter: bool = False) -> "FragmentSet":
@@ -63,6 +69,8 @@ class FragmentSet:
 
     @cached_property
     def document_ids(self) -> frozenset[str]:
+        if self.known_documents is not None:
+            return self.known_documents
         return frozenset(f.document_id for f in self.fragments.values())
 
     def ranked(self, limit: int | None = None) -> list[ScoredChunk]:
@@ -72,6 +80,12 @@ class FragmentSet:
             return heapq.nsmallest(limit, self.fragments.values(), key=key)
         return sorted(self.fragments.values(), key=key)
 
+    def top_scores(self, limit: int) -> list[float]:
+        """The ``limit`` best scores; a category filter not yet built answers without building it."""
+        if isinstance(self.fragments, FilterFragments) and not self.fragments.built:
+            return [FILTER_SCORE] * min(limit, len(self.fragments))
+        return [f.score for f in self.ranked(limit)]
+
     def max_score(self) -> float:
         return max((f.score for f in self.fragments.values()), default=0.0)
 
@@ -79,22 +93,100 @@ class FragmentSet:
         return min((f.score for f in self.fragments.values()), default=0.0)
 
     def restricted_to(self, document_ids: frozenset[str]) -> "FragmentSet":
+        if self.document_ids <= document_ids:
+            return self
         kept = {cid: f for cid, f in self.fragments.items() if f.document_id in document_ids}
         return FragmentSet(kept, self.is_filter)
 
 
-@dataclass(frozen=True)
+class IndexedDocuments(frozenset):
+    """A set of document ids that also carries what an index knew when it made it.
+
+    ``mask`` is the set as a boolean array over the corpus's document order and
+    ``chunk_count`` the number of chunks of those documents (either may be ``None``).
+    The algebra passes such a set through unchanged wherever the set itself is kept
+    (a scope narrowed to a subset of itself, a filter's documents), so a consumer
+    (a retriever's restriction, a filter's length) reads them instead of walking
+    thousands of ids in Python. Any operation that makes a new set makes a plain one.
+    """
+
+    __slots__ = ("mask", "chunk_count")
+
+    def __new__(cls, ids: Iterable[str], mask: "Any" = None, chunk_count: int | None = None) -> "IndexedDocuments":
+        made = super().__new__(cls, ids)
+        made.mask = mask
+        made.chunk_count = chunk_count
+        return made
+
+    def __init__(self, ids: Iterable[str], mask: "Any" = None, chunk_count: int | None = None):
+        super().__init__()
+
+
+class FilterFragments(Mapping[int, ScoredChunk]):
+    """Every chunk of some documents at score 1.0, built only when a fragment is asked for.
+
+    A category clause can reach most of a corpus; in the usual query it only narrows
+    a scored branch (``"phrase" AND YEAR=2020``), which needs its documents, never
+    its fragments. Building thousands of fragments per query for nothing is what
+    would make a filter cost more than the search it filters.
+    """
+
+    def __init__(self, universe: Mapping[str, tuple[Chunk, ...]], documents: Iterable[str], source: str):
+        self._universe = universe
+        self._documents = documents
+        self._source = source
+        self._built: dict[int, ScoredChunk] | None = None
+        self._length: int | None = None
+
+    @property
+    def built(self) -> bool:
+        return self._built is not None
+
+    @property
+    def universe(self) -> Mapping[str, tuple[Chunk, ...]]:
+        return self._universe
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    def _build(self) -> dict[int, ScoredChunk]:
+        if self._built is None:
+            self._built = {
+                chunk.id: ScoredChunk(chunk, FILTER_SCORE, self._source)
+                for doc in self._documents
+                for chunk in self._universe.get(doc, ())
+            }
+        return self._built
+
+    def __getitem__(self, chunk_id: int) -> ScoredChunk:
+        return self._build()[chunk_id]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._build())
+
+    def __len__(self) -> int:
+        if self._built is not None:
+            return len(self._built)
+        if self._length is None:
+            known = getattr(self._documents, "chunk_count", None)
+            universe = self._universe
+            self._length = known if known is not None else sum(map(len, map(universe.__getitem__, self._documents)))
+        return self._length
+
+
+@dataclass(frozen=True, eq=False)
 class Scope:
     """The chunks a query may reach (the corpus, or the documents the caller allows), by document.
 
     NOT and the empty query need it: they return fragments no clause retrieved.
+    ``universe`` holds every document's chunks and is shared, never copied, by the
+    narrower scopes ``restricted_to`` makes, so narrowing costs a set intersection;
+    ``documents`` is the part of it in scope (``None``: all of it).
     """
 
-    chunks_by_document: Mapping[str, tuple[Chunk, ...]]
-    _document_ids: frozenset[str] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_document_ids", frozenset(self.chunks_by_document))
+    universe: Mapping[str, tuple[Chunk, ...]]
+    documents: frozenset[str] | None = None
 
     @classmethod
     def from_chunks(cls, chunks: Iterable[Chunk]) -> "Scope":
@@ -103,22 +195,32 @@ class Scope:
             grouped.setdefault(chunk.document_id, []).append(chunk)
         return cls({doc: tuple(sorted(cs, key=lambda c: c.position)) for doc, cs in grouped.items()})
 
-    @property
+    @cached_property
     def document_ids(self) -> frozenset[str]:
-        return self._document_ids
+        return frozenset(self.universe) if self.documents is None else self.documents
+
+    @property
+    def is_universe(self) -> bool:
+        """True when nothing of the universe is out of scope."""
+        return self.documents is None or len(self.documents) == len(self.universe)
+
+    @property
+    def chunks_by_document(self) -> Mapping[str, tuple[Chunk, ...]]:
+        if self.documents is None:
+            return self.universe
+        return {doc: self.universe[doc] for doc in self.documents}
 
     def restricted_to(self, document_ids: Iterable[str]) -> "Scope":
-        allowed = frozenset(document_ids)
-        return Scope({d: cs for d, cs in self.chunks_by_document.items() if d in allowed})
+        allowed = document_ids if isinstance(document_ids, frozenset) else frozenset(document_ids)
+        if self.documents is None and allowed <= self.document_ids:
+            return Scope(self.universe, allowed)
+        return Scope(self.universe, self.document_ids & allowed)
 
     def filter_fragments(self, document_ids: Iterable[str], source: str) -> FragmentSet:
-        """Every chunk of the given documents (those in scope), score 1.0, as a filter."""
-        fragments = {
-            chunk.id: ScoredChunk(chunk, FILTER_SCORE, source)
-            for doc in document_ids
-            for chunk in self.chunks_by_document.get(doc, ())
-        }
-        return FragmentSet(fragments, is_filter=True)
+        """Every chunk of the given documents (those in scope), score 1.0, as a filter (built lazily)."""
+        wanted = document_ids if isinstance(document_ids, frozenset) else frozenset(document_ids)
+        inside = wanted if wanted <= self.document_ids else wanted & self.document_ids
+        return FragmentSet(FilterFragments(self.universe, inside, source), is_filter=True, known_documents=inside)
 
 
 def geometric_combination(scores: Sequence[float], maxima: Sequence[float]) -> float:
@@ -137,6 +239,9 @@ def combine_and(operands: Sequence[FragmentSet]) -> FragmentSet:
     shared = frozenset.intersection(*(o.document_ids for o in operands))
     scored = [o.restricted_to(shared) for o in operands if not o.is_filter]
     if not scored:
+        lazy = _lazy_filter_and(operands, shared)
+        if lazy is not None:
+            return lazy
         return FragmentSet.of((f for o in operands for f in o.restricted_to(shared).fragments.values()), is_filter=True)
     if len(scored) == 1:
         return scored[0]
@@ -155,6 +260,18 @@ def combine_and(operands: Sequence[FragmentSet]) -> FragmentSet:
     return FragmentSet(combined, is_filter=False)
 
 
+def _lazy_filter_and(operands: Sequence[FragmentSet], shared: frozenset[str]) -> FragmentSet | None:
+    """AND of unbuilt category/NOT filters over one universe, still unbuilt: every chunk of
+    the shared documents at 1.0, sourced like the first operand (what ``FragmentSet.of`` keeps)."""
+    parts = [o.fragments for o in operands]
+    if not all(isinstance(p, FilterFragments) and not p.built for p in parts):
+        return None
+    first = parts[0]
+    if any(p.universe is not first.universe for p in parts):
+        return None
+    return FragmentSet(FilterFragments(first.universe, shared, first.source), is_filter=True, known_documents=shared)
+
+
 def combine_or(operands: Sequence[FragmentSet]) -> FragmentSet:
     """OR: the union, one fragment per chunk id with its maximum score; a filter only if every operand is."""
     if len(operands) < 2:
@@ -166,5 +283,4 @@ def combine_or(operands: Sequence[FragmentSet]) -> FragmentSet:
 
 def complement(operand: FragmentSet, scope: Scope) -> FragmentSet:
     """NOT: every fragment of the in-scope documents the operand does not reach, score 1.0, as a filter."""
-    excluded = operand.document_ids
-    return scope.filter_fragments((d for d in scope.document_ids if d not in excluded), source="not")
+    return scope.filter_fragments(scope.document_ids - operand.document_ids, source="not")

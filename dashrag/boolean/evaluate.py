@@ -22,12 +22,12 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Iterable
 
-from dashrag.boolean.algebra import FragmentSet, Scope, combine_and, combine_or, complement
+from dashrag.boolean.algebra import FilterFragments, FragmentSet, Scope, combine_and, combine_or, complement
 from dashrag.boolean.ast import And, Category, Clause, Not, Or, Query, Semantic, Text, TrueNode, is_filter_only
 from dashrag.boolean.serialise import serialise
 from dashrag.documents.model import ScoredChunk
 
-LeafEvaluator = Callable[[Clause, Scope], Iterable[ScoredChunk]]
+LeafEvaluator = Callable[[Clause, Scope], "Iterable[ScoredChunk] | FragmentSet"]
 BranchReranker = Callable[[str, FragmentSet], Iterable[ScoredChunk]]
 
 TOP_SCORES_IN_TRACE = 5
@@ -39,15 +39,21 @@ def evaluate(
     leaf_evaluator: LeafEvaluator,
     scope: Scope,
     rerank_branch: BranchReranker | None = None,
+    trace_fragments: int = 0,
 ) -> tuple[FragmentSet, dict[str, Any]]:
-    """Evaluate ``node`` over ``scope``; return its fragments and the trace of the whole tree."""
-    return _Evaluator(leaf_evaluator, rerank_branch).run(node, scope)
+    """Evaluate ``node`` over ``scope``; return its fragments and the trace of the whole tree.
+
+    ``trace_fragments`` > 0 lists each node's best fragments (``[chunk_id, document_id, score]``)
+    in its trace record under ``top``.
+    """
+    return _Evaluator(leaf_evaluator, rerank_branch, trace_fragments).run(node, scope)
 
 
 class _Evaluator:
-    def __init__(self, leaf_evaluator: LeafEvaluator, rerank_branch: BranchReranker | None):
+    def __init__(self, leaf_evaluator: LeafEvaluator, rerank_branch: BranchReranker | None, trace_fragments: int = 0):
         self.leaf_evaluator = leaf_evaluator
         self.rerank_branch = rerank_branch
+        self.trace_fragments = trace_fragments
 
     def run(self, node: Query, scope: Scope) -> tuple[FragmentSet, dict[str, Any]]:
         started = time.perf_counter()
@@ -69,12 +75,19 @@ class _Evaluator:
         else:
             raise TypeError(f"cannot evaluate {node!r}")
         elapsed_ms = (time.perf_counter() - started) * 1000.0
+        if self.trace_fragments > 0:
+            extra["top"] = _listed_fragments(result, self.trace_fragments)
         return result, _trace(node, result, scope, elapsed_ms, children, extra)
 
     def leaf(self, clause: Clause, scope: Scope) -> FragmentSet:
+        is_filter = isinstance(clause, Category)
+        answer = self.leaf_evaluator(clause, scope)
+        if isinstance(answer, FragmentSet):  # e.g. a category index's lazy filter: cut by documents, not fragments
+            if answer.is_filter != is_filter:
+                answer = FragmentSet(answer.fragments, is_filter, answer.known_documents)
+            return answer if scope.is_universe else answer.restricted_to(scope.document_ids)
         allowed = scope.document_ids
-        found = (f for f in self.leaf_evaluator(clause, scope) if f.document_id in allowed)
-        return FragmentSet.of(found, is_filter=isinstance(clause, Category))
+        return FragmentSet.of((f for f in answer if f.document_id in allowed), is_filter=is_filter)
 
     def branch(self, child: Query, scope: Scope, children: list[dict[str, Any]]) -> FragmentSet:
         """Evaluate one operand of an AND/OR, reranked with its own text when asked."""
@@ -109,7 +122,15 @@ class _Evaluator:
 
 
 def _top_scores(result: FragmentSet) -> list[float]:
-    return [round(f.score, 6) for f in result.ranked(TOP_SCORES_IN_TRACE)]
+    return [round(score, 6) for score in result.top_scores(TOP_SCORES_IN_TRACE)]
+
+
+def _listed_fragments(result: FragmentSet, limit: int) -> list[list]:
+    """``[[chunk_id, document_id, score], ...]`` of the best ``limit`` fragments; an unbuilt
+    filter lists none (each of its documents' chunks scores 1.0: its document count says it all)."""
+    if limit <= 0 or (isinstance(result.fragments, FilterFragments) and not result.fragments.built):
+        return []
+    return [[f.id, f.document_id, round(f.score, 6)] for f in result.ranked(limit)]
 
 
 def _trace(

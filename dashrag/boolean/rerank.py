@@ -54,8 +54,12 @@ def rerank_in_rounds(
     round_size: int = 5000,
     max_chars: int = 24000,
     source: str = "rerank",
+    with_fragments: bool = False,
 ) -> tuple[list[ScoredChunk], dict[str, Any]]:
     """Rescore ``fragments`` with ``rerank(query, texts) -> scores``; return them best first and a trace record.
+
+    With ``with_fragments`` the call is ``rerank(query, texts, round_fragments)``, for
+    rerankers that address chunks by id rather than read the (truncated) texts.
 
     Duplicates (same chunk id) are reranked once, from their best-scored copy. A
     reranker that returns the wrong number of scores, or a non-finite one, is an error.
@@ -74,7 +78,7 @@ def rerank_in_rounds(
         batch = candidates[start:end]
         texts = [f.chunk.text[:max_chars] for f in batch]
         truncated += sum(len(f.chunk.text) > max_chars for f in batch)
-        scores = list(rerank(query, texts))
+        scores = list(rerank(query, texts, batch) if with_fragments else rerank(query, texts))
         if len(scores) != len(batch):
             raise RetrievalError(f"the reranker returned {len(scores)} scores for {len(batch)} texts in round {number + 1}")
         for fragment, score in zip(batch, scores):

@@ -15,11 +15,14 @@ Every config, metric, path and value is checked before any corpus is read.
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.console import Console
+from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -34,6 +37,8 @@ from dashrag.evaluation.metrics import parse_metric, parse_metrics
 from dashrag.evaluation.report import per_node_table, plot_per_node
 from dashrag.evaluation.runner import DEFAULT_BATCH_SIZE, DEFAULT_TOP_K, evaluate_tree
 from dashrag.evaluation.tuner import TuningResult, parse_param, plan_grid, plot_tuning, tune
+
+log = logging.getLogger(__name__)
 
 DEFAULT_METRICS = "ndcg@10,recall@100,mrr@10"
 WORK_ROOT = Path(".dashrag-work")
@@ -53,9 +58,9 @@ def default_workdir(dataset: Path) -> Path:
     return WORK_ROOT / dataset.resolve().name
 
 
-def check_saved_corpus(retriever: Retriever, corpus: dashrag.Corpus, folder: Path, dataset: Path) -> list[str]:
+def check_saved_corpus(retriever: Retriever, corpus: dashrag.Corpus, folder: Path, dataset: Path) -> None:
     """A saved tree must have been built on the dataset's corpus: documents the dataset lacks mean
-    another dataset (an error); documents it lacks itself make the figures low (a warning, returned)."""
+    another dataset (an error); dataset documents the tree lacks make the figures low (a warning)."""
     saved = set(retriever.require_infra().chunks.document_ids)
     known = {document.id for document in corpus}
     foreign = saved - known
@@ -63,7 +68,25 @@ def check_saved_corpus(retriever: Retriever, corpus: dashrag.Corpus, folder: Pat
         raise CorpusError(f"{folder} was built on another corpus: {len(foreign)} of its documents are not in "
                           f"{dataset} (e.g. {sorted(foreign)[0]!r})")
     missing = len(known - saved)
-    return [f"{folder} lacks {missing} of the {len(known)} documents of {dataset}: they can never be found"] if missing else []
+    if missing:
+        log.warning("%s lacks %d of the %d documents of %s: they can never be found", folder, missing, len(known), dataset)
+
+
+def checked_chunker(chunker: str | None) -> dict | None:
+    """The --chunker spec, validated before any corpus is read (None: the library's default chunker)."""
+    spec = resolve_component(chunker)
+    if spec is not None:
+        dashrag.validate_and_transform(spec, "chunker")
+    return spec
+
+
+def print_wide(console: Any, renderable: Any) -> None:
+    """Print a table whole: a terminal wraps at its width, but a file or pipe gets full rows, not ellipses."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    width = Measurement.get(console, console.options.update(max_width=1000), renderable).maximum
+    Console(file=console.file, width=max(width, console.width)).print(renderable)
 
 
 def progress_bar(console: Any) -> Progress:
@@ -133,33 +156,30 @@ def register_eval_commands(app: typer.Typer) -> None:
         saved = is_saved_folder(config)
         if saved and chunker is not None:
             raise ConfigError("--chunker applies when building; a saved folder keeps the chunks it was built on")
-        raw = None if saved else resolve_config(config)
-        if raw is not None:
-            dashrag.validate_and_transform(raw, "retriever")  # every config problem before any work
-        else:
+        if saved:
             read_manifest(Path(config))  # a clear error for a folder that is not a saved tree
+        else:
+            raw = resolve_config(config)
+            dashrag.validate_and_transform(raw, "retriever")
+        chunker_spec = checked_chunker(chunker)
         evaluation_split = load_split(dataset, split)
         with console.status("reading the corpus"):
             corpus = dashrag.Corpus.from_beir(dataset)
         started = time.perf_counter()
-        warnings: list[str] = []
-        if saved:
-            with console.status("loading"):
+        with console.status("loading" if saved else "chunking, storing and fitting"):
+            if saved:
                 retriever = dashrag.load(config)
-            warnings = check_saved_corpus(retriever, corpus, Path(config), dataset)
-        else:
-            with console.status("chunking, storing and fitting"):
-                retriever = dashrag.build(raw, corpus, workdir or default_workdir(dataset), chunker=resolve_component(chunker))
+                check_saved_corpus(retriever, corpus, Path(config), dataset)
+            else:
+                retriever = dashrag.build(raw, corpus, workdir or default_workdir(dataset), chunker=chunker_spec)
         build_s = time.perf_counter() - started
-        for warning in warnings:
-            console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
         with progress_bar(console) as progress:
             task = progress.add_task(f"{evaluation_split.dataset} {split}", total=len(evaluation_split))
             report = evaluate_tree(retriever, evaluation_split, ",".join(metric_list), top_k=top_k,
                                    batch_size=batch_size, on_batch=lambda n: progress.advance(task, n))
         report["config"] = retriever.to_config()
         report["timings"]["build_s"] = build_s
-        console.print(per_node_table(report))
+        print_wide(console, per_node_table(report))
         timings = report["timings"]
         console.print(f"{'loaded' if saved else 'built'} in {build_s:.1f}s · retrieval {timings['retrieval_s']:.2f}s · "
                       f"evaluation {timings['eval_s']:.3f}s", highlight=False)
@@ -190,6 +210,7 @@ def register_eval_commands(app: typer.Typer) -> None:
     ) -> None:
         """Grid-search parameters on the train split; report the best on test; write the tuned config."""
         raw = read_manifest(Path(config))["config"] if is_saved_folder(config) else resolve_config(config)
+        chunker_spec = checked_chunker(chunker)
         params = read_tune_params(param)
         points = plan_grid(raw, params, top_k)  # every path, value and combination before any work
         parse_metric(metric)
@@ -198,14 +219,13 @@ def register_eval_commands(app: typer.Typer) -> None:
             raise ConfigError([ConfigIssue("--train-split", f"is the test split {test_split!r}: tune on other queries")])
         train, test = load_split(dataset, train_split), load_split(dataset, test_split)
         with console.status("reading, chunking and storing the corpus"):
-            infra = prepare_corpus(dashrag.Corpus.from_beir(dataset), workdir or default_workdir(dataset),
-                                   resolve_component(chunker))
+            infra = prepare_corpus(dashrag.Corpus.from_beir(dataset), workdir or default_workdir(dataset), chunker_spec)
         with progress_bar(console) as progress:
             task = progress.add_task(f"{len(points)} points on {train_split}", total=len(points))
             result = tune(raw, params, infra=infra, train=train, test=test, metric=metric, metrics=metrics,
                           top_k=top_k, on_point=lambda _: progress.advance(task))
-        console.print(points_table(result))
-        console.print(comparison_table(result))
+        print_wide(console, points_table(result))
+        print_wide(console, comparison_table(result))
         console.print(f"{len(result.points)} points, {len(result.fitted)} retriever fits, "
                       f"search {result.timings['search_s']:.1f}s", highlight=False)
         atomic_write_json(out, result.best_point.config)

@@ -73,6 +73,8 @@ class ConfigObject(Generic[P]):
     def to_config(self) -> dict[str, Any]:
         """The JSON this component is built from: ``build(obj.to_config())`` rebuilds it."""
         params = self.own_params()
+        for field_name in self.SCHEMA.component_fields():
+            params[field_name] = None  # optional components that are not configured
         for field_name, value in self.nested.items():
             params[field_name] = [c.to_config() for c in value] if isinstance(value, list) else value.to_config()
         ordered = {name: params[name] for name in self.SCHEMA.model_fields if name in params}

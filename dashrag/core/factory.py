@@ -21,6 +21,8 @@ def _construct(node: dict[str, Any]) -> ConfigObject:
     nested: dict[str, Any] = {}
     for field_name, (_, is_list) in cls.SCHEMA.component_fields().items():
         value = params[field_name]
+        if value is None:
+            continue  # an optional component that is not configured
         nested[field_name] = [_construct(v) for v in value] if is_list else _construct(value)
     return cls(cls.SCHEMA.model_validate(params), nested=nested)
 

@@ -37,11 +37,15 @@ def spec(component: str, **params: Any) -> ComponentSpec:
     return ComponentSpec(component=component, params=params)
 
 
-def component_field(kind: str, default: ComponentSpec | None, **field_kwargs: Any) -> Any:
-    """A parameter holding one component of ``kind`` (retriever, embedding, vectorizer, ...)."""
+def component_field(kind: str, default: ComponentSpec | None, optional: bool = False, **field_kwargs: Any) -> Any:
+    """A parameter holding one component of ``kind`` (retriever, embedding, vectorizer, ...).
+
+    ``default=None`` makes it required, unless ``optional`` (then None means "no such
+    component": annotate the field ``ComponentSpec | None``).
+    """
     extra = {COMPONENT_KIND_KEY: kind, **field_kwargs.pop("json_schema_extra", {})}
     if default is None:
-        return Field(json_schema_extra=extra, **field_kwargs)
+        return Field(None, json_schema_extra=extra, **field_kwargs) if optional else Field(json_schema_extra=extra, **field_kwargs)
     return Field(default_factory=lambda: default.model_copy(), json_schema_extra=extra, **field_kwargs)
 
 

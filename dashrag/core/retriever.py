@@ -77,7 +77,8 @@ class Retriever(ConfigObject[P], Generic[P]):
         return save(self, folder)
 
     def get_children(self) -> list["Retriever"]:
-        return list(self.nested.get("children", []))
+        """The retrievers nested in this one (a copy: changing it changes nothing)."""
+        return [node for _, node in self.nested_objects() if isinstance(node, Retriever)]
 
     def set_trace_params(self, *, include_text: bool | None = None, max_output: int | None = None) -> None:
         """Change what traces record, for this node and every node below it."""

@@ -41,6 +41,10 @@ def _pydantic_issues(error: ValidationError, path: str) -> list[ConfigIssue]:
 PLACEHOLDER = {"component": "<invalid>", "params": {}}
 
 
+def _accepts_none(schema: Any, field_name: str) -> bool:
+    return not schema.model_fields[field_name].is_required() and schema.model_fields[field_name].default is None
+
+
 def _replace_failed(params: dict, component_fields: dict) -> bool:
     """Stand a placeholder in for each nested node that failed, so the parent's own params
     (and rules over them) are still validated and reported; True if any failed."""
@@ -94,7 +98,7 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
                 issues.append(ConfigIssue(field_path, f"expected a list of {field_kind} components, got {type(value).__name__}"))
                 continue
             params[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues) for i, v in enumerate(value)]
-        else:
+        elif value is not None or not _accepts_none(schema, field_name):
             params[field_name] = _validate_node(value, field_path, field_kind, issues)
 
     failed_nested = _replace_failed(params, schema.component_fields())
@@ -113,6 +117,8 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
             continue
         default = normalised[field_name]  # a default spec: fill in its own defaults
         field_path = join_path(params_path, field_name)
+        if default is None:
+            continue
         if is_list:
             normalised[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues) for i, v in enumerate(default)]
         else:

@@ -12,16 +12,16 @@ Notation: ``N`` documents, ``df`` a term's document frequency, ``tf`` its count
 in a document, ``dl`` the document's length, ``avgdl`` the mean length,
 ``norm = 1 - b + b * dl / avgdl``.
 
-=========  =============================================  ==============================================
-variant    idf                                            w(tf > 0)                        w(tf = 0)
-=========  =============================================  ==============================================
-okapi      log(N - df + .5) - log(df + .5); a negative    idf * tf (k1+1) / (tf + k1 norm)  0
-           idf becomes epsilon * mean(idf)  (rank_bm25)
-bm25l      log(N + 1) - log(df + .5)                      idf * tf (k1+1)(c+δ)/(k1+c+δ),    0
-                                                          c = tf / norm   (rank_bm25)
-bm25plus   log((N + 1) / df)                              idf * (δ + tf (k1+1)/(k1 norm+tf)) idf * δ
-lucene     log(1 + (N - df + .5) / (df + .5))             idf * tf / (tf + k1 norm)          0
-=========  =============================================  ==============================================
+- okapi:    idf = log(N - df + .5) - log(df + .5), a negative idf replaced by
+            epsilon * (mean idf over the vocabulary) as rank_bm25 does;
+            w = idf * tf (k1 + 1) / (tf + k1 norm)
+- bm25l:    idf = log(N + 1) - log(df + .5);
+            w = idf * tf (k1 + 1)(c + δ) / (k1 + c + δ), c = tf / norm
+- bm25plus: idf = log((N + 1) / df);
+            w = idf * (δ + tf (k1 + 1) / (k1 norm + tf)), and idf * δ where tf = 0
+- lucene:   idf = log(1 + (N - df + .5) / (df + .5));
+            w = idf * tf / (tf + k1 norm)
+Every other variant adds 0 for a term the document lacks.
 
 Two rank_bm25 quirks are kept on purpose, for exact parity: BM25L multiplies by
 ``tf`` once more than Lv & Zhai's formula (so an absent term adds 0, where bm25s
@@ -80,11 +80,9 @@ def document_lengths(counts: sp.csr_matrix) -> np.ndarray:
     upcast a whole copy of the data first.
     """
     lengths = np.zeros(counts.shape[0], dtype=np.float64)
-    if counts.nnz:
-        starts = counts.indptr[:-1]
-        nonempty = np.diff(counts.indptr) > 0
-        sums = np.add.reduceat(counts.data, np.minimum(starts, counts.nnz - 1), dtype=np.float64)
-        lengths[nonempty] = sums[nonempty]
+    nonempty = np.diff(counts.indptr) > 0
+    if nonempty.any():  # the starts of non-empty rows delimit exactly their entries
+        lengths[nonempty] = np.add.reduceat(counts.data, counts.indptr[:-1][nonempty], dtype=np.float64)
     return lengths
 
 
@@ -244,6 +242,8 @@ def _check_consistent(w: BM25Weights) -> None:
     """Raise :class:`PersistenceError` unless the arrays describe one valid posting matrix."""
     nnz = w.data.shape[0]
     problems = []
+    if not (np.issubdtype(w.doc_ids.dtype, np.integer) and np.issubdtype(w.term_ptr.dtype, np.integer)):
+        problems.append("doc_ids and term_ptr must hold integers")
     if w.data.ndim != 1 or w.doc_ids.shape != (nnz,):
         problems.append("data and doc_ids differ in length")
     if w.term_ptr.ndim != 1 or w.term_ptr.shape[0] < 1 or w.term_ptr[0] != 0 or w.term_ptr[-1] != nnz:
@@ -297,6 +297,8 @@ def bm25_weights(
     if n_docs == 0:
         raise CorpusError("cannot build a BM25 index over zero documents")
     lengths = document_lengths(counts) if doc_lengths is None else np.asarray(doc_lengths, dtype=np.float64)
+    if lengths.shape != (n_docs,):
+        raise CorpusError(f"doc_lengths has shape {lengths.shape}, the counts have {n_docs} documents")
     postings = counts.tocsc()  # a new matrix: CSC of (docs x terms) == CSR of the transpose
     postings.sum_duplicates()
     postings.eliminate_zeros()
@@ -338,14 +340,16 @@ def _scatter(weights: BM25Weights, row_ptr: np.ndarray, term_ids: np.ndarray, te
     n_rows, n_docs = row_ptr.shape[0] - 1, weights.n_docs
     starts = weights.term_ptr[term_ids]
     lengths = weights.term_ptr[term_ids + 1] - starts
-    offsets = np.cumsum(lengths) - lengths
-    positions = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - offsets, lengths)
-    targets = weights.doc_ids[positions].astype(np.int64)
+    positions = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    positions += np.arange(positions.shape[0], dtype=np.int64)
     if n_rows > 1:
         row_of_entry = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(row_ptr))
-        targets += np.repeat(row_of_entry * n_docs, lengths)
+        targets = np.repeat(row_of_entry * n_docs, lengths)
+        targets += weights.doc_ids[positions]
+    else:
+        targets = weights.doc_ids[positions]
     values = weights.data[positions]
-    if term_counts is not None:
+    if term_counts is not None and not np.all(term_counts == 1):
         values = values * np.repeat(np.asarray(term_counts, dtype=np.float64), lengths)
     flat = np.bincount(targets, weights=values, minlength=n_rows * n_docs)
     return flat.astype(np.float64, copy=False).reshape(n_rows, n_docs)

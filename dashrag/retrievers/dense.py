@@ -1,9 +1,12 @@
 """DenseEmbeddingRetriever: exact nearest neighbours of the query's embedding among the chunks'.
 
 Search is exact: one float32 matrix product of the query vectors against the
-chunk matrix, then partial top-k selection (``top_k_rows``, shared by every
-leaf), with a restriction applied as a mask before the selection. A batch of
-queries is embedded in one call and scored by one product per block of queries.
+chunk matrix, then partial top-k selection with a restriction applied as a mask
+before it. The selection is ``top_k_rows`` (shared by every leaf: same order,
+same tie rule) behind a pre-filter (``top_k_prefiltered``) that hands it only
+the rows at or above the k-th best score, which keeps a 100,000-row search as
+fast as bare numpy (bench/bench_dense.py). A batch of queries is embedded in
+one call and scored by one product per block of queries.
 
 Metrics (``similarity``, a pure function):
 
@@ -185,6 +188,16 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
                 f"{self.component_name}: the query vectors have {vectors.shape[1]} dimensions but the chunk "
                 f"vectors {self._matrix().shape[1]} (the saved vectors come from another model)")
         return vectors
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """The (n_chunks, d) float32 chunk matrix, rows in chunk-id order (memory-mapped after load)."""
+        return self._matrix()
+
+    @property
+    def unit_length(self) -> bool:
+        """Every chunk vector has length 1 (within 1e-4): cosine is then the plain product."""
+        return self._unit_length
 
     def vectors_for(self, chunk_ids: Sequence[int]) -> np.ndarray:
         """The stored vectors of these chunks (rows in the given order); unknown ids raise UnknownChunkError."""

@@ -6,10 +6,10 @@ similar to what is already picked (Carbonell & Goldstein, 1998)::
 
     mmr(c) = λ · sim(c, query) − (1 − λ) · max_{s ∈ picked} sim(c, s)
 
-with cosine similarity for both terms and the max over nothing taken as 0, so
-λ = 1 is plain relevance order and λ = 0 maximal diversity. Ties go to the
-candidate the child ranked higher. The score of each pick is its MMR value,
-which never increases along the picks.
+with cosine similarity for both terms, so λ = 1 is plain relevance order and
+λ = 0 maximal diversity. Ties go to the candidate the child ranked higher. The
+score of each pick is its MMR value, which never increases along the picks
+(the max over nothing picked is taken as −1, see ``mmr_select``).
 
 Vectors come from, in order: the child itself when it holds them (a
 ``DenseEmbeddingRetriever``: its chunk vectors and its query embedding); a dense
@@ -37,26 +37,37 @@ from dashrag.embeddings.overflow import unit_rows
 from dashrag.retrievers.dense import DenseEmbeddingRetriever
 
 
+NO_REDUNDANCY = -1.0  # the max similarity to nothing: the least a cosine can be
+
+
 @dataclass(frozen=True)
 class Pick:
     index: int  # into the candidate list
     score: float  # the MMR value when picked
     relevance: float
-    max_similarity: float  # to the candidates picked before (0 for the first)
+    max_similarity: float | None  # to the candidates picked before; None for the first pick
 
 
 def mmr_select(relevance: np.ndarray, similarity: np.ndarray, lambda_mult: float, k: int) -> list[Pick]:
-    """Greedy MMR over ``n`` candidates: ``relevance`` (n,), ``similarity`` (n, n); ties → lower index."""
+    """Greedy MMR over ``n`` candidates: ``relevance`` (n,), ``similarity`` (n, n), cosines; ties → lower index.
+
+    Before the first pick the max similarity is taken as −1 (the lowest cosine),
+    not 0: with 0, a candidate whose similarity to the first pick is negative
+    would score *higher* after it than the first pick did. With −1 every
+    candidate's value can only fall as picks accumulate, so the values are
+    non-increasing along the picks and serve as scores. The first pick is the
+    most relevant candidate whatever λ > 0 (for λ = 0, the child's first).
+    """
     relevance = np.asarray(relevance, dtype=np.float64)
     similarity = np.asarray(similarity, dtype=np.float64)
     n = relevance.shape[0]
-    max_similarity = np.zeros(n)
+    max_similarity = np.full(n, NO_REDUNDANCY)
     available = np.ones(n, dtype=bool)
     picks: list[Pick] = []
     for _ in range(min(k, n)):
         values = np.where(available, lambda_mult * relevance - (1 - lambda_mult) * max_similarity, -np.inf)
         i = int(np.argmax(values))  # the first maximum: the lowest index wins a tie
-        picks.append(Pick(i, float(values[i]), float(relevance[i]), float(max_similarity[i])))
+        picks.append(Pick(i, float(values[i]), float(relevance[i]), float(max_similarity[i]) if picks else None))
         available[i] = False
         max_similarity = np.maximum(max_similarity, similarity[i])
     return picks

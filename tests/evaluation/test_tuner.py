@@ -146,6 +146,17 @@ def test_a_leaf_parameter_refits_that_leaf_only(infra):
     assert cache.fitted.count("TFIDFRetriever") == 3  # child 0 twice, child 1 once
 
 
+def test_bm25_k1_and_b_refit_the_bm25_leaf_alone(infra):
+    keyword_hybrid = {"component": "ParallelRetriever", "params": {
+        "children": [{"component": "BM25Retriever"}, tfidf()], "merge_strategy": "rrf"}}
+    cache = SubtreeCache(infra)
+    grid = [parse_param("params.children[0].params.k1=0.9,1.5"), parse_param("params.children[0].params.b=0.4,0.75"),
+            parse_param(f"{RRF_K}=10,60")]
+    for point in plan_grid(keyword_hybrid, grid):
+        cache.build(point.config)
+    assert cache.fitted.count("BM25Retriever") == 4 and cache.fitted.count("TFIDFRetriever") == 1
+
+
 def test_a_cached_tree_answers_what_a_fresh_tree_answers(infra, subset):
     queries = load_split(subset, "train").queries
     cache = SubtreeCache(infra)

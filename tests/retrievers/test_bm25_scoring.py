@@ -29,6 +29,7 @@ from dashrag.retrievers.bm25_scoring import (
     BM25Weights,
     bm25_weights,
     cosine_scores,
+    document_lengths,
     document_norms,
     idf_okapi,
     restrict,
@@ -39,7 +40,7 @@ from dashrag.retrievers.bm25_scoring import (
     top_k_rows,
 )
 
-SCIFACT = Path("/work/shared/data/scifact")
+SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
 N_QUERIES = 50
 
 
@@ -100,6 +101,8 @@ class SciFact:
 
 @pytest.fixture(scope="module")
 def scifact() -> SciFact:
+    if not (SCIFACT / "corpus.jsonl.gz").is_file():
+        pytest.skip(f"SciFact not found at {SCIFACT}")
     return SciFact()
 
 
@@ -222,6 +225,30 @@ def test_a_query_matrix_of_another_vocabulary_is_a_query_error():
 
 # ---------------------------------------------------------------- properties
 
+small_corpora = st.lists(st.lists(st.sampled_from("abcdefg"), max_size=8), min_size=1, max_size=12).filter(
+    lambda docs: any(docs))  # rank_bm25 divides by the mean length
+
+
+@settings(max_examples=60, deadline=None)
+@given(small_corpora, st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=5),
+       st.sampled_from(["okapi", "bm25l", "bm25plus"]), st.integers(1, 4))
+def test_small_random_corpora_match_rank_bm25_whatever_the_block_size(docs, query, variant, block):
+    """Empty documents, absent terms, repeated tokens, and weight blocks that split the postings."""
+    vocab: dict[str, int] = {}
+    counts = count_matrix(docs, vocab, grow=True)
+    reference = {"okapi": rank_bm25.BM25Okapi, "bm25l": rank_bm25.BM25L, "bm25plus": rank_bm25.BM25Plus}[variant]
+    delta = {"okapi": 1.0, "bm25l": 0.5, "bm25plus": 1.0}[variant]
+    weights = bm25_weights(counts, BM25Parameters(variant=variant, delta=delta), block=block)
+    got = score_query([vocab[t] for t in query if t in vocab], weights)
+    np.testing.assert_allclose(got, reference(docs).get_scores(query), rtol=1e-6, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.int64, st.tuples(st.integers(1, 9), st.integers(1, 6)), elements=st.integers(0, 3)))
+def test_document_lengths_are_row_sums_including_empty_rows(dense):
+    np.testing.assert_array_equal(document_lengths(sp.csr_matrix(dense)), dense.sum(axis=1))
+
+
 # Small integer-valued scores force many ties, which is where top-k can go wrong.
 tied_scores = arrays(np.float64, st.integers(1, 60), elements=st.integers(-3, 3).map(float))
 
@@ -266,3 +293,12 @@ def test_top_k_batch_in_small_blocks_equals_one_block(scifact):
         np.testing.assert_array_equal(ids_a, ids_b)
         np.testing.assert_array_equal(sc_a, sc_b)
     assert all(allowed[ids].all() and ids.size == 10 for ids, _ in one_block)
+
+
+def test_top_k_batch_honours_one_restriction_per_query(scifact):
+    weights = bm25_weights(scifact.counts, BM25Parameters())
+    n_queries = scifact.query_counts.shape[0]
+    allowed = (np.arange(weights.n_docs)[None, :] % n_queries) == np.arange(n_queries)[:, None]
+    results = top_k_batch(scifact.query_counts, weights, 10, allowed, max_cells=7 * weights.n_docs)
+    for row, (ids, _) in enumerate(results):
+        assert ids.size == 10 and allowed[row, ids].all()

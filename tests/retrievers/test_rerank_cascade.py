@@ -1,0 +1,81 @@
+"""The rerank cascade: which path ran and why, the precise stage's order, stage-named failures."""
+
+import pytest
+
+import dashrag
+from dashrag.core.factory import build_component
+from dashrag.errors import ConfigError, StageError
+from dashrag.retrievers.rerank_cascade import should_exit_early, stage
+
+FAST = {"component": "BM25Retriever", "params": {"top_k": 8}}
+PRECISE = {"component": "TFIDFRetriever", "params": {"top_k": 8, "vectorizer": {"component": "BagOfWordsConverter",
+                                                                                 "params": {"analyzer": "char_wb", "ngram_min": 3, "ngram_max": 4}}}}
+
+
+def cascade(**params):
+    return {"component": "RerankCascadeRetriever", "params": {"fast": FAST, "precise": PRECISE, "stage1_top_n": 6, "top_k": 3, **params}}
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    from tests.conftest import EXAMPLE_CORPUS
+
+    return dashrag.Corpus.from_folder(EXAMPLE_CORPUS)
+
+
+def test_precise_path_orders_by_the_precise_stage(corpus, tmp_path):
+    tree = dashrag.build(cascade(), corpus, tmp_path)
+    chunks, trace = tree.retrieve("rank fusion keyword embeddings")
+    assert trace["selection"]["path"] == "precise"
+    fast_ids = [c.id for c in tree.nested["fast"].retrieve("rank fusion keyword embeddings", top_k=6)[0]]
+    expected = tree.nested["precise"].score_chunks(fast_ids, "rank fusion keyword embeddings")[:3]
+    assert [(c.id, -c.score) for c in chunks] == [(cid, pytest.approx(d)) for cid, d in expected]
+    assert [n["component"] for n in trace["children"]] == ["BM25Retriever", "TFIDFRetriever"]
+
+
+def test_margin_early_exit_keeps_first_stage_scores(corpus, tmp_path):
+    tree = dashrag.build(cascade(early_exit="margin", exit_margin=0.1), corpus, tmp_path)
+    chunks, trace = tree.retrieve("vector database payload filters")
+    fast, _ = tree.nested["fast"].retrieve("vector database payload filters", top_k=6)
+    assert trace["selection"]["path"] == "early_exit"
+    assert chunks == fast[:3]
+    assert len(trace["children"]) == 1 and "precise" not in trace["selection"]["stage_ms"]
+
+
+def test_threshold_mode_requires_a_threshold():
+    with pytest.raises(ConfigError, match="threshold mode needs exit_threshold|needs exit_threshold"):
+        dashrag.validate_and_transform(cascade(early_exit="threshold"))
+
+
+@pytest.mark.parametrize("scores, mode, expected", [
+    ([10.0, 4.0], "margin", True),    # leads by 60% >= 50%
+    ([10.0, 6.0], "margin", False),   # leads by 40%
+    ([3.0], "margin", True),
+    ([], "margin", False),
+    ([10.0, 9.9], "never", False),
+])
+def test_should_exit_early(scores, mode, expected):
+    assert should_exit_early(scores, mode, 0.5, None)[0] is expected
+
+
+def test_threshold_rule():
+    assert should_exit_early([7.0, 6.9], "threshold", 0.5, 7.0)[0] is True
+    assert should_exit_early([6.9], "threshold", 0.5, 7.0)[0] is False
+
+
+def test_a_failing_stage_is_named(corpus, tmp_path):
+    tree = build_component(cascade())
+    infra = dashrag.api.prepare_corpus(corpus, tmp_path)
+    tree.inject_infra(infra)
+    tree.nested["fast"].init_model()  # the precise stage is never fitted, so it fails when asked
+    with pytest.raises(StageError) as info:
+        tree.retrieve("rank fusion")
+    assert info.value.stage == "precise" and "precise" in str(info.value)
+
+
+def test_stage_context_times_and_wraps():
+    timings = {}
+    with pytest.raises(StageError, match="stage 'mmr' failed: ZeroDivisionError"):
+        with stage("mmr", timings):
+            1 / 0
+    assert "mmr" in timings
