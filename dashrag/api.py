@@ -51,8 +51,12 @@ def _write_sqlite_store(folder: Path, corpus: Corpus, chunk_set: ChunkSet) -> st
 
 
 def prepare_corpus(corpus: Corpus | str | Path, workdir: str | Path, chunker: dict | None = None,
-                   store_url: str | None = None) -> Infra:
-    """Chunk the corpus, write it to the store, and return the infrastructure a tree runs on."""
+                   store_url: str | None = None, cache_dir: str | Path | None = None) -> Infra:
+    """Chunk the corpus, write it to the store, and return the infrastructure a tree runs on.
+
+    Caches (embeddings) go in ``cache_dir``, default ``workdir``: point several builds
+    at one cache folder and a corpus is embedded once per model, whatever the tree.
+    """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     if not isinstance(corpus, Corpus):
@@ -67,14 +71,15 @@ def prepare_corpus(corpus: Corpus | str | Path, workdir: str | Path, chunker: di
         elif store.read_chunk_set().fingerprint != chunk_set.fingerprint:
             raise PersistenceError(f"the store {store.display_url} holds another corpus")
         store.close()
-    return Infra(env_path=workdir, chunks=chunk_set, store_url=store_url)
+    return Infra(env_path=Path(cache_dir) if cache_dir else workdir, chunks=chunk_set, store_url=store_url)
 
 
 def build(config: dict | Retriever, corpus: Corpus | str | Path, workdir: str | Path,
-          chunker: dict | None = None, store_url: str | None = None) -> Retriever:
-    """Validate and build ``config`` (a JSON tree), fit it on ``corpus``; caches and store go in ``workdir``."""
+          chunker: dict | None = None, store_url: str | None = None, cache_dir: str | Path | None = None) -> Retriever:
+    """Validate and build ``config`` (a JSON tree), fit it on ``corpus``; the store goes in
+    ``workdir``, caches in ``cache_dir`` (default: ``workdir``)."""
     root = build_component(config, "retriever") if isinstance(config, dict) else config
-    infra = prepare_corpus(corpus, workdir, chunker, store_url)
+    infra = prepare_corpus(corpus, workdir, chunker, store_url, cache_dir)
     root.inject_infra(infra)
     root.init_model()
     return root  # type: ignore[return-value]

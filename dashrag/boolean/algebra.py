@@ -39,6 +39,11 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from dashrag.documents.model import Chunk, ScoredChunk
 
 FILTER_SCORE = 1.0
+PARTIAL_SORT_FROM = 2000  # a set this large asked for a few best fragments is partially sorted, not kept sorted
+
+
+def _RANK_KEY(fragment: ScoredChunk) -> tuple[float, int]:
+    return (-fragment.score, fragment.chunk.id)
 
 
 @dataclass(frozen=True)
@@ -74,11 +79,17 @@ class FragmentSet:
         return frozenset(f.document_id for f in self.fragments.values())
 
     def ranked(self, limit: int | None = None) -> list[ScoredChunk]:
-        """Best first; ties go to the lower chunk id, so every order is reproducible."""
-        key = lambda f: (-f.score, f.id)  # noqa: E731
-        if limit is not None:
-            return heapq.nsmallest(limit, self.fragments.values(), key=key)
-        return sorted(self.fragments.values(), key=key)
+        """Best first; ties go to the lower chunk id, so every order is reproducible.
+
+        The full ranking is computed once and kept (a trace, the AND above and the
+        selection all ask for it); a small ``limit`` of a large set is a partial sort.
+        """
+        cached = self.__dict__.get("_ranking")
+        if cached is None and limit is not None and len(self.fragments) > PARTIAL_SORT_FROM and limit * 4 < len(self.fragments):
+            return heapq.nsmallest(limit, self.fragments.values(), key=_RANK_KEY)
+        if cached is None:
+            cached = self.__dict__["_ranking"] = sorted(self.fragments.values(), key=_RANK_KEY)
+        return cached[:limit] if limit is not None else list(cached)
 
     def top_scores(self, limit: int) -> list[float]:
         """The ``limit`` best scores; a category filter not yet built answers without building it."""
@@ -102,24 +113,37 @@ class FragmentSet:
 class IndexedDocuments(frozenset):
     """A set of document ids that also carries what an index knew when it made it.
 
-    ``mask`` is the set as a boolean array over the corpus's document order and
-    ``chunk_count`` the number of chunks of those documents (either may be ``None``).
-    The algebra passes such a set through unchanged wherever the set itself is kept
-    (a scope narrowed to a subset of itself, a filter's documents), so a consumer
-    (a retriever's restriction, a filter's length) reads them instead of walking
-    thousands of ids in Python. Any operation that makes a new set makes a plain one.
+    ``mask`` is the set as a boolean array over the corpus's document order,
+    ``chunk_count`` the number of chunks of those documents, ``universe`` the
+    ``Scope.universe`` every id belongs to (any may be ``None``), and ``memo`` a place
+    for a consumer to keep what it derives from the set (a row mask). The algebra
+    passes such a set through unchanged wherever the set itself is kept (a scope
+    narrowed to a subset of itself, a filter's documents), so a consumer (a
+    retriever's restriction, a filter's length, a subset test) reads them instead of
+    walking thousands of ids in Python. An operation that makes a new set makes a plain one.
     """
 
-    __slots__ = ("mask", "chunk_count")
+    __slots__ = ("mask", "chunk_count", "universe", "memo")
 
-    def __new__(cls, ids: Iterable[str], mask: "Any" = None, chunk_count: int | None = None) -> "IndexedDocuments":
+    def __new__(cls, ids: Iterable[str], mask: Any = None, chunk_count: int | None = None,
+                universe: Any = None) -> "IndexedDocuments":
         made = super().__new__(cls, ids)
         made.mask = mask
         made.chunk_count = chunk_count
+        made.universe = universe
+        made.memo = {}
         return made
 
-    def __init__(self, ids: Iterable[str], mask: "Any" = None, chunk_count: int | None = None):
+    def __init__(self, ids: Iterable[str], mask: Any = None, chunk_count: int | None = None, universe: Any = None):
         super().__init__()
+
+
+def _within(documents: frozenset[str], scope: "Scope") -> bool:
+    """``documents <= scope.document_ids``, answered without a pass when the set says it was made
+    from the scope's whole universe."""
+    if scope.documents is None and getattr(documents, "universe", None) is scope.universe:
+        return True
+    return documents <= scope.document_ids
 
 
 class FilterFragments(Mapping[int, ScoredChunk]):
@@ -212,14 +236,14 @@ class Scope:
 
     def restricted_to(self, document_ids: Iterable[str]) -> "Scope":
         allowed = document_ids if isinstance(document_ids, frozenset) else frozenset(document_ids)
-        if self.documents is None and allowed <= self.document_ids:
+        if _within(allowed, self):
             return Scope(self.universe, allowed)
         return Scope(self.universe, self.document_ids & allowed)
 
     def filter_fragments(self, document_ids: Iterable[str], source: str) -> FragmentSet:
         """Every chunk of the given documents (those in scope), score 1.0, as a filter (built lazily)."""
         wanted = document_ids if isinstance(document_ids, frozenset) else frozenset(document_ids)
-        inside = wanted if wanted <= self.document_ids else wanted & self.document_ids
+        inside = wanted if _within(wanted, self) else wanted & self.document_ids
         return FragmentSet(FilterFragments(self.universe, inside, source), is_filter=True, known_documents=inside)
 
 

@@ -12,7 +12,7 @@ nothing the corpus does not, so it is rebuilt on load, not saved.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -21,8 +21,10 @@ from dashrag.boolean.algebra import IndexedDocuments
 
 class CategoryIndex:
     def __init__(self, document_ids: Sequence[str], document_categories: Sequence[Mapping[str, Iterable[str]]],
-                 document_sizes: Sequence[int] | None = None):
-        """``document_sizes[i]``: chunks of document ``i`` (default 1 each, counting documents)."""
+                 document_sizes: Sequence[int] | None = None, universe: Any = None):
+        """``document_sizes[i]``: chunks of document ``i`` (default 1 each, counting documents);
+        ``universe``: the ``Scope.universe`` these documents make up, recorded on every answer."""
+        self._universe = universe
         self._ids = np.asarray(list(document_ids), dtype=object)
         self._sizes = np.ones(len(self._ids), dtype=np.int64) if document_sizes is None else np.asarray(document_sizes, dtype=np.int64)
         grouped: dict[str, dict[str, list[int]]] = {}
@@ -39,7 +41,8 @@ class CategoryIndex:
     def _indexed(self, numbers: np.ndarray) -> IndexedDocuments:
         mask = np.zeros(len(self._ids), dtype=bool)
         mask[numbers] = True
-        return IndexedDocuments(self._ids[numbers].tolist(), mask=mask, chunk_count=int(self._sizes[numbers].sum()))
+        return IndexedDocuments(self._ids[numbers].tolist(), mask=mask, chunk_count=int(self._sizes[numbers].sum()),
+                                universe=self._universe)
 
     @property
     def names(self) -> frozenset[str]:
@@ -56,4 +59,5 @@ class CategoryIndex:
         if len(sets) == 1:
             return sets[0]
         mask = np.logical_or.reduce([s.mask for s in sets])
-        return IndexedDocuments(frozenset().union(*sets), mask=mask, chunk_count=int(self._sizes[mask].sum()))
+        return IndexedDocuments(frozenset().union(*sets), mask=mask, chunk_count=int(self._sizes[mask].sum()),
+                                universe=self._universe)

@@ -90,6 +90,18 @@ class DocumentMaskRestriction(Restriction):
     def __init__(self, documents: frozenset[str], chunks: "ChunkSet", mask: np.ndarray):
         super().__init__(documents=documents)
         self._cache[id(chunks)] = mask
+        self._chunks_id = id(chunks)
+
+    def row_mask(self, chunks: "ChunkSet") -> np.ndarray:
+        """As ``Restriction.row_mask``; for a category index's set, computed once and kept on the set."""
+        memo = getattr(self.documents, "memo", None)
+        if memo is None or id(chunks) != self._chunks_id:
+            return super().row_mask(chunks)
+        key = ("row_mask", id(chunks))
+        rows = memo.get(key)
+        if rows is None:
+            rows = memo[key] = super().row_mask(chunks)
+        return rows
 
 
 @dataclass
@@ -145,8 +157,8 @@ class ClauseRunner:
         hits, node = retriever.retrieve(clause.phrase, **kwargs)
         self.child_traces.append(node)
         scores = self.comparable_scores(clause.phrase, hits, native_dense=retriever is self.dense)
-        kept = [h.rescored(float(v), "semantic", child_score=h.score) for h, v in zip(hits, scores.tolist())
-                if v >= s.min_score]
+        kept = [ScoredChunk(h.chunk, v, "semantic", {**h.provenance, "child_score": h.score})
+                for h, v in zip(hits, scores.tolist()) if v >= s.min_score]
         self.clauses.append({
             "clause": serialise(clause), "kind": "semantic", "words": words,
             "retriever": "hybrid" if hybrid and self.dense is not None else retriever.component_name,

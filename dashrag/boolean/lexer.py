@@ -13,6 +13,7 @@ is a keyword, a category name or a category value.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -60,34 +61,52 @@ class Token:
 
 _LITERAL_NOUNS = {Kind.PHRASE: "phrase", Kind.TEXT: "text", Kind.CASED_TEXT: "case-sensitive text"}
 _PUNCTUATION = {"(": Kind.LPAREN, ")": Kind.RPAREN, ",": Kind.COMMA, "=": Kind.EQUALS}
-_BARE_STOP = frozenset("(),=\"'")
+
+
+_QUOTED_STOPS = {'"': re.compile(r'[\\"]'), "'": re.compile(r"[\\']")}  # a backslash or the closing quote
+_SPACES = re.compile(r"\s+")  # \s in a str pattern is exactly str.isspace()
+_BARE_RUN = re.compile(r"[^\s(),=\"']+")
 
 
 def _read_quoted(query: str, start: int, quote: str) -> tuple[str, int]:
-    """Read a literal whose opening quote is at ``start``; return its text and the index after it."""
+    """Read a literal whose opening quote is at ``start``; return its text and the index after it.
+
+    Jumps from one backslash or quote to the next (a regular expression finds them),
+    so a long phrase costs a few steps, not one per character.
+    """
     out: list[str] = []
+    stops = _QUOTED_STOPS[quote]
+    n = len(query)
     i = start + 1
-    while i < len(query):
-        ch = query[i]
-        if ch == "\\" and i + 1 < len(query) and query[i + 1] in (quote, "\\"):
-            out.append(query[i + 1])
-            i += 2
-            continue
-        if ch == quote and not (i + 1 < len(query) and query[i + 1].isalnum()):
-            return "".join(out), i + 1
-        out.append(ch)
-        i += 1
-    raise ExpressionSyntaxError(query, len(query) + 1, f"missing closing {quote} for the literal opened at col {start + 1}")
+    while True:
+        found = stops.search(query, i)
+        if found is None:
+            raise ExpressionSyntaxError(query, n + 1, f"missing closing {quote} for the literal opened at col {start + 1}")
+        j = found.start()
+        out.append(query[i:j])
+        if query[j] == "\\":
+            if j + 1 < n and query[j + 1] in (quote, "\\"):
+                out.append(query[j + 1])
+                i = j + 2
+            else:  # any other backslash is kept as written
+                out.append("\\")
+                i = j + 1
+        elif j + 1 < n and query[j + 1].isalnum():  # an apostrophe: don't, O'Brien
+            out.append(quote)
+            i = j + 1
+        else:
+            return "".join(out), j + 1
 
 
 def tokenize(query: str) -> list[Token]:
     """Split ``query`` into tokens ending with one END token; unterminated literals are errors."""
     tokens: list[Token] = []
     i = 0
-    while i < len(query):
+    n = len(query)
+    while i < n:
         ch = query[i]
         if ch.isspace():
-            i += 1
+            i = _SPACES.match(query, i).end()
         elif ch in _PUNCTUATION:
             tokens.append(Token(_PUNCTUATION[ch], ch, i + 1))
             i += 1
@@ -104,12 +123,10 @@ def tokenize(query: str) -> list[Token]:
             tokens.append(Token(Kind.CASED_TEXT, text, i + 1))
             i = end
         else:
-            end = i
-            while end < len(query) and not query[end].isspace() and query[end] not in _BARE_STOP:
-                end += 1
+            end = _BARE_RUN.match(query, i).end()
             tokens.append(Token(Kind.BARE, query[i:end], i + 1))
             i = end
-    tokens.append(Token(Kind.END, "", len(query) + 1))
+    tokens.append(Token(Kind.END, "", n + 1))
     return tokens
 
 

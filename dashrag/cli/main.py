@@ -80,6 +80,8 @@ def index(
     out: Path = typer.Option(..., "--out", help="Folder to save the built retriever in."),
     chunker: Optional[str] = typer.Option(None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."),
     store: Optional[str] = typer.Option(None, help="SQLAlchemy URL of the store (default: an SQLite file inside --out)."),
+    cache_dir: Optional[Path] = typer.Option(None, envvar="DASHRAG_CACHE_DIR",
+                                             help="Folder for caches such as embeddings (default: --out); share it between builds."),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
     raw = resolve_config(config)
@@ -89,7 +91,7 @@ def index(
     console.print(f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else ""))
     start = time.perf_counter()
     with console.status("chunking, storing and fitting"):
-        retriever = dashrag.build(raw, documents, out, chunker=resolve_component(chunker), store_url=store)
+        retriever = dashrag.build(raw, documents, out, chunker=resolve_component(chunker), store_url=store, cache_dir=cache_dir)
     built = time.perf_counter() - start
     with console.status("saving"):
         retriever.save(out)

@@ -25,6 +25,10 @@ litellm's bundled model list knows the model and says it cannot call functions
 Models the list does not know (every local server's) are trusted; a server that
 ignores the forced tool choice is caught by the answer validator.
 
+**The answer is masked too.** Errors are masked by ``call_tool``; the answer itself
+(tool-call arguments and text) has the key replaced by ``[REDACTED]`` here, because it
+is written into traces and SelectionErrors verbatim and a server may echo the key.
+
 **Usage and cost** come back with every call (:class:`~dashrag.llm.tool_call.ToolCallResult`);
 cost is litellm's price for the model, or None where litellm has no price.
 
@@ -44,6 +48,7 @@ from dashrag.core.params import ComponentParams, ComponentSpec, component_field,
 from dashrag.core.registry import register
 from dashrag.errors import ConfigError, LLMError
 from dashrag.llm.credential import EnvCredential
+from dashrag.llm.redaction import redact
 from dashrag.llm.tool_call import ToolCallResult, call_tool, load_litellm
 
 logger = logging.getLogger(__name__)
@@ -119,9 +124,12 @@ class LiteLLMModel(ConfigObject[LiteLLMParams]):
             raise LLMError(f"{self.component_name} ({self.params.model}) was closed")
         self.check_function_calling()
         p = self.params
+        key = self.api_key()
         logger.debug("calling %s%s", p.model, f" at {p.api_base}" if p.api_base else "")
-        return call_tool(p.model, messages, tool_schema, api_base=p.api_base, api_key=self.api_key(),
-                         temperature=p.temperature, timeout=p.timeout, max_tokens=p.max_tokens)
+        result = call_tool(p.model, messages, tool_schema, api_base=p.api_base, api_key=key,
+                           temperature=p.temperature, timeout=p.timeout, max_tokens=p.max_tokens)
+        # the answer goes into traces and errors: a model (or a proxy) echoing the key must not put it there
+        return result._replace(tool_calls=redact(result.tool_calls, key), content=redact(result.content, key))
 
     @property
     def closed(self) -> bool:

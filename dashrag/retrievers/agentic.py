@@ -204,7 +204,7 @@ def dedupe_and_cap(chunks: Sequence[ScoredChunk], k1: int) -> list[ScoredChunk]:
 @register(kind="retriever", icon="Sparkles", category="rerank",
           en=("Agentic LLM reranker", "An LLM selects the best of a retriever's candidates through a function call."),
           es=("Reordenador agéntico con LLM", "Un LLM elige los mejores candidatos de un recuperador mediante una llamada a función."),
-          representation="LLM top {top_k} of {k1} ({llm_model.model})",
+          representation="LLM selects top {top_k} of {k1}",
           operation="Asks the child for k1 candidates and lets the LLM select up to top_k of them, best first.")
 class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
     SCHEMA = AgenticParams

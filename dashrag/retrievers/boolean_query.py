@@ -129,8 +129,9 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
         chunks = self.require_infra().chunks
         self._text_index = text_index
         self._texts = chunks.texts
-        self._categories = CategoryIndex(chunks.document_ids, chunks.document_categories, chunks.document_sizes)
         self._universe = Scope.from_chunks(chunks.chunks)
+        self._categories = CategoryIndex(chunks.document_ids, chunks.document_categories, chunks.document_sizes,
+                                         universe=self._universe.universe)
         self._document_number = {d: i for i, d in enumerate(chunks.document_ids)}
         self._dense = find_dense_node(self.child)
         self._score_mode = resolve_score_mode(self.params.semantic_score, self._dense is not None)
@@ -200,7 +201,8 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
         started = time.perf_counter()
         output, decisions = select_output(tree, result.ranked(), p.thresholds(), p.return_documents, reranker)
         timings["select_ms"] = _ms(started)
-        output = [f.rescored(f.score, self.component_name, clause_source=f.source) for f in output]
+        name = self.component_name
+        output = [ScoredChunk(f.chunk, f.score, name, {**f.provenance, "clause_source": f.source}) for f in output]
         hint = kwargs.get("top_k")
         if hint is not None:
             output = output[: int(hint)]

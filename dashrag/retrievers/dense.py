@@ -165,11 +165,12 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
                                                   "embedding_cache_key": self.embedding.cache_key()})
 
     def _load(self, folder: Path) -> None:
-        load_json(folder / "dense.json")  # present and readable: a folder from this component
+        state = load_json(folder / "dense.json")
         vectors = np.asarray(load_array(folder / "vectors.npy", mmap=True))
         norms = load_array(folder / "norms.npy")
-        if vectors.ndim != 2 or norms.shape != (vectors.shape[0],):
-            raise PersistenceError(f"{folder}: vectors {vectors.shape} and norms {norms.shape} do not match")
+        if vectors.ndim != 2 or norms.shape != (vectors.shape[0],) or vectors.shape[1] != state.get("dimension"):
+            raise PersistenceError(f"{folder}: vectors {vectors.shape}, norms {norms.shape} and the recorded "
+                                   f"dimension {state.get('dimension')} do not match")
         try:
             self._use_vectors(vectors, norms)
         except RetrievalError as exc:

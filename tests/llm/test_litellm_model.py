@@ -9,7 +9,7 @@ from dashrag.llm.litellm_model import NO_KEY, LiteLLMModel
 from dashrag.llm.selection import SELECT_FUNCTION_NAME, selection_tool_schema
 from dashrag.llm.tool_call import load_litellm
 
-from .openai_server import select, slow
+from .openai_server import plain_text, raw_arguments, select, slow
 
 VAR = "DASHRAG_TEST_LLM_KEY"
 MESSAGES = [{"role": "user", "content": 'Query: fever\n[1] "Aspirin."\n[2] "Moon."'}]
@@ -105,6 +105,15 @@ def test_a_closed_model_refuses_calls(openai_server, monkeypatch):
     with pytest.raises(LLMError, match="closed"):
         model.call_tool(MESSAGES, TOOL)
     assert model.closed and openai_server.requests == []
+
+
+def test_an_answer_echoing_the_key_comes_back_masked(openai_server, monkeypatch):
+    monkeypatch.setenv(VAR, "sk-echoed-3b7e1f")
+    openai_server.script(plain_text("your key is sk-echoed-3b7e1f"), raw_arguments('{"indices": "sk-echoed-3b7e1f"}'))
+    model = model_for(openai_server)
+    text, call = model.call_tool(MESSAGES, TOOL), model.call_tool(MESSAGES, TOOL)
+    assert text.content == "your key is [REDACTED]"
+    assert call.tool_calls[0]["function"]["arguments"] == '{"indices": "[REDACTED]"}'
 
 
 def test_default_credential_is_openai_api_key_by_reference():

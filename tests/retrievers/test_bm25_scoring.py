@@ -233,14 +233,22 @@ small_corpora = st.lists(st.lists(st.sampled_from("abcdefg"), max_size=8), min_s
 @given(small_corpora, st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=5),
        st.sampled_from(["okapi", "bm25l", "bm25plus"]), st.integers(1, 4))
 def test_small_random_corpora_match_rank_bm25_whatever_the_block_size(docs, query, variant, block):
-    """Empty documents, absent terms, repeated tokens, and weight blocks that split the postings."""
+    """Empty documents, absent terms, repeated tokens, and weight blocks that split the postings.
+
+    Tiny corpora can make Okapi's idf floor negative (most terms in over half
+    the documents), and a sum of float32 weights of both signs is exact only
+    relative to the sum of their magnitudes: that is the bound checked here.
+    """
     vocab: dict[str, int] = {}
     counts = count_matrix(docs, vocab, grow=True)
     reference = {"okapi": rank_bm25.BM25Okapi, "bm25l": rank_bm25.BM25L, "bm25plus": rank_bm25.BM25Plus}[variant]
     delta = {"okapi": 1.0, "bm25l": 0.5, "bm25plus": 1.0}[variant]
     weights = bm25_weights(counts, BM25Parameters(variant=variant, delta=delta), block=block)
-    got = score_query([vocab[t] for t in query if t in vocab], weights)
-    np.testing.assert_allclose(got, reference(docs).get_scores(query), rtol=1e-6, atol=1e-12)
+    term_ids = [vocab[t] for t in query if t in vocab]
+    magnitudes = BM25Weights(**{**weights.__dict__, "data": np.abs(weights.data),
+                                "nonoccurrence": np.abs(weights.nonoccurrence)})
+    error = np.abs(score_query(term_ids, weights) - reference(docs).get_scores(query))
+    assert np.all(error <= 1e-6 * score_query(term_ids, magnitudes) + 1e-12)
 
 
 @settings(max_examples=60, deadline=None)
