@@ -48,10 +48,9 @@ from dashrag.documents.windows import ChunkWindow, expand_retrieved_chunks, merg
 from dashrag.errors import ConfigError, SelectionError, UnknownChunkError
 from dashrag.llm.litellm_model import LiteLLMModel
 from dashrag.llm.prompt import SelectionPrompt
-from dashrag.llm.selection import follow_up_messages, selection_tool_schema, validate_selection
+from dashrag.llm.selection import SelectionVerdict, follow_up_messages, selection_tool_schema, validate_selection
 from dashrag.llm.sliding_window import sliding_window_select
 from dashrag.llm.tool_call import ToolCallResult
-from dashrag.llm.selection import SelectionVerdict
 
 DEFAULT_BM25 = {"component": "BM25Retriever", "params": {
     "b": 0.75, "delta": 0.0, "k1": 1.5, "similarity_function": "cosine", "top_k": 5,

@@ -14,10 +14,11 @@ Two roles, like the cross-encoder:
 * with no child, a reranker only: the slot of the boolean component (and any
   caller of ``rerank_texts`` or ``score_chunks``); its ``retrieve`` then refuses.
 
-The API key is referenced by the *name* of an environment variable
-(``api_key_env``), read at each request and sent as ``Authorization: Bearer``. The
-config, the saved folder and the trace hold only that name; error messages are
-scrubbed of the key's value even when a server echoes it back.
+The API key, where the server wants one, is a ``credential`` component
+(``EnvCredential``: the *name* of an environment variable), read at each request
+and sent as ``Authorization: Bearer``. The config, the saved folder and the trace
+hold only that name; error messages are scrubbed of the key's value
+(:func:`dashrag.llm.redaction.redact`) even when a server echoes it back.
 
 Every malformed answer (not JSON, not a list, an entry without an index or
 score, an index out of range or repeated, a non-finite score, a text left
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import socket
 import urllib.error
 import urllib.request
@@ -38,11 +38,12 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import Field
 
-from dashrag.core.params import ComponentParams, ComponentSpec, components_field, less_or_equal
+from dashrag.core.params import ComponentParams, ComponentSpec, component_field, components_field, less_or_equal
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result, check_query
 from dashrag.documents.model import ScoredChunk
-from dashrag.errors import CredentialError, RetrievalError
+from dashrag.errors import RetrievalError
+from dashrag.llm.redaction import redact
 
 ERROR_BODY_CHARS = 300  # of a failing server's answer, quoted in the error
 
@@ -88,8 +89,9 @@ class HttpRerankerParams(ComponentParams):
         description="The retriever whose candidates are reranked; none when used only as a reranker (the boolean component's slot).")
     api_base: str = Field("http://localhost:8080", pattern=r"^https?://\S+$",
                           description="Base URL of the server; requests go to {api_base}/rerank.")
-    api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description=(
-        "Name of the environment variable holding the API key (sent as a bearer token). The key itself is never stored."))
+    credential: ComponentSpec | None = component_field("credential", None, optional=True, description=(
+        "Where the API key comes from (EnvCredential: an environment variable's name), sent as a bearer token; "
+        "none for servers without authentication. The key itself is never stored."))
     truncate: bool = Field(True, description="Ask the server to truncate texts longer than its model reads.")
     batch_size: int = Field(32, ge=1, description="Texts per request.")
     max_workers: int = Field(4, ge=1, description="Requests in flight at once.")
@@ -130,13 +132,9 @@ class HttpReranker(CompositeRetriever[HttpRerankerParams]):
         return [score for part in parts for score in part]
 
     def _api_key(self) -> str | None:
-        name = self.params.api_key_env
-        if name is None:
-            return None
-        key = os.environ.get(name)
-        if not key:
-            raise CredentialError(f"{self.component_name}: the environment variable {name} (its API key) is not set")
-        return key
+        """The key, read now (a missing variable is a CredentialError naming it), or None without a credential."""
+        credential = self.nested.get("credential")
+        return None if credential is None else credential.resolve()
 
     def _score_batch(self, number: int, query: str, texts: list[str], key: str | None) -> list[float]:
         body = json.dumps({"query": query, "texts": texts, "truncate": self.params.truncate}).encode("utf-8")
@@ -169,7 +167,7 @@ class HttpReranker(CompositeRetriever[HttpRerankerParams]):
         return self._retrieve_batch([query], **kwargs)[0]
 
     def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
-        children = self.get_children()
+        children = self.nested.get("children", [])
         if not children:
             raise RetrievalError(f"{self.component_name} has no child retriever: it can only rerank (rerank_texts, "
                                  "score_chunks, or the reranker slot of a BooleanQueryRetriever)")
@@ -206,5 +204,5 @@ def _body_excerpt(error: urllib.error.HTTPError) -> str:
 
 
 def _redact(message: str, key: str | None) -> str:
-    """The message with the API key's value replaced, in case a server echoed it."""
-    return message.replace(key, "***") if key else message
+    """The message with the API key's value masked, in case a server echoed it."""
+    return redact(message, key) if key else message

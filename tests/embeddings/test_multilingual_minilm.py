@@ -11,6 +11,8 @@ from dashrag.embeddings.sentence_transformer import MiniLMEmbedding
 
 from .model_dirs import minilm_dir
 
+pytestmark = pytest.mark.slow  # loads a real model
+
 
 def _in_local_hub_cache() -> bool:
     from huggingface_hub import snapshot_download

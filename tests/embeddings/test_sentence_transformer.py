@@ -17,6 +17,8 @@ TEXTS = ["Vitamin D deficiency raises the risk of fractures.",
          "A short one."]
 LONG = " ".join(f"Sentence {i} is about protein folding in yeast cells." for i in range(40))
 
+pytestmark = pytest.mark.slow  # loads a real model
+
 
 @pytest.fixture(scope="module")
 def minilm() -> MiniLMEmbedding:

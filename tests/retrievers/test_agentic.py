@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import dashrag
 from dashrag import Restriction
-from dashrag.core.params import ComponentSpec
+from dashrag.core.factory import build_component
 from dashrag.core.schema import component_schema
 from dashrag.core.validation import validate_and_transform
 from dashrag.documents.model import Chunk, ScoredChunk
@@ -394,7 +394,7 @@ def test_close_releases_the_llm_and_then_the_child(server):
         def _close(self):
             closed.append(f"child (llm closed: {llm.closed})")
 
-    built = dashrag.core.factory.build_component(config(server), "retriever")
+    built = build_component(config(server), "retriever")
     llm = RecordingLLM(built.llm.params, nested=built.llm.nested)
     child = RecordingBM25(built.child.params, nested=built.child.nested)
     retriever = AgenticRerankerRetriever(built.params, nested={**built.nested, "children": [child], "llm_model": llm})

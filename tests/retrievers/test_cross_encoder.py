@@ -15,6 +15,8 @@ from tests.embeddings.scifact_subset import dense_config, shared_workdir, subset
 
 FETCH_K = 8
 
+pytestmark = pytest.mark.slow  # loads a real model
+
 
 def ce_config(model: str, batch_size: int = 32, top_k: int = 5) -> dict:
     return {"component": "CrossEncoderRetriever", "params": {
@@ -112,6 +114,6 @@ def test_the_default_model_says_how_to_provide_it_when_absent(subset, tmp_path):
         dashrag.build(config, Corpus(subset.corpus.documents[:3]), tmp_path)
 
 
-def test_top_k_above_fetch_k_is_a_config_error(cross_encoder_dir):
+def test_top_k_above_fetch_k_is_a_config_error():
     with pytest.raises(ConfigError, match="top_k"):
-        dashrag.build_component(ce_config(str(cross_encoder_dir), top_k=FETCH_K + 1))
+        dashrag.build_component(ce_config("any/model", top_k=FETCH_K + 1))

@@ -86,6 +86,7 @@ def all_vectors(retriever) -> np.ndarray:
     return retriever.vectors_for(retriever.require_infra().chunks.ids)
 
 
+@pytest.mark.slow
 def test_builds_from_json_and_gives_back_its_config(cosine):
     config = cosine.to_config()
     assert config["params"]["embedding"] == {"component": "MiniLMEmbedding", "params": {
@@ -93,6 +94,7 @@ def test_builds_from_json_and_gives_back_its_config(cosine):
     assert dashrag.build_component(config).to_config() == config
 
 
+@pytest.mark.slow
 def test_the_relevant_abstract_ranks_first_for_most_queries(cosine, subset):
     """A sanity floor on real data (not a quality claim): MiniLM finds the judged abstract at rank 1 mostly."""
     ids = list(subset.queries)
@@ -101,6 +103,7 @@ def test_the_relevant_abstract_ranks_first_for_most_queries(cosine, subset):
     assert np.mean(hits) > 0.5
 
 
+@pytest.mark.slow
 def test_results_are_the_numpy_top_k_of_the_stored_vectors(cosine, queries):
     matrix, query_vectors = all_vectors(cosine), cosine.embedding.embed_queries(queries)
     expected = reference(query_vectors, matrix, "cosine")
@@ -110,11 +113,13 @@ def test_results_are_the_numpy_top_k_of_the_stored_vectors(cosine, queries):
         np.testing.assert_allclose([c.score for c in chunks], np.sort(row)[::-1][:10], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_vectors_from_a_normalising_model_are_used_as_they_are(cosine):
     assert cosine.unit_length
     np.testing.assert_allclose(np.linalg.norm(all_vectors(cosine), axis=1), 1, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_batch_answers_like_single_queries(cosine, queries):
     for query, (batched, _) in zip(queries[:4], cosine.retrieve_batch(queries[:4])):
         single, _ = cosine.retrieve(query)
@@ -122,6 +127,7 @@ def test_a_batch_answers_like_single_queries(cosine, queries):
         np.testing.assert_allclose([c.score for c in single], [c.score for c in batched], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_restriction_applies_before_top_k(cosine, queries):
     chunks = cosine.require_infra().chunks
     unrestricted, _ = cosine.retrieve(queries[0], top_k=len(chunks))
@@ -132,10 +138,12 @@ def test_restriction_applies_before_top_k(cosine, queries):
     assert len(restricted) == min(5, len(allowed_chunks))
 
 
+@pytest.mark.slow
 def test_top_k_hint_overrides_the_configured_k(cosine, queries):
     assert len(cosine.retrieve(queries[0], top_k=3)[0]) == 3
 
 
+@pytest.mark.slow
 def test_score_chunks_gives_ascending_cosine_distances(cosine, queries):
     returned, _ = cosine.retrieve(queries[0])
     ids = [c.id for c in reversed(returned)]
@@ -144,17 +152,20 @@ def test_score_chunks_gives_ascending_cosine_distances(cosine, queries):
     np.testing.assert_allclose([d for _, d in scored], [1 - c.score for c in returned], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_score_chunks_refuses_unknown_ids(cosine, queries):
     with pytest.raises(UnknownChunkError, match="999999"):
         cosine.score_chunks([999999], queries[0])
 
 
+@pytest.mark.slow
 def test_trace_lists_the_output(cosine, queries):
     chunks, trace = cosine.retrieve(queries[0])
     assert trace["component"] == "DenseEmbeddingRetriever" and trace["children"] == []
     assert [o["chunk_id"] for o in trace["output"]] == [c.id for c in chunks]
 
 
+@pytest.mark.slow
 def test_save_and_load_answer_identically_without_embedding_documents(cosine, queries, tmp_path):
     cosine.save(tmp_path / "saved")
     loaded = dashrag.load(tmp_path / "saved")
@@ -165,6 +176,7 @@ def test_save_and_load_answer_identically_without_embedding_documents(cosine, qu
     assert not (tmp_path / "saved" / "embeddings").exists()
 
 
+@pytest.mark.slow
 def test_load_memory_maps_the_vectors(cosine, tmp_path):
     cosine.save(tmp_path / "saved")
     vectors = dashrag.load(tmp_path / "saved").vectors
@@ -174,6 +186,7 @@ def test_load_memory_maps_the_vectors(cosine, tmp_path):
     assert isinstance(base, np.memmap)
 
 
+@pytest.mark.slow
 def test_a_bad_model_path_fails_the_build_clearly(subset, tmp_path):
     config = dense_config(embedding={"component": "SentenceTransformerEmbedding",
                                      "params": {"model": str(tmp_path / "no-model")}})
@@ -204,6 +217,7 @@ def by_metric(raw_model, small_corpus, tmp_path_factory):
     return {m: dashrag.build(dense_config(m, embedding=raw_model), small_corpus, workdir) for m in METRICS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("metric", METRICS)
 def test_each_metric_scores_like_numpy_on_raw_vectors(by_metric, queries, metric):
     retriever = by_metric[metric]
@@ -214,8 +228,10 @@ def test_each_metric_scores_like_numpy_on_raw_vectors(by_metric, queries, metric
         np.testing.assert_allclose([c.score for c in chunks], np.sort(row)[::-1][:10], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("metric,distance", [("cosine", lambda s: 1 - s), ("dot", lambda s: -s),
                                              ("euclidean", lambda s: -s)])
+@pytest.mark.slow
 def test_each_metric_has_its_distance(by_metric, queries, metric, distance):
     retriever = by_metric[metric]
     returned, _ = retriever.retrieve(queries[0])
@@ -223,11 +239,13 @@ def test_each_metric_has_its_distance(by_metric, queries, metric, distance):
     np.testing.assert_allclose([scored[c.id] for c in returned], [distance(c.score) for c in returned], atol=1e-4)
 
 
+@pytest.mark.slow
 def test_metrics_share_one_embedding_of_the_corpus(by_metric):
     embedded = [r.embedding.documents_embedded for r in by_metric.values()]
     assert sorted(embedded) == [0, 0, len(by_metric["cosine"].require_infra().chunks)]
 
 
+@pytest.mark.slow
 def test_two_dense_nodes_in_one_tree_embed_once(raw_model, small_corpus, tmp_path):
     tree = {"component": "ParallelRetriever", "params": {"children": [
         dense_config("cosine", embedding=raw_model), dense_config("dot", embedding=raw_model)]}}

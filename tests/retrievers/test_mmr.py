@@ -90,6 +90,7 @@ def over_tfidf(subset, shared_workdir):
     return dashrag.build(mmr_config(TFIDF), subset.corpus, shared_workdir)
 
 
+@pytest.mark.slow
 def test_lambda_one_keeps_the_dense_childs_order(subset, shared_workdir, queries):
     relevance_only = dashrag.build(mmr_config(dense_config(), lambda_mult=1.0), subset.corpus, shared_workdir)
     chunks, trace = relevance_only.retrieve(queries[0])
@@ -98,6 +99,7 @@ def test_lambda_one_keeps_the_dense_childs_order(subset, shared_workdir, queries
     assert trace["selection"]["vectors"] == "the child's vectors"
 
 
+@pytest.mark.slow
 def test_lambda_zero_picks_the_candidate_least_like_the_first(subset, shared_workdir, queries):
     diverse = dashrag.build(mmr_config(dense_config(), lambda_mult=0.0), subset.corpus, shared_workdir)
     chunks, _ = diverse.retrieve(queries[0])
@@ -110,6 +112,7 @@ def test_lambda_zero_picks_the_candidate_least_like_the_first(subset, shared_wor
     assert chunks[1].id == candidates[int(np.argmin(similarity_to_first))].id
 
 
+@pytest.mark.slow
 def test_trace_holds_the_child_node_and_the_selection(over_dense, queries):
     chunks, trace = over_dense.retrieve(queries[0])
     assert [child["component"] for child in trace["children"]] == ["DenseEmbeddingRetriever"]
@@ -120,6 +123,7 @@ def test_trace_holds_the_child_node_and_the_selection(over_dense, queries):
     assert [c.provenance["relevance"] for c in chunks] == [o["relevance"] for o in order]
 
 
+@pytest.mark.slow
 def test_over_a_tfidf_child_it_embeds_the_candidates_itself(over_tfidf, queries):
     chunks, trace = over_tfidf.retrieve(queries[0])
     candidate_ids = {o["chunk_id"] for o in trace["children"][0]["output"]}
@@ -132,6 +136,7 @@ def test_over_a_tfidf_child_it_embeds_the_candidates_itself(over_tfidf, queries)
     np.testing.assert_allclose([c.provenance["relevance"] for c in chunks], expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_over_a_hybrid_it_reuses_the_dense_descendants_vectors(subset, shared_workdir, queries):
     hybrid = {"component": "ParallelRetriever", "params": {"children": [TFIDF, dense_config()]}}
     root = dashrag.build(mmr_config(hybrid), subset.corpus, shared_workdir)
@@ -141,6 +146,7 @@ def test_over_a_hybrid_it_reuses_the_dense_descendants_vectors(subset, shared_wo
     assert root.nested["embedding"].documents_embedded == 0
 
 
+@pytest.mark.slow
 def test_restriction_reaches_the_child(over_dense, queries):
     chunks, _ = over_dense.retrieve(queries[0])
     keep = {chunks[-1].document_id}
@@ -148,6 +154,7 @@ def test_restriction_reaches_the_child(over_dense, queries):
     assert restricted and {c.document_id for c in restricted} == keep
 
 
+@pytest.mark.slow
 def test_score_chunks_follows_the_mmr_order_ascending(over_dense, queries):
     chunks, _ = over_dense.retrieve(queries[0])
     scored = over_dense.score_chunks([c.id for c in chunks], queries[0])
@@ -155,11 +162,13 @@ def test_score_chunks_follows_the_mmr_order_ascending(over_dense, queries):
     assert sorted(distances) == distances and {i for i, _ in scored} == {c.id for c in chunks}
 
 
+@pytest.mark.slow
 def test_score_chunks_refuses_unknown_ids(over_tfidf, queries):
     with pytest.raises(UnknownChunkError):
         over_tfidf.score_chunks([123456789], queries[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", ["over_dense", "over_tfidf"])
 def test_save_and_load_answer_identically(request, fixture, queries, tmp_path):
     root = request.getfixturevalue(fixture)

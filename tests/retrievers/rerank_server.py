@@ -1,0 +1,105 @@
+"""A real Text Embeddings Inference-style ``/rerank`` server on loopback, for the reranker tests.
+
+``RerankServer`` runs the standard library's threading HTTP server on 127.0.0.1 with
+port 0 (the OS picks a free one) in a daemon thread. It scores every text with a
+plain Python function of (query, text), answers ``[{"index", "score"}]`` best first
+as TEI does, and records what arrived (bodies, headers) and the most requests it
+was serving at once. A test can replace the answer (``answer``) to play a broken
+or failing server, and slow each request down (``delay``) to make overlap visible.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+Answer = Callable[[dict, dict], tuple[int, bytes]]  # (body, headers) -> (status, raw response body)
+
+
+def word_overlap(query: str, text: str) -> float:
+    """Share of the query's words found in the text (a deterministic stand-in for a model)."""
+    words = set(re.findall(r"\w+", query.lower()))
+    found = set(re.findall(r"\w+", text.lower()))
+    return len(words & found) / len(words) if words else 0.0
+
+
+@dataclass
+class RerankServer:
+    score: Callable[[str, str], float] = word_overlap
+    delay: float = 0.0
+    answer: Answer | None = None
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    max_in_flight: int = 0
+    _in_flight: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __enter__(self) -> "RerankServer":
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def queries(self) -> list[str]:
+        return [r["body"]["query"] for r in self.requests]
+
+    @property
+    def texts(self) -> list[str]:
+        return [t for r in self.requests for t in r["body"]["texts"]]
+
+    def ranking(self, body: dict) -> list[dict]:
+        scored = [{"index": i, "score": self.score(body["query"], t)} for i, t in enumerate(body["texts"])]
+        return sorted(scored, key=lambda e: -e["score"])  # TEI answers best first, not in text order
+
+    def _respond(self, body: dict, headers: dict) -> tuple[int, bytes]:
+        if self.answer is not None:
+            return self.answer(body, headers)
+        return 200, json.dumps(self.ranking(body)).encode("utf-8")
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                body = json.loads(raw)
+                headers = dict(self.headers.items())
+                with server._lock:
+                    server.requests.append({"path": self.path, "body": body, "headers": headers})
+                    server._in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server._in_flight)
+                try:
+                    time.sleep(server.delay)
+                    status, payload = (404, b"not found") if self.path != "/rerank" else server._respond(body, headers)
+                finally:
+                    with server._lock:
+                        server._in_flight -= 1
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        return Handler
