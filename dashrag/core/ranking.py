@@ -4,23 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 
+EMPTY = np.empty(0, dtype=np.int64)
+
 
 def top_k_rows(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) -> np.ndarray:
     """Indices of the ``k`` highest finite scores, best first; ties go to the lower index.
 
     ``allowed`` (boolean, same length) excludes rows *before* selection, so k rows
-    come back wherever k allowed rows with finite scores exist.
+    come back wherever k allowed rows with finite scores exist. One
+    ``argpartition`` finds the k-th best value; only the rows at or above it
+    (every tie included) are sorted, so the cost stays linear in the row count.
     """
     scores = np.asarray(scores)
-    if allowed is not None:
-        scores = np.where(allowed, scores, -np.inf)
-    candidates = np.flatnonzero(np.isfinite(scores))
-    if candidates.size == 0 or k <= 0:
-        return np.empty(0, dtype=np.int64)
-    if candidates.size > k:
-        part = np.argpartition(-scores[candidates], k - 1)[:k]
-        kth = scores[candidates[part]].min()
-        # keep every row tied with the k-th score so the tie-break below is by index
-        candidates = candidates[scores[candidates] >= kth]
-    order = np.lexsort((candidates, -scores[candidates]))
+    n = scores.shape[0]
+    if k <= 0 or n == 0:
+        return EMPTY
+    masked = scores if allowed is None else np.where(allowed, scores, -np.inf)
+    kth = masked[np.argpartition(masked, n - k)[n - k:]].min() if n > k else -np.inf
+    candidates = np.flatnonzero(masked >= kth) if np.isfinite(kth) else np.arange(n)
+    candidates = candidates[np.isfinite(masked[candidates])]
+    order = np.lexsort((candidates, -masked[candidates]))
     return candidates[order][:k]

@@ -31,12 +31,10 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 _loaded: dict[tuple[str, str, int | None], Any] = {}
 _load_lock = threading.Lock()
 _encode_locks: dict[int, threading.Lock] = {}
-load_count = 0  # models actually loaded in this process (tests read it)
 
 
 def load_sentence_transformer(source: ModelSource, device: str, max_seq_length: int | None) -> Any:
     """The process-wide SentenceTransformer for this folder, device and sequence length."""
-    global load_count
     key = (str(source.path), device, max_seq_length)
     with _load_lock:
         if key not in _loaded:
@@ -53,7 +51,6 @@ def load_sentence_transformer(source: ModelSource, device: str, max_seq_length: 
                 model.max_seq_length = max_seq_length
             _loaded[key] = model
             _encode_locks[id(model)] = threading.Lock()
-            load_count += 1
         return _loaded[key]
 
 

@@ -15,6 +15,7 @@ rewards short chunks and undoes BM25's own length normalisation); the default,
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Literal
 
@@ -63,14 +64,26 @@ class BM25Retriever(UnitRetriever[BM25Params]):
     def _set_weights(self, weights: scoring.BM25Weights) -> None:
         self._weights = weights
         self._norms = scoring.document_norms(weights) if self.params.similarity_function == "cosine" else None
+        self._dot_weights = dataclasses.replace(weights, nonoccurrence=np.zeros_like(weights.nonoccurrence))
 
     def _score_and_keep(self, queries: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        if len(queries) == 1 and self.params.similarity_function == "bm25":
+            return self._score_one(queries[0])
         q = self.nested["vectorizer"].transform(queries)
-        w = self._weights
-        matched = scoring.score_queries(q, scoring.BM25Weights(
-            data=np.ones_like(w.data), doc_ids=w.doc_ids, term_ptr=w.term_ptr,
-            nonoccurrence=w.nonoccurrence, n_docs=w.n_docs, params=scoring.BM25Parameters()))
-        return self._score_matrix(q), matched > 0  # a hit shares at least one term with the query
+        scores = self._score_matrix(q)
+        # A hit shares at least one term with the query. Every stored weight is positive, so
+        # that is a score above what a chunk matching nothing gets: 0, or BM25+'s constant.
+        floor = np.zeros(len(queries))
+        if self.params.variant == "bm25plus" and self.params.similarity_function == "bm25":
+            floor = np.asarray(q @ self._weights.nonoccurrence.astype(np.float64)).ravel()
+        return scores, scores > floor[:, None]
+
+    def _score_one(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """One query without building a sparse matrix: a single query is latency-bound."""
+        ids, counts = self.nested["vectorizer"].term_counts(query)
+        scores = scoring.score_query(ids, self._weights, counts)
+        floor = float(counts @ self._weights.nonoccurrence[ids]) if self.params.variant == "bm25plus" else 0.0
+        return scores[None, :], scores[None, :] > floor
 
     def _score_block(self, queries: list[str]) -> np.ndarray:
         return self._score_matrix(self.nested["vectorizer"].transform(queries))
@@ -79,9 +92,8 @@ class BM25Retriever(UnitRetriever[BM25Params]):
         mode = self.params.similarity_function
         if mode == "cosine":
             return scoring.cosine_scores(q, self._weights, self._norms)
-        if mode == "dot":
-            return scoring.score_queries(q, scoring.BM25Weights(**{**self._weights.__dict__,
-                                                                   "nonoccurrence": np.zeros_like(self._weights.nonoccurrence)}))
+        if mode == "dot":  # the query-document inner product, without BM25+'s absent-term constant
+            return scoring.score_queries(q, self._dot_weights)
         return scoring.score_queries(q, self._weights)
 
     def _save(self, folder: Path) -> None:

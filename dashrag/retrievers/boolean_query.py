@@ -46,7 +46,7 @@ from dashrag.boolean.parser import parse
 from dashrag.boolean.rerank import rerank_in_rounds
 from dashrag.boolean.selection import SelectionThresholds
 from dashrag.boolean.text_index import TextIndex
-from dashrag.core.params import ComponentParams, ComponentSpec, Rule, component_field, components_field, less_or_equal, spec
+from dashrag.core.params import ComponentParams, ComponentSpec, Rule, components_field, less_or_equal, spec
 from dashrag.core.registry import register
 from dashrag.core.restriction import Restriction
 from dashrag.core.retriever import CompositeRetriever, Result, Retriever
@@ -58,7 +58,7 @@ HYBRID = spec("ParallelRetriever", children=[spec("BM25Retriever"), spec("DenseE
 
 
 def _rerank_needs_reranker(params: "BooleanQueryParams") -> str | None:
-    if params.automatically_rerank and params.reranker is None:
+    if params.automatically_rerank and not params.reranker:
         return "automatically_rerank needs a reranker (set the reranker field)"
     return None
 
@@ -88,10 +88,10 @@ class BooleanQueryParams(ComponentParams):
     fill_up_target_documents: int = Field(_T.fill_up_target_documents, ge=1, description="Fill-up: documents to top a result up to.")
     fill_up_max_chars: int = Field(_T.fill_up_max_chars, ge=1, description="Fill-up: character budget of the whole selection.")
     automatically_rerank: bool = Field(False, description="Rerank each AND/OR operand with its own text before combining.")
-    reranker: ComponentSpec | None = component_field(
-        "retriever", None, optional=True, description=(
-            "Optional reranker (HttpReranker, CrossEncoderRetriever, any retriever): reranks the result with the "
-            "query's semantic clauses; only its scoring is used, never its own children."))
+    reranker: list[ComponentSpec] = components_field(
+        "retriever", [], max_length=1, description=(
+            "At most one reranker (HttpReranker, CrossEncoderRetriever, any retriever): reranks the result with the "
+            "query's semantic clauses; only its scoring is used, never its own children. Empty: no reranking."))
     return_documents: bool = Field(False, description="Return one entry per document (its best fragment) instead of fragments.")
     trace_fragments: int = Field(10, ge=0, description="Fragments listed per syntax-tree node in the trace.")
 
@@ -117,7 +117,8 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
 
     @property
     def reranker(self) -> Retriever | None:
-        return self.nested.get("reranker")
+        found = self.nested.get("reranker") or []
+        return found[0] if found else None
 
     # -- fitting and state ----------------------------------------------------
     def _fit(self) -> None:

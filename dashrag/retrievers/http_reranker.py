@@ -14,11 +14,14 @@ Two roles, like the cross-encoder:
 * with no child, a reranker only: the slot of the boolean component (and any
   caller of ``rerank_texts`` or ``score_chunks``); its ``retrieve`` then refuses.
 
-The API key, where the server wants one, is a ``credential`` component
-(``EnvCredential``: the *name* of an environment variable), read at each request
-and sent as ``Authorization: Bearer``. The config, the saved folder and the trace
-hold only that name; error messages are scrubbed of the key's value
-(:func:`dashrag.llm.redaction.redact`) even when a server echoes it back.
+The API key is a ``credential`` component (``EnvCredential``: the *name* of an
+environment variable, ``DASHRAG_RERANKER_API_KEY`` by default), read at each request
+and sent as ``Authorization: Bearer`` when the variable is set. Many TEI servers run
+without authentication, so an unset variable sends no header, unless
+``api_key_required``, when it is a ``CredentialError`` naming the variable (before
+any request). The config, the saved folder and the trace hold only the name; error
+messages are scrubbed of the key's value (:func:`dashrag.llm.redaction.redact`) even
+when a server echoes it back.
 
 Every malformed answer (not JSON, not a list, an entry without an index or
 score, an index out of range or repeated, a non-finite score, a text left
@@ -38,7 +41,7 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import Field
 
-from dashrag.core.params import ComponentParams, ComponentSpec, component_field, components_field, less_or_equal
+from dashrag.core.params import ComponentParams, ComponentSpec, component_field, components_field, less_or_equal, spec
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result, check_query
 from dashrag.documents.model import ScoredChunk
@@ -89,9 +92,10 @@ class HttpRerankerParams(ComponentParams):
         description="The retriever whose candidates are reranked; none when used only as a reranker (the boolean component's slot).")
     api_base: str = Field("http://localhost:8080", pattern=r"^https?://\S+$",
                           description="Base URL of the server; requests go to {api_base}/rerank.")
-    credential: ComponentSpec | None = component_field("credential", None, optional=True, description=(
-        "Where the API key comes from (EnvCredential: an environment variable's name), sent as a bearer token; "
-        "none for servers without authentication. The key itself is never stored."))
+    credential: ComponentSpec = component_field("credential", spec("EnvCredential", var="DASHRAG_RERANKER_API_KEY"), description=(
+        "Where the API key comes from (EnvCredential: an environment variable's name); sent as a bearer token "
+        "when set. The key itself is never stored."))
+    api_key_required: bool = Field(False, description="Refuse to send a request when the credential's variable is unset.")
     truncate: bool = Field(True, description="Ask the server to truncate texts longer than its model reads.")
     batch_size: int = Field(32, ge=1, description="Texts per request.")
     max_workers: int = Field(4, ge=1, description="Requests in flight at once.")
@@ -132,9 +136,9 @@ class HttpReranker(CompositeRetriever[HttpRerankerParams]):
         return [score for part in parts for score in part]
 
     def _api_key(self) -> str | None:
-        """The key, read now (a missing variable is a CredentialError naming it), or None without a credential."""
-        credential = self.nested.get("credential")
-        return None if credential is None else credential.resolve()
+        """The key, read now; None when unset, or a CredentialError naming the variable if it is required."""
+        credential = self.nested["credential"]
+        return credential.resolve() if self.params.api_key_required else credential.resolve_or_none()
 
     def _score_batch(self, number: int, query: str, texts: list[str], key: str | None) -> list[float]:
         body = json.dumps({"query": query, "texts": texts, "truncate": self.params.truncate}).encode("utf-8")

@@ -56,6 +56,7 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._vectorizer: CountVectorizer | None = None
+        self._analyze: Callable[[str], list[str]] | None = None
 
     def _validate_stemmer(self) -> None:
         if self.params.stemmer:
@@ -97,16 +98,33 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
                                max_features=p.max_features, vocabulary=vocabulary, dtype=np.float32, **kwargs)
 
     def fit_transform(self, texts: list[str]) -> sp.csr_matrix:
-        self._vectorizer = self._make()
+        self._vectorizer, self._analyze = self._make(), None
         try:
             return self._vectorizer.fit_transform(texts).tocsr()
         except ValueError as exc:  # e.g. every term pruned by min_df/max_df
             raise RetrievalError(f"{self.component_name}: cannot build a vocabulary ({exc})") from None
 
-    def transform(self, texts: list[str]) -> sp.csr_matrix:
+    def term_counts(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """(vocabulary ids, counts) of one text's terms, ids ascending; unknown terms are dropped."""
         if self._vectorizer is None:
             raise RetrievalError(f"{self.component_name}: not fitted")
-        return self._vectorizer.transform(texts).tocsr()
+        if self._analyze is None:
+            self._analyze = self._vectorizer.build_analyzer()
+        vocabulary = self._vectorizer.vocabulary_
+        ids = [i for i in map(vocabulary.get, self._analyze(text)) if i is not None]
+        return np.unique(np.asarray(ids, dtype=np.int64), return_counts=True)
+
+    def transform(self, texts: list[str]) -> sp.csr_matrix:
+        """Counts over the fitted vocabulary: the same matrix as scikit-learn's ``transform``,
+        built directly from the analyzer and the vocabulary, which is several times faster
+        for the short texts queries are."""
+        rows = [self.term_counts(text) for text in texts]
+        shape = (len(texts), len(self._vectorizer.vocabulary_))
+        if not rows:
+            return sp.csr_matrix(shape, dtype=np.float32)
+        indptr = np.concatenate([[0], np.cumsum([ids.size for ids, _ in rows])])
+        data = np.concatenate([counts for _, counts in rows]).astype(np.float32)
+        return sp.csr_matrix((data, np.concatenate([ids for ids, _ in rows]), indptr), shape=shape)
 
     @property
     def vocabulary(self) -> list[str]:
@@ -121,4 +139,5 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         terms = load_json(folder / "vocabulary.json")
         if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms) or len(set(terms)) != len(terms):
             raise PersistenceError(f"{folder / 'vocabulary.json'}: not a list of distinct terms")
-        self._vectorizer = self._make({t: i for i, t in enumerate(terms)})
+        self._vectorizer, self._analyze = self._make({t: i for i, t in enumerate(terms)}), None
+        self._vectorizer._validate_vocabulary()  # sets vocabulary_ from the fixed vocabulary

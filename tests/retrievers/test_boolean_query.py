@@ -302,7 +302,7 @@ def rerank_server():
 
 
 def with_reranker(build, server, **params):
-    return build(reranker={"component": "HttpReranker", "params": {"api_base": server.url, "batch_size": 4}}, **params)
+    return build(reranker=[{"component": "HttpReranker", "params": {"api_base": server.url, "batch_size": 4}}], **params)
 
 
 def test_the_reranker_reranks_with_the_semantic_clauses_only(build, rerank_server):

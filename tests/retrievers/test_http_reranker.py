@@ -30,6 +30,13 @@ def with_key(url: str, **params) -> dict:
     return {"api_base": url, "credential": {"component": "EnvCredential", "params": {"var": KEY_VAR}}, **params}
 
 
+def test_an_unset_key_variable_sends_no_authorization(monkeypatch):
+    monkeypatch.delenv(KEY_VAR, raising=False)
+    with RerankServer() as server:
+        HttpReranker(with_key(server.url)).rerank_texts("q", ["a"])
+    assert "Authorization" not in server.requests[0]["headers"]
+
+
 # -- the answer format ------------------------------------------------------------------
 
 def test_parse_scores_puts_scores_in_text_order():
@@ -166,11 +173,11 @@ def test_the_api_key_is_sent_as_a_bearer_token(monkeypatch):
     assert server.requests[0]["headers"]["Authorization"] == f"Bearer {SECRET}"
 
 
-def test_a_missing_key_variable_is_an_error_naming_it_and_sends_nothing(monkeypatch):
+def test_a_missing_required_key_is_an_error_naming_the_variable_and_sends_nothing(monkeypatch):
     monkeypatch.delenv(KEY_VAR, raising=False)
     with RerankServer() as server:
         with pytest.raises(CredentialError, match=KEY_VAR):
-            HttpReranker(with_key(server.url)).rerank_texts("q", ["a"])
+            HttpReranker(with_key(server.url, api_key_required=True)).rerank_texts("q", ["a"])
     assert server.requests == []
 
 

@@ -1,0 +1,54 @@
+"""BagOfWordsConverter: scikit-learn's counts, plus stemming, and a pickle-free save."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dashrag import build_component
+
+DOCS = ["The runners were running fast", "A runner runs; running is fun!", "Café au lait, cafe noir", "nothing here"]
+
+
+def make(**params):
+    vec = build_component({"component": "BagOfWordsConverter", "params": params})
+    vec.fit_transform(DOCS)
+    return vec
+
+
+@pytest.mark.parametrize("params", [{}, {"ngram_max": 2}, {"stop_words": "english"}, {"strip_accents": "unicode"},
+                                    {"stemmer": "english", "stop_words": "english", "ngram_max": 2}, {"analyzer": "char_wb", "ngram_min": 2, "ngram_max": 3}])
+def test_transform_equals_scikit_learn(params):
+    vec = make(**params)
+    queries = ["running runners", "cafe CAFÉ noir noir", "zzz", "the fun of running is running"]
+    ours = vec.transform(queries).toarray()
+    reference = vec._vectorizer.transform(queries).toarray()
+    np.testing.assert_array_equal(ours, reference)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("abc runing ")), max_size=60))
+def test_transform_equals_scikit_learn_on_random_text(text):
+    vec = make(stemmer="english")
+    np.testing.assert_array_equal(vec.transform([text]).toarray(), vec._vectorizer.transform([text]).toarray())
+
+
+def test_stemming_merges_word_forms():
+    vocabulary = make(stemmer="english").vocabulary
+    assert "run" in vocabulary and "running" not in vocabulary
+
+
+def test_unknown_stemmer_is_a_clear_error():
+    from dashrag.errors import RetrievalError
+
+    with pytest.raises(RetrievalError, match="unknown stemmer 'klingon'"):
+        make(stemmer="klingon")
+
+
+def test_save_and_load_rebuild_the_same_vocabulary(tmp_path):
+    vec = make(stemmer="english", ngram_max=2)
+    vec.save_state(tmp_path)
+    other = build_component(vec.to_config())
+    other.load_state(tmp_path)
+    assert other.vocabulary == vec.vocabulary
+    np.testing.assert_array_equal(other.transform(DOCS).toarray(), vec.transform(DOCS).toarray())
