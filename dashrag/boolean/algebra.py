@@ -24,6 +24,12 @@ docs/boolean_queries.md; in short:
 * NOT is every fragment of the documents in scope whose document the operand does
   not reach, score 1.0, as a filter.
 
+Filters are lazy: ``Scope.filter_fragments`` (category clauses, NOT, TRUE) returns a
+``FilterFragments`` mapping that builds its fragments only when one is asked for, since
+a filter that only narrows a scored branch needs its documents, never its fragments;
+``IndexedDocuments`` lets an index hand over a document set together with its mask and
+chunk count, so nothing walks thousands of document ids in Python per query.
+
 Scores are assumed non-negative (the leaves' minimum-score cuts guarantee it); in
 AND a negative score or maximum counts as zero.
 """

@@ -6,6 +6,8 @@ search restricted to the scope's documents. This module guarantees the rest:
 
 * every leaf result is cut to the scope (a leaf that ignores the restriction cannot
   leak documents) and marked a filter exactly when the clause is a category clause;
+  a leaf may answer with a ``FragmentSet`` (a category index's lazy filter), which is
+  cut by its documents without building its fragments;
 * inside an AND, the operands that hold only category clauses run first and the
   scope of the other operands shrinks to the documents they allow, so a category
   filter is applied *before* each retriever's top-k (a filter truly excludes, and
@@ -14,7 +16,9 @@ search restricted to the scope's documents. This module guarantees the rest:
   rescores each scored operand of an AND or OR with that branch's own serialised
   text before the operands combine (``automatically_rerank``);
 * every node gets a JSON-ready trace record: its text, type, fragment and document
-  counts, top scores, whether it is a filter, the scope size and elapsed time.
+  counts, top scores, whether it is a filter, the scope size and elapsed time, and,
+  with ``trace_fragments``, its best fragments (``top``); ``tree_summary`` renders
+  the records as one line.
 """
 
 from __future__ import annotations
@@ -154,3 +158,17 @@ def _trace(
     }
     record.update(extra)
     return record
+
+
+def tree_summary(record: dict[str, Any]) -> str:
+    """One line for a trace record tree: each node's text, fragments, documents, best score and time,
+    operands in brackets (``"a" AND CAT=x  3 fragments/2 docs best 0.57 0.9 ms [ ... ; ... ]``)."""
+    if record["is_filter"]:
+        counts = f"filter {record['documents']} docs"
+    else:
+        best = f" best {record['top_scores'][0]:.3g}" if record["top_scores"] else ""
+        counts = f"{record['fragments']} fragments/{record['documents']} docs{best}"
+    text = f"{record['node'] or 'TRUE'}  {counts} {record['elapsed_ms']:.1f} ms"
+    if record["children"]:
+        text += " [ " + " ; ".join(tree_summary(child) for child in record["children"]) + " ]"
+    return text

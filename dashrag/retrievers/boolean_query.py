@@ -32,7 +32,7 @@ from pydantic import Field
 from dashrag.boolean.algebra import Scope
 from dashrag.boolean.category_index import CategoryIndex
 from dashrag.boolean.categories import validate_categories
-from dashrag.boolean.evaluate import evaluate
+from dashrag.boolean.evaluate import evaluate, tree_summary
 from dashrag.boolean.leaves import (
     ClauseRunner,
     DocumentMaskRestriction,
@@ -207,8 +207,8 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
         if hint is not None:
             output = output[: int(hint)]
         selection = {
-            "summary": (f"{decisions['path']} path: {len(result)} fragments from the expression, "
-                        f"{len(output)} {'documents' if p.return_documents else 'fragments'} returned"),
+            "summary": (f"{decisions['path']} path, {len(output)} {'documents' if p.return_documents else 'fragments'} "
+                        f"returned | {tree_summary(tree_trace)}"),
             "expression": query, "scope_documents": len(scope.document_ids), "tree": tree_trace,
             "clauses": runner.clauses, "decisions": decisions, "timings": timings,
         }

@@ -3,9 +3,8 @@
 Search is exact: one float32 matrix product of the query vectors against the
 chunk matrix, then partial top-k selection with a restriction applied as a mask
 before it. The selection is ``top_k_rows`` (shared by every leaf: same order,
-same tie rule) behind a pre-filter (``top_k_prefiltered``) that hands it only
-the rows at or above the k-th best score, which keeps a 100,000-row search as
-fast as bare numpy (bench/bench_dense.py). A batch of queries is embedded in
+same tie rule), which sorts only the rows at or above the k-th best score, so a
+100,000-row search stays as fast as bare numpy (bench/bench_dense.py). A batch of queries is embedded in
 one call and scored by one product per block of queries.
 
 Metrics (``similarity``, a pure function):
@@ -89,25 +88,6 @@ def euclidean_from_ranking(ranking: np.ndarray, query_squared_lengths: np.ndarra
     """−distance from ``euclidean_ranking`` values: −sqrt(|q|² − (2 q·d − |d|²)), clipped at 0."""
     squared = np.asarray(query_squared_lengths, dtype=np.float32).reshape(-1, *([1] * (ranking.ndim - 1))) - ranking
     return -np.sqrt(np.maximum(squared, 0))
-
-
-def top_k_prefiltered(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) -> np.ndarray:
-    """Exactly ``top_k_rows(scores, k, allowed)``, faster on long rows.
-
-    One ``argpartition`` finds the k-th best score; only the rows at or above it
-    (every tie included) go through ``top_k_rows``, whose order and tie rule
-    (lower row first) then decide. Rows with non-finite scores among the best k
-    fall back to ``top_k_rows`` on the whole vector.
-    """
-    n = scores.shape[0]
-    if k <= 0 or n <= 4 * k:
-        return top_k_rows(scores, k, allowed)
-    masked = scores if allowed is None else np.where(allowed, scores, -np.inf)
-    best = masked[np.argpartition(masked, n - k)[n - k:]]
-    if not np.isfinite(best).all():
-        return top_k_rows(scores, k, allowed)
-    candidates = np.flatnonzero(masked >= best.min())
-    return candidates[top_k_rows(masked[candidates], k)]
 
 
 def distance_from_similarity(scores: np.ndarray, metric: str) -> np.ndarray:
@@ -230,7 +210,7 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
             ranking = euclidean_ranking(block, self._matrix(), self._norms) if euclidean else self.score_vectors(block)
             lengths = squared_lengths(block) if euclidean else None
             for i, row in enumerate(ranking):
-                rows = top_k_prefiltered(row, k, allowed)
+                rows = top_k_rows(row, k, allowed)
                 scores = euclidean_from_ranking(row[rows], lengths[i]) if euclidean else row[rows]
                 results.append(([ScoredChunk(chunks.chunks[r], float(x), self.component_name)
                                  for r, x in zip(rows, scores)], [], None))

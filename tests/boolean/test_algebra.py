@@ -7,6 +7,7 @@ import math
 import pytest
 
 from dashrag.boolean import FragmentSet, Scope, combine_and, combine_or, complement, geometric_combination
+from dashrag.boolean.algebra import IndexedDocuments
 from dashrag.documents.model import Chunk, ScoredChunk
 
 # chunk id -> document id
@@ -139,3 +140,64 @@ def test_ranked_breaks_ties_by_chunk_id():
 def test_scope_from_chunks_orders_chunks_by_position():
     chunks = [Chunk(9, "d", 1, "b"), Chunk(8, "d", 0, "a")]
     assert [c.id for c in Scope.from_chunks(chunks).chunks_by_document["d"]] == [8, 9]
+
+
+# -- lazy filters and indexed document sets ---------------------------------------------
+
+def eager_filter(scope: Scope, documents, source: str) -> dict:
+    return {c.id: ScoredChunk(c, 1.0, source) for d in documents for c in scope.chunks_by_document.get(d, ())}
+
+
+def test_a_filter_is_not_built_until_a_fragment_is_asked_for():
+    filtered = Scope.from_chunks(CHUNKS.values()).filter_fragments({"d1", "d3"}, "category")
+    before = filtered.fragments.built
+    assert (before, len(filtered), filtered.document_ids, filtered.fragments.built) == (False, 4, {"d1", "d3"}, False)
+
+
+def test_a_built_filter_equals_the_eager_one():
+    scope = Scope.from_chunks(CHUNKS.values())
+    assert dict(scope.filter_fragments({"d1", "d3"}, "category").fragments) == eager_filter(scope, {"d1", "d3"}, "category")
+
+
+def test_a_filter_keeps_only_documents_in_scope():
+    scope = Scope.from_chunks(CHUNKS.values()).restricted_to({"d1", "d2"})
+    assert set(scope.filter_fragments({"d1", "d3"}, "category").fragments) == {1, 2, 4}
+
+
+def test_the_top_scores_of_an_unbuilt_filter_need_no_building():
+    filtered = Scope.from_chunks(CHUNKS.values()).filter_fragments({"d1"}, "category")
+    assert (filtered.top_scores(5), filtered.fragments.built) == ([1.0, 1.0, 1.0], False)
+
+
+def test_and_of_unbuilt_filters_stays_unbuilt_and_equals_the_eager_result():
+    scope = Scope.from_chunks(CHUNKS.values())
+    lazy = combine_and([scope.filter_fragments({"d1", "d2"}, "category"), scope.filter_fragments({"d2", "d3"}, "not")])
+    assert (lazy.fragments.built, lazy.is_filter, dict(lazy.fragments)) == (False, True, eager_filter(scope, {"d2"}, "category"))
+
+
+def test_narrowing_a_scope_shares_its_universe():
+    scope = Scope.from_chunks(CHUNKS.values())
+    narrow = scope.restricted_to({"d1", "d9"})
+    assert (narrow.universe is scope.universe, narrow.document_ids, scope.is_universe, narrow.is_universe) == (
+        True, {"d1"}, True, False)
+
+
+def test_an_indexed_set_passes_through_narrowing_unchanged():
+    scope = Scope.from_chunks(CHUNKS.values())
+    indexed = IndexedDocuments({"d1", "d2"}, mask=[True, True, False, False], chunk_count=4, universe=scope.universe)
+    assert scope.restricted_to(indexed).document_ids is indexed
+
+
+def test_an_indexed_set_s_chunk_count_is_the_filter_s_length():
+    scope = Scope.from_chunks(CHUNKS.values())
+    indexed = IndexedDocuments({"d1"}, chunk_count=3, universe=scope.universe)
+    assert len(scope.filter_fragments(indexed, "category")) == 3
+
+
+def test_an_operation_on_an_indexed_set_makes_a_plain_set():
+    assert type(IndexedDocuments({"d1", "d2"}, chunk_count=2) & frozenset({"d1"})) is frozenset
+
+
+def test_the_ranking_is_kept_and_a_limit_is_its_prefix():
+    result = fragments({1: 0.2, 3: 0.9, 5: 0.5, 6: 0.5})
+    assert ([f.id for f in result.ranked(2)], [f.id for f in result.ranked()]) == ([3, 5], [3, 5, 6, 1])

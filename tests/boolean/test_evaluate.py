@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashrag.boolean import And, Category, FragmentSet, Not, Or, Scope, evaluate, parse, serialise
+from dashrag.boolean.evaluate import tree_summary
 from dashrag.documents.model import Chunk
 
 from .corpus_fixture import CorpusLeafEvaluator, build_corpus, category_fragments
@@ -233,3 +234,31 @@ def test_category_expressions_return_the_set_algebra_result(tree, assignment):
     scope = Scope.from_chunks(chunks)
     result, _ = evaluate(parse(serialise(tree)), lambda clause, s: category_fragments(clause, s, chunks), scope)
     assert result.document_ids == set_semantics(tree, categories, set(categories))
+
+
+# -- trace listings and leaves that answer with a fragment set ---------------------------------
+
+def test_trace_lists_each_node_s_best_fragments(corpus):
+    result, trace = run(corpus, """"kitchen floor" AND 'mop'""", trace_fragments=3)
+    assert trace["top"] == [[f.id, f.document_id, round(f.score, 6)] for f in result.ranked(3)]
+
+
+def test_trace_lists_no_fragments_of_an_unbuilt_filter(corpus):
+    _, trace = run(corpus, '"asylum seeker" AND COUNTRY_OF_ORIGIN=IQ', trace_fragments=3)
+    # the category leaf of this fixture answers with a list (built); a lazy scope filter stays unbuilt
+    _, not_trace = run(corpus, '"asylum seeker" AND NOT COUNTRY_OF_ORIGIN=IQ', trace_fragments=3)
+    assert (len(trace["children"][1]["top"]), not_trace["children"][1]["top"]) == (3, [])
+
+
+def test_tree_summary_renders_every_node(corpus):
+    _, trace = run(corpus, """("kitchen floor" OR "cleanup") AND 'mop'""")
+    line = tree_summary(trace)
+    assert [line.count("["), line.count(";"), line.startswith("""("kitchen floor" OR "cleanup") AND 'mop'  """)] == [2, 2, True]
+
+
+def test_a_leaf_answering_with_a_fragment_set_is_cut_to_the_scope(corpus):
+    _, _, scope, _ = corpus
+    narrow = scope.restricted_to({"flood_cleanup", "bread_recipe"})
+    every_document = lambda clause, _scope: scope.filter_fragments(scope.document_ids, "category")  # noqa: E731
+    result, _ = evaluate(parse("CAT1=A"), every_document, narrow)
+    assert (result.document_ids, result.is_filter) == ({"flood_cleanup", "bread_recipe"}, True)

@@ -80,7 +80,8 @@ def test_keyword_preset_on_scifact_through_the_cli(tmp_path, scifact_dir):
     queries.write_text("".join(line + "\n" for line in (scifact_dir / "queries.jsonl").read_text().splitlines()
                                if json.loads(line)["_id"] in qrels))
     cli = [sys.executable, "-m", "dashrag.cli.main"]
-    subprocess.run(cli + ["index", "keyword", "--corpus", str(scifact_dir), "--out", str(tmp_path / "kw")], check=True, capture_output=True)
+    subprocess.run(cli + ["index", "keyword", "--corpus", str(scifact_dir), "--out", str(tmp_path / "kw"),
+                          "--chunker", "WholeDocumentChunker"], check=True, capture_output=True)
     trec = subprocess.run(cli + ["query", str(tmp_path / "kw"), "--queries", str(queries), "--format", "trec", "--top-k", "100"],
                           check=True, capture_output=True, text=True).stdout
     run: dict[str, dict[str, float]] = {}

@@ -14,10 +14,10 @@ from dashrag.documents.corpus import Corpus
 from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.errors import ConfigError, UnknownChunkError
 from dashrag.retrievers.dense import (
-    euclidean_from_ranking, euclidean_ranking, similarity, squared_lengths, top_k_prefiltered,
+    euclidean_from_ranking, euclidean_ranking, similarity, squared_lengths,
 )
 from tests.embeddings.model_dirs import unnormalised_minilm_dir  # noqa: F401  (fixture)
-from tests.embeddings.scifact_subset import FAST_MINILM, dense_config, shared_workdir, subset  # noqa: F401
+from tests.embeddings.scifact_subset import dense_config, shared_workdir, subset  # noqa: F401
 
 METRICS = ["cosine", "dot", "euclidean"]
 
@@ -58,17 +58,6 @@ def test_euclidean_ranking_orders_rows_like_the_distance():
     for r, d in zip(ranking, distance):
         np.testing.assert_array_equal(np.argsort(-r, kind="stable"), np.argsort(d, kind="stable"))
     np.testing.assert_allclose(euclidean_from_ranking(ranking, squared_lengths(queries)), -distance, atol=1e-4)
-
-
-scores_with_ties = arrays(np.float32, st.integers(1, 80),
-                          elements=st.sampled_from([-2.0, -1.0, 0.0, 0.5, 1.0, 3.0, np.inf, -np.inf, np.nan]))
-
-
-@settings(max_examples=300, deadline=None)
-@given(scores_with_ties, st.integers(0, 12), st.data())
-def test_prefiltered_top_k_is_exactly_top_k_rows(scores, k, data):
-    allowed = data.draw(st.none() | arrays(np.bool_, scores.shape[0]))
-    np.testing.assert_array_equal(top_k_prefiltered(scores, k, allowed), top_k_rows(scores, k, allowed))
 
 
 # -- the component on SciFact -------------------------------------------------------------
