@@ -19,6 +19,7 @@ point at the place in the query.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -26,6 +27,7 @@ from dashrag.boolean.normalise_text import normalise_words
 from dashrag.errors import QueryError
 
 KEYWORDS = frozenset({"AND", "OR", "NOT"})
+_NAME_REST = re.compile(r"[\w.-]*\Z")  # \w in a str pattern: str.isalnum() or "_"
 
 
 def is_category_name(name: str) -> bool:
@@ -35,8 +37,8 @@ def is_category_name(name: str) -> bool:
     """
     if not name or name in KEYWORDS:
         return False
-    first, rest = name[0], name[1:]
-    return (first.isalpha() or first == "_") and all(ch.isalnum() or ch in "_.-" for ch in rest)
+    first = name[0]
+    return (first.isalpha() or first == "_") and _NAME_REST.match(name, 1) is not None
 
 
 def _require_text(kind: str, value: str) -> None:

@@ -113,7 +113,8 @@ class _Evaluator:
         results: dict[int, FragmentSet] = {}
         traces: dict[int, dict[str, Any]] = {}
         narrowed = scope
-        order = sorted(range(len(node.operands)), key=lambda i: not is_filter_only(node.operands[i]))
+        filters = [i for i, operand in enumerate(node.operands) if is_filter_only(operand)]
+        order = filters + [i for i in range(len(node.operands)) if i not in filters]
         for i in order:
             collected: list[dict[str, Any]] = []
             results[i] = self.branch(node.operands[i], narrowed, collected)
@@ -134,7 +135,11 @@ def _listed_fragments(result: FragmentSet, limit: int) -> list[list]:
     filter lists none (each of its documents' chunks scores 1.0: its document count says it all)."""
     if limit <= 0 or (isinstance(result.fragments, FilterFragments) and not result.fragments.built):
         return []
-    return [[f.id, f.document_id, round(f.score, 6)] for f in result.ranked(limit)]
+    key = ("_listed", limit)  # an AND that keeps its scored operand's set lists it again: list it once
+    listed = result.__dict__.get(key)
+    if listed is None:
+        listed = result.__dict__[key] = [[f.id, f.document_id, round(f.score, 6)] for f in result.ranked(limit)]
+    return [list(entry) for entry in listed]
 
 
 def _trace(

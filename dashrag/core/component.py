@@ -13,7 +13,7 @@ tree-walking parts live here; a component overrides only its own step
 
 from __future__ import annotations
 
-import string
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Iterator, TypeVar
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from dashrag.core.registry import ComponentMeta
 
 P = TypeVar("P", bound=ComponentParams)
+PLACEHOLDER = re.compile(r"\{([\w.]+)\}")  # {param} or {nested.param}; an unknown one stays visible
 
 
 class ConfigObject(Generic[P]):
@@ -140,7 +141,7 @@ class ConfigObject(Generic[P]):
     def get_representation(self) -> str:
         """The registered template filled from this node's params (``{vectorizer.ngram_max}`` works)."""
         values = _flatten(self.to_config()["params"])
-        return string.Formatter().vformat(self.META.representation, (), _Missing(values))
+        return PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), self.META.representation)
 
 
 def _flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -155,10 +156,3 @@ def _flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[name] = value
     return flat
-
-
-class _Missing(dict):
-    """Leaves an unknown placeholder visible instead of raising in a UI label."""
-
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"

@@ -12,10 +12,17 @@ def test_python_construction_validates_like_json():
     assert TFIDFRetriever({"top_k": 3}).to_config() == build_component({"component": "TFIDFRetriever", "params": {"top_k": 3}}).to_config()
 
 
-def test_representation_fills_nested_placeholders():
+def test_representation_fills_own_placeholders():
     tree = build_component({"component": "TFIDFRetriever", "params": {"top_k": 4}})
     assert tree.get_representation() == "TF-IDF top 4"
     assert tree.nested["vectorizer"].get_representation() == "word 1-1-grams"
+
+
+def test_representation_fills_nested_placeholders(monkeypatch):
+    tree = build_component({"component": "TFIDFRetriever", "params": {"vectorizer": {"component": "BagOfWordsConverter", "params": {"ngram_max": 3}}}})
+    meta = type(tree).META
+    monkeypatch.setattr(type(tree), "META", type(meta)(**{**meta.__dict__, "representation": "{vectorizer} up to {vectorizer.ngram_max}-grams, {missing}"}))
+    assert tree.get_representation() == "BagOfWordsConverter up to 3-grams, {missing}"
 
 
 def test_schema_summary_is_recursive():
