@@ -15,11 +15,14 @@ alternating which of the two runs first, ``--repeats`` times; each query's time 
 its best over the repeats, and the figures are means over the queries. Target:
 the filtered query costs less than 10% more than the unfiltered one.
 
-Also reported, to show the filter works as a filter: the share of filtered results
-inside the bucket (must be 1.0), and the mean number of fragments per query filtered
-versus what filtering the unfiltered results afterwards would leave.
+Also reported: the same comparison for the child alone (``child.retrieve(text,
+top_k=100)`` with and without a ``Restriction`` to the bucket), which shows how much of
+the difference is the child's restricted top-k rather than the boolean machinery; and,
+to show the filter works as a filter, the share of filtered results inside the bucket
+(must be 1.0) and the mean number of fragments per query filtered versus what filtering
+the unfiltered results afterwards would leave.
 
-Run: .venv/bin/python bench/bench_boolean_filter.py [--json OUT] [--repeats 5] [--workdir DIR]
+Run: .venv/bin/python bench/bench_boolean_filter.py [--json OUT] [--repeats 7] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from pathlib import Path
 
 import dashrag
 from dashrag.boolean.lexer import escape_literal
+from dashrag.core.restriction import Restriction
 from dashrag.documents.corpus import Corpus
 from dashrag.documents.model import SourceDocument
 
@@ -65,16 +69,33 @@ def test_queries(root: Path) -> list[tuple[str, str]]:
     return [(qid, texts[qid]) for qid in ids]
 
 
-def timed(retriever, expression: str) -> tuple[float, list]:
+def timed(retriever, expression: str, **kwargs) -> tuple[float, list]:
     start = time.perf_counter()
-    chunks, _ = retriever.retrieve(expression)
+    chunks, _ = retriever.retrieve(expression, **kwargs)
     return time.perf_counter() - start, chunks
+
+
+def side_by_side(runs: list[tuple], repeats: int) -> tuple[list[float], list[float]]:
+    """Per pair ``(run_a, run_b)`` of callables, each one's best time over ``repeats``, alternating which goes first."""
+    best_a, best_b = [float("inf")] * len(runs), [float("inf")] * len(runs)
+    gc.disable()
+    try:
+        for repeat in range(repeats):
+            for i, (run_a, run_b) in enumerate(runs):
+                if (i + repeat) % 2 == 0:
+                    t_a, t_b = run_a(), run_b()
+                else:
+                    t_b, t_a = run_b(), run_a()
+                best_a[i], best_b[i] = min(best_a[i], t_a), min(best_b[i], t_b)
+    finally:
+        gc.enable()
+    return best_a, best_b
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="Write the figures to this file.")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
 
@@ -90,22 +111,15 @@ def main() -> None:
     pairs = [(phrase, f"{phrase} AND YEAR_BUCKET={value}", value) for phrase, value in phrases]
     for plain, filtered, _ in pairs[:20]:  # warm caches and code paths
         retriever.retrieve(plain), retriever.retrieve(filtered)
-    best_plain = [float("inf")] * len(pairs)
-    best_filtered = [float("inf")] * len(pairs)
-    gc.disable()
-    try:
-        for repeat in range(args.repeats):
-            for i, (plain, filtered, _) in enumerate(pairs):
-                if (i + repeat) % 2 == 0:
-                    t_plain, _ = timed(retriever, plain)
-                    t_filtered, _ = timed(retriever, filtered)
-                else:
-                    t_filtered, _ = timed(retriever, filtered)
-                    t_plain, _ = timed(retriever, plain)
-                best_plain[i] = min(best_plain[i], t_plain)
-                best_filtered[i] = min(best_filtered[i], t_filtered)
-    finally:
-        gc.enable()
+    best_plain, best_filtered = side_by_side(
+        [(lambda p=plain: timed(retriever, p)[0], lambda f=filtered: timed(retriever, f)[0]) for plain, filtered, _ in pairs],
+        args.repeats)
+    child, k = retriever.child, retriever.params.semantic_top_k
+    restrictions = {f"b{i}": Restriction.where_categories(YEAR_BUCKET=f"b{i}") for i in range(BUCKETS)}
+    child_plain, child_filtered = side_by_side(
+        [(lambda t=text: timed(child, t, top_k=k)[0],
+          lambda t=text, r=restrictions[bucket(qid)]: timed(child, t, top_k=k, restriction=r)[0])
+         for qid, text in queries], args.repeats)
 
     inside = total = 0
     filtered_counts, post_filter_counts = [], []
@@ -127,6 +141,8 @@ def main() -> None:
         "unfiltered_ms_median": round(statistics.median(best_plain) * 1000, 4),
         "filtered_ms_median": round(statistics.median(best_filtered) * 1000, 4),
         "overhead": round(overhead, 4), "target_overhead": TARGET_OVERHEAD, "within_target": overhead < TARGET_OVERHEAD,
+        "child_unrestricted_ms_mean": round(statistics.fmean(child_plain) * 1000, 4),
+        "child_restricted_ms_mean": round(statistics.fmean(child_filtered) * 1000, 4),
         "filtered_results_inside_bucket": round(inside / total, 4) if total else None,
         "fragments_per_query_filtered": round(statistics.fmean(filtered_counts), 2),
         "fragments_per_query_filtering_afterwards": round(statistics.fmean(post_filter_counts), 2),
@@ -137,6 +153,8 @@ def main() -> None:
     print(f"  filtered    \"q\" AND YEAR_BUCKET=b     {mean_filtered:8.3f} ms mean  ({figures['filtered_ms_median']:.3f} median)")
     print(f"  overhead    {overhead * 100:+.2f}%   (target < {TARGET_OVERHEAD * 100:.0f}%: "
           f"{'met' if figures['within_target'] else 'NOT met'})")
+    print(f"  of which the child alone: {figures['child_unrestricted_ms_mean']:.3f} ms unrestricted, "
+          f"{figures['child_restricted_ms_mean']:.3f} ms restricted to the bucket")
     print(f"  filtered results inside their bucket: {figures['filtered_results_inside_bucket']}; fragments per query: "
           f"{figures['fragments_per_query_filtered']} filtered vs {figures['fragments_per_query_filtering_afterwards']} "
           "when the unfiltered results are filtered afterwards")

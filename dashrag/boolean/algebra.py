@@ -39,7 +39,6 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from dashrag.documents.model import Chunk, ScoredChunk
@@ -78,11 +77,16 @@ class FragmentSet:
     def __len__(self) -> int:
         return len(self.fragments)
 
-    @cached_property
+    @property
     def document_ids(self) -> frozenset[str]:
-        if self.known_documents is not None:
-            return self.known_documents
-        return frozenset(f.document_id for f in self.fragments.values())
+        """``docs(fragments)``, computed once (a plain memo: ``cached_property`` takes a lock per first use)."""
+        found = self.__dict__.get("_document_ids")
+        if found is None:
+            found = self.known_documents
+            if found is None:
+                found = frozenset(f.document_id for f in self.fragments.values())
+            self.__dict__["_document_ids"] = found
+        return found
 
     def ranked(self, limit: int | None = None) -> list[ScoredChunk]:
         """Best first; ties go to the lower chunk id, so every order is reproducible.
@@ -101,7 +105,11 @@ class FragmentSet:
         """The ``limit`` best scores; a category filter not yet built answers without building it."""
         if isinstance(self.fragments, FilterFragments) and not self.fragments.built:
             return [FILTER_SCORE] * min(limit, len(self.fragments))
-        return [f.score for f in self.ranked(limit)]
+        key = ("_top_scores", limit)
+        found = self.__dict__.get(key)
+        if found is None:
+            found = self.__dict__[key] = [f.score for f in self.ranked(limit)]
+        return list(found)
 
     def max_score(self) -> float:
         return max((f.score for f in self.fragments.values()), default=0.0)
@@ -217,6 +225,10 @@ class Scope:
 
     universe: Mapping[str, tuple[Chunk, ...]]
     documents: frozenset[str] | None = None
+    document_ids: frozenset[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "document_ids", frozenset(self.universe) if self.documents is None else self.documents)
 
     @classmethod
     def from_chunks(cls, chunks: Iterable[Chunk]) -> "Scope":
@@ -224,10 +236,6 @@ class Scope:
         for chunk in chunks:
             grouped.setdefault(chunk.document_id, []).append(chunk)
         return cls({doc: tuple(sorted(cs, key=lambda c: c.position)) for doc, cs in grouped.items()})
-
-    @cached_property
-    def document_ids(self) -> frozenset[str]:
-        return frozenset(self.universe) if self.documents is None else self.documents
 
     @property
     def is_universe(self) -> bool:

@@ -157,4 +157,12 @@ def is_filter_only(node: Query) -> bool:
     The evaluator runs such operands of an AND first and narrows the scope of the
     others with them: a category filter is then applied before each retriever's top-k.
     """
-    return all(isinstance(clause, Category) for clause, _ in iter_clauses(node))
+    if isinstance(node, Category):
+        return True
+    if isinstance(node, (Semantic, Text)):
+        return False
+    if isinstance(node, Not):
+        return is_filter_only(node.operand)
+    if isinstance(node, (And, Or)):
+        return all(is_filter_only(operand) for operand in node.operands)
+    return True  # TrueNode: no clause at all

@@ -58,6 +58,7 @@ class _Evaluator:
         self.leaf_evaluator = leaf_evaluator
         self.rerank_branch = rerank_branch
         self.trace_fragments = trace_fragments
+        self.texts: dict[int, str] = {}  # serialise memo: each subtree written once for the trace
 
     def run(self, node: Query, scope: Scope) -> tuple[FragmentSet, dict[str, Any]]:
         started = time.perf_counter()
@@ -81,7 +82,7 @@ class _Evaluator:
         elapsed_ms = (time.perf_counter() - started) * 1000.0
         if self.trace_fragments > 0:
             extra["top"] = _listed_fragments(result, self.trace_fragments)
-        return result, _trace(node, result, scope, elapsed_ms, children, extra)
+        return result, _trace(node, result, scope, elapsed_ms, children, extra, serialise(node, self.texts))
 
     def leaf(self, clause: Clause, scope: Scope) -> FragmentSet:
         is_filter = isinstance(clause, Category)
@@ -127,7 +128,10 @@ class _Evaluator:
 
 
 def _top_scores(result: FragmentSet) -> list[float]:
-    return [round(score, 6) for score in result.top_scores(TOP_SCORES_IN_TRACE)]
+    found = result.__dict__.get("_rounded_top_scores")
+    if found is None:
+        found = result.__dict__["_rounded_top_scores"] = [round(s, 6) for s in result.top_scores(TOP_SCORES_IN_TRACE)]
+    return found
 
 
 def _listed_fragments(result: FragmentSet, limit: int) -> list[list]:
@@ -139,7 +143,7 @@ def _listed_fragments(result: FragmentSet, limit: int) -> list[list]:
     listed = result.__dict__.get(key)
     if listed is None:
         listed = result.__dict__[key] = [[f.id, f.document_id, round(f.score, 6)] for f in result.ranked(limit)]
-    return [list(entry) for entry in listed]
+    return listed  # shared by the records of one set: a trace is read, not edited
 
 
 def _trace(
@@ -149,9 +153,10 @@ def _trace(
     elapsed_ms: float,
     children: list[dict[str, Any]],
     extra: dict[str, Any],
+    text: str,
 ) -> dict[str, Any]:
     record: dict[str, Any] = {
-        "node": serialise(node),
+        "node": text,
         "type": _NODE_TYPES[type(node)],
         "fragments": len(result),
         "documents": len(result.document_ids),

@@ -14,7 +14,7 @@ is a keyword, a category name or a category value.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 from enum import Enum
 
 from dashrag.errors import QuerySyntaxError
@@ -42,8 +42,9 @@ class Kind(Enum):
     END = "the end of the query"
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
+    """One token; a named tuple because a query makes a handful per parse and they must be cheap."""
+
     kind: Kind
     value: str
     column: int

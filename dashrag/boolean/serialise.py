@@ -21,24 +21,34 @@ _CLAUSE_PRECEDENCE = 4
 _BARE_FORBIDDEN = frozenset("(),=\"'")
 
 
-def serialise(node: Query) -> str:
-    """The query text of ``node``; ``TrueNode()`` is the empty string."""
+def serialise(node: Query, memo: dict[int, str] | None = None) -> str:
+    """The query text of ``node``; ``TrueNode()`` is the empty string.
+
+    ``memo`` (``id(node) -> text``, for nodes that stay alive while it is used) lets a
+    caller that writes every node of a tree bottom-up (the evaluator's trace) write each
+    subtree once.
+    """
     if isinstance(node, TrueNode):
         return ""
-    return _write(node)
+    if memo is None:
+        return _write(node)
+    text = memo.get(id(node))
+    if text is None:
+        text = memo[id(node)] = _write(node, memo)
+    return text
 
 
 def _precedence(node: Query) -> int:
     return _PRECEDENCE.get(type(node), _CLAUSE_PRECEDENCE)
 
 
-def _operand(child: Query, parent_precedence: int) -> str:
+def _operand(child: Query, parent_precedence: int, memo: dict[int, str] | None) -> str:
     """An operand of an AND or OR: parenthesised when it binds no tighter than its parent."""
-    text = _write(child)
+    text = serialise(child, memo) if memo is not None else _write(child)
     return f"({text})" if _precedence(child) <= parent_precedence else text
 
 
-def _write(node: Query) -> str:
+def _write(node: Query, memo: dict[int, str] | None = None) -> str:
     if isinstance(node, Semantic):
         return escape_literal(node.phrase, '"')
     if isinstance(node, Text):
@@ -46,11 +56,11 @@ def _write(node: Query) -> str:
     if isinstance(node, Category):
         return f"{node.name}=" + ",".join(_value(v) for v in node.values)
     if isinstance(node, Not):
-        operand = _write(node.operand)
+        operand = serialise(node.operand, memo) if memo is not None else _write(node.operand)
         return f"NOT ({operand})" if _precedence(node.operand) < _PRECEDENCE[Not] else f"NOT {operand}"
     if isinstance(node, (And, Or)):
         keyword = " AND " if isinstance(node, And) else " OR "
-        return keyword.join(_operand(child, _PRECEDENCE[type(node)]) for child in node.operands)
+        return keyword.join(_operand(child, _PRECEDENCE[type(node)], memo) for child in node.operands)
     raise TypeError(f"cannot serialise {node!r}")
 
 

@@ -65,11 +65,11 @@ class ConfigObject(Generic[P]):
             yield from child.iter_nodes(f"{path}.{rel}")
 
     def own_params(self) -> dict[str, Any]:
-        """The params that are not components (what a trace and a summary show)."""
-        dumped = self.params.model_dump(mode="json")
-        for field_name in self.SCHEMA.component_fields():
-            dumped.pop(field_name, None)
-        return dumped
+        """The params that are not components (what a trace and a summary show); a fresh dict."""
+        if self.__dict__.get("_own_params_of") is not self.params:  # params are replaced, never mutated
+            self._own_params_of = self.params
+            self._own_params = self.params.model_dump(mode="json", exclude=set(self.SCHEMA.component_fields()))
+        return dict(self._own_params)
 
     def to_config(self) -> dict[str, Any]:
         """The JSON this component is built from: ``build(obj.to_config())`` rebuilds it."""

@@ -19,9 +19,9 @@ def top_k_rows(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) ->
     n = scores.shape[0]
     if k <= 0 or n == 0:
         return EMPTY
-    masked = scores if allowed is None else np.where(allowed, scores, -np.inf)
+    keep = np.isfinite(scores) if allowed is None else np.isfinite(scores) & allowed
+    masked = np.where(keep, scores, -np.inf)  # excluded, NaN and ±inf rows can never be selected
     kth = masked[np.argpartition(masked, n - k)[n - k:]].min() if n > k else -np.inf
-    candidates = np.flatnonzero(masked >= kth) if np.isfinite(kth) else np.arange(n)
-    candidates = candidates[np.isfinite(masked[candidates])]
+    candidates = np.flatnonzero(masked >= kth) if np.isfinite(kth) else np.flatnonzero(keep)
     order = np.lexsort((candidates, -masked[candidates]))
     return candidates[order][:k]

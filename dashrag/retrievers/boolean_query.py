@@ -160,8 +160,8 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
             return None
         chunks = self.require_infra().chunks
         documents = scope.document_ids
-        mask = getattr(documents, "mask", None)  # an IndexedDocuments from the category index knows it
-        if mask is None:
+        mask = getattr(documents, "mask", None)  # an IndexedDocuments from this node's category index knows it
+        if mask is None or getattr(documents, "universe", None) is not self._universe.universe:
             mask = np.zeros(len(chunks.document_ids), dtype=bool)
             mask[list(map(self._document_number.__getitem__, documents))] = True
         return DocumentMaskRestriction(documents, chunks, mask)

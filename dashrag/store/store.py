@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from sqlalchemy import create_engine, func, select
+from sqlalchemy import create_engine, func, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -49,17 +49,14 @@ class Store:
     def write_corpus(self, documents: Sequence[SourceDocument], chunks: Iterable[Chunk], fingerprint: str) -> None:
         if not self.is_empty():
             raise PersistenceError(f"the store {self.display_url} already holds a corpus")
-        with Session(self.engine) as session, session.begin():
-            session.add_all(
-                DocumentRow(id=d.id, ordinal=i, title=d.title, text=d.text,
-                            categories={k: list(v) for k, v in d.metadata.items()}, source=d.source)
-                for i, d in enumerate(documents)
-            )
-            session.flush()
-            session.add_all(
-                ChunkRow(id=c.id, document_id=c.document_id, position=c.position, text=c.text, start=c.start, end=c.end)
-                for c in chunks
-            )
+        documents_rows = [{"id": d.id, "ordinal": i, "title": d.title, "text": d.text,
+                           "categories": {k: list(v) for k, v in d.metadata.items()}, "source": d.source}
+                          for i, d in enumerate(documents)]
+        chunk_rows = [{"id": c.id, "document_id": c.document_id, "position": c.position, "text": c.text,
+                       "start": c.start, "end": c.end} for c in chunks]
+        with Session(self.engine) as session, session.begin():  # one transaction, bulk inserts
+            session.execute(insert(DocumentRow), documents_rows)
+            session.execute(insert(ChunkRow), chunk_rows)
             session.add(StoreInfo(key="fingerprint", value=fingerprint))
 
     def read_documents(self) -> list[SourceDocument]:
