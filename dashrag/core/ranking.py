@@ -12,16 +12,22 @@ def top_k_rows(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) ->
 
     ``allowed`` (boolean, same length) excludes rows *before* selection, so k rows
     come back wherever k allowed rows with finite scores exist. One
-    ``argpartition`` finds the k-th best value; only the rows at or above it
-    (every tie included) are sorted, so the cost stays linear in the row count.
+    ``argpartition`` over the allowed rows finds the k-th best value; only the
+    rows at or above it (every tie included) are sorted, so the cost stays linear
+    in the row count and shrinks with a restriction.
     """
     scores = np.asarray(scores)
-    n = scores.shape[0]
-    if k <= 0 or n == 0:
+    if k <= 0 or scores.shape[0] == 0:
         return EMPTY
     keep = np.isfinite(scores) if allowed is None else np.isfinite(scores) & allowed
-    masked = np.where(keep, scores, -np.inf)  # excluded, NaN and ±inf rows can never be selected
-    kth = masked[np.argpartition(masked, n - k)[n - k:]].min() if n > k else -np.inf
-    candidates = np.flatnonzero(masked >= kth) if np.isfinite(kth) else np.flatnonzero(keep)
-    order = np.lexsort((candidates, -masked[candidates]))
-    return candidates[order][:k]
+    # excluded, NaN and ±inf rows can never be selected; without any, skip the copy
+    rows = None if keep.all() else np.flatnonzero(keep)
+    values = scores if rows is None else scores[rows]
+    n = values.shape[0]
+    if n > k:
+        kth = values[np.argpartition(values, n - k)[n - k:]].min()
+        selected = np.flatnonzero(values >= kth)
+    else:
+        selected = np.arange(n)
+    found = selected if rows is None else rows[selected]
+    return found[np.lexsort((found, -values[selected]))][:k]

@@ -111,7 +111,8 @@ class UnitRetriever(Retriever[P], Generic[P]):
     hit at all: a keyword retriever returns no chunk that shares no query term).
     """
 
-    query_block = 256  # queries scored per block in a batch, to bound memory
+    query_block = 256  # at most this many queries scored per block of a batch
+    block_cells = 1 << 16  # ... and at most about this many scores, so a block stays in cache
 
     def top_k(self, kwargs: dict[str, Any]) -> int:
         hint = kwargs.get("top_k")
@@ -144,8 +145,9 @@ class UnitRetriever(Retriever[P], Generic[P]):
         chunks = self.require_infra().chunks
         k, allowed = self.top_k(kwargs), self._allowed(kwargs)
         results: list[Result] = []
-        for start in range(0, len(queries), self.query_block):
-            block, hits = self._score_and_keep(queries[start:start + self.query_block])
+        per_block = max(1, min(self.query_block, self.block_cells // len(chunks)))
+        for start in range(0, len(queries), per_block):
+            block, hits = self._score_and_keep(queries[start:start + per_block])
             for scores, keep in zip(block, hits):
                 rows = top_k_rows(scores, k, keep if allowed is None else keep & allowed)
                 hits = [ScoredChunk(chunks.chunks[r], float(scores[r]), self.component_name) for r in rows]

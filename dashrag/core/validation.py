@@ -45,13 +45,15 @@ def _accepts_none(schema: Any, field_name: str) -> bool:
     return not schema.model_fields[field_name].is_required() and schema.model_fields[field_name].default is None
 
 
-def _replace_failed(params: dict, component_fields: dict) -> bool:
+def _replace_failed(params: dict, schema: Any) -> bool:
     """Stand a placeholder in for each nested node that failed, so the parent's own params
     (and rules over them) are still validated and reported; True if any failed."""
     failed = False
-    for field_name, (_, is_list) in component_fields.items():
+    for field_name, (_, is_list) in schema.component_fields().items():
         if field_name not in params:
             continue
+        if params[field_name] is None and not is_list and _accepts_none(schema, field_name):
+            continue  # an optional component left unset
         values = params[field_name] if is_list else [params[field_name]]
         if any(v is None for v in values):
             failed = True
@@ -101,7 +103,7 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
         elif value is not None or not _accepts_none(schema, field_name):
             params[field_name] = _validate_node(value, field_path, field_kind, issues)
 
-    failed_nested = _replace_failed(params, schema.component_fields())
+    failed_nested = _replace_failed(params, schema)
     try:
         validated = schema.model_validate(params)
     except ValidationError as exc:

@@ -60,3 +60,37 @@ def test_unknown_node_key_is_an_error():
 
 def test_a_node_that_is_not_an_object():
     assert issues_of([1, 2]) == ["expected an object {\"component\": ..., \"params\": ...}, got list"]
+
+
+@pytest.fixture()
+def optional_component():
+    """A component with an optional nested component, registered for one test."""
+    from dashrag.chunkers.base import Chunker
+    from dashrag.core import registry
+    from dashrag.core.params import ComponentParams, ComponentSpec, component_field
+
+    class OptionalParams(ComponentParams):
+        fallback: ComponentSpec | None = component_field("chunker", None, optional=True)
+
+    @registry.register(kind="chunker", icon="X", category="test", en=("Opt", "Optional child."),
+                       es=("Opc", "Hijo opcional."), representation="opt")
+    class OptionalChild(Chunker[OptionalParams]):
+        SCHEMA = OptionalParams
+
+    yield OptionalChild
+    registry._REGISTRY.pop("OptionalChild", None)
+
+
+def test_optional_component_left_unset_round_trips(optional_component):
+    from dashrag import build_component
+
+    tree = validate_and_transform({"component": "OptionalChild", "params": {"fallback": None}})
+    assert tree["params"]["fallback"] is None
+    assert build_component(tree).to_config() == tree
+
+
+def test_optional_component_when_set_is_validated(optional_component):
+    tree = validate_and_transform({"component": "OptionalChild", "params": {"fallback": {"component": "TokenChunker"}}})
+    assert tree["params"]["fallback"]["params"]["chunk_size"] == 200
+    assert issues_of({"component": "OptionalChild", "params": {"fallback": {"component": "TokenChunker", "params": {"chunk_size": 0}}}}) == [
+        "params.fallback.params.chunk_size: Input should be greater than or equal to 1"]
