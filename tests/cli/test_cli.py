@@ -70,8 +70,9 @@ def test_index_records_the_retriever_in_the_store(indexed):
 @pytest.mark.parametrize("args, message", [
     (["index", '{"component": "TFIDFRetreiver"}', "--corpus", EXAMPLE_CORPUS, "--out", "x"], "did you mean 'TFIDFRetriever'"),
     (["index", '{"component": "TFIDFRetriever", "params": {"top_k": -2}}', "--corpus", EXAMPLE_CORPUS, "--out", "x"], "params.top_k"),
-    (["index", '{"component": "TFIDFRetriever", "params": {"vectorizer": {"component": "BagOfWordsConverter", "params": {"ngram_max": "x"}}}}',
-      "--corpus", EXAMPLE_CORPUS, "--out", "x"], "params.vectorizer.params.ngram_max"),
+    (["index", '{"component": "ParallelRetriever", "params": {"children": [{"component": "TFIDFRetriever"}, {"component": "TFIDFRetriever", '
+      '"params": {"vectorizer": {"component": "BagOfWordsConverter", "params": {"ngram_max": "x"}}}}]}}',
+      "--corpus", EXAMPLE_CORPUS, "--out", "x"], "params.children[1].params.vectorizer.params.ngram_max: Input should be a valid integer"),
     (["index", '{"component": ', "--corpus", EXAMPLE_CORPUS, "--out", "x"], "malformed JSON"),
     (["index", "tfidf", "--corpus", "/no/such/corpus", "--out", "x"], "no such file or folder"),
     (["query", "/no/such/folder", "text"], "no such saved retriever folder"),
