@@ -1,6 +1,6 @@
 """ParallelRetriever runs its children concurrently: its time against each child's and their sum.
 
-Builds the `hybrid_rrf` preset (BM25 + dense MiniLM) on SciFact, then answers the
+Builds the `hybrid` preset (BM25 + dense MiniLM, round robin; --preset for another) on SciFact, then answers the
 300 test queries one at a time with BM25 alone, dense alone, and the parallel
 tree, in one process, each pass repeated and the best kept. The parallel tree
 should take less than BM25 + dense (the children overlap in threads), and not
@@ -45,11 +45,12 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=SCIFACT)
     parser.add_argument("--cache-dir", type=Path, default=Path("/tmp/dashrag-bench-cache"))
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--preset", default="hybrid", help="a Parallel preset of BM25 + dense")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
     queries = list(load_split(args.data, "test").queries.values())
-    config = resolve_config("hybrid_rrf")
+    config = resolve_config(args.preset)
     tree = dashrag.build(config, dashrag.Corpus.from_beir(args.data), args.cache_dir / "work",
                          chunker={"component": "WholeDocumentChunker"}, cache_dir=args.cache_dir)
     bm25, dense = tree.get_children()

@@ -9,6 +9,7 @@ each child's rank and raw score in its provenance and in the trace.
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
@@ -47,12 +48,11 @@ class ParallelParams(ComponentParams):
         return weights
 
 
-def run_concurrently(calls: Sequence[Callable[[], Any]], concurrent: bool) -> list[Any]:
-    """Results of ``calls`` in order; in threads when ``concurrent`` (exceptions propagate)."""
-    if not concurrent or len(calls) < 2:
+def run_concurrently(calls: Sequence[Callable[[], Any]], pool: ThreadPoolExecutor | None) -> list[Any]:
+    """Results of ``calls`` in order; in ``pool``'s threads when given (exceptions propagate)."""
+    if pool is None or len(calls) < 2:
         return [call() for call in calls]
-    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-        return [f.result() for f in [pool.submit(call) for call in calls]]
+    return [f.result() for f in [pool.submit(call) for call in calls]]
 
 
 @register(kind="retriever", icon="GitMerge", category="composite",
@@ -62,6 +62,26 @@ def run_concurrently(calls: Sequence[Callable[[], Any]], concurrent: bool) -> li
           operation="Runs every child on the query concurrently, deduplicates by chunk id and fuses the rankings.")
 class ParallelRetriever(CompositeRetriever[ParallelParams]):
     SCHEMA = ParallelParams
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def _threads(self) -> ThreadPoolExecutor | None:
+        """One pool per node, kept for its life: threads (and the per-thread state of the
+        libraries the children call, such as torch's) are not re-created on every query."""
+        if not self.params.concurrent:
+            return None
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=len(self.get_children()), thread_name_prefix="dashrag-parallel")
+            return self._pool
+
+    def _close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def _fuse(self, lists: list[list[ScoredChunk]], kwargs: dict[str, Any]) -> tuple[list[ScoredChunk], dict]:
         p = self.params
@@ -78,7 +98,7 @@ class ParallelRetriever(CompositeRetriever[ParallelParams]):
     def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
         children = self.get_children()
         per_child = run_concurrently([lambda c=c: c.retrieve_batch(queries, **kwargs) for c in children],
-                                     self.params.concurrent)
+                                     self._threads())
         results: list[Result] = []
         for i in range(len(queries)):
             lists = [answers[i][0] for answers in per_child]
@@ -88,7 +108,7 @@ class ParallelRetriever(CompositeRetriever[ParallelParams]):
 
     def _retrieve(self, query: str, **kwargs: Any) -> Result:
         children = self.get_children()
-        answers = run_concurrently([lambda c=c: c.retrieve(query, **kwargs) for c in children], self.params.concurrent)
+        answers = run_concurrently([lambda c=c: c.retrieve(query, **kwargs) for c in children], self._threads())
         fused, selection = self._fuse([a[0] for a in answers], kwargs)
         return fused, [a[1] for a in answers], selection
 
