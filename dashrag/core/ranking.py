@@ -1,8 +1,12 @@
-"""Top-k by partial selection: the one ranking primitive every leaf shares."""
+"""Ranking primitives every retriever shares: top-k by partial selection, distance order, reranking."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
+
+from dashrag.documents.model import ScoredChunk
 
 EMPTY = np.empty(0, dtype=np.int64)
 
@@ -31,3 +35,19 @@ def top_k_rows(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) ->
         selected = np.arange(n)
     found = selected if rows is None else rows[selected]
     return found[np.lexsort((found, -values[selected]))][:k]
+
+
+def by_distance(chunk_ids: Sequence[int], rows: np.ndarray, distances: np.ndarray) -> list[tuple[int, float]]:
+    """``score_chunks``'s answer: ``[(chunk_id, distance)]`` ascending, ties in corpus (row) order."""
+    ids = np.asarray(chunk_ids)
+    return [(int(ids[i]), float(distances[i])) for i in np.lexsort((rows, distances))]
+
+
+def rerank_by_scores(candidates: Sequence[ScoredChunk], scores: np.ndarray, k: int,
+                     source: str) -> tuple[list[ScoredChunk], np.ndarray]:
+    """The ``k`` best candidates by a reranker's ``scores`` (ties keep the child's order), rescored,
+    each remembering its child rank and score; also the chosen candidates' indices."""
+    order = np.lexsort((np.arange(len(candidates)), -np.asarray(scores)))[:k]
+    chosen = [candidates[i].rescored(float(scores[i]), source, child_rank=int(i) + 1, child_score=candidates[i].score)
+              for i in order]
+    return chosen, order

@@ -23,7 +23,7 @@ import numpy as np
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams
-from dashrag.core.ranking import top_k_rows
+from dashrag.core.ranking import by_distance, top_k_rows
 from dashrag.core.restriction import Restriction
 from dashrag.core.trace import TraceSettings, trace_node
 from dashrag.documents.model import ScoredChunk
@@ -158,9 +158,7 @@ class UnitRetriever(Retriever[P], Generic[P]):
         query = check_query(query)
         rows = self.require_infra().chunks.rows_of(chunk_ids)
         distances = self.to_distance(self._score_block([query])[0][rows])
-        order = np.lexsort((rows, distances))
-        ids = np.asarray(chunk_ids)
-        return [(int(ids[i]), float(distances[i])) for i in order]
+        return by_distance(chunk_ids, rows, distances)
 
 
 class CompositeRetriever(Retriever[P], Generic[P]):
@@ -171,7 +169,3 @@ class CompositeRetriever(Retriever[P], Generic[P]):
 
     def remove(self, index: int) -> Retriever:
         return self.nested["children"].pop(index)
-
-    def _children_batch(self, queries: list[str], **kwargs: Any) -> list[list[tuple[list[ScoredChunk], dict]]]:
-        """Per child, its batch answers (one vectorised pass per child)."""
-        return [child.retrieve_batch(queries, **kwargs) for child in self.get_children()]

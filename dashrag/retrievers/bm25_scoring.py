@@ -43,6 +43,7 @@ from typing import Mapping
 import numpy as np
 import scipy.sparse as sp
 
+from dashrag.core import ranking
 from dashrag.errors import ConfigError, CorpusError, PersistenceError, QueryError
 
 VARIANTS = ("okapi", "bm25l", "bm25plus", "lucene")
@@ -438,28 +439,15 @@ def restrict(scores: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
     return np.where(allowed, scores, -np.inf)
 
 
-def _ranked(candidates: np.ndarray, values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The first ``k`` of ``candidates`` by score descending, then index ascending."""
-    order = np.lexsort((candidates, -values))[:k]
-    return candidates[order], values[order]
-
-
 def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` best documents of one score vector: (indices, scores), best first.
 
-    Ties go to the lower index, deterministically (the order of a stable sort on
-    ``-scores``), also at the k-th place. ``-inf`` (restricted) documents are
-    never returned, so fewer than ``k`` come back only when fewer are allowed.
-    Cost: ``np.partition`` finds the k-th best value in O(n); only the entries
-    at or above it (k, or more where the k-th place is tied) are sorted.
+    :func:`dashrag.core.ranking.top_k_rows`, the selection every leaf uses: ties go
+    to the lower index, also at the k-th place, and ``-inf`` (restricted) documents
+    are never returned.
     """
-    n = scores.shape[0]
-    k = min(int(k), n)
-    if k <= 0:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=scores.dtype)
-    kth = np.partition(scores, n - k)[n - k]
-    candidates = np.flatnonzero(scores >= kth) if kth > -np.inf else np.flatnonzero(scores > -np.inf)
-    return _ranked(candidates, scores[candidates], k)
+    rows = ranking.top_k_rows(scores, int(k))
+    return rows, scores[rows]
 
 
 def top_k_rows(scores: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:

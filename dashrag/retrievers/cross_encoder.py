@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import Field
 
 from dashrag.core.params import ComponentParams, ComponentSpec, components_field, less_or_equal, spec
+from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result, Retriever, check_query
 from dashrag.documents.model import ScoredChunk
@@ -121,9 +122,7 @@ class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):
         return results
 
     def _ranked(self, candidates: list[ScoredChunk], scores: np.ndarray, child_trace: dict, k: int) -> Result:
-        order = np.lexsort((np.arange(len(candidates)), -scores))[:k]  # by score, ties in the child's order
-        chosen = [candidates[i].rescored(float(scores[i]), self.component_name, child_rank=int(i) + 1,
-                                         child_score=candidates[i].score) for i in order]
+        chosen, order = rerank_by_scores(candidates, scores, k, self.component_name)
         selection = {
             "summary": f"cross-encoder kept {len(chosen)} of {len(candidates)} candidates",
             "candidates": len(candidates),
@@ -138,6 +137,4 @@ class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):
         chunks = self.require_infra().chunks
         rows = chunks.rows_of(chunk_ids)
         distances = -self.predict([(query, chunks.chunks[r].text) for r in rows])
-        order = np.lexsort((rows, distances))
-        ids = np.asarray(chunk_ids)
-        return [(int(ids[i]), float(distances[i])) for i in order]
+        return by_distance(chunk_ids, rows, distances)

@@ -33,7 +33,7 @@ from pydantic import Field
 
 from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec
 from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
-from dashrag.core.ranking import top_k_rows
+from dashrag.core.ranking import by_distance, top_k_rows
 from dashrag.core.registry import register
 from dashrag.core.retriever import Result, UnitRetriever, check_query
 from dashrag.documents.model import ScoredChunk
@@ -226,6 +226,4 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
         scores = similarity(self.embed_queries([query]), matrix[rows], self._norms[rows],
                             self.params.similarity_metric, self._unit_length)[0]
         distances = self.to_distance(scores)
-        order = np.lexsort((rows, distances))
-        ids = np.asarray(chunk_ids)
-        return [(int(ids[i]), float(distances[i])) for i in order]
+        return by_distance(chunk_ids, rows, distances)

@@ -42,6 +42,7 @@ import numpy as np
 from pydantic import Field
 
 from dashrag.core.params import ComponentParams, ComponentSpec, component_field, components_field, less_or_equal, spec
+from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result, check_query
 from dashrag.documents.model import ScoredChunk
@@ -180,9 +181,7 @@ class HttpReranker(CompositeRetriever[HttpRerankerParams]):
         results = []
         for query, (candidates, child_trace) in zip(queries, answers):
             scores = np.asarray(self.rerank_texts(query, [c.chunk.text for c in candidates]), dtype=np.float64)
-            order = np.lexsort((np.arange(len(candidates)), -scores))[:k]
-            chosen = [candidates[i].rescored(float(scores[i]), self.component_name, child_rank=int(i) + 1,
-                                             child_score=candidates[i].score) for i in order]
+            chosen, _ = rerank_by_scores(candidates, scores, k, self.component_name)
             selection = {"summary": f"HTTP reranker kept {len(chosen)} of {len(candidates)} candidates",
                          "candidates": len(candidates), "url": self.url,
                          "batches": len(plan_batches(len(candidates), self.params.batch_size))}
@@ -195,9 +194,7 @@ class HttpReranker(CompositeRetriever[HttpRerankerParams]):
         chunks = self.require_infra().chunks
         rows = chunks.rows_of(chunk_ids)
         distances = -np.asarray(self.rerank_texts(query, [chunks.chunks[r].text for r in rows]), dtype=np.float64)
-        order = np.lexsort((rows, distances))
-        ids = np.asarray(chunk_ids)
-        return [(int(ids[i]), float(distances[i])) for i in order]
+        return by_distance(chunk_ids, rows, distances)
 
 
 def _body_excerpt(error: urllib.error.HTTPError) -> str:
