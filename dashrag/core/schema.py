@@ -17,7 +17,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from dashrag.core.component import ConfigObject
-from dashrag.core.params import COMPONENT_KIND_KEY, RULES_KEY
+from dashrag.core.params import RULES_KEY
 from dashrag.core.registry import all_components
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -90,4 +90,4 @@ def export_schemas(root: Path) -> list[Path]:
     return written
 
 
-__all__ = ["component_schema", "frontend_meta", "export_schemas", "rendered_exports", "COMPONENT_KIND_KEY"]
+__all__ = ["component_schema", "frontend_meta", "export_schemas", "rendered_exports"]

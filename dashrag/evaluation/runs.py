@@ -19,6 +19,7 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from dashrag.core.persistence import atomic_write_text
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import PersistenceError, RetrievalError
 
@@ -95,10 +96,7 @@ def format_trec_run(run: Mapping[str, Mapping[str, float]], tag: str = "dashrag"
 def write_trec_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str = "dashrag", depth: int | None = None) -> Path:
     """Write :func:`format_trec_run` to ``path`` atomically (temporary file, then rename)."""
     path = Path(path)
-    text = format_trec_run(run, tag=tag, depth=depth)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
+    atomic_write_text(path, format_trec_run(run, tag=tag, depth=depth))
     return path
 
 

@@ -115,10 +115,10 @@ class ParallelRetriever(CompositeRetriever[ParallelParams]):
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
         """Fuse the children's distance rankings of the given chunks the same way as ``retrieve``;
         the distance is the negated fused score."""
+        chunks = self.require_infra().chunks
         lists = []
         for child in self.get_children():
             ranked = child.score_chunks(chunk_ids, query)
-            rows = self.require_infra().chunks
-            lists.append([ScoredChunk(rows.by_id(cid), -dist, child.component_name) for cid, dist in ranked])
+            lists.append([ScoredChunk(chunks.by_id(cid), -dist, child.component_name) for cid, dist in ranked])
         fused = fuse(lists, self.params.merge_strategy, self.params.weights, k=self.params.rrf_k)
         return [(c.id, -c.score) for c in fused]
