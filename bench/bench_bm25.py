@@ -137,11 +137,11 @@ def dashrag(variant: str) -> Library:
 
     def batch(index, queries: list[list[str]], k: int) -> list[np.ndarray]:
         vocab, weights = index
-        rows = [[vocab[t] for t in q if t in vocab] for q in queries]
-        indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
-        ids = np.fromiter((i for r in rows for i in r), dtype=np.int64, count=int(indptr[-1]))
-        query_counts = sp.csr_matrix((np.ones(ids.size), ids, indptr), shape=(len(rows), len(vocab)))
-        return [found for found, _ in top_k_batch(query_counts, weights, k)]
+        lengths = np.fromiter((sum(t in vocab for t in q) for q in queries), dtype=np.int64, count=len(queries))
+        ids = np.fromiter((vocab[t] for q in queries for t in q if t in vocab), dtype=np.int32, count=int(lengths.sum()))
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        query_counts = sp.csr_matrix((np.ones(ids.size, dtype=np.float32), ids, indptr), shape=(len(queries), len(vocab)))
+        return list(top_k_batch(query_counts, weights, k).ids)  # row views, as bm25s's list(documents)
 
     return Library("dashrag", variant, build, one, batch)
 

@@ -107,8 +107,11 @@ class UnitRetriever(Retriever[P], Generic[P]):
 
     A subclass implements ``_fit`` and ``_score_block(queries) -> (n_queries, n_chunks)``
     native scores (higher is better), and may override ``to_distance`` (default:
-    the negated score) and ``_keep`` / ``_score_and_keep`` (which chunks count as a
-    hit at all: a keyword retriever returns no chunk that shares no query term).
+    the negated score) and ``hit_floor`` / ``_score_and_floor`` (which chunks count
+    as a hit at all: a keyword retriever returns no chunk that shares no query term).
+    A hit scores above its query's floor, so every hit ranks above every miss: the
+    k best are selected over all allowed chunks and the misses trimmed from the end,
+    which is the same answer as selecting among the hits, without a mask per query.
     """
 
     query_block = 256  # at most this many queries scored per block of a batch
@@ -121,15 +124,12 @@ class UnitRetriever(Retriever[P], Generic[P]):
     def _score_block(self, queries: list[str]) -> np.ndarray:
         raise NotImplementedError
 
-    def _keep(self, scores: np.ndarray) -> np.ndarray:
-        """Which scores count as hits (same shape as ``scores``); default: every finite one."""
-        return np.isfinite(scores)
+    hit_floor = -np.inf  # a chunk is a hit when its score is above this (non-finite scores never are)
 
-    def _score_and_keep(self, queries: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Scores of a block of queries and which of them are hits; override when a hit
-        cannot be told from the score alone."""
-        scores = self._score_block(queries)
-        return scores, self._keep(scores)
+    def _score_and_floor(self, queries: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Scores of a block of queries and each query's hit floor; override when the floor
+        depends on the query."""
+        return self._score_block(queries), np.full(len(queries), self.hit_floor)
 
     def to_distance(self, scores: np.ndarray) -> np.ndarray:
         return -scores
@@ -147,11 +147,14 @@ class UnitRetriever(Retriever[P], Generic[P]):
         results: list[Result] = []
         per_block = max(1, min(self.query_block, self.block_cells // len(chunks)))
         for start in range(0, len(queries), per_block):
-            block, hits = self._score_and_keep(queries[start:start + per_block])
-            for scores, keep in zip(block, hits):
-                rows = top_k_rows(scores, k, keep if allowed is None else keep & allowed)
-                hits = [ScoredChunk(chunks.chunks[r], float(scores[r]), self.component_name) for r in rows]
-                results.append((hits, [], None))
+            block, floors = self._score_and_floor(queries[start:start + per_block])
+            for scores, floor in zip(block, floors.tolist()):
+                rows = top_k_rows(scores, k, allowed)
+                values = scores[rows]
+                hits = int(np.count_nonzero(values > floor))  # the misses are the tail, if any
+                found = [ScoredChunk(chunks.chunks[r], x, self.component_name)
+                         for r, x in zip(rows[:hits].tolist(), values[:hits].tolist())]
+                results.append((found, [], None))
         return results
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:

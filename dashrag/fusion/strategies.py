@@ -76,14 +76,26 @@ def round_robin(results: Results, weights: Sequence[float] | None = None,
     score of its own, and this keeps "higher is better" for whoever reads it next.
     """
     w = resolve_weights(weights, len(results))
-    scheduled: list[tuple[tuple[Fraction, int], Candidate]] = []
+    turn = _turn_clock(w)
+    scheduled: list[tuple[tuple[Fraction | int, int], Candidate]] = []
     for candidate in gather(results):
-        turns = [(round_robin_turn(h.rank, w[h.child]), h.child) for h in _contributing(candidate, w)]
+        turns = [(turn(h.rank, h.child), h.child) for h in _contributing(candidate, w)]
         if turns:
             scheduled.append((min(turns), candidate))
     scheduled.sort(key=lambda item: item[0])
     return [_fused_chunk(candidate, 1.0 / position, "round_robin", source)
             for position, (_, candidate) in enumerate(scheduled, start=1)]
+
+
+def _turn_clock(w: Sequence[float]) -> Callable[[int, int], Fraction | int]:
+    """``(rank, child) -> key`` ordered exactly as :func:`round_robin_turn`, cheaply: with equal
+    weights the rank itself (the turn is monotone in it), otherwise ``(2 rank - 1)`` times the
+    child's ``1 / (2 w)`` computed once. Fusion sits on every query's path, and converting
+    each weight to a Fraction per hit cost more than the BM25 child of a hybrid."""
+    if len(set(w)) == 1:
+        return lambda rank, child: rank
+    half_inverse = [Fraction(1, 2) / Fraction(x) if x > 0 else None for x in w]
+    return lambda rank, child: (2 * rank - 1) * half_inverse[child]
 
 
 def rrf(results: Results, weights: Sequence[float] | None = None, k: float = DEFAULT_RRF_K,

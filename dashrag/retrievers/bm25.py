@@ -3,8 +3,8 @@
 The score of a chunk is the sum, over the query's terms, of the variant's
 term weight (Okapi/Robertson, BM25L, BM25+, Lucene; formulas and their parity
 with rank-bm25 in :mod:`dashrag.retrievers.bm25_scoring`). Weights are computed
-once at fit time into posting lists, so a query is a gather and a scatter-add,
-and a batch of queries is one pass.
+once at fit time into posting lists, so a query is one scatter-add of each of
+its terms' posting lists.
 
 ``similarity_function`` keeps the reference implementation's configs loading:
 its vector similarities (``cosine``, ``dot``) compare the query's term vector
@@ -66,24 +66,23 @@ class BM25Retriever(UnitRetriever[BM25Params]):
         self._norms = scoring.document_norms(weights) if self.params.similarity_function == "cosine" else None
         self._dot_weights = dataclasses.replace(weights, nonoccurrence=np.zeros_like(weights.nonoccurrence))
 
-    def _score_and_keep(self, queries: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    def _score_and_floor(self, queries: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        # A hit shares at least one term with the query. Every stored weight is positive, so
+        # that is a score above what a chunk matching nothing gets: 0, or BM25+'s constant.
         if len(queries) == 1 and self.params.similarity_function == "bm25":
             return self._score_one(queries[0])
         q = self.nested["vectorizer"].transform(queries)
-        scores = self._score_matrix(q)
-        # A hit shares at least one term with the query. Every stored weight is positive, so
-        # that is a score above what a chunk matching nothing gets: 0, or BM25+'s constant.
-        floor = np.zeros(len(queries))
-        if self.params.variant == "bm25plus" and self.params.similarity_function == "bm25":
-            floor = np.asarray(q @ self._weights.nonoccurrence.astype(np.float64)).ravel()
-        return scores, scores > floor[:, None]
+        floors = np.zeros(len(queries))
+        if self.params.similarity_function == "bm25":
+            floors[:] = [scoring.absent_term_score(self._weights, q.indices[lo:hi], q.data[lo:hi])
+                         for lo, hi in zip(q.indptr[:-1], q.indptr[1:])]
+        return self._score_matrix(q), floors
 
     def _score_one(self, query: str) -> tuple[np.ndarray, np.ndarray]:
         """One query without building a sparse matrix: a single query is latency-bound."""
         ids, counts = self.nested["vectorizer"].term_counts(query)
         scores = scoring.score_query(ids, self._weights, counts)
-        floor = float(counts @ self._weights.nonoccurrence[ids]) if self.params.variant == "bm25plus" else 0.0
-        return scores[None, :], scores[None, :] > floor
+        return scores[None, :], np.array([scoring.absent_term_score(self._weights, ids, counts)])
 
     def _score_block(self, queries: list[str]) -> np.ndarray:
         return self._score_matrix(self.nested["vectorizer"].transform(queries))

@@ -1,10 +1,10 @@
-"""BM25 as pure array functions: eager weights, one-pass batch scoring, exact top-k.
+"""BM25 as pure array functions: eager weights, posting-list scoring, exact top-k.
 
 Why eager: every BM25 variant here scores a document as a sum over the query's
 terms of ``w(term, doc)``, and ``w`` depends only on the corpus. So the weights
 are computed once at index time into a term-major sparse matrix (one posting
-list per term, the layout of ``W.T`` in CSR form), and a query costs a gather of
-its terms' posting lists plus one scatter-add. This is the design of bm25s
+list per term, the layout of ``W.T`` in CSR form), and a query costs one
+scatter-add of each of its terms' posting lists. This is the design of bm25s
 (Lù, 2024); the formulas are those of rank_bm25, so scores equal its
 ``get_scores`` for the same tokens.
 
@@ -47,7 +47,8 @@ from dashrag.core import ranking
 from dashrag.errors import ConfigError, CorpusError, PersistenceError, QueryError
 
 VARIANTS = ("okapi", "bm25l", "bm25plus", "lucene")
-WEIGHT_DTYPE = np.float32  # half the memory of float64; scores still accumulate in float64
+WEIGHT_DTYPE = np.float32  # half the memory of float64
+SCORE_DTYPE = np.float32  # scores accumulate in the weights' dtype (see _score_into)
 
 
 @dataclass(frozen=True)
@@ -327,44 +328,57 @@ def bm25_weights(
 # ---------------------------------------------------------------- scoring
 
 
-def _scatter(weights: BM25Weights, row_ptr: np.ndarray, term_ids: np.ndarray, term_counts) -> np.ndarray:
-    """``S[r, d] = sum over entries i of row r of c_i * W[d, t_i]``: the sparse product ``Q @ W.T``.
+def _score_into(weights: BM25Weights, term_ids: np.ndarray, term_counts, out: np.ndarray,
+                nonoccurrence: bool = True) -> None:
+    """Write one query's BM25 scores into ``out`` (its row, n_docs float32), in place.
 
-    ``(row_ptr, term_ids, term_counts)`` are the CSR arrays of ``Q`` (counts
-    ``None`` means all 1). Every entry's posting list is gathered with one
-    vectorised index computation and added into the dense (rows x n_docs)
-    float64 result by one ``np.bincount`` over ``row * n_docs + doc``: no
-    Python loop, no sparse intermediate, float64 accumulation of the float32
-    weights. Measured faster than scipy's sparse-times-sparse, and than scipy
-    row indexing, whose per-call overhead dominates small blocks.
+    Each query term adds its posting list with one ``np.add.at`` over views of
+    the index: no copy of the postings is gathered, so the working memory is the
+    row itself. Measured on SciFact (bench/bench_bm25.py), this is faster than
+    gathering every posting of a block of queries into one ``np.bincount`` (the
+    sparse product ``Q @ W.T`` in one call) and needs a tenth of its memory; the
+    Python loop runs once per query term, each step a whole posting list
+    (docs/architecture.md, "Decisions"). The row is float32 like the stored
+    weights (``np.add.at``'s fast path needs one dtype): over SciFact's test
+    queries (up to 22 terms) the sum stays within 2e-7 relative of float64, and
+    the parity tests against rank_bm25 hold at 1e-6. ``term_counts`` ``None``
+    means each term once. BM25+ adds its per-query constant
+    ``sum_i c_i * nonoccurrence[t_i]`` to every document, unless ``nonoccurrence``
+    is false (the plain product with the stored matrix).
     """
-    n_rows, n_docs = row_ptr.shape[0] - 1, weights.n_docs
-    starts = weights.term_ptr[term_ids]
-    lengths = weights.term_ptr[term_ids + 1] - starts
-    positions = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    positions += np.arange(positions.shape[0], dtype=np.int64)
-    if n_rows > 1:
-        row_of_entry = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(row_ptr))
-        targets = np.repeat(row_of_entry * n_docs, lengths)
-        targets += weights.doc_ids[positions]
-    else:
-        targets = weights.doc_ids[positions]
-    values = weights.data[positions]
-    if term_counts is not None and not np.all(term_counts == 1):
-        values = values * np.repeat(np.asarray(term_counts, dtype=np.float64), lengths)
-    flat = np.bincount(targets, weights=values, minlength=n_rows * n_docs)
-    return flat.astype(np.float64, copy=False).reshape(n_rows, n_docs)
+    out.fill(0)
+    term_ids = np.asarray(term_ids)
+    starts = weights.term_ptr[term_ids].tolist()
+    stops = weights.term_ptr[term_ids + 1].tolist()
+    counts = [1] * len(starts) if term_counts is None else np.asarray(term_counts).tolist()
+    for lo, hi, count in zip(starts, stops, counts):
+        values = weights.data[lo:hi] if count == 1 else weights.data[lo:hi] * SCORE_DTYPE(count)
+        np.add.at(out, weights.doc_ids[lo:hi], values)
+    if nonoccurrence and weights.params.variant == "bm25plus":
+        out += absent_term_score(weights, term_ids, term_counts)
 
 
-def _score_rows(weights: BM25Weights, row_ptr: np.ndarray, term_ids: np.ndarray, term_counts) -> np.ndarray:
-    """:func:`_scatter` plus, for BM25+, each row's constant ``sum_i c_i * nonoccurrence[t_i]``."""
-    scores = _scatter(weights, row_ptr, term_ids, term_counts)
-    if weights.params.variant == "bm25plus":
-        per_entry = weights.nonoccurrence[term_ids].astype(np.float64)
-        if term_counts is not None:
-            per_entry *= term_counts
-        row_of_entry = np.repeat(np.arange(scores.shape[0]), np.diff(row_ptr))
-        scores += np.bincount(row_of_entry, weights=per_entry, minlength=scores.shape[0])[:, None]
+def absent_term_score(weights: BM25Weights, term_ids, term_counts=None) -> SCORE_DTYPE:
+    """What every document scores for the query's terms it lacks: BM25+'s
+    ``sum_i c_i * nonoccurrence[t_i]``, 0 for the other variants. In the score dtype,
+    exactly as :func:`_score_into` adds it, so a document that matches no term scores
+    exactly this (a retriever's "no hit" floor)."""
+    if weights.params.variant != "bm25plus" or len(term_ids) == 0:
+        return SCORE_DTYPE(0)
+    counts = np.ones(len(term_ids)) if term_counts is None else np.asarray(term_counts, dtype=np.float64)
+    return SCORE_DTYPE(np.dot(counts, weights.nonoccurrence[np.asarray(term_ids)].astype(np.float64)))
+
+
+def _score_rows(weights: BM25Weights, row_ptr: np.ndarray, term_ids: np.ndarray, term_counts,
+                nonoccurrence: bool = True) -> np.ndarray:
+    """``S[r] = Q[r] @ W.T`` (+ BM25+'s constant) for the CSR arrays ``(row_ptr, term_ids,
+    term_counts)`` of a query matrix ``Q``: a dense (rows x n_docs) float32 block."""
+    n_rows = row_ptr.shape[0] - 1
+    scores = np.empty((n_rows, weights.n_docs), dtype=SCORE_DTYPE)
+    for row in range(n_rows):
+        lo, hi = row_ptr[row], row_ptr[row + 1]
+        _score_into(weights, term_ids[lo:hi], None if term_counts is None else term_counts[lo:hi], scores[row],
+                    nonoccurrence)
     return scores
 
 
@@ -376,13 +390,13 @@ def _as_query_matrix(query_counts: sp.spmatrix, vocab_size: int) -> sp.csr_matri
 
 
 def score_queries(query_counts: sp.spmatrix, weights: BM25Weights) -> np.ndarray:
-    """BM25 scores of a batch: ``S = Q @ W.T + Q @ nonoccurrence`` (n_queries x n_docs, float64).
+    """BM25 scores of a batch: ``S = Q @ W.T + Q @ nonoccurrence`` (n_queries x n_docs, float32).
 
     ``Q`` holds each query's token *counts* (n_queries x vocab), as rank_bm25
     adds a repeated query token once per occurrence.
     """
     q = _as_query_matrix(query_counts, weights.vocab_size)
-    return _score_rows(weights, q.indptr, q.indices.astype(np.int64), q.data)
+    return _score_rows(weights, q.indptr, q.indices, q.data)
 
 
 def score_query(term_ids, weights: BM25Weights, term_counts=None) -> np.ndarray:
@@ -394,8 +408,9 @@ def score_query(term_ids, weights: BM25Weights, term_counts=None) -> np.ndarray:
     term_ids = np.asarray(term_ids, dtype=np.int64)
     if term_ids.size and (term_ids.min() < 0 or term_ids.max() >= weights.vocab_size):
         raise QueryError(f"term ids must lie in 0..{weights.vocab_size - 1}")
-    counts = None if term_counts is None else np.asarray(term_counts, dtype=np.float64)
-    return _score_rows(weights, np.array([0, term_ids.size]), term_ids, counts)[0]
+    scores = np.empty(weights.n_docs, dtype=SCORE_DTYPE)
+    _score_into(weights, term_ids, term_counts, scores)
+    return scores
 
 
 def document_norms(weights: BM25Weights) -> np.ndarray:
@@ -416,7 +431,7 @@ def cosine_scores(query_counts: sp.spmatrix, weights: BM25Weights, doc_norms: np
     :func:`document_norms` (compute it once per index).
     """
     q = _as_query_matrix(query_counts, weights.vocab_size)
-    dots = _scatter(weights, q.indptr, q.indices.astype(np.int64), q.data)
+    dots = _score_rows(weights, q.indptr, q.indices, q.data, nonoccurrence=False).astype(np.float64)
     query_norms = np.sqrt(np.asarray(q.multiply(q).sum(axis=1), dtype=np.float64).ravel())
     denominator = query_norms[:, None] * doc_norms[None, :]
     return np.divide(dots, denominator, out=np.zeros_like(dots), where=denominator > 0)
@@ -450,26 +465,27 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return rows, scores[rows]
 
 
-def top_k_rows(scores: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """:func:`top_k` of every row of a (n_queries x n_docs) matrix, vectorised over rows.
+@dataclass(frozen=True)
+class TopK:
+    """The best documents of every query of a batch, best first, as two (n_queries, k) arrays:
+    ``ids`` (int32, as the index stores them) and ``scores``; a row with fewer than k
+    selectable documents is padded with id -1 and score -inf. Two arrays for the whole
+    batch, not two per query: an answer costs 8 bytes per hit and no per-query objects
+    (bm25s answers the same way)."""
 
-    One 2-D ``np.partition`` gives each row's k-th best value; the entries at or
-    above it are found in one pass over the matrix and sorted by
-    (row, -score, index), so ties resolve exactly as in :func:`top_k`.
-    """
-    n_rows, n = scores.shape
-    k = min(int(k), n)
-    if k <= 0 or n_rows == 0:
-        return [top_k(row, k) for row in scores]
-    kth = np.partition(scores, n - k, axis=1)[:, n - k]
-    kth = np.where(kth > -np.inf, kth, np.nextafter(-np.inf, 0))  # a restricted k-th place: keep all allowed
-    flat = np.flatnonzero(scores >= kth[:, None])
-    rows, cols = np.divmod(flat, n)
-    values = scores.ravel()[flat]
-    order = np.lexsort((cols, -values, rows))
-    rows, cols, values = rows[order], cols[order], values[order]
-    bounds = np.searchsorted(rows, np.arange(n_rows + 1))
-    return [(cols[lo:min(hi, lo + k)], values[lo:min(hi, lo + k)]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    ids: np.ndarray
+    scores: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+    def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Query ``i``'s (ids, scores) without the padding."""
+        n = int(np.count_nonzero(self.ids[i] >= 0))
+        return self.ids[i, :n], self.scores[i, :n]
+
+    def rows(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [self.row(i) for i in range(len(self))]
 
 
 def top_k_batch(
@@ -477,25 +493,28 @@ def top_k_batch(
     weights: BM25Weights,
     k: int,
     allowed: np.ndarray | None = None,
-    max_cells: int = 1 << 16,
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Top-k of every query: score, restrict, select, in blocks of rows.
+) -> TopK:
+    """Top-k of every query of a batch: score, restrict, select, one query at a time into one row.
 
-    A block holds at most ``max_cells`` scores (512 KiB of float64 by default,
-    at least one query): the dense block stays in cache, which measured faster
-    than one large product, and a large batch never materialises the whole
-    (n_queries x n_docs) matrix. ``allowed`` is one boolean vector for all
-    queries or one row per query.
+    Only the (n_queries, k) answer spans the batch, so a batch of any size needs
+    the memory of one row of scores (plus the selection's scratch). Scoring
+    several queries into a block first and selecting over the block bought no
+    speed once scoring went posting list by posting list (:func:`_score_into`)
+    and cost a block's memory (bench/bench_bm25.py). ``allowed`` is one boolean
+    vector for all queries or one row per query; selection is
+    :func:`dashrag.core.ranking.top_k_rows`, as in :func:`top_k`.
     """
     q = _as_query_matrix(query_counts, weights.vocab_size)
-    term_ids = q.indices.astype(np.int64)
-    rows_per_block = max(1, max_cells // max(weights.n_docs, 1))
+    if allowed is not None and np.shape(allowed)[-1] != weights.n_docs:
+        raise QueryError(f"restriction covers {np.shape(allowed)[-1]} documents, the index has {weights.n_docs}")
     per_query_mask = allowed is not None and np.ndim(allowed) == 2
-    results: list[tuple[np.ndarray, np.ndarray]] = []
-    for start in range(0, q.shape[0], rows_per_block):
-        stop = min(start + rows_per_block, q.shape[0])
-        lo, hi = q.indptr[start], q.indptr[stop]
-        scores = _score_rows(weights, q.indptr[start:stop + 1] - lo, term_ids[lo:hi], q.data[lo:hi])
-        mask = allowed[start:stop] if per_query_mask else allowed
-        results.extend(top_k_rows(restrict(scores, mask), k))
-    return results
+    k = int(k)
+    found = TopK(np.full((q.shape[0], k), -1, dtype=np.int32), np.full((q.shape[0], k), -np.inf, dtype=SCORE_DTYPE))
+    row = np.empty(weights.n_docs, dtype=SCORE_DTYPE)
+    for i in range(q.shape[0]):
+        lo, hi = q.indptr[i], q.indptr[i + 1]
+        _score_into(weights, q.indices[lo:hi], q.data[lo:hi], row)
+        best = ranking.top_k_rows(row, k, allowed[i] if per_query_mask else allowed)
+        found.ids[i, :best.shape[0]] = best
+        found.scores[i, :best.shape[0]] = row[best]
+    return found

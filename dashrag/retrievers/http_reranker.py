@@ -45,7 +45,6 @@ from dashrag.core.params import ComponentParams, ComponentSpec, component_field,
 from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result, check_query
-from dashrag.documents.model import ScoredChunk
 from dashrag.errors import RetrievalError
 from dashrag.llm.redaction import redact
 

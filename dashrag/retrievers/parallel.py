@@ -1,16 +1,20 @@
 """ParallelRetriever: run children concurrently and fuse their rankings.
 
-Children run in a thread pool: the heavy work of each (a sparse product, a
-matrix product, a model forward pass) releases the GIL, so a BM25 + dense hybrid
-answers in about the time of its slower child, not the sum. Fusion itself is the
-pure algebra of :mod:`dashrag.fusion` (docs/fusion.md); every fused chunk keeps
-each child's rank and raw score in its provenance and in the trace.
+Children run side by side in threads (the last in the calling thread). That pays
+where children of similar cost do their heavy work without the GIL (two dense children
+on onnxruntime, say); a child much cheaper than its sibling (BM25 beside a dense child)
+saves less than the hand-off costs, and a child that takes the GIL back hundreds of
+times per query (torch, operator by operator) makes its siblings wait for it.
+``concurrent: false`` runs the children one after the other; bench/bench_parallel.py
+measures both. Fusion itself is the pure algebra of :mod:`dashrag.fusion`
+(docs/fusion.md); every fused chunk keeps each child's rank and raw score in its
+provenance and in the trace.
 """
 
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, Callable, Sequence
 
 from pydantic import Field, field_validator
@@ -49,10 +53,17 @@ class ParallelParams(ComponentParams):
 
 
 def run_concurrently(calls: Sequence[Callable[[], Any]], pool: ThreadPoolExecutor | None) -> list[Any]:
-    """Results of ``calls`` in order; in ``pool``'s threads when given (exceptions propagate)."""
+    """Results of ``calls`` in order, all at once when ``pool`` is given: every call but the last
+    goes to the pool and the calling thread runs the last itself rather than only waiting (one
+    thread hand-off fewer on every query). Exceptions propagate once every call has ended."""
     if pool is None or len(calls) < 2:
         return [call() for call in calls]
-    return [f.result() for f in [pool.submit(call) for call in calls]]
+    futures = [pool.submit(call) for call in calls[:-1]]
+    try:
+        last = calls[-1]()
+    finally:
+        wait(futures)
+    return [f.result() for f in futures] + [last]
 
 
 @register(kind="retriever", icon="GitMerge", category="composite",
@@ -75,7 +86,7 @@ class ParallelRetriever(CompositeRetriever[ParallelParams]):
             return None
         with self._pool_lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=len(self.get_children()), thread_name_prefix="dashrag-parallel")
+                self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.get_children()) - 1), thread_name_prefix="dashrag-parallel")
             return self._pool
 
     def _close(self) -> None:

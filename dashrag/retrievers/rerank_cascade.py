@@ -21,7 +21,6 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Literal, Sequence
 
-import numpy as np
 from pydantic import Field
 
 from dashrag.core.params import ComponentParams, ComponentSpec, Rule, component_field, less_or_equal, spec

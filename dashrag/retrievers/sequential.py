@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from pydantic import Field
 
 from dashrag.core.params import ComponentParams, ComponentSpec, Rule, components_field, spec
 from dashrag.core.registry import register
@@ -57,8 +56,14 @@ class SequentialRetriever(CompositeRetriever[SequentialParams]):
 
     def _rescore(self, stage: Any, index: int, candidates: list[ScoredChunk], query: str) -> list[ScoredChunk]:
         by_id = {c.id: c for c in candidates}
-        ranked = stage.score_chunks(list(by_id), query)[: stage.params.top_k]
-        return [by_id[cid].rescored(-dist, stage.component_name, **{f"stage{index}_distance": dist}) for cid, dist in ranked]
+        ranked = stage.score_chunks(list(by_id), query)[: getattr(stage.params, "top_k", None)]  # no top_k: keep all
+        kept = []
+        for cid, dist in ranked:
+            distances = {f"stage{index}_distance": dist}
+            if index == 1:  # the proposer's own score, as a distance, before the first re-scoring replaces it
+                distances["stage0_distance"] = -by_id[cid].score
+            kept.append(by_id[cid].rescored(-dist, stage.component_name, **distances))
+        return kept
 
     def _retrieve(self, query: str, **kwargs: Any) -> Result:
         first, *later = self.get_children()

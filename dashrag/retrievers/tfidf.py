@@ -50,8 +50,7 @@ class TFIDFRetriever(UnitRetriever[TFIDFParams]):
         q = self._tfidf.transform(self.nested["vectorizer"].transform(queries)).astype(np.float32)
         return np.asarray((q @ self._matrix.T).todense())
 
-    def _keep(self, scores: np.ndarray) -> np.ndarray:
-        return scores > 0  # no shared term: not a hit
+    hit_floor = 0.0  # no shared term: not a hit
 
     def to_distance(self, scores: np.ndarray) -> np.ndarray:
         return 1.0 - scores

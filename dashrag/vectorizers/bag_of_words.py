@@ -9,6 +9,8 @@ order, from which the vectorizer is rebuilt exactly.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from pathlib import Path
 from typing import Callable, Literal
 
@@ -111,8 +113,9 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         if self._analyze is None:
             self._analyze = self._vectorizer.build_analyzer()
         vocabulary = self._vectorizer.vocabulary_
-        ids = [i for i in map(vocabulary.get, self._analyze(text)) if i is not None]
-        return np.unique(np.asarray(ids, dtype=np.int64), return_counts=True)
+        counts = Counter(i for i in map(vocabulary.get, self._analyze(text)) if i is not None)
+        ids = sorted(counts)  # a Counter over a query's few terms: several times faster than np.unique
+        return np.array(ids, dtype=np.int64), np.array([counts[i] for i in ids], dtype=np.int64)
 
     def transform(self, texts: list[str]) -> sp.csr_matrix:
         """Counts over the fitted vocabulary: the same matrix as scikit-learn's ``transform``,

@@ -5,7 +5,6 @@ overlap), with raw scores anywhere in the finite floats, sorted descending as a
 retriever returns them.
 """
 
-import math
 
 import pytest
 from hypothesis import assume, given, settings
@@ -239,3 +238,17 @@ def test_provenance_names_every_child_that_returned_the_chunk_with_its_rank_and_
                     for rank, s in enumerate(child, start=1) if s.chunk.id == fused.chunk.id}
         recorded = {i: (hit["rank"], hit["score"]) for i, hit in fused.provenance["children"].items()}
         assert recorded == expected and fused.provenance["fused_score"] == fused.score
+
+
+@FAST
+@given(weights=st.lists(st.floats(0.01, 10.0), min_size=1, max_size=4),
+       equal=st.booleans(), ranks=st.lists(st.integers(1, 30), min_size=1, max_size=20), data=st.data())
+def test_round_robin_turn_clock_orders_turns_exactly_as_round_robin_turn(weights, equal, ranks, data):
+    from dashrag.fusion.strategies import _turn_clock, round_robin_turn
+
+    w = [weights[0]] * len(weights) if equal else weights
+    children = [data.draw(st.integers(0, len(w) - 1)) for _ in ranks]
+    clock = _turn_clock(w)
+    by_clock = sorted(zip(ranks, children), key=lambda rc: (clock(*rc), rc[1]))
+    by_fraction = sorted(zip(ranks, children), key=lambda rc: (round_robin_turn(rc[0], w[rc[1]]), rc[1]))
+    assert by_clock == by_fraction

@@ -33,6 +33,18 @@ def test_only_chunks_sharing_a_query_term_are_returned(bm25):
     assert bm25.retrieve("zzzzqqq")[0] == []
 
 
+@pytest.mark.parametrize("variant", ["okapi", "bm25plus"])
+def test_a_rare_term_returns_only_its_chunks_one_query_or_a_batch(tmp_path, scifact_subset_file, variant):
+    # BM25+ gives every chunk a constant for the terms it lacks: a chunk with none of the
+    # query's terms scores exactly that floor and is no hit, in a batch as on its own
+    config = {"component": "BM25Retriever", "params": {"variant": variant, "delta": 1.0, "top_k": 50}}
+    tree = dashrag.build(config, scifact_subset_file, tmp_path)
+    single, _ = tree.retrieve("zzzzqqq malignancies")
+    batched = tree.retrieve_batch(["zzzzqqq malignancies", "white matter"])[0][0]
+    assert single == batched and 0 < len(single) < 50
+    assert all("malignancies" in c.chunk.text.lower() for c in single)
+
+
 def test_restriction_applies_before_top_k(bm25):
     full, _ = bm25.retrieve(QUERIES[0], top_k=50)
     allowed = {c.document_id for c in full[10:]}

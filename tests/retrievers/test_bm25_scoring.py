@@ -37,7 +37,6 @@ from dashrag.retrievers.bm25_scoring import (
     score_query,
     top_k,
     top_k_batch,
-    top_k_rows,
 )
 
 SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
@@ -282,31 +281,31 @@ def test_restriction_excludes_and_still_returns_k_where_k_exist(scores, k, data)
     assert ids.size == min(k, int(allowed.sum()))
 
 
-@settings(max_examples=50, deadline=None)
-@given(st.integers(1, 8).flatmap(lambda r: arrays(np.float64, (r, 30), elements=st.integers(-2, 2).map(float))),
-       st.integers(1, 35))
-def test_top_k_rows_equals_top_k_of_each_row(matrix, k):
-    for (ids, values), row in zip(top_k_rows(matrix, k), matrix):
-        expected_ids, expected_values = top_k(row, k)
-        np.testing.assert_array_equal(ids, expected_ids)
-        np.testing.assert_array_equal(values, expected_values)
-
-
-def test_top_k_batch_in_small_blocks_equals_one_block(scifact):
+def test_top_k_batch_equals_top_k_of_each_query_scored_alone(scifact):
     weights = bm25_weights(scifact.counts, BM25Parameters())
     allowed = np.arange(weights.n_docs) % 3 != 0
-    one_block = top_k_batch(scifact.query_counts, weights, 10, allowed, max_cells=1 << 30)
-    small_blocks = top_k_batch(scifact.query_counts, weights, 10, allowed, max_cells=3 * weights.n_docs)
-    for (ids_a, sc_a), (ids_b, sc_b) in zip(one_block, small_blocks):
-        np.testing.assert_array_equal(ids_a, ids_b)
-        np.testing.assert_array_equal(sc_a, sc_b)
-    assert all(allowed[ids].all() and ids.size == 10 for ids, _ in one_block)
+    found = top_k_batch(scifact.query_counts, weights, 10, allowed)
+    for (ids, values), q in zip(found.rows(), scifact.query_counts):
+        expected_ids, expected_values = top_k(restrict(score_query(q.indices, weights, q.data), allowed), 10)
+        np.testing.assert_array_equal(ids, expected_ids)
+        np.testing.assert_array_equal(values, expected_values)
+        assert allowed[ids].all() and ids.size == 10
 
 
 def test_top_k_batch_honours_one_restriction_per_query(scifact):
     weights = bm25_weights(scifact.counts, BM25Parameters())
     n_queries = scifact.query_counts.shape[0]
     allowed = (np.arange(weights.n_docs)[None, :] % n_queries) == np.arange(n_queries)[:, None]
-    results = top_k_batch(scifact.query_counts, weights, 10, allowed, max_cells=7 * weights.n_docs)
-    for row, (ids, _) in enumerate(results):
+    results = top_k_batch(scifact.query_counts, weights, 10, allowed)
+    for row, (ids, _) in enumerate(results.rows()):
         assert ids.size == 10 and allowed[row, ids].all()
+
+
+def test_top_k_batch_pads_rows_that_have_fewer_allowed_documents_than_k(scifact):
+    weights = bm25_weights(scifact.counts, BM25Parameters())
+    allowed = np.zeros(weights.n_docs, dtype=bool)
+    allowed[[5, 17, 40]] = True
+    found = top_k_batch(scifact.query_counts[:4], weights, 10, allowed)
+    assert found.ids.shape == found.scores.shape == (4, 10)
+    assert all(sorted(ids.tolist()) == [5, 17, 40] for ids, _ in found.rows())
+    assert (found.ids[:, 3:] == -1).all() and np.isneginf(found.scores[:, 3:]).all()

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dashrag
-from dashrag.boolean import And, Category, Not, Or, UnknownCategoryError, parse, serialise
+from dashrag.boolean import And, Category, Or, UnknownCategoryError, serialise
 from dashrag.boolean.lexer import ExpressionSyntaxError
 from dashrag.core.restriction import Restriction
 from dashrag.errors import ConfigError, QueryError

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 
 import dashrag
-from dashrag.core.ranking import top_k_rows
 from dashrag.documents.corpus import Corpus
 from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.errors import ConfigError, UnknownChunkError
