@@ -26,16 +26,15 @@ fusion-weight grid costs one retrieval per child, then fusions only.
 from __future__ import annotations
 
 import copy
-import gc
 import itertools
 import json
 import re
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from dashrag.core.collection import young_garbage_only
 from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_component
 from dashrag.core.infra import Infra
@@ -311,25 +310,6 @@ class TuningResult:
             "fitted_retrievers": len(self.fitted),
             "timings": self.timings,
         }
-
-
-@contextmanager
-def young_garbage_only() -> Iterator[Callable[[], None]]:
-    """Stop automatic collections for the block; the caller sweeps the young generations after each point.
-
-    The cache keeps every remembered answer alive (hundreds of thousands of
-    objects over a SciFact train split), and each automatic full collection
-    scans them all again: on SciFact that made a fusion-only point take 11 s
-    instead of 2 s. Each point's own cyclic garbage is still collected by the
-    sweep (generations 0 and 1); what survives it is old and stays unscanned.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield lambda: gc.collect(1)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def best_index(points: Sequence[GridPoint], metric: str) -> int:

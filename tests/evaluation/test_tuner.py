@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-import weakref
 
 import pytest
 
@@ -23,7 +21,6 @@ from dashrag.evaluation.tuner import (
     plan_grid,
     plot_tuning,
     tune,
-    young_garbage_only,
 )
 
 from .test_runner import CHUNKER, HYBRID, fitted, tfidf, write_scifact_subset
@@ -199,24 +196,3 @@ def test_the_tuned_config_validates_as_it_is(tuned):
 def test_the_tuning_plot_is_a_png(tuned, tmp_path):
     path = plot_tuning(tuned, tmp_path / "tuning.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_automatic_collection_pauses_during_the_search_and_comes_back():
-    assert gc.isenabled()
-    with young_garbage_only():
-        assert not gc.isenabled()
-    assert gc.isenabled()
-
-
-def test_the_sweep_still_frees_a_points_cyclic_garbage():
-    class Node:
-        pass
-
-    with young_garbage_only() as sweep:
-        cycle = Node()
-        cycle.self = cycle
-        alive = weakref.ref(cycle)
-        del cycle
-        assert alive() is not None  # a cycle outlives its last name while collection is paused
-        sweep()
-        assert alive() is None
