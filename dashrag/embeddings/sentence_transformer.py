@@ -24,7 +24,7 @@ from pydantic import Field
 
 from dashrag.core.params import ComponentParams
 from dashrag.core.registry import register
-from dashrag.embeddings.base import EmbeddingModel, ModelUnavailableError
+from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel, ModelUnavailableError
 from dashrag.embeddings.model_source import ModelSource, resolve_model, set_offline_defaults
 from dashrag.embeddings.overflow import average_by_owner, unit_rows, window_spans
 
@@ -75,9 +75,6 @@ class SentenceTransformerParams(EncoderSettings):
 
 
 P = TypeVar("P", bound=EncoderSettings)
-
-
-SMALL_INPUT = 8  # texts; up to this many, one torch thread is faster than several
 
 
 @contextmanager

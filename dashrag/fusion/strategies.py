@@ -65,7 +65,12 @@ def round_robin_turn(rank: int, weight: float) -> Fraction:
     at the same moment, which the lower child index takes first (plain
     interleave). Exact fractions keep those coincidences exact. Needs weight > 0.
     """
-    return Fraction(2 * rank - 1, 2) / Fraction(weight)
+    return (2 * rank - 1) * _half_inverse(weight)
+
+
+def _half_inverse(weight: float) -> Fraction:
+    """``1 / (2 w)``, exactly: a float weight is a binary fraction."""
+    return Fraction(1, 2) / Fraction(weight)
 
 
 def round_robin(results: Results, weights: Sequence[float] | None = None,
@@ -94,7 +99,7 @@ def _turn_clock(w: Sequence[float]) -> Callable[[int, int], Fraction | int]:
     each weight to a Fraction per hit cost more than the BM25 child of a hybrid."""
     if len(set(w)) == 1:
         return lambda rank, child: rank
-    half_inverse = [Fraction(1, 2) / Fraction(x) if x > 0 else None for x in w]
+    half_inverse = [_half_inverse(x) if x > 0 else None for x in w]
     return lambda rank, child: (2 * rank - 1) * half_inverse[child]
 
 

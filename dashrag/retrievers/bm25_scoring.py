@@ -437,31 +437,24 @@ def cosine_scores(query_counts: sp.spmatrix, weights: BM25Weights, doc_norms: np
     return np.divide(dots, denominator, out=np.zeros_like(dots), where=denominator > 0)
 
 
-# ---------------------------------------------------------------- restriction and top-k
+# ---------------------------------------------------------------- top-k
 
 
-def restrict(scores: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
-    """Scores with every disallowed document set to ``-inf`` (``allowed`` broadcasts over rows).
-
-    Applied *before* top-k, so a filter truly excludes and top-k still returns k
-    documents whenever k are allowed. Returns a new array; ``None`` allows all.
-    """
-    if allowed is None:
-        return scores
-    allowed = np.asarray(allowed, dtype=bool)
-    if allowed.shape[-1] != scores.shape[-1]:
-        raise QueryError(f"restriction covers {allowed.shape[-1]} documents, the index has {scores.shape[-1]}")
-    return np.where(allowed, scores, -np.inf)
+def _check_restriction(allowed: np.ndarray | None, n_docs: int) -> None:
+    if allowed is not None and np.shape(allowed)[-1] != n_docs:
+        raise QueryError(f"restriction covers {np.shape(allowed)[-1]} documents, the index has {n_docs}")
 
 
-def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def top_k(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` best documents of one score vector: (indices, scores), best first.
 
     :func:`dashrag.core.ranking.top_k_rows`, the selection every leaf uses: ties go
-    to the lower index, also at the k-th place, and ``-inf`` (restricted) documents
-    are never returned.
+    to the lower index, also at the k-th place, and ``allowed`` (a boolean per
+    document) excludes documents *before* selection, so k come back wherever k are
+    allowed.
     """
-    rows = ranking.top_k_rows(scores, int(k))
+    _check_restriction(allowed, scores.shape[-1])
+    rows = ranking.top_k_rows(scores, int(k), allowed)
     return rows, scores[rows]
 
 
@@ -501,12 +494,10 @@ def top_k_batch(
     several queries into a block first and selecting over the block bought no
     speed once scoring went posting list by posting list (:func:`_score_into`)
     and cost a block's memory (bench/bench_bm25.py). ``allowed`` is one boolean
-    vector for all queries or one row per query; selection is
-    :func:`dashrag.core.ranking.top_k_rows`, as in :func:`top_k`.
+    vector for all queries or one row per query; selection is :func:`top_k`.
     """
     q = _as_query_matrix(query_counts, weights.vocab_size)
-    if allowed is not None and np.shape(allowed)[-1] != weights.n_docs:
-        raise QueryError(f"restriction covers {np.shape(allowed)[-1]} documents, the index has {weights.n_docs}")
+    _check_restriction(allowed, weights.n_docs)
     per_query_mask = allowed is not None and np.ndim(allowed) == 2
     k = int(k)
     found = TopK(np.full((q.shape[0], k), -1, dtype=np.int32), np.full((q.shape[0], k), -np.inf, dtype=SCORE_DTYPE))
@@ -514,7 +505,7 @@ def top_k_batch(
     for i in range(q.shape[0]):
         lo, hi = q.indptr[i], q.indptr[i + 1]
         _score_into(weights, q.indices[lo:hi], q.data[lo:hi], row)
-        best = ranking.top_k_rows(row, k, allowed[i] if per_query_mask else allowed)
+        best, values = top_k(row, k, allowed[i] if per_query_mask else allowed)
         found.ids[i, :best.shape[0]] = best
-        found.scores[i, :best.shape[0]] = row[best]
+        found.scores[i, :best.shape[0]] = values
     return found

@@ -86,7 +86,9 @@ class ParallelRetriever(CompositeRetriever[ParallelParams]):
             return None
         with self._pool_lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.get_children()) - 1), thread_name_prefix="dashrag-parallel")
+                # the calling thread runs the last child itself (run_concurrently)
+                self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.get_children()) - 1),
+                                                thread_name_prefix="dashrag-parallel")
             return self._pool
 
     def _close(self) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-
 from dashrag.core.params import ComponentParams, ComponentSpec, Rule, components_field, spec
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result

@@ -10,7 +10,6 @@ order, from which the vectorizer is rebuilt exactly.
 from __future__ import annotations
 
 from collections import Counter
-
 from pathlib import Path
 from typing import Callable, Literal
 

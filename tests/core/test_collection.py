@@ -13,6 +13,13 @@ class Node:
     pass
 
 
+def unreferenced_cycle() -> weakref.ref:
+    """A weak reference to a node that refers to itself and to nothing else: only the cyclic collector frees it."""
+    cycle = Node()
+    cycle.self = cycle
+    return weakref.ref(cycle)
+
+
 def test_automatic_collection_pauses_in_the_block_and_comes_back():
     assert gc.isenabled()
     with young_garbage_only():
@@ -22,10 +29,7 @@ def test_automatic_collection_pauses_in_the_block_and_comes_back():
 
 def test_the_sweep_still_frees_the_blocks_cyclic_garbage():
     with young_garbage_only() as sweep:
-        cycle = Node()
-        cycle.self = cycle
-        alive = weakref.ref(cycle)
-        del cycle
+        alive = unreferenced_cycle()
         assert alive() is not None  # a cycle outlives its last name while collection is paused
         sweep()
         assert alive() is None
@@ -34,10 +38,7 @@ def test_the_sweep_still_frees_the_blocks_cyclic_garbage():
 def test_an_inner_pause_leaves_the_sweep_to_the_outer_one():
     with young_garbage_only():
         with young_garbage_only() as inner_sweep:
-            cycle = Node()
-            cycle.self = cycle
-            alive = weakref.ref(cycle)
-            del cycle
+            alive = unreferenced_cycle()
             inner_sweep()
             assert alive() is not None
         assert not gc.isenabled()

@@ -32,7 +32,6 @@ from dashrag.retrievers.bm25_scoring import (
     document_lengths,
     document_norms,
     idf_okapi,
-    restrict,
     score_queries,
     score_query,
     top_k,
@@ -276,7 +275,7 @@ def test_top_k_order_equals_the_full_stable_argsort(scores, k):
 @given(tied_scores, st.integers(1, 70), st.data())
 def test_restriction_excludes_and_still_returns_k_where_k_exist(scores, k, data):
     allowed = np.array(data.draw(st.lists(st.booleans(), min_size=scores.size, max_size=scores.size)))
-    ids, _ = top_k(restrict(scores, allowed), k)
+    ids, _ = top_k(scores, k, allowed)
     assert allowed[ids].all()
     assert ids.size == min(k, int(allowed.sum()))
 
@@ -286,7 +285,7 @@ def test_top_k_batch_equals_top_k_of_each_query_scored_alone(scifact):
     allowed = np.arange(weights.n_docs) % 3 != 0
     found = top_k_batch(scifact.query_counts, weights, 10, allowed)
     for (ids, values), q in zip(found.rows(), scifact.query_counts):
-        expected_ids, expected_values = top_k(restrict(score_query(q.indices, weights, q.data), allowed), 10)
+        expected_ids, expected_values = top_k(score_query(q.indices, weights, q.data), 10, allowed)
         np.testing.assert_array_equal(ids, expected_ids)
         np.testing.assert_array_equal(values, expected_values)
         assert allowed[ids].all() and ids.size == 10
