@@ -23,10 +23,9 @@ from dashrag.core.retriever import Retriever
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.corpus import Corpus
 from dashrag.errors import ConfigError, PersistenceError
-from dashrag.store.store import Store, sqlite_url
+from dashrag.store.sqlite_reader import SQLITE_PREFIX, read_chunk_set, sqlite_url
 
 DEFAULT_CHUNKER: dict[str, Any] = {"component": "RecursiveCharacterChunker", "params": {"chunk_size": 2000, "chunk_overlap": 200}}
-SQLITE_PREFIX = "sqlite:///"
 
 
 def store_filename(fingerprint: str) -> str:
@@ -35,6 +34,8 @@ def store_filename(fingerprint: str) -> str:
 
 def _write_sqlite_store(folder: Path, corpus: Corpus, chunk_set: ChunkSet) -> str:
     """The store for this corpus in ``folder``: reused if present, else written to a temp file and renamed in."""
+    from dashrag.store.store import Store  # SQLAlchemy: only building writes a store
+
     target = folder / store_filename(chunk_set.fingerprint)
     if not target.exists():
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".store-", suffix=".sqlite.tmp")
@@ -65,6 +66,8 @@ def prepare_corpus(corpus: Corpus | str | Path, workdir: str | Path, chunker: di
     if store_url is None:
         store_url = _write_sqlite_store(workdir, corpus, chunk_set)
     else:
+        from dashrag.store.store import Store
+
         store = Store(store_url)
         if store.is_empty():
             store.write_corpus(corpus.documents, chunk_set.chunks, chunk_set.fingerprint)
@@ -131,11 +134,7 @@ def load(folder: str | Path, store_url: str | None = None) -> Retriever:
         store_url = ref if "://" in ref else sqlite_url(folder / ref)
         if "://" not in ref and not (folder / ref).is_file():
             raise PersistenceError(f"{folder / ref}: the store file named in the manifest is missing")
-    store = Store(store_url)
-    try:
-        chunk_set = store.read_chunk_set()
-    finally:
-        store.close()
+    chunk_set = read_chunk_set(store_url)
     if chunk_set.fingerprint != manifest["corpus_fingerprint"]:
         raise PersistenceError(
             f"{folder}: saved for corpus {manifest['corpus_fingerprint'][:12]}, but the store holds corpus "

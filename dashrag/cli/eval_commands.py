@@ -20,23 +20,21 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from typing import TYPE_CHECKING
+
 import typer
-from rich.console import Console
-from rich.measure import Measurement
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 import dashrag
-from dashrag.api import prepare_corpus
 from dashrag.cli.config_files import resolve_component, resolve_config
-from dashrag.core.persistence import atomic_write_json, read_manifest
-from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError, ConfigIssue, CorpusError
-from dashrag.evaluation.beir import load_split
-from dashrag.evaluation.metrics import parse_metric, parse_metrics
-from dashrag.evaluation.report import per_node_table, plot_per_node
-from dashrag.evaluation.runner import DEFAULT_BATCH_SIZE, DEFAULT_TOP_K, evaluate_tree
-from dashrag.evaluation.tuner import TuningResult, parse_param, plan_grid, plot_tuning, tune
+from dashrag.evaluation.defaults import DEFAULT_BATCH_SIZE, DEFAULT_TOP_K
+
+if TYPE_CHECKING:  # the commands import the evaluation stack when they run, not when `dashrag` starts
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from dashrag.core.retriever import Retriever
+    from dashrag.evaluation.tuner import TuningResult
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +56,7 @@ def default_workdir(dataset: Path) -> Path:
     return WORK_ROOT / dataset.resolve().name
 
 
-def check_saved_corpus(retriever: Retriever, corpus: dashrag.Corpus, folder: Path, dataset: Path) -> None:
+def check_saved_corpus(retriever: "Retriever", corpus: "dashrag.Corpus", folder: Path, dataset: Path) -> None:
     """A saved tree must have been built on the dataset's corpus: documents the dataset lacks mean
     another dataset (an error); dataset documents the tree lacks make the figures low (a warning)."""
     saved = set(retriever.require_infra().chunks.document_ids)
@@ -82,6 +80,9 @@ def checked_chunker(chunker: str | None) -> dict | None:
 
 def print_wide(console: Any, renderable: Any) -> None:
     """Print a table whole: a terminal wraps at its width, but a file or pipe gets full rows, not ellipses."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
     if console.is_terminal:
         console.print(renderable)
         return
@@ -89,13 +90,17 @@ def print_wide(console: Any, renderable: Any) -> None:
     Console(file=console.file, width=max(width, console.width)).print(renderable)
 
 
-def progress_bar(console: Any) -> Progress:
+def progress_bar(console: Any) -> "Progress":
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=console, transient=True)
 
 
 def read_tune_params(specs: list[str]) -> list:
     """Every ``--param``, with the problems of all of them in one ConfigError."""
+    from dashrag.evaluation.tuner import parse_param
+
     params, issues = [], []
     for spec in specs:
         try:
@@ -107,7 +112,9 @@ def read_tune_params(specs: list[str]) -> list:
     return params
 
 
-def points_table(result: TuningResult) -> Table:
+def points_table(result: "TuningResult") -> "Table":
+    from rich.table import Table
+
     table = Table(title=f"{result.metric} on {result.train_split} · best first")
     for param in result.params:
         table.add_column(param.path)
@@ -122,7 +129,9 @@ def points_table(result: TuningResult) -> Table:
     return table
 
 
-def comparison_table(result: TuningResult) -> Table:
+def comparison_table(result: "TuningResult") -> "Table":
+    from rich.table import Table
+
     labels = list(result.test["metrics"])
     table = Table(title=f"{result.test['dataset']} · {result.test['split']} · {result.test['n_queries']} queries")
     table.add_column("tree")
@@ -152,6 +161,12 @@ def register_eval_commands(app: typer.Typer) -> None:
         batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, min=1, help="Queries per retrieve_batch call."),
     ) -> None:
         """Build (or load) a tree, run a split's judged queries, print every node's metrics."""
+        from dashrag.core.persistence import atomic_write_json, read_manifest
+        from dashrag.evaluation.beir import load_split
+        from dashrag.evaluation.metrics import parse_metrics
+        from dashrag.evaluation.report import per_node_table, plot_per_node
+        from dashrag.evaluation.runner import evaluate_tree
+
         metric_list = [m.label for m in parse_metrics(metrics)]
         saved = is_saved_folder(config)
         if saved and chunker is not None:
@@ -209,6 +224,12 @@ def register_eval_commands(app: typer.Typer) -> None:
         test_split: str = typer.Option("test", help="The split the best point is reported on."),
     ) -> None:
         """Grid-search parameters on the train split; report the best on test; write the tuned config."""
+        from dashrag.api import prepare_corpus
+        from dashrag.core.persistence import atomic_write_json, read_manifest
+        from dashrag.evaluation.beir import load_split
+        from dashrag.evaluation.metrics import parse_metric, parse_metrics
+        from dashrag.evaluation.tuner import plan_grid, plot_tuning, tune
+
         raw = read_manifest(Path(config))["config"] if is_saved_folder(config) else resolve_config(config)
         chunker_spec = checked_chunker(chunker)
         params = read_tune_params(param)

@@ -19,15 +19,13 @@ import typer
 from rich.console import Console
 
 import dashrag
-from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.config_files import resolve_component, resolve_config
-from dashrag.cli.output import print_table, results_json
-from dashrag.core.registry import all_components, get_component
-from dashrag.core.schema import component_schema, export_schemas
-from dashrag.core.trace import format_trace
+from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.errors import DashragError, QueryError
-from dashrag.evaluation.runs import format_trec_run, run_from_results
-from dashrag.store.store import Store
+
+# Each command imports what it uses inside its body: a keyword `dashrag query` must not pay
+# for jsonschema, the evaluation stack or components its tree does not name
+# (tests/cli/test_cold_query_imports.py, bench/bench_cold_query.py).
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Retriever trees from JSON.")
 console = Console()
@@ -53,6 +51,8 @@ def user_errors(command: Callable) -> Callable:
 @user_errors
 def components() -> None:
     """List the registered components with their kind and description."""
+    from dashrag.core.registry import all_components
+
     for name, cls in all_components():
         console.print(f"[bold]{name}[/bold]  [dim]{cls.META.kind}[/dim]  {cls.META.display['en'].description}", highlight=False)
 
@@ -61,13 +61,18 @@ def components() -> None:
 @user_errors
 def schema(name: str) -> None:
     """Print the JSON Schema of one component."""
+    from dashrag.core.registry import get_component
+    from dashrag.core.schema import component_schema
+
     print(json.dumps(component_schema(get_component(name)), indent=2, ensure_ascii=False))
 
 
 @app.command("export-schemas")
 @user_errors
 def export_schemas_command(root: Path = typer.Option(REPO_ROOT, help="Folder that holds schemas/ and frontend_meta/.")) -> None:
-    """Regenerate schemas/ and frontend_meta/ from the code."""
+    """Regenerate schemas/, frontend_meta/ and the component index from the code."""
+    from dashrag.core.schema import export_schemas
+
     written = export_schemas(root)
     console.print(f"wrote {len(written)} files under {root}/schemas and {root}/frontend_meta")
 
@@ -84,6 +89,8 @@ def index(
                                              help="Folder for caches such as embeddings (default: --out); share it between builds."),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
+    from dashrag.store.store import Store
+
     raw = resolve_config(config)
     dashrag.validate_and_transform(raw, "retriever")  # every config problem before any work
     with console.status("reading the corpus"):
@@ -133,6 +140,9 @@ def query(
     tag: str = typer.Option("dashrag", help="Run tag in TREC output."),
 ) -> None:
     """Load a saved tree (no refitting) and answer one query or a queries file."""
+    from dashrag.cli.output import print_table, results_json
+    from dashrag.core.trace import format_trace
+
     if fmt not in ("text", "json", "trec"):
         raise QueryError(f"--format must be text, json or trec, not {fmt!r}")
     fmt = "json" if as_json else fmt
@@ -148,6 +158,8 @@ def query(
         chunks, node = retriever.retrieve(text, **kwargs)
         rows = [("1", chunks, node)]
     if fmt == "trec":
+        from dashrag.evaluation.runs import format_trec_run, run_from_results
+
         sys.stdout.write(format_trec_run(run_from_results({qid: chunks for qid, chunks, _ in rows}), tag))
         return
     for (qid, chunks, node), q in zip(rows, [text] if queries is None else [q for _, q in pairs]):

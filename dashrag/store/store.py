@@ -8,7 +8,6 @@ retriever then reads its chunks back from here instead of re-chunking.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterable, Sequence
 
 from sqlalchemy import create_engine, func, insert, select
@@ -19,10 +18,9 @@ from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.model import Chunk, SourceDocument
 from dashrag.errors import PersistenceError
 from dashrag.store.models import Base, ChunkRow, DocumentRow, RetrieverRecord, StoreInfo
+from dashrag.store.sqlite_reader import sqlite_url
 
-
-def sqlite_url(path: Path) -> str:
-    return f"sqlite:///{Path(path).resolve()}"
+__all__ = ["Store", "sqlite_url"]
 
 
 class Store:
