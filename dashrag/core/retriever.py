@@ -37,28 +37,24 @@ Answer = tuple[Sequence[ScoredChunk], dict]  # chunks best first, trace node
 
 
 class BatchAnswers(Sequence[Answer]):
-    """``retrieve_batch``'s answer: one ``(chunks, trace node)`` per query, each node built
-    when its query's answer is first read (then kept). A batch of cheap queries spent
-    most of its time and memory on trace nodes nobody read; a caller that reads them all
-    gets the same nodes, with each query's share of the batch's time."""
+    """``retrieve_batch``'s answer: one ``(chunks, trace node)`` per query, the node built
+    each time its query's answer is read, and not kept. A batch of cheap queries spent
+    most of its time and memory on trace nodes nobody read (bench/bench_bm25_end_to_end.py);
+    a caller that reads an answer gets its node, with the query's share of the batch's time,
+    and equal nodes on every read. :meth:`results` gives the chunks alone."""
 
-    __slots__ = ("_queries", "_results", "_share_ms", "_node", "_answers")
+    __slots__ = ("_queries", "_results", "_share_ms", "_node")
 
     def __init__(self, queries: list[str], results: list[Result], share_ms: float,
                  node: Callable[..., dict]):
         self._queries, self._results, self._share_ms, self._node = queries, results, share_ms, node
-        self._answers: list[Answer | None] = [None] * len(queries)
 
     def __len__(self) -> int:
         return len(self._queries)
 
     def _answer(self, i: int) -> Answer:
-        answer = self._answers[i]
-        if answer is None:
-            chunks, children, selection = self._results[i]
-            node = self._node(self._queries[i], chunks, self._share_ms, children, selection, batched=True)
-            answer = self._answers[i] = (chunks, node)
-        return answer
+        chunks, children, selection = self._results[i]
+        return chunks, self._node(self._queries[i], chunks, self._share_ms, children, selection, batched=True)
 
     @overload
     def __getitem__(self, index: int) -> Answer: ...
@@ -213,7 +209,7 @@ class UnitRetriever(Retriever[P], Generic[P]):
                 rows = top_k_rows(scores, k, allowed)
                 values = scores[rows]
                 hits = int(np.count_nonzero(values > floor))  # the misses are the tail, if any
-                found = ScoredChunks(chunks, rows[:hits].tolist(), values[:hits].tolist(), self.component_name)
+                found = ScoredChunks(chunks, rows[:hits], values[:hits], self.component_name)
                 results.append((found, [], None))
         return results
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator, Sequence, overload
 
+import numpy as np
+
 from dashrag.documents.model import ScoredChunk
 
 if TYPE_CHECKING:
@@ -20,11 +22,12 @@ if TYPE_CHECKING:
 
 
 class ScoredChunks(Sequence[ScoredChunk]):
-    """Chunks ``rows`` of ``chunk_set`` (best first) with their ``scores``, scored by ``source``."""
+    """Chunks ``rows`` of ``chunk_set`` (best first) with their ``scores``, scored by ``source``
+    (two 1-d arrays of one length: a query's answer costs two small arrays until it is read)."""
 
     __slots__ = ("_chunk_set", "_rows", "_scores", "_source", "_built")
 
-    def __init__(self, chunk_set: "ChunkSet", rows: list[int], scores: list[float], source: str):
+    def __init__(self, chunk_set: "ChunkSet", rows: np.ndarray, scores: np.ndarray, source: str):
         self._chunk_set = chunk_set
         self._rows = rows
         self._scores = scores
@@ -34,7 +37,8 @@ class ScoredChunks(Sequence[ScoredChunk]):
     def _list(self) -> list[ScoredChunk]:
         if self._built is None:
             chunks = self._chunk_set.chunks
-            self._built = [ScoredChunk(chunks[r], s, self._source) for r, s in zip(self._rows, self._scores)]
+            self._built = [ScoredChunk(chunks[r], s, self._source)
+                           for r, s in zip(self._rows.tolist(), self._scores.tolist())]
         return self._built
 
     def __len__(self) -> int:
@@ -66,8 +70,7 @@ class ScoredChunks(Sequence[ScoredChunk]):
     @property
     def chunk_ids(self) -> list[int]:
         """The chunks' ids, best first, without making ScoredChunk objects."""
-        ids = self._chunk_set.ids
-        return [int(ids[r]) for r in self._rows]
+        return self._chunk_set.ids[self._rows].tolist()
 
     def trace_json(self, include_text: bool, limit: int | None) -> list[dict[str, Any]]:
         """The trace's ``output`` entries (ScoredChunk.to_json's: a leaf's chunks carry no
@@ -75,7 +78,7 @@ class ScoredChunks(Sequence[ScoredChunk]):
         chunks = self._chunk_set.chunks
         rows = self._rows if limit is None else self._rows[:limit]
         out = []
-        for r, score in zip(rows, self._scores):
+        for r, score in zip(rows.tolist(), self._scores.tolist()):
             c = chunks[r]
             item = {"chunk_id": c.id, "document_id": c.document_id, "position": c.position, "score": score,
                     "source": self._source}
