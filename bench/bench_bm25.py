@@ -46,7 +46,7 @@ import rank_bm25
 import scipy.sparse as sp
 import Stemmer
 
-from dashrag.retrievers.bm25_scoring import BM25Parameters, bm25_weights, score_query, top_k, top_k_batch
+from dashrag.scoring.bm25 import BM25Parameters, bm25_weights, score_query, top_k, top_k_batch
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 MIB = 1024 * 1024
@@ -246,9 +246,9 @@ def measure_all(libs: list[Library], corpus_tokens, query_tokens, k: int, repeat
                 best[i]["batch"] = min(best[i]["batch"], seconds)
     for i, lib in enumerate(libs):
         indexes[i] = None
-        build_peak, index_size, index = traced_mib(lambda: lib.build(corpus_tokens))
-        batch_peak = traced_mib(lambda: lib.batch(index, query_tokens, k))[0] if lib.has_batch else None
-        del index
+        build_peak, index_size, built = traced_mib(lambda: lib.build(corpus_tokens))
+        batch_peak = traced_mib(lambda: lib.batch(built, query_tokens, k))[0] if lib.has_batch else None
+        built = None  # free the index before the next library is measured
         batch_s = best[i]["batch"] if lib.has_batch else best[i]["single"]
         rows[i].update(build_s=best[i]["build"], qps_single=n / best[i]["single"], qps_batch=n / batch_s,
                        build_peak_mib=build_peak, index_mib=index_size, batch_peak_mib=batch_peak)

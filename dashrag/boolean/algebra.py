@@ -65,7 +65,7 @@ class FragmentSet:
     known_documents: frozenset[str] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def of(cls, fragments: Iterable[ScoredChunk], is_filter: bool = False) -> "FragmentSet":
+    def of(cls, fragments: Iterable[ScoredChunk], is_filter: bool = False) -> FragmentSet:
         """Build from fragments; a chunk id seen twice keeps its best score (the OR rule)."""
         best: dict[int, ScoredChunk] = {}
         for fragment in fragments:
@@ -117,7 +117,7 @@ class FragmentSet:
     def min_score(self) -> float:
         return min((f.score for f in self.fragments.values()), default=0.0)
 
-    def restricted_to(self, document_ids: frozenset[str]) -> "FragmentSet":
+    def restricted_to(self, document_ids: frozenset[str]) -> FragmentSet:
         if self.document_ids <= document_ids:
             return self
         kept = {cid: f for cid, f in self.fragments.items() if f.document_id in document_ids}
@@ -140,7 +140,7 @@ class IndexedDocuments(frozenset):
     __slots__ = ("mask", "chunk_count", "universe", "memo")
 
     def __new__(cls, ids: Iterable[str], mask: Any = None, chunk_count: int | None = None,
-                universe: Any = None) -> "IndexedDocuments":
+                universe: Any = None) -> IndexedDocuments:
         made = super().__new__(cls, ids)
         made.mask = mask
         made.chunk_count = chunk_count
@@ -152,7 +152,7 @@ class IndexedDocuments(frozenset):
         super().__init__()
 
 
-def _within(documents: frozenset[str], scope: "Scope") -> bool:
+def _within(documents: frozenset[str], scope: Scope) -> bool:
     """``documents <= scope.document_ids``, answered without a pass when the set says it was made
     from the scope's whole universe."""
     if scope.documents is None and getattr(documents, "universe", None) is scope.universe:
@@ -231,7 +231,7 @@ class Scope:
         object.__setattr__(self, "document_ids", frozenset(self.universe) if self.documents is None else self.documents)
 
     @classmethod
-    def from_chunks(cls, chunks: Iterable[Chunk]) -> "Scope":
+    def from_chunks(cls, chunks: Iterable[Chunk]) -> Scope:
         grouped: dict[str, list[Chunk]] = {}
         for chunk in chunks:
             grouped.setdefault(chunk.document_id, []).append(chunk)
@@ -248,7 +248,7 @@ class Scope:
             return self.universe
         return {doc: self.universe[doc] for doc in self.documents}
 
-    def restricted_to(self, document_ids: Iterable[str]) -> "Scope":
+    def restricted_to(self, document_ids: Iterable[str]) -> Scope:
         allowed = document_ids if isinstance(document_ids, frozenset) else frozenset(document_ids)
         if _within(allowed, self):
             return Scope(self.universe, allowed)

@@ -28,8 +28,9 @@ It also adapts any reranker component to the function ``rerank_in_rounds`` calls
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -39,23 +40,39 @@ from dashrag.boolean.category_index import CategoryIndex
 from dashrag.boolean.serialise import serialise
 from dashrag.boolean.text_index import TextIndex
 from dashrag.core.restriction import Restriction
+from dashrag.core.retriever import Retriever
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import ConfigError
 
 if TYPE_CHECKING:
-    from dashrag.core.retriever import Retriever
     from dashrag.documents.chunk_set import ChunkSet
-    from dashrag.retrievers.dense import DenseEmbeddingRetriever
 
 SCORE_MODES = ("auto", "dense_cosine", "max_normalised", "child")
 
 
-def find_dense_node(child: "Retriever") -> "DenseEmbeddingRetriever | None":
-    """The first dense retriever in the child's subtree (the child itself, or the hybrid's dense half)."""
-    from dashrag.retrievers.dense import DenseEmbeddingRetriever
+@runtime_checkable
+class DenseNode(Protocol):
+    """What a semantic clause needs from a dense retriever (``DenseEmbeddingRetriever`` is one).
 
+    A protocol rather than the class, so ``boolean/`` imports no concrete retriever
+    (docs/design.md, import contracts): retrieve like any retriever, embed a phrase,
+    and score query vectors against every chunk under the node's own metric.
+    """
+
+    component_name: str
+
+    def retrieve(self, query: str, **kwargs: Any) -> tuple[list[ScoredChunk], dict]: ...
+
+    def embed_queries(self, queries: Sequence[str]) -> np.ndarray: ...
+
+    def score_vectors(self, query_vectors: np.ndarray) -> np.ndarray: ...
+
+
+def find_dense_node(child: Retriever) -> DenseNode | None:
+    """The first dense node in the child's subtree (the child itself, or the hybrid's dense half):
+    a retriever that embeds queries and scores vectors."""
     for _, node in child.iter_nodes():
-        if isinstance(node, DenseEmbeddingRetriever):
+        if isinstance(node, Retriever) and isinstance(node, DenseNode):
             return node
     return None
 
@@ -87,12 +104,12 @@ class DocumentMaskRestriction(Restriction):
     documents, so it hands leaves the finished mask (and the set, for any other chunk set).
     """
 
-    def __init__(self, documents: frozenset[str], chunks: "ChunkSet", mask: np.ndarray):
+    def __init__(self, documents: frozenset[str], chunks: ChunkSet, mask: np.ndarray):
         super().__init__(documents=documents)
         self._cache[id(chunks)] = mask
         self._chunks_id = id(chunks)
 
-    def row_mask(self, chunks: "ChunkSet") -> np.ndarray:
+    def row_mask(self, chunks: ChunkSet) -> np.ndarray:
         """As ``Restriction.row_mask``; for a category index's set, computed once and kept on the set."""
         memo = getattr(self.documents, "memo", None)
         if memo is None or id(chunks) != self._chunks_id:
@@ -116,10 +133,10 @@ class SemanticSettings:
 class ClauseRunner:
     """The leaf evaluator of one query (module docstring)."""
 
-    chunks: "ChunkSet"
+    chunks: ChunkSet
     texts: Sequence[str]
-    child: "Retriever"
-    dense: "DenseEmbeddingRetriever | None"
+    child: Retriever
+    dense: DenseNode | None
     text_index: TextIndex
     categories: CategoryIndex
     semantic: SemanticSettings

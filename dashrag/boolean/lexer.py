@@ -14,8 +14,8 @@ is a keyword, a category name or a category value.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 from enum import Enum
+from typing import NamedTuple
 
 from dashrag.errors import QuerySyntaxError
 

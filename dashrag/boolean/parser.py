@@ -12,7 +12,19 @@ a lower-case ``and`` is an error that says so, never a silent category name.
 
 from __future__ import annotations
 
-from dashrag.boolean.ast import KEYWORDS, And, Category, Node, Not, Or, Query, Semantic, Text, TrueNode, is_category_name
+from dashrag.boolean.ast import (
+    KEYWORDS,
+    And,
+    Category,
+    Node,
+    Not,
+    Or,
+    Query,
+    Semantic,
+    Text,
+    TrueNode,
+    is_category_name,
+)
 from dashrag.boolean.lexer import ExpressionSyntaxError, Kind, Token, tokenize
 from dashrag.boolean.normalise_text import normalise_words
 

@@ -20,7 +20,7 @@ normalised words the matcher compares:
 
 Scores are Lucene's BM25 (``idf = log(1 + (N - df + 0.5) / (df + 0.5))``, always
 positive, so every match scores above 0) over the chunk set, by the pure
-functions of :mod:`dashrag.retrievers.bm25_scoring`; its posting lists double as
+functions of :mod:`dashrag.scoring.bm25`; its posting lists double as
 the candidate lists.
 """
 
@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from dashrag.boolean.normalise_text import PhraseMatcher, normalise_words
 from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
 from dashrag.errors import PersistenceError
-from dashrag.retrievers import bm25_scoring as scoring
+from dashrag.scoring import bm25 as scoring
 
 STATE_ARRAYS = ("data", "doc_ids", "term_ptr", "nonoccurrence")
 EMPTY_ROWS = np.empty(0, dtype=np.int64)
@@ -66,7 +66,7 @@ class TextIndex:
     extra_postings: dict[str, np.ndarray]
 
     @classmethod
-    def build(cls, texts: Sequence[str], k1: float = 1.2, b: float = 0.75) -> "TextIndex":
+    def build(cls, texts: Sequence[str], k1: float = 1.2, b: float = 0.75) -> TextIndex:
         vocabulary: dict[str, int] = {}
         indptr, indices = [0], []
         extra: dict[str, list[int]] = {}
@@ -148,7 +148,7 @@ class TextIndex:
         })
 
     @classmethod
-    def load(cls, folder: Path, n_rows: int) -> "TextIndex":
+    def load(cls, folder: Path, n_rows: int) -> TextIndex:
         meta = load_json(folder / "text_index.json")
         try:
             words, extra = meta["vocabulary"], meta["extra_postings"]

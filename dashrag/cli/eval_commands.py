@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -29,6 +29,7 @@ from rich.table import Table
 import dashrag
 from dashrag.api import prepare_corpus
 from dashrag.cli.config_files import resolve_component, resolve_config
+from dashrag.cli.console import console, user_errors
 from dashrag.core.persistence import atomic_write_json, read_manifest
 from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError, ConfigIssue, CorpusError
@@ -135,8 +136,6 @@ def comparison_table(result: TuningResult) -> Table:
 
 def register_eval_commands(app: typer.Typer) -> None:
     """Add ``eval`` and ``tune`` to the ``dashrag`` app (main.py calls this once)."""
-    from dashrag.cli.main import console, user_errors
-
     @app.command("eval")
     @user_errors
     def eval_command(
@@ -144,11 +143,11 @@ def register_eval_commands(app: typer.Typer) -> None:
         dataset: Path = typer.Option(..., "--dataset", help="A BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv."),
         split: str = typer.Option("test", help="Which qrels/<split>.tsv to score."),
         metrics: str = typer.Option(DEFAULT_METRICS, help="Comma-separated: ndcg@k, recall@k, mrr@k, map@k, precision@k."),
-        json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
-        plot: Optional[Path] = typer.Option(None, help="Write a PNG of the per-node metrics here."),
+        json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
+        plot: Path | None = typer.Option(None, help="Write a PNG of the per-node metrics here."),
         top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", min=0, help=TOP_K_HELP),
-        chunker: Optional[str] = typer.Option(None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."),
-        workdir: Optional[Path] = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
+        chunker: str | None = typer.Option(None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."),
+        workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
         batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, min=1, help="Queries per retrieve_batch call."),
     ) -> None:
         """Build (or load) a tree, run a split's judged queries, print every node's metrics."""
@@ -200,11 +199,11 @@ def register_eval_commands(app: typer.Typer) -> None:
         metric: str = typer.Option("ndcg@10", help="The metric the search maximises on the train split."),
         metrics: str = typer.Option(DEFAULT_METRICS, help="The metrics of the test reports."),
         out: Path = typer.Option(Path("tuned.json"), "--out", help="Write the tuned (normalised) config here."),
-        json_out: Optional[Path] = typer.Option(None, "--json", help="Write the tuning report (every point) here."),
-        plot: Optional[Path] = typer.Option(None, help="Write a PNG of the metric against each parameter here."),
+        json_out: Path | None = typer.Option(None, "--json", help="Write the tuning report (every point) here."),
+        plot: Path | None = typer.Option(None, help="Write a PNG of the metric against each parameter here."),
         top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", min=0, help=TOP_K_HELP),
-        chunker: Optional[str] = typer.Option(None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."),
-        workdir: Optional[Path] = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
+        chunker: str | None = typer.Option(None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."),
+        workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
         train_split: str = typer.Option("train", help="The split the search runs on."),
         test_split: str = typer.Option("test", help="The split the best point is reported on."),
     ) -> None:

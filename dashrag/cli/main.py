@@ -1,52 +1,32 @@
 """The ``dashrag`` command.
 
-Every user error (a config, a corpus, a saved folder, a query) is a DashragError:
-it is printed as one ``error: ...`` line on stderr with exit code 2, never as a
-traceback. Anything else is a bug and keeps its traceback.
+Every command is wrapped in ``user_errors`` (cli/console.py): a DashragError is one
+``error: ...`` line on stderr with exit code 2, never a traceback.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import sys
 import time
-from functools import wraps
 from pathlib import Path
-from typing import Any, Callable, Optional
 
 import typer
-from rich.console import Console
 
 import dashrag
-from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.config_files import resolve_component, resolve_config
+from dashrag.cli.console import console, user_errors
+from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.output import print_table, results_json
 from dashrag.core.registry import all_components, get_component
 from dashrag.core.schema import component_schema, export_schemas
 from dashrag.core.trace import format_trace
-from dashrag.errors import DashragError, QueryError
+from dashrag.errors import QueryError
 from dashrag.evaluation.runs import format_trec_run, run_from_results
 from dashrag.store.store import Store
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Retriever trees from JSON.")
-console = Console()
-err_console = Console(stderr=True)
-EXIT_USER_ERROR = 2
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def user_errors(command: Callable) -> Callable:
-    @wraps(command)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        logging.basicConfig(level=logging.WARNING, format="warning: %(message)s", stream=sys.stderr)
-        try:
-            return command(*args, **kwargs)
-        except DashragError as exc:
-            err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(EXIT_USER_ERROR) from None
-
-    return run
 
 
 @app.command()
@@ -78,9 +58,9 @@ def index(
     config: str = typer.Argument(..., help="A JSON file, a preset name from components/, or inline JSON."),
     corpus: Path = typer.Option(..., "--corpus", help="A folder of .txt/.md files, or a BEIR corpus.jsonl[.gz] or folder."),
     out: Path = typer.Option(..., "--out", help="Folder to save the built retriever in."),
-    chunker: Optional[str] = typer.Option(None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."),
-    store: Optional[str] = typer.Option(None, help="SQLAlchemy URL of the store (default: an SQLite file inside --out)."),
-    cache_dir: Optional[Path] = typer.Option(None, envvar="DASHRAG_CACHE_DIR",
+    chunker: str | None = typer.Option(None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."),
+    store: str | None = typer.Option(None, help="SQLAlchemy URL of the store (default: an SQLite file inside --out)."),
+    cache_dir: Path | None = typer.Option(None, envvar="DASHRAG_CACHE_DIR",
                                              help="Folder for caches such as embeddings (default: --out); share it between builds."),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
@@ -124,9 +104,9 @@ def _read_queries(path: Path) -> list[tuple[str, str]]:
 @user_errors
 def query(
     folder: Path = typer.Argument(..., help="A folder written by `dashrag index`."),
-    text: Optional[str] = typer.Argument(None, help="The query."),
-    queries: Optional[Path] = typer.Option(None, help="A BEIR queries.jsonl: answer every query in one batched run."),
-    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, help="How many chunks (default: the tree's own top_k)."),
+    text: str | None = typer.Argument(None, help="The query."),
+    queries: Path | None = typer.Option(None, help="A BEIR queries.jsonl: answer every query in one batched run."),
+    top_k: int | None = typer.Option(None, "--top-k", min=1, help="How many chunks (default: the tree's own top_k)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON lines."),
     trace: bool = typer.Option(False, "--trace", help="Print the trace tree."),
     fmt: str = typer.Option("text", "--format", help="text | json | trec (document-level TREC run)."),
@@ -150,7 +130,7 @@ def query(
     if fmt == "trec":
         sys.stdout.write(format_trec_run(run_from_results({qid: chunks for qid, chunks, _ in rows}), tag))
         return
-    for (qid, chunks, node), q in zip(rows, [text] if queries is None else [q for _, q in pairs]):
+    for (_qid, chunks, node), q in zip(rows, [text] if queries is None else [q for _, q in pairs]):
         if fmt == "json":
             print(results_json(q, chunks, node if trace else None))
         else:

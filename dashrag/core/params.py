@@ -112,7 +112,7 @@ class ComponentParams(BaseModel):
     RULES: ClassVar[tuple[Rule, ...]] = ()
 
     @model_validator(mode="after")
-    def _check_rules(self) -> "ComponentParams":
+    def _check_rules(self) -> ComponentParams:
         problems = [p for rule in self.RULES if (p := rule.check(self))]
         if problems:
             raise ValueError("; ".join(problems))

@@ -26,6 +26,7 @@ from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams
 from dashrag.core.ranking import by_distance, top_k_rows
 from dashrag.core.restriction import Restriction
+from dashrag.core.saved_tree import save
 from dashrag.core.trace import TraceSettings, trace_node
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import QueryError
@@ -76,12 +77,10 @@ class Retriever(ConfigObject[P], Generic[P]):
         raise NotImplementedError
 
     def save(self, folder: Any) -> Any:
-        """Save this fitted tree to ``folder`` (see :func:`dashrag.api.save`)."""
-        from dashrag.api import save
-
+        """Save this fitted tree to ``folder`` (see :func:`dashrag.core.saved_tree.save`)."""
         return save(self, folder)
 
-    def get_children(self) -> list["Retriever"]:
+    def get_children(self) -> list[Retriever]:
         """The retrievers nested in this one (a copy: changing it changes nothing)."""
         return [node for _, node in self.nested_objects() if isinstance(node, Retriever)]
 
@@ -124,7 +123,7 @@ class UnitRetriever(Retriever[P], Generic[P]):
 
     def top_k(self, kwargs: dict[str, Any]) -> int:
         hint = kwargs.get("top_k")
-        return int(hint) if hint is not None else int(getattr(self.params, "top_k"))
+        return int(hint) if hint is not None else int(self.params.top_k)
 
     def _score_block(self, queries: list[str]) -> np.ndarray:
         raise NotImplementedError

@@ -85,7 +85,7 @@ def embed_with_progress(embedding: EmbeddingModel, texts: Sequence[str], descrip
     return np.concatenate(parts) if parts else embedding.embed_documents([])
 
 
-def document_vectors(embedding: EmbeddingModel, chunks: "ChunkSet", env_path: Path) -> np.ndarray:
+def document_vectors(embedding: EmbeddingModel, chunks: ChunkSet, env_path: Path) -> np.ndarray:
     """The (len(chunks), d) float32 vectors of the chunks' texts: from the cache, or embedded and cached."""
     path = cache_path(env_path, chunks.fingerprint, embedding)
     with _lock_for(path):

@@ -14,9 +14,8 @@ several dense nodes over one model).
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import threading
+from contextlib import contextmanager
 from typing import Any, Iterator, Literal, TypeVar
 
 import numpy as np

@@ -39,7 +39,15 @@ from typing import Any, Sequence
 
 from pydantic import Field
 
-from dashrag.core.params import ComponentParams, ComponentSpec, Rule, component_field, components_field, less_or_equal, spec
+from dashrag.core.params import (
+    ComponentParams,
+    ComponentSpec,
+    Rule,
+    component_field,
+    components_field,
+    less_or_equal,
+    spec,
+)
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result, Retriever
 from dashrag.documents.chunk_set import ChunkSet
@@ -64,7 +72,7 @@ DEFAULT_DENSE = {"component": "DenseEmbeddingRetriever", "params": {
 DEFAULT_CHILD = spec("ParallelRetriever", merge_strategy="round_robin", children=[DEFAULT_BM25, DEFAULT_DENSE])
 
 
-def _window_problem(p: "AgenticParams") -> str | None:
+def _window_problem(p: AgenticParams) -> str | None:
     if p.window_size is None:
         return None
     stride = p.window_stride if p.window_stride is not None else p.window_size - p.top_k

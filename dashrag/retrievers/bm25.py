@@ -2,7 +2,7 @@
 
 The score of a chunk is the sum, over the query's terms, of the variant's
 term weight (Okapi/Robertson, BM25L, BM25+, Lucene; formulas and their parity
-with rank-bm25 in :mod:`dashrag.retrievers.bm25_scoring`). Weights are computed
+with rank-bm25 in :mod:`dashrag.scoring.bm25`). Weights are computed
 once at fit time into posting lists, so a query is one scatter-add of each of
 its terms' posting lists.
 
@@ -27,7 +27,7 @@ from dashrag.core.persistence import atomic_write_json, load_array, load_json, s
 from dashrag.core.registry import register
 from dashrag.core.retriever import UnitRetriever
 from dashrag.errors import PersistenceError
-from dashrag.retrievers import bm25_scoring as scoring
+from dashrag.scoring import bm25 as scoring
 
 STATE_ARRAYS = ("data", "doc_ids", "term_ptr", "nonoccurrence")
 

@@ -30,8 +30,8 @@ import numpy as np
 from pydantic import Field
 
 from dashrag.boolean.algebra import Scope
-from dashrag.boolean.category_index import CategoryIndex
 from dashrag.boolean.categories import validate_categories
+from dashrag.boolean.category_index import CategoryIndex
 from dashrag.boolean.evaluate import evaluate, tree_summary
 from dashrag.boolean.leaves import (
     ClauseRunner,
@@ -57,7 +57,7 @@ _T = SelectionThresholds()  # the one place the selection defaults live
 HYBRID = spec("ParallelRetriever", children=[spec("BM25Retriever"), spec("DenseEmbeddingRetriever")], merge_strategy="rrf")
 
 
-def _rerank_needs_reranker(params: "BooleanQueryParams") -> str | None:
+def _rerank_needs_reranker(params: BooleanQueryParams) -> str | None:
     if params.automatically_rerank and not params.reranker:
         return "automatically_rerank needs a reranker (set the reranker field)"
     return None

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import socket
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -153,7 +152,7 @@ class HttpReranker(CompositeRetriever[HttpRerankerParams]):
         except urllib.error.HTTPError as exc:
             detail = _body_excerpt(exc)
             raise RetrievalError(_redact(f"{where} answered HTTP {exc.code}" + (f": {detail}" if detail else ""), key)) from None
-        except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as exc:
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
             reason = getattr(exc, "reason", exc)
             raise RetrievalError(_redact(f"{where}: request failed ({reason})", key)) from None
         try:

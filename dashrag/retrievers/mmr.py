@@ -36,7 +36,6 @@ from dashrag.embeddings.base import EmbeddingModel
 from dashrag.embeddings.overflow import unit_rows
 from dashrag.retrievers.dense import DenseEmbeddingRetriever
 
-
 NO_REDUNDANCY = -1.0  # the max similarity to nothing: the least a cosine can be
 
 

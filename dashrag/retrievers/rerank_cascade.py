@@ -48,7 +48,7 @@ def should_exit_early(scores: Sequence[float], mode: str, margin: float, thresho
     return (gap >= margin, f"top leads runner-up by {gap:.1%} ({'>=' if gap >= margin else '<'} margin {margin:.1%})")
 
 
-def _threshold_given(params: "RerankCascadeParams") -> str | None:
+def _threshold_given(params: RerankCascadeParams) -> str | None:
     if params.early_exit == "threshold" and params.exit_threshold is None:
         return "early_exit 'threshold' needs exit_threshold"
     return None

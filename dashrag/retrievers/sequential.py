@@ -19,7 +19,6 @@ from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result
 from dashrag.documents.model import ScoredChunk
 
-
 DEFAULT_STAGES = (spec("BM25Retriever", top_k=50), spec("DenseEmbeddingRetriever", top_k=10))
 
 
@@ -28,7 +27,7 @@ def _top_k_of(child: ComponentSpec) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _non_increasing_top_k(params: "SequentialParams") -> str | None:
+def _non_increasing_top_k(params: SequentialParams) -> str | None:
     sizes = [_top_k_of(c) for c in params.children]
     for i in range(1, len(sizes)):
         if sizes[i] is not None and sizes[i - 1] is not None and sizes[i] > sizes[i - 1]:

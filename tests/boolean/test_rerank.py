@@ -7,8 +7,8 @@ import math
 import pytest
 
 from dashrag.boolean import parse, rerank_in_rounds, rerank_query, semantic_clauses
-from dashrag.boolean.rerank import plan_rounds
 from dashrag.boolean.normalise_text import normalise_words
+from dashrag.boolean.rerank import plan_rounds
 from dashrag.documents.model import Chunk, ScoredChunk
 from dashrag.errors import RetrievalError
 

@@ -9,8 +9,7 @@ from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.embeddings.overflow import window_spans
 from dashrag.embeddings.sentence_transformer import MiniLMEmbedding, SentenceTransformerEmbedding
 from dashrag.errors import ConfigError, QueryError
-
-from .model_dirs import minilm_dir, unnormalised_minilm_dir  # noqa: F401  (fixture)
+from tests.fixtures.models import minilm_dir
 
 TEXTS = ["Vitamin D deficiency raises the risk of fractures.",
          "Stem cells can be tracked with magnetic nanoparticles.",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 import dashrag
@@ -23,7 +22,7 @@ from dashrag.evaluation.tuner import (
     tune,
 )
 
-from .test_runner import CHUNKER, HYBRID, fitted, tfidf, write_scifact_subset
+from .test_runner import CHUNKER, HYBRID, fitted, tfidf
 
 RRF_K = "params.rrf_k"
 SUBLINEAR = "params.children[0].params.sublinear_tf"
@@ -32,19 +31,14 @@ HYBRID_WEIGHTED = {**HYBRID, "params": {**HYBRID["params"], "weights": [1.0, 1.0
 
 
 @pytest.fixture(scope="module")
-def subset(tmp_path_factory, scifact_dir):
-    return write_scifact_subset(scifact_dir, tmp_path_factory.mktemp("beir") / "scifact-subset")
+def infra(scifact_subset, tmp_path_factory):
+    return prepare_corpus(dashrag.Corpus.from_beir(scifact_subset), tmp_path_factory.mktemp("work"), CHUNKER)
 
 
 @pytest.fixture(scope="module")
-def infra(subset, tmp_path_factory):
-    return prepare_corpus(dashrag.Corpus.from_beir(subset), tmp_path_factory.mktemp("work"), CHUNKER)
-
-
-@pytest.fixture(scope="module")
-def tuned(subset, infra):
+def tuned(scifact_subset, infra):
     params = [parse_param(f"{SUBLINEAR}=false,true"), parse_param(f"{WEIGHT}=0.25,4"), parse_param(f"{RRF_K}=2,60")]
-    return tune(HYBRID_WEIGHTED, params, infra=infra, train=load_split(subset, "train"), test=load_split(subset, "test"),
+    return tune(HYBRID_WEIGHTED, params, infra=infra, train=load_split(scifact_subset, "train"), test=load_split(scifact_subset, "test"),
                 metric="ndcg@10", metrics="ndcg@10,recall@100")
 
 
@@ -158,8 +152,8 @@ def test_bm25_k1_and_b_refit_the_bm25_leaf_alone(infra):
     assert cache.fitted.count("BM25Retriever") == 4 and cache.fitted.count("TFIDFRetriever") == 1
 
 
-def test_a_cached_tree_answers_what_a_fresh_tree_answers(infra, subset):
-    queries = load_split(subset, "train").queries
+def test_a_cached_tree_answers_what_a_fresh_tree_answers(infra, scifact_subset):
+    queries = load_split(scifact_subset, "train").queries
     cache = SubtreeCache(infra)
     first, second = (p.config for p in plan_grid(HYBRID, [parse_param(f"{RRF_K}=1,60")]))
     cache.build(first)
@@ -168,8 +162,8 @@ def test_a_cached_tree_answers_what_a_fresh_tree_answers(infra, subset):
     assert [n["output"] for _, n in cached.traces] == [n["output"] for _, n in fresh.traces]
 
 
-def test_the_search_finds_the_best_point_of_direct_evaluation(tuned, infra, subset):
-    train = load_split(subset, "train")
+def test_the_search_finds_the_best_point_of_direct_evaluation(tuned, infra, scifact_subset):
+    train = load_split(scifact_subset, "train")
     evaluator = Evaluator(train.qrels, "ndcg@10")
     direct = [evaluator.evaluate(root_run(run_queries(fitted(p.config, infra), train.queries).traces)).mean["ndcg@10"]
               for p in tuned.points]
@@ -181,8 +175,8 @@ def test_the_grid_points_do_not_all_score_alike(tuned):
     assert len({p.train["ndcg@10"] for p in tuned.points}) > 1
 
 
-def test_the_best_and_the_untuned_tree_are_scored_on_test(tuned, infra, subset):
-    test = load_split(subset, "test")
+def test_the_best_and_the_untuned_tree_are_scored_on_test(tuned, infra, scifact_subset):
+    test = load_split(scifact_subset, "test")
     evaluator = Evaluator(test.qrels, "ndcg@10,recall@100")
     for config, report in ((tuned.best_point.config, tuned.test), (HYBRID_WEIGHTED, tuned.baseline_test)):
         assert report["split"] == "test"

@@ -29,7 +29,15 @@ from dashrag.retrievers.agentic import AgenticRerankerRetriever, dedupe_and_cap
 from dashrag.retrievers.bm25 import BM25Retriever
 from tests.conftest import EXAMPLE_CORPUS, REPO
 from tests.llm.openai_server import (
-    Reply, ScriptedOpenAIServer, http_error, malformed_json, plain_text, raw_arguments, select, slow, wrong_function,
+    Reply,
+    ScriptedOpenAIServer,
+    http_error,
+    malformed_json,
+    plain_text,
+    raw_arguments,
+    select,
+    slow,
+    wrong_function,
 )
 
 QUERY = "how does BM25 saturate the frequency of a term in documents"

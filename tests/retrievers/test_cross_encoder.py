@@ -10,8 +10,7 @@ from dashrag.documents.corpus import Corpus
 from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.errors import ConfigError, UnknownChunkError
 from dashrag.retrievers.cross_encoder import DEFAULT_CROSS_ENCODER
-from tests.embeddings.model_dirs import cross_encoder_dir  # noqa: F401  (fixture)
-from tests.embeddings.scifact_subset import dense_config, shared_workdir, subset  # noqa: F401
+from tests.fixtures.scifact import dense_config
 
 FETCH_K = 8
 

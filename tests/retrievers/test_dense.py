@@ -10,10 +10,12 @@ from dashrag.documents.corpus import Corpus
 from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.errors import ConfigError, UnknownChunkError
 from dashrag.retrievers.dense import (
-    euclidean_from_ranking, euclidean_ranking, similarity, squared_lengths,
+    euclidean_from_ranking,
+    euclidean_ranking,
+    similarity,
+    squared_lengths,
 )
-from tests.embeddings.model_dirs import unnormalised_minilm_dir  # noqa: F401  (fixture)
-from tests.embeddings.scifact_subset import dense_config, shared_workdir, subset  # noqa: F401
+from tests.fixtures.scifact import dense_config
 
 METRICS = ["cosine", "dot", "euclidean"]
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import dashrag
 from dashrag.errors import ConfigError, UnknownChunkError
 from dashrag.retrievers.mmr import mmr_select
-from tests.embeddings.scifact_subset import FAST_MINILM, dense_config, shared_workdir, subset  # noqa: F401
+from tests.fixtures.scifact import FAST_MINILM, dense_config
 
 TFIDF = {"component": "TFIDFRetriever", "params": {}}
 

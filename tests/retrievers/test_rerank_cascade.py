@@ -77,5 +77,5 @@ def test_stage_context_times_and_wraps():
     timings = {}
     with pytest.raises(StageError, match="stage 'mmr' failed: ZeroDivisionError"):
         with stage("mmr", timings):
-            1 / 0
+            _ = 1 / 0
     assert "mmr" in timings

@@ -222,7 +222,7 @@ class BM25Weights:
         return {"n_docs": int(self.n_docs), "params": asdict(self.params)}
 
     @classmethod
-    def from_arrays(cls, arrays: Mapping[str, np.ndarray], meta: Mapping) -> "BM25Weights":
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], meta: Mapping) -> BM25Weights:
         """Rebuild from :meth:`to_arrays` / :meth:`meta` without recomputing; checks consistency.
 
         Arrays may be memory-mapped (``np.load(..., mmap_mode="r")``); they are not copied.
