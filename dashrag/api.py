@@ -13,7 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dashrag.core.factory import build_component
+from dashrag.chunkers.base import Chunker
+from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
 from dashrag.core.retriever import Retriever
 from dashrag.core.saved_tree import load, save, store_filename
@@ -22,7 +23,10 @@ from dashrag.documents.corpus import Corpus
 from dashrag.errors import PersistenceError
 from dashrag.store.store import Store, sqlite_url
 
-DEFAULT_CHUNKER: dict[str, Any] = {"component": "RecursiveCharacterChunker", "params": {"chunk_size": 2000, "chunk_overlap": 200}}
+DEFAULT_CHUNKER: dict[str, Any] = {
+    "component": "RecursiveCharacterChunker",
+    "params": {"chunk_size": 2000, "chunk_overlap": 200},
+}
 
 
 def _write_sqlite_store(folder: Path, corpus: Corpus, chunk_set: ChunkSet) -> str:
@@ -42,8 +46,13 @@ def _write_sqlite_store(folder: Path, corpus: Corpus, chunk_set: ChunkSet) -> st
     return sqlite_url(target)
 
 
-def prepare_corpus(corpus: Corpus | str | Path, workdir: str | Path, chunker: dict | None = None,
-                   store_url: str | None = None, cache_dir: str | Path | None = None) -> Infra:
+def prepare_corpus(
+    corpus: Corpus | str | Path,
+    workdir: str | Path,
+    chunker: dict | None = None,
+    store_url: str | None = None,
+    cache_dir: str | Path | None = None,
+) -> Infra:
     """Chunk the corpus, write it to the store, and return the infrastructure a tree runs on.
 
     Caches (embeddings) go in ``cache_dir``, default ``workdir``: point several builds
@@ -53,7 +62,7 @@ def prepare_corpus(corpus: Corpus | str | Path, workdir: str | Path, chunker: di
     workdir.mkdir(parents=True, exist_ok=True)
     if not isinstance(corpus, Corpus):
         corpus = Corpus.from_path(corpus)
-    chunk_set = ChunkSet(build_component(chunker or DEFAULT_CHUNKER, "chunker").chunk(corpus.documents))
+    chunk_set = ChunkSet(build_as(chunker or DEFAULT_CHUNKER, Chunker, "chunker").chunk(corpus.documents))
     if store_url is None:
         store_url = _write_sqlite_store(workdir, corpus, chunk_set)
     else:
@@ -66,15 +75,21 @@ def prepare_corpus(corpus: Corpus | str | Path, workdir: str | Path, chunker: di
     return Infra(env_path=Path(cache_dir) if cache_dir else workdir, chunks=chunk_set, store_url=store_url)
 
 
-def build(config: dict | Retriever, corpus: Corpus | str | Path, workdir: str | Path,
-          chunker: dict | None = None, store_url: str | None = None, cache_dir: str | Path | None = None) -> Retriever:
+def build(
+    config: dict | Retriever,
+    corpus: Corpus | str | Path,
+    workdir: str | Path,
+    chunker: dict | None = None,
+    store_url: str | None = None,
+    cache_dir: str | Path | None = None,
+) -> Retriever:
     """Validate and build ``config`` (a JSON tree), fit it on ``corpus``; the store goes in
     ``workdir``, caches in ``cache_dir`` (default: ``workdir``)."""
-    root = build_component(config, "retriever") if isinstance(config, dict) else config
+    root = build_as(config, Retriever, "retriever") if isinstance(config, dict) else config
     infra = prepare_corpus(corpus, workdir, chunker, store_url, cache_dir)
     root.inject_infra(infra)
     root.init_model()
-    return root  # type: ignore[return-value]
+    return root
 
 
 __all__ = ["build", "load", "prepare_corpus", "save"]

@@ -51,6 +51,12 @@ def _RANK_KEY(fragment: ScoredChunk) -> tuple[float, int]:
     return (-fragment.score, fragment.chunk.id)
 
 
+def memo_of(result: FragmentSet) -> dict[Any, Any]:
+    """Where a frozen ``FragmentSet`` keeps values derived from it (rankings, listings), computed
+    once: its instance dictionary, which ``frozen`` leaves writable to the class's own code."""
+    return result.__dict__
+
+
 @dataclass(frozen=True)
 class FragmentSet:
     """One branch's fragments by chunk id, and whether the branch is a pure document filter.
@@ -95,7 +101,12 @@ class FragmentSet:
         selection all ask for it); a small ``limit`` of a large set is a partial sort.
         """
         cached = self.__dict__.get("_ranking")
-        if cached is None and limit is not None and len(self.fragments) > PARTIAL_SORT_FROM and limit * 4 < len(self.fragments):
+        if (
+            cached is None
+            and limit is not None
+            and len(self.fragments) > PARTIAL_SORT_FROM
+            and limit * 4 < len(self.fragments)
+        ):
             return heapq.nsmallest(limit, self.fragments.values(), key=_RANK_KEY)
         if cached is None:
             cached = self.__dict__["_ranking"] = sorted(self.fragments.values(), key=_RANK_KEY)
@@ -105,10 +116,11 @@ class FragmentSet:
         """The ``limit`` best scores; a category filter not yet built answers without building it."""
         if isinstance(self.fragments, FilterFragments) and not self.fragments.built:
             return [FILTER_SCORE] * min(limit, len(self.fragments))
+        memo = memo_of(self)
         key = ("_top_scores", limit)
-        found = self.__dict__.get(key)
+        found = memo.get(key)
         if found is None:
-            found = self.__dict__[key] = [f.score for f in self.ranked(limit)]
+            found = memo[key] = [f.score for f in self.ranked(limit)]
         return list(found)
 
     def max_score(self) -> float:
@@ -138,9 +150,14 @@ class IndexedDocuments(frozenset):
     """
 
     __slots__ = ("mask", "chunk_count", "universe", "memo")
+    mask: Any
+    chunk_count: int | None
+    universe: Any
+    memo: dict[Any, Any]
 
-    def __new__(cls, ids: Iterable[str], mask: Any = None, chunk_count: int | None = None,
-                universe: Any = None) -> IndexedDocuments:
+    def __new__(
+        cls, ids: Iterable[str], mask: Any = None, chunk_count: int | None = None, universe: Any = None
+    ) -> IndexedDocuments:
         made = super().__new__(cls, ids)
         made.mask = mask
         made.chunk_count = chunk_count
@@ -301,8 +318,8 @@ def combine_and(operands: Sequence[FragmentSet]) -> FragmentSet:
 def _lazy_filter_and(operands: Sequence[FragmentSet], shared: frozenset[str]) -> FragmentSet | None:
     """AND of unbuilt category/NOT filters over one universe, still unbuilt: every chunk of
     the shared documents at 1.0, sourced like the first operand (what ``FragmentSet.of`` keeps)."""
-    parts = [o.fragments for o in operands]
-    if not all(isinstance(p, FilterFragments) and not p.built for p in parts):
+    parts = [o.fragments for o in operands if isinstance(o.fragments, FilterFragments) and not o.fragments.built]
+    if len(parts) != len(operands):
         return None
     first = parts[0]
     if any(p.universe is not first.universe for p in parts):

@@ -140,7 +140,8 @@ CLAUSE_TYPES = (Semantic, Text, Category)
 
 
 def iter_clauses(node: Query, negated: bool = False):
-    """Yield ``(clause, negated)`` for every clause in reading order; ``negated`` is true under an odd number of NOTs."""
+    """Yield ``(clause, negated)`` for every clause in reading order;
+    ``negated`` is true under an odd number of NOTs."""
     if isinstance(node, CLAUSE_TYPES):
         yield node, negated
     elif isinstance(node, (And, Or)):

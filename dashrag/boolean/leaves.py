@@ -37,6 +37,7 @@ import numpy as np
 from dashrag.boolean.algebra import FragmentSet, Scope
 from dashrag.boolean.ast import Category, Clause, Semantic, Text
 from dashrag.boolean.category_index import CategoryIndex
+from dashrag.boolean.rerank import RerankFunction
 from dashrag.boolean.serialise import serialise
 from dashrag.boolean.text_index import TextIndex
 from dashrag.core.restriction import Restriction
@@ -164,8 +165,10 @@ class ClauseRunner:
     def semantic_clause(self, clause: Semantic, scope: Scope) -> list[ScoredChunk]:
         s = self.semantic
         words = len(clause.phrase.split())
-        hybrid = self.dense is None or words <= s.max_words_for_hybrid
-        retriever = self.child if hybrid else self.dense
+        retriever: Retriever | DenseNode = (
+            self.dense if self.dense is not None and words > s.max_words_for_hybrid else self.child
+        )
+        hybrid = retriever is self.child
         kwargs: dict[str, Any] = {"top_k": s.top_k}
         restriction = self.restriction_for(scope)
         if restriction is not None:
@@ -196,8 +199,8 @@ class ClauseRunner:
         return np.asarray(self.dense.score_vectors(self.dense.embed_queries([phrase]))[0][rows], dtype=np.float64)
 
 
-def reranker_function(component: Any) -> tuple[Callable[..., Sequence[float]], bool]:
-    """``(rerank, with_fragments)`` for ``rerank_in_rounds``: higher is better.
+def reranker_function(component: Any) -> RerankFunction:
+    """The function ``rerank_in_rounds`` calls for ``component``: higher is better.
 
     A component that scores texts (``rerank_texts(query, texts)``, the HTTP reranker;
     ``predict(pairs)``, the cross-encoder) gets the truncated texts. Any other
@@ -205,12 +208,12 @@ def reranker_function(component: Any) -> tuple[Callable[..., Sequence[float]], b
     and its distance negated: it reads the chunks' full texts itself.
     """
     if callable(getattr(component, "rerank_texts", None)):
-        return (lambda query, texts: component.rerank_texts(query, list(texts))), False
+        return lambda query, texts, _fragments: component.rerank_texts(query, list(texts))
     if callable(getattr(component, "predict", None)):
-        return (lambda query, texts: np.asarray(component.predict([(query, t) for t in texts])).tolist()), False
+        return lambda query, texts, _fragments: np.asarray(component.predict([(query, t) for t in texts])).tolist()
 
     def by_ids(query: str, texts: Sequence[str], fragments: Sequence[ScoredChunk]) -> list[float]:
         distances = dict(component.score_chunks([f.id for f in fragments], query))
         return [-distances[f.id] for f in fragments]
 
-    return by_ids, True
+    return by_ids

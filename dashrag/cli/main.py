@@ -34,7 +34,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def components() -> None:
     """List the registered components with their kind and description."""
     for name, cls in all_components():
-        console.print(f"[bold]{name}[/bold]  [dim]{cls.META.kind}[/dim]  {cls.META.display['en'].description}", highlight=False)
+        console.print(
+            f"[bold]{name}[/bold]  [dim]{cls.META.kind}[/dim]  {cls.META.display['en'].description}", highlight=False
+        )
 
 
 @app.command()
@@ -46,7 +48,9 @@ def schema(name: str) -> None:
 
 @app.command("export-schemas")
 @user_errors
-def export_schemas_command(root: Path = typer.Option(REPO_ROOT, help="Folder that holds schemas/ and frontend_meta/.")) -> None:
+def export_schemas_command(
+    root: Path = typer.Option(REPO_ROOT, help="Folder that holds schemas/ and frontend_meta/."),
+) -> None:
     """Regenerate schemas/ and frontend_meta/ from the code."""
     written = export_schemas(root)
     console.print(f"wrote {len(written)} files under {root}/schemas and {root}/frontend_meta")
@@ -56,29 +60,45 @@ def export_schemas_command(root: Path = typer.Option(REPO_ROOT, help="Folder tha
 @user_errors
 def index(
     config: str = typer.Argument(..., help="A JSON file, a preset name from components/, or inline JSON."),
-    corpus: Path = typer.Option(..., "--corpus", help="A folder of .txt/.md files, or a BEIR corpus.jsonl[.gz] or folder."),
+    corpus: Path = typer.Option(
+        ..., "--corpus", help="A folder of .txt/.md files, or a BEIR corpus.jsonl[.gz] or folder."
+    ),
     out: Path = typer.Option(..., "--out", help="Folder to save the built retriever in."),
-    chunker: str | None = typer.Option(None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."),
+    chunker: str | None = typer.Option(
+        None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."
+    ),
     store: str | None = typer.Option(None, help="SQLAlchemy URL of the store (default: an SQLite file inside --out)."),
-    cache_dir: Path | None = typer.Option(None, envvar="DASHRAG_CACHE_DIR",
-                                             help="Folder for caches such as embeddings (default: --out); share it between builds."),
+    cache_dir: Path | None = typer.Option(
+        None,
+        envvar="DASHRAG_CACHE_DIR",
+        help="Folder for caches such as embeddings (default: --out); share it between builds.",
+    ),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
     raw = resolve_config(config)
     dashrag.validate_and_transform(raw, "retriever")  # every config problem before any work
     with console.status("reading the corpus"):
         documents = dashrag.Corpus.from_path(corpus)
-    console.print(f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else ""))
+    console.print(
+        f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else "")
+    )
     start = time.perf_counter()
     with console.status("chunking, storing and fitting"):
-        retriever = dashrag.build(raw, documents, out, chunker=resolve_component(chunker), store_url=store, cache_dir=cache_dir)
+        retriever = dashrag.build(
+            raw, documents, out, chunker=resolve_component(chunker), store_url=store, cache_dir=cache_dir
+        )
     built = time.perf_counter() - start
     with console.status("saving"):
         retriever.save(out)
     infra = retriever.require_infra()
+    assert infra.store_url is not None  # dashrag.build always writes the corpus to a store
     record_store = Store(infra.store_url)
-    record_store.add_retriever_record(config if not config.lstrip().startswith("{") else raw["component"],
-                                      retriever.to_config(), str(out.resolve()), infra.chunks.fingerprint)
+    record_store.add_retriever_record(
+        config if not config.lstrip().startswith("{") else raw["component"],
+        retriever.to_config(),
+        str(out.resolve()),
+        infra.chunks.fingerprint,
+    )
     record_store.close()
     console.print(f"indexed {len(retriever.require_infra().chunks)} chunks in {built:.1f}s; saved to {out}")
 
@@ -116,21 +136,23 @@ def query(
     if fmt not in ("text", "json", "trec"):
         raise QueryError(f"--format must be text, json or trec, not {fmt!r}")
     fmt = "json" if as_json else fmt
-    if (text is None) == (queries is None):
+    if queries is not None and text is None:
+        pairs = _read_queries(queries)
+    elif text is not None and queries is None:
+        pairs = [("1", text)]
+    else:
         raise QueryError("give either a query text or --queries FILE")
     retriever = dashrag.load(folder)
     kwargs = {} if top_k is None else {"top_k": top_k}
     if queries is not None:
-        pairs = _read_queries(queries)
         answers = retriever.retrieve_batch([q for _, q in pairs], **kwargs)
-        rows = [(qid, chunks, node) for (qid, _), (chunks, node) in zip(pairs, answers)]
     else:
-        chunks, node = retriever.retrieve(text, **kwargs)
-        rows = [("1", chunks, node)]
+        answers = [retriever.retrieve(pairs[0][1], **kwargs)]
+    rows = [(qid, chunks, node) for (qid, _), (chunks, node) in zip(pairs, answers)]
     if fmt == "trec":
         sys.stdout.write(format_trec_run(run_from_results({qid: chunks for qid, chunks, _ in rows}), tag))
         return
-    for (_qid, chunks, node), q in zip(rows, [text] if queries is None else [q for _, q in pairs]):
+    for (_qid, chunks, node), (_, q) in zip(rows, pairs):
         if fmt == "json":
             print(results_json(q, chunks, node if trace else None))
         else:

@@ -121,7 +121,9 @@ class ConfigObject(Generic[P]):
 
     def require_infra(self) -> Infra:
         if self.infra is None:
-            raise RetrievalError(f"{self.component_name}: no corpus injected yet (call inject_infra, or use dashrag.build)")
+            raise RetrievalError(
+                f"{self.component_name}: no corpus injected yet (call inject_infra, or use dashrag.build)"
+            )
         return self.infra
 
     # -- UI ----------------------------------------------------------------
@@ -129,7 +131,9 @@ class ConfigObject(Generic[P]):
         summary: dict[str, Any] = {"class": self.component_name, "params": self.own_params()}
         nested = {}
         for field_name, value in self.nested.items():
-            nested[field_name] = [c.get_schema_summary() for c in value] if isinstance(value, list) else value.get_schema_summary()
+            nested[field_name] = (
+                [c.get_schema_summary() for c in value] if isinstance(value, list) else value.get_schema_summary()
+            )
         if "children" in nested:
             summary["children"] = nested.pop("children")
         summary.update(nested)

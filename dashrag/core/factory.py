@@ -10,12 +10,24 @@ too), so this module imports ``component`` and never the other way round.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from dashrag.core.component import ConfigObject, construct
 from dashrag.core.validation import validate_and_transform
+from dashrag.errors import ConfigError
+
+C = TypeVar("C", bound=ConfigObject)
 
 
 def build_component(raw: Any, expected_kind: str | None = None) -> ConfigObject:
     """Validate ``raw`` as a whole tree, then construct it. Raises ConfigError listing every problem."""
     return construct(validate_and_transform(raw, expected_kind))
+
+
+def build_as(raw: Any, cls: type[C], expected_kind: str | None = None) -> C:
+    """``build_component`` for a caller that needs one class of component (a ``Chunker``, a
+    ``Retriever``): typed as that class, and a ConfigError naming what was built otherwise."""
+    built = build_component(raw, expected_kind)
+    if not isinstance(built, cls):
+        raise ConfigError(f"{built.component_name} is not a {cls.__name__}")
+    return built

@@ -163,7 +163,8 @@ def verify_snapshot(folder: Path, manifest: dict[str, Any]) -> Path:
         if not path.is_file():
             raise PersistenceError(f"{path}: state file missing")
         if path.stat().st_size != expected["bytes"]:
-            raise PersistenceError(f"{path}: state file is {path.stat().st_size} bytes, expected {expected['bytes']} (truncated or edited)")
+            raise PersistenceError(f"{path}: state file is {path.stat().st_size} bytes, "
+                                   f"expected {expected['bytes']} (truncated or edited)")
         if _sha256(path) != expected["sha256"]:
             raise PersistenceError(f"{path}: state file checksum differs from the manifest (edited or corrupted)")
     return snapshot

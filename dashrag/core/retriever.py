@@ -17,7 +17,7 @@ dedup of ids, batch splitting), so a component implements only its scoring.
 from __future__ import annotations
 
 import time
-from typing import Any, Generic, Sequence, TypeVar
+from typing import Any, Generic, Protocol, Sequence, TypeVar, cast
 
 import numpy as np
 
@@ -26,12 +26,15 @@ from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams
 from dashrag.core.ranking import by_distance, top_k_rows
 from dashrag.core.restriction import Restriction
-from dashrag.core.saved_tree import save
 from dashrag.core.trace import TraceSettings, trace_node
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import QueryError
 
 P = TypeVar("P", bound=ComponentParams)
+
+
+class _LeafParams(Protocol):
+    top_k: int  # every leaf's params declare how many chunks it returns
 Result = tuple[list[ScoredChunk], list[dict], dict | None]  # chunks, children's trace nodes, selection
 
 
@@ -78,6 +81,8 @@ class Retriever(ConfigObject[P], Generic[P]):
 
     def save(self, folder: Any) -> Any:
         """Save this fitted tree to ``folder`` (see :func:`dashrag.core.saved_tree.save`)."""
+        from dashrag.core.saved_tree import save  # saved_tree builds Retrievers: imported when used
+
         return save(self, folder)
 
     def get_children(self) -> list[Retriever]:
@@ -123,7 +128,7 @@ class UnitRetriever(Retriever[P], Generic[P]):
 
     def top_k(self, kwargs: dict[str, Any]) -> int:
         hint = kwargs.get("top_k")
-        return int(hint) if hint is not None else int(self.params.top_k)
+        return int(hint) if hint is not None else int(cast(_LeafParams, self.params).top_k)
 
     def _score_block(self, queries: list[str]) -> np.ndarray:
         raise NotImplementedError

@@ -17,17 +17,14 @@ import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from dashrag.core.component import ConfigObject
-from dashrag.core.factory import build_component
+from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
 from dashrag.core.persistence import node_dirname, read_manifest, verify_snapshot, write_saved_folder
+from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError, PersistenceError
 from dashrag.store.store import Store, sqlite_url
-
-if TYPE_CHECKING:
-    from dashrag.core.retriever import Retriever
 
 SQLITE_PREFIX = "sqlite:///"
 
@@ -72,7 +69,7 @@ def load(folder: str | Path, store_url: str | None = None) -> Retriever:
     manifest = read_manifest(folder)
     snapshot = verify_snapshot(folder, manifest)
     try:
-        root = build_component(manifest["config"], "retriever")
+        root = build_as(manifest["config"], Retriever, "retriever")
     except ConfigError as exc:
         raise PersistenceError(f"{folder}: the saved config is not valid here: {exc}") from None
     if store_url is None:
@@ -98,4 +95,4 @@ def load(folder: str | Path, store_url: str | None = None) -> Retriever:
         if not node_dir.is_dir():
             raise PersistenceError(f"{node_dir}: state folder of node {path} is missing")
         node.load_state(node_dir)
-    return root  # type: ignore[return-value]
+    return root

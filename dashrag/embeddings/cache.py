@@ -92,13 +92,18 @@ def document_vectors(embedding: EmbeddingModel, chunks: ChunkSet, env_path: Path
         cached = read_cached(path, len(chunks))
         if cached is not None:
             return cached
-        vectors = embed_with_progress(embedding, chunks.texts, f"embedding {len(chunks)} chunks ({embedding.component_name})")
+        vectors = embed_with_progress(
+            embedding, chunks.texts, f"embedding {len(chunks)} chunks ({embedding.component_name})"
+        )
         save_array(path, vectors)
-        atomic_write_json(path.with_suffix(".json"), {
-            "chunks_fingerprint": chunks.fingerprint,
-            "embedding": embedding.to_config(),
-            "embedding_identity": embedding.identity(),
-            "embedding_cache_key": embedding.cache_key(),
-            "shape": list(vectors.shape),
-        })
+        atomic_write_json(
+            path.with_suffix(".json"),
+            {
+                "chunks_fingerprint": chunks.fingerprint,
+                "embedding": embedding.to_config(),
+                "embedding_identity": embedding.identity(),
+                "embedding_cache_key": embedding.cache_key(),
+                "shape": list(vectors.shape),
+            },
+        )
         return vectors

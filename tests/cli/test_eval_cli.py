@@ -57,7 +57,9 @@ def test_eval_of_a_saved_tree_equals_pytrec_eval_on_its_trec_run(saved_hybrid, s
     qrels = {q: dict(d) for q, d in load_split(scifact_subset, "test").qrels.items()}
     trec = trec_run_of(saved_hybrid, scifact_subset / "queries.jsonl")
     scores = {q: {d: s for d, (s, _) in trec.get(q, {}).items()} for q in qrels}
-    answers = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100"}).evaluate({q: r for q, r in scores.items() if r})
+    answers = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100"}).evaluate(
+        {q: r for q, r in scores.items() if r}
+    )
     ndcg = sum(answers.get(q, {}).get("ndcg_cut_10", 0.0) for q in qrels) / len(qrels)
     recall = sum(answers.get(q, {}).get("recall_100", 0.0) for q in qrels) / len(qrels)
     reciprocal = []
@@ -74,7 +76,10 @@ def test_eval_per_node_figures_equal_each_child_evaluated_alone(scifact_subset, 
     common = ["--dataset", scifact_subset, "--workdir", workdir, *BUILD]
     report = eval_report(tmp_path, json.dumps(HYBRID), *common)
     assert {path: node["component"] for path, node in report["per_node"].items()} == {
-        "root": "ParallelRetriever", "root.children[0]": "TFIDFRetriever", "root.children[1]": "TFIDFRetriever"}
+        "root": "ParallelRetriever",
+        "root.children[0]": "TFIDFRetriever",
+        "root.children[1]": "TFIDFRetriever",
+    }
     for index, child in enumerate(HYBRID["params"]["children"]):
         alone = eval_report(tmp_path, json.dumps(child), *common)
         assert report["per_node"][f"root.children[{index}]"]["metrics"] == alone["metrics"]
@@ -90,9 +95,25 @@ def test_eval_prints_every_node_and_writes_a_plot(scifact_subset, workdir, tmp_p
 
 def test_tune_writes_the_best_point_of_its_grid_as_a_valid_config(scifact_subset, workdir, tmp_path):
     tuned, report_file, plot = tmp_path / "tuned.json", tmp_path / "tuning.json", tmp_path / "tuning.png"
-    result = run("tune", json.dumps(HYBRID), "--dataset", scifact_subset, "--workdir", workdir, *BUILD,
-                 "--param", "params.rrf_k=1,60", "--param", "params.children[0].params.sublinear_tf=false,true",
-                 "--out", tuned, "--json", report_file, "--plot", plot)
+    result = run(
+        "tune",
+        json.dumps(HYBRID),
+        "--dataset",
+        scifact_subset,
+        "--workdir",
+        workdir,
+        *BUILD,
+        "--param",
+        "params.rrf_k=1,60",
+        "--param",
+        "params.children[0].params.sublinear_tf=false,true",
+        "--out",
+        tuned,
+        "--json",
+        report_file,
+        "--plot",
+        plot,
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(report_file.read_text())
     config = json.loads(tuned.read_text())
@@ -102,12 +123,15 @@ def test_tune_writes_the_best_point_of_its_grid_as_a_valid_config(scifact_subset
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("params.children[0].params.k9=1,2", "params.children[0].params.k9: no parameter 'k9'"),
-    ("params.rrf_k=60,-3", "params.rrf_k: value -3 is refused"),
-    ("params.rrf_k", "expected PATH=v1,v2"),
-    ("params.children[0]..top_k=1", "not a JSON path"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("params.children[0].params.k9=1,2", "params.children[0].params.k9: no parameter 'k9'"),
+        ("params.rrf_k=60,-3", "params.rrf_k: value -3 is refused"),
+        ("params.rrf_k", "expected PATH=v1,v2"),
+        ("params.children[0]..top_k=1", "not a JSON path"),
+    ],
+)
 def test_a_bad_param_is_one_line_exit_2_before_any_work(spec, message, scifact_subset, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = run("tune", json.dumps(HYBRID), "--dataset", scifact_subset, "--param", spec)
@@ -123,10 +147,13 @@ def test_eval_refuses_a_folder_saved_on_another_corpus(scifact_subset, tmp_path)
     assert result.exit_code == 2 and "another corpus" in result.output
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--metrics", "ndcg@10,bleu@4"], "unknown metric 'bleu@4'"),
-    (["--split", "dev"], "available splits: test, train"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--metrics", "ndcg@10,bleu@4"], "unknown metric 'bleu@4'"),
+        (["--split", "dev"], "available splits: test, train"),
+    ],
+)
 def test_eval_bad_input_is_one_line_exit_2(extra, message, saved_hybrid, scifact_subset):
     result = run("eval", saved_hybrid, "--dataset", scifact_subset, *extra)
     assert result.exit_code == 2

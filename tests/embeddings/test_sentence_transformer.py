@@ -47,7 +47,9 @@ def test_cache_key_is_stable_across_instances():
     assert MiniLMEmbedding({}).cache_key() == MiniLMEmbedding({}).cache_key()
 
 
-@pytest.mark.parametrize("change", [{"normalize": False}, {"max_seq_length": 64}, {"overflow_strategy": "window_average"}])
+@pytest.mark.parametrize(
+    "change", [{"normalize": False}, {"max_seq_length": 64}, {"overflow_strategy": "window_average"}]
+)
 def test_cache_key_changes_with_params_that_change_vectors(change):
     assert MiniLMEmbedding(change).cache_key() != MiniLMEmbedding({}).cache_key()
 

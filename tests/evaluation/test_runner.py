@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import dashrag
@@ -37,11 +39,19 @@ def fitted(config: dict, infra):
 
 
 def tfidf(top_k: int = 5, **vectorizer) -> dict:
-    return {"component": "TFIDFRetriever", "params": {"top_k": top_k, "vectorizer": {"component": "BagOfWordsConverter", "params": vectorizer}}}
+    return {
+        "component": "TFIDFRetriever",
+        "params": {"top_k": top_k, "vectorizer": {"component": "BagOfWordsConverter", "params": vectorizer}},
+    }
 
 
-HYBRID = {"component": "ParallelRetriever", "params": {
-    "children": [tfidf(), tfidf(ngram_max=2, stemmer="english", stop_words="english")], "merge_strategy": "rrf"}}
+HYBRID: dict[str, Any] = {
+    "component": "ParallelRetriever",
+    "params": {
+        "children": [tfidf(), tfidf(ngram_max=2, stemmer="english", stop_words="english")],
+        "merge_strategy": "rrf",
+    },
+}
 
 
 def test_the_subset_holds_every_judged_document(scifact_subset, test_split):

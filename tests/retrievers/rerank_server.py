@@ -53,7 +53,7 @@ class RerankServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     @property
     def queries(self) -> list[str]:

@@ -175,7 +175,8 @@ def test_save_and_load_answer_identically(request, fixture, queries, tmp_path):
     root.save(tmp_path / "saved")
     loaded = dashrag.load(tmp_path / "saved")
     for query in queries[:2]:
-        assert [(c.id, c.score) for c in root.retrieve(query)[0]] == [(c.id, c.score) for c in loaded.retrieve(query)[0]]
+        expected = [(c.id, c.score) for c in root.retrieve(query)[0]]
+        assert [(c.id, c.score) for c in loaded.retrieve(query)[0]] == expected
 
 
 def test_exactly_one_child_is_required():
