@@ -14,7 +14,7 @@ run() {
     echo "== $name: $*"
     if "$@"; then echo "-- $name: ok"; else echo "-- $name: FAILED"; failed+=("$name"); fi
 }
-run ruff "$BIN/ruff" check --no-cache .
+run ruff "$BIN/ruff" check --no-cache --output-format concise .
 run mypy "$BIN/mypy"
 run import-contracts "$BIN/lint-imports" --no-cache
 if [ "${#failed[@]}" -gt 0 ]; then
