@@ -58,7 +58,7 @@ def run_once(command: list[str]) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MiB, stdout) of one whole process."""
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
-    out, err = process.stdout.read(), process.stderr.read()
+    out, err = process.communicate()
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -90,7 +90,8 @@ def main() -> None:
             wall, rss, _ = run_once(commands[name])
             samples[name]["wall_s"].append(wall)
             samples[name]["rss_mib"].append(rss)
-    rows = {name: {key: round(statistics.median(values), 3) for key, values in s.items()} for name, s in samples.items()}
+    rows = {name: {key: round(statistics.median(values), 3) for key, values in series.items()}
+            for name, series in samples.items()}
     ratios = {"wall": rows["dashrag"]["wall_s"] / rows["bm25s"]["wall_s"],
               "rss": rows["dashrag"]["rss_mib"] / rows["bm25s"]["rss_mib"]}
     # bm25s removes its own English stop-word list, dashrag scikit-learn's: the lists differ a little

@@ -35,8 +35,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import dashrag  # noqa: E402
-from dashrag.core.factory import build_component  # noqa: E402
 from dashrag.embeddings.cache import embed_with_progress  # noqa: E402
+from dashrag.embeddings.minilm_onnx import MiniLMOnnxEmbedding  # noqa: E402
+from dashrag.embeddings.sentence_transformer import MiniLMEmbedding  # noqa: E402
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 
@@ -65,8 +66,8 @@ def main() -> None:
     from dashrag.embeddings.sentence_transformer import MINILM
 
     st_model = SentenceTransformer(str(resolve_model(MINILM, what="bench").path), device="cpu")
-    onnx = build_component({"component": "MiniLMOnnxEmbedding", "params": {}})
-    torch_minilm = build_component({"component": "MiniLMEmbedding", "params": {}})
+    onnx = MiniLMOnnxEmbedding({})
+    torch_minilm = MiniLMEmbedding({})
     routes: dict[str, Callable[[], np.ndarray]] = {
         "st-encode": lambda: st_model.encode(texts, batch_size=32, normalize_embeddings=True,
                                              convert_to_numpy=True, show_progress_bar=False),

@@ -70,7 +70,7 @@ class ComponentMeta:
         }
 
 
-_REGISTRY: dict[str, type["ConfigObject"]] = {}
+_REGISTRY: dict[str, type[ConfigObject]] = {}
 _plugins_loaded = False
 
 C = TypeVar("C", bound="type[ConfigObject]")
@@ -140,7 +140,7 @@ def _load_builtins() -> None:
     importlib.import_module(BUILTIN_MODULES)
 
 
-def get_component(name: str, path: str = "component") -> type["ConfigObject"]:
+def get_component(name: str, path: str = "component") -> type[ConfigObject]:
     """The class registered as ``name``, importing only its module; an unknown name suggests the close matches."""
     if name in _REGISTRY:
         return _REGISTRY[name]
@@ -159,7 +159,7 @@ def get_component(name: str, path: str = "component") -> type["ConfigObject"]:
         raise UnknownComponentError([ConfigIssue(path, f"unknown component {name!r}{hint}")]) from None
 
 
-def all_components() -> Iterator[tuple[str, type["ConfigObject"]]]:
+def all_components() -> Iterator[tuple[str, type[ConfigObject]]]:
     """Every registered component, sorted by name (imports every component module)."""
     _load_builtins()
     _load_plugins()

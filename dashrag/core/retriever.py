@@ -17,7 +17,8 @@ dedup of ids, batch splitting), so a component implements only its scoring.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar, overload
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, Protocol, Sequence, TypeVar, cast, overload
 
 import numpy as np
 
@@ -32,6 +33,12 @@ from dashrag.documents.scored_chunks import ScoredChunks
 from dashrag.errors import QueryError
 
 P = TypeVar("P", bound=ComponentParams)
+
+
+class _LeafParams(Protocol):
+    top_k: int  # every leaf's params declare how many chunks it returns
+
+
 Result = tuple[Sequence[ScoredChunk], list[dict], dict | None]  # chunks, children's trace nodes, selection
 Answer = tuple[Sequence[ScoredChunk], dict]  # chunks best first, trace node
 
@@ -102,7 +109,7 @@ class Retriever(ConfigObject[P], Generic[P]):
         chunks, children, selection = self._retrieve(query, **kwargs)
         return chunks, self._node(query, chunks, (time.perf_counter() - start) * 1000, children, selection)
 
-    def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> BatchAnswers:
+    def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> Sequence[Answer]:
         """Answer many queries; leaves do it in one vectorised pass. Each query gets its own trace
         (built when its answer is read, see :class:`BatchAnswers`); its ``elapsed_ms`` is its share
         of the batch's time. Automatic garbage collection is paused for the batch and its young
@@ -122,12 +129,12 @@ class Retriever(ConfigObject[P], Generic[P]):
         raise NotImplementedError
 
     def save(self, folder: Any) -> Any:
-        """Save this fitted tree to ``folder`` (see :func:`dashrag.api.save`)."""
-        from dashrag.api import save
+        """Save this fitted tree to ``folder`` (see :func:`dashrag.core.saved_tree.save`)."""
+        from dashrag.core.saved_tree import save  # saved_tree builds Retrievers: imported when used
 
         return save(self, folder)
 
-    def get_children(self) -> list["Retriever"]:
+    def get_children(self) -> list[Retriever]:
         """The retrievers nested in this one (a copy: changing it changes nothing)."""
         return [node for _, node in self.nested_objects() if isinstance(node, Retriever)]
 
@@ -170,7 +177,7 @@ class UnitRetriever(Retriever[P], Generic[P]):
 
     def top_k(self, kwargs: dict[str, Any]) -> int:
         hint = kwargs.get("top_k")
-        return int(hint) if hint is not None else int(getattr(self.params, "top_k"))
+        return int(hint) if hint is not None else int(cast(_LeafParams, self.params).top_k)
 
     def _score_block(self, queries: list[str]) -> np.ndarray:
         raise NotImplementedError

@@ -27,7 +27,7 @@ class ScoredChunks(Sequence[ScoredChunk]):
 
     __slots__ = ("_chunk_set", "_rows", "_scores", "_source", "_built")
 
-    def __init__(self, chunk_set: "ChunkSet", rows: np.ndarray, scores: np.ndarray, source: str):
+    def __init__(self, chunk_set: ChunkSet, rows: np.ndarray, scores: np.ndarray, source: str):
         self._chunk_set = chunk_set
         self._rows = rows
         self._scores = scores

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import Field
@@ -69,7 +70,9 @@ def onnx_session(threads: int) -> Any:
             options.inter_op_num_threads = 1
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             try:
-                _sessions[threads] = onnxruntime.InferenceSession(model_file, options, providers=["CPUExecutionProvider"])
+                _sessions[threads] = onnxruntime.InferenceSession(
+                    model_file, options, providers=["CPUExecutionProvider"]
+                )
             except Exception as exc:
                 raise ModelUnavailableError(f"could not load the MiniLM ONNX model: {exc}") from None
         return _sessions[threads]
@@ -114,14 +117,20 @@ def mean_pool(token_vectors: np.ndarray, attention_mask: np.ndarray) -> np.ndarr
 class MiniLMOnnxParams(ComponentParams):
     batch_size: int = Field(32, ge=1, description="Texts per forward pass (memory vs speed; does not change vectors).")
     max_seq_length: int = Field(256, ge=8, le=512, description="Tokens read per text; longer texts are truncated.")
-    threads: int = Field(0, ge=0, description="Document batches embedded at once, each on one thread "
-                                              "(0: one per core); queries always run on one.")
+    threads: int = Field(
+        0, ge=0, description="Document batches embedded at once, each on one thread (0: one per core); "
+        "queries always run on one."
+    )
 
 
-@register(kind="embedding", icon="Zap", category="semantic",
-          en=("MiniLM (ONNX, int8)", "all-MiniLM-L6-v2 as int8 ONNX on onnxruntime: no torch, fast queries, offline."),
-          es=("MiniLM (ONNX, int8)", "all-MiniLM-L6-v2 en ONNX int8 con onnxruntime: sin torch, consultas rápidas, sin red."),
-          representation="MiniLM-L6 ONNX int8 (max {max_seq_length} tokens)")
+@register(
+    kind="embedding",
+    icon="Zap",
+    category="semantic",
+    en=("MiniLM (ONNX, int8)", "all-MiniLM-L6-v2 as int8 ONNX on onnxruntime: no torch, fast queries, offline."),
+    es=("MiniLM (ONNX, int8)", "all-MiniLM-L6-v2 en ONNX int8 con onnxruntime: sin torch, consultas rápidas, sin red."),
+    representation="MiniLM-L6 ONNX int8 (max {max_seq_length} tokens)",
+)
 class MiniLMOnnxEmbedding(EmbeddingModel[MiniLMOnnxParams]):
     SCHEMA = MiniLMOnnxParams
 
@@ -130,15 +139,20 @@ class MiniLMOnnxEmbedding(EmbeddingModel[MiniLMOnnxParams]):
         return DIMENSION
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": "onnxruntime", "model_sha256": _int8_package().SHA256,
-                "tokenizer": _tokenizer_source().identity, "pooling": "mean", "normalize": True,
-                "max_seq_length": self.params.max_seq_length}
+        return {
+            "backend": "onnxruntime",
+            "model_sha256": _int8_package().SHA256,
+            "tokenizer": _tokenizer_source().identity,
+            "pooling": "mean",
+            "normalize": True,
+            "max_seq_length": self.params.max_seq_length,
+        }
 
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
         """Tokenize once, cut length buckets, and run them on one-thread sessions, as many at once
         as ``threads`` (0: one per core). A forward pass releases the GIL, so the batches really
-        run side by side; on 2 cores this beat one session with 2 intra-op threads, whose
-        threads wait for each other at every operator (bench/bench_embedding.py). Vectors do not
+        run side by side, without the per-operator waits of one session with 2 intra-op threads
+        (bench/bench_embedding.py; docs/performance.md has the figures). Vectors do not
         depend on the batching: a text's vector is the same alone or padded in any batch."""
         encoded = minilm_tokenizer(self.params.max_seq_length).encode_batch(texts)
         token_ids = [e.ids for e in encoded]
@@ -148,12 +162,12 @@ class MiniLMOnnxEmbedding(EmbeddingModel[MiniLMOnnxParams]):
 
         def run(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             ids, mask = padded([token_ids[i] for i in block])
-            tokens = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
-            return block, unit_rows(mean_pool(tokens, mask))
+            inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            return block, unit_rows(mean_pool(session.run(None, inputs)[0], mask))
 
         buckets = length_buckets([len(t) for t in token_ids], self.params.batch_size)
         if workers == 1 or len(buckets) == 1:
-            done = map(run, buckets)
+            done: Iterator[tuple[np.ndarray, np.ndarray]] = map(run, buckets)
         else:
             pool = ThreadPoolExecutor(max_workers=min(workers, len(buckets)), thread_name_prefix="minilm-onnx")
             done = pool.map(run, buckets)

@@ -49,7 +49,37 @@ _MODULE_OF = {
                      "read_trec_run", "run_from_results", "write_trec_run"], "runs"),
 }
 
-__all__ = sorted(_MODULE_OF)
+__all__ = [
+    "EvaluationSplit",
+    "Evaluator",
+    "KNOWN_METRICS",
+    "Metric",
+    "MetricResult",
+    "NodeEvaluation",
+    "NodeRun",
+    "Run",
+    "build_report",
+    "collect_node_runs",
+    "cut",
+    "evaluate",
+    "evaluate_nodes",
+    "format_trec_run",
+    "load_split",
+    "max_pool",
+    "parse_metric",
+    "parse_metrics",
+    "per_node_table",
+    "plot_per_node",
+    "pool_chunks",
+    "pool_output",
+    "ranked",
+    "read_qrels",
+    "read_queries",
+    "read_trec_run",
+    "run_from_results",
+    "walk",
+    "write_trec_run",
+]
 
 
 def __getattr__(name: str) -> Any:

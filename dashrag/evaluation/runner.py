@@ -35,7 +35,6 @@ from dashrag.evaluation.per_node import ROOT, NodeEvaluation, evaluate_nodes
 from dashrag.evaluation.report import build_report
 from dashrag.evaluation.runs import pool_output
 
-
 Trace = tuple[str, dict]  # (query_id, the root's trace node)
 
 

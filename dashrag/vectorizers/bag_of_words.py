@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -89,10 +90,14 @@ def _identity(text: str) -> str:
     return text
 
 
-@register(kind="vectorizer", icon="Hash", category="keyword",
-          en=("Bag of words", "Counts words or n-grams per text, with optional stop words and stemming."),
-          es=("Bolsa de palabras", "Cuenta palabras o n-gramas por texto, con palabras vacías y lematización opcionales."),
-          representation="{analyzer} {ngram_min}-{ngram_max}-grams")
+@register(
+    kind="vectorizer",
+    icon="Hash",
+    category="keyword",
+    en=("Bag of words", "Counts words or n-grams per text, with optional stop words and stemming."),
+    es=("Bolsa de palabras", "Cuenta palabras o n-gramas por texto, con palabras vacías y lematización opcionales."),
+    representation="{analyzer} {ngram_min}-{ngram_max}-grams",
+)
 class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
     SCHEMA = BagOfWordsParams
 
@@ -109,7 +114,9 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
             import Stemmer
 
             if self.params.stemmer not in Stemmer.algorithms():
-                raise RetrievalError(f"unknown stemmer {self.params.stemmer!r}; known: {', '.join(Stemmer.algorithms())}")
+                raise RetrievalError(
+                    f"unknown stemmer {self.params.stemmer!r}; known: {', '.join(Stemmer.algorithms())}"
+                )
 
     def _stop_set(self) -> frozenset[str]:
         if self._stop_words is None:
@@ -153,28 +160,42 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
             words = steps.terms(text)
             if hi == 1:
                 return words
-            return [" ".join(words[i:i + n]) for n in range(lo, hi + 1) for i in range(len(words) - n + 1)]
+            return [" ".join(words[i : i + n]) for n in range(lo, hi + 1) for i in range(len(words) - n + 1)]
 
         return analyze
 
-    def _make(self, vocabulary: dict[str, int] | None = None) -> "CountVectorizer":
+    def _make(self, vocabulary: dict[str, int] | None = None) -> CountVectorizer:
         from sklearn.feature_extraction.text import CountVectorizer
 
         p = self.params
         analyzer = self.analyzer()
-        kwargs = {} if callable(analyzer) else {
-            "lowercase": p.lowercase, "strip_accents": p.strip_accents, "stop_words": p.stop_words,
-            "ngram_range": (p.ngram_min, p.ngram_max), "token_pattern": TOKEN_PATTERN,
-        }
-        return CountVectorizer(analyzer=analyzer, min_df=_df_bound(p.min_df), max_df=_df_bound(p.max_df),
-                               max_features=p.max_features, vocabulary=vocabulary, dtype=np.float32, **kwargs)
+        kwargs = (
+            {}
+            if callable(analyzer)
+            else {
+                "lowercase": p.lowercase,
+                "strip_accents": p.strip_accents,
+                "stop_words": p.stop_words,
+                "ngram_range": (p.ngram_min, p.ngram_max),
+                "token_pattern": TOKEN_PATTERN,
+            }
+        )
+        return CountVectorizer(
+            analyzer=analyzer,
+            min_df=_df_bound(p.min_df),
+            max_df=_df_bound(p.max_df),
+            max_features=p.max_features,
+            vocabulary=vocabulary,
+            dtype=np.float32,
+            **kwargs,
+        )
 
     def _fitted_vocabulary(self) -> dict[str, int]:
         if self._vocabulary is None:
             raise RetrievalError(f"{self.component_name}: not fitted")
         return self._vocabulary
 
-    def _fitted_vectorizer(self) -> "CountVectorizer":
+    def _fitted_vectorizer(self) -> CountVectorizer:
         """scikit-learn's vectorizer over the fitted vocabulary (for analyzers other than single words)."""
         if self._vectorizer is None:
             self._vectorizer = self._make(self._fitted_vocabulary())

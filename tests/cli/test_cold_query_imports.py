@@ -58,7 +58,7 @@ def test_keyword_query_imports_only_the_components_of_its_tree(keyword_folder, t
     dashrag_process("query", str(keyword_folder), "rank fusion", "--json", report=report)
     components = {m for m in json.loads(report.read_text())["modules"]
                   if m.startswith(("dashrag.retrievers.", "dashrag.embeddings.", "dashrag.llm.", "dashrag.chunkers."))}
-    assert components <= {"dashrag.retrievers.bm25", "dashrag.retrievers.bm25_scoring"}, components
+    assert components <= {"dashrag.retrievers.bm25"}, components
 
 
 def test_a_tfidf_query_may_import_scikit_learn_it_uses(tmp_path):

@@ -14,7 +14,8 @@ from dashrag.store.store import Store, sqlite_url
 
 @pytest.fixture()
 def store_file(tmp_path, example_corpus):
-    chunks = ChunkSet(RecursiveCharacterChunker({"chunk_size": 300, "chunk_overlap": 30}).chunk(example_corpus.documents))
+    chunker = RecursiveCharacterChunker({"chunk_size": 300, "chunk_overlap": 30})
+    chunks = ChunkSet(chunker.chunk(example_corpus.documents))
     path = tmp_path / "s.sqlite"
     store = Store(sqlite_url(path))
     store.write_corpus(example_corpus.documents, chunks.chunks, chunks.fingerprint)
