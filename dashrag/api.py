@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dashrag.chunkers.base import Chunker
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
 from dashrag.core.retriever import Retriever
@@ -64,6 +63,8 @@ def prepare_corpus(
     workdir.mkdir(parents=True, exist_ok=True)
     if not isinstance(corpus, Corpus):
         corpus = Corpus.from_path(corpus)
+    from dashrag.chunkers.base import Chunker  # building chunks; loading a saved tree does not
+
     chunk_set = ChunkSet(build_as(chunker or DEFAULT_CHUNKER, Chunker, "chunker").chunk(corpus.documents))
     if store_url is None:
         store_url = _write_sqlite_store(workdir, corpus, chunk_set)
