@@ -123,7 +123,9 @@ class BM25Retriever(UnitRetriever[BM25Params]):
         atomic_write_json(folder / "weights.json", self._weights.meta())
 
     def _load(self, folder: Path) -> None:
-        arrays = {name: load_array(folder / f"{name}.npy", mmap=True) for name in STATE_ARRAYS}
+        # memory-mapped (pages load on demand), seen as plain arrays: slicing an np.memmap runs Python code
+        # per slice, which was a third of a loaded tree's batched query time (docs/performance.md)
+        arrays = {name: np.asarray(load_array(folder / f"{name}.npy", mmap=True)) for name in STATE_ARRAYS}
         weights = scoring.BM25Weights.from_arrays(arrays, load_json(folder / "weights.json"))
         if weights.n_docs != len(self.require_infra().chunks):
             raise PersistenceError(
