@@ -24,6 +24,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,14 +57,17 @@ def build_indexes(data: Path, work: Path) -> tuple[Path, Path]:
 
 def run_once(command: list[str]) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MiB, stdout) of one whole process."""
-    start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
-    out, err = process.communicate()
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - start
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise SystemExit(f"{command[:3]} failed: {err.decode()[-2000:]}")
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, cwd=REPO)
+        assert process.stdout is not None
+        out = process.stdout.read()
+        _, status, usage = os.wait4(process.pid, 0)  # this child's own peak RSS (communicate() would reap it)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"{command[:3]} failed: {err.read().decode()[-2000:]}")
     return wall, usage.ru_maxrss / 1024, out.decode()
 
 
