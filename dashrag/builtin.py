@@ -15,6 +15,7 @@ import dashrag.retrievers.parallel  # noqa: F401
 import dashrag.retrievers.sequential  # noqa: F401
 import dashrag.embeddings.sentence_transformer  # noqa: F401
 import dashrag.embeddings.multilingual_minilm  # noqa: F401
+import dashrag.embeddings.paraphrase_multilingual  # noqa: F401
 import dashrag.embeddings.e5_small  # noqa: F401
 import dashrag.embeddings.minilm_onnx  # noqa: F401
 import dashrag.retrievers.dense  # noqa: F401

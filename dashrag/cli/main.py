@@ -97,9 +97,10 @@ def index(
         retriever.save(out)
     infra = retriever.require_infra()
     record_store = Store(infra.store_url)
-    record_store.add_retriever_record(config if not config.lstrip().startswith("{") else raw["component"],
-                                      retriever.to_config(), str(out.resolve()), infra.chunks.fingerprint)
+    record_id = record_store.add_retriever_record(config if not config.lstrip().startswith("{") else raw["component"],
+                                                  retriever.to_config(), str(out.resolve()), infra.chunks.fingerprint)
     record_store.close()
+    retriever.set_id(record_id)
     console.print(f"indexed {len(retriever.require_infra().chunks)} chunks in {built:.1f}s; saved to {out}")
 
 

@@ -76,7 +76,7 @@ class LiteLLMParams(ComponentParams):
 @register(kind="llm", icon="Bot", category="llm",
           en=("LLM (litellm)", "A function-calling chat model from any provider, or any OpenAI-compatible server."),
           es=("LLM (litellm)", "Un modelo de chat con llamada a funciones de cualquier proveedor o servidor compatible con OpenAI."),
-          representation="{model}")
+          representation={"en": "{model}", "es": "{model}"})
 class LiteLLMModel(ConfigObject[LiteLLMParams]):
     SCHEMA = LiteLLMParams
 

@@ -67,7 +67,7 @@ class BooleanQueryParams(ComponentParams):
     children: list[ComponentSpec] = components_field(
         "retriever", [HYBRID], min_length=1, max_length=1,
         description="The retriever that answers semantic clauses (default: the BM25 + dense hybrid).")
-    semantic_top_k: int = Field(100, ge=1, description="Fragments a semantic clause asks the child for (within its scope).")
+    semantic_top_k: int = Field(200, ge=1, description="Fragments a semantic clause asks the child for (within its scope).")
     max_words_for_hybrid: int = Field(10, ge=0, description=(
         "Phrases of at most this many words use the whole child (dense and keyword search); longer ones the dense node only."))
     min_semantic_score: float = Field(0.10, description="Semantic hits scoring below this (see semantic_score) are dropped.")
@@ -85,14 +85,18 @@ class BooleanQueryParams(ComponentParams):
     fallback_top_n: int = Field(_T.fallback_top_n, ge=1, description="Three-tier selection: fragments taken when none reaches min_score.")
     min_documents: int = Field(_T.min_documents, ge=1, description="Three-tier selection: distinct documents to cover at least.")
     max_fragments: int = Field(_T.max_fragments, ge=1, description="Three-tier selection: the most fragments the diversity tier holds.")
-    fill_up_target_documents: int = Field(_T.fill_up_target_documents, ge=1, description="Fill-up: documents to top a result up to.")
+    fill_up: bool = Field(False, description=(
+        "Run the fill-up inside this component (the reference runs it as a separate, later step: off)."))
+    fill_up_target_fragments: int = Field(_T.fill_up_target_fragments, ge=1, description=(
+        "Fill-up: fragments to top a selection up to."))
     fill_up_max_chars: int = Field(_T.fill_up_max_chars, ge=1, description="Fill-up: character budget of the whole selection.")
     automatically_rerank: bool = Field(False, description="Rerank each AND/OR operand with its own text before combining.")
     reranker: list[ComponentSpec] = components_field(
         "retriever", [], max_length=1, description=(
             "At most one reranker (HttpReranker, CrossEncoderRetriever, any retriever): reranks the result with the "
             "query's semantic clauses; only its scoring is used, never its own children. Empty: no reranking."))
-    return_documents: bool = Field(False, description="Return one entry per document (its best fragment) instead of fragments.")
+    return_documents: bool = Field(True, description=(
+        "Return one entry per document (its best fragment) instead of fragments (the reference's default: true)."))
     trace_fragments: int = Field(10, ge=0, description="Fragments listed per syntax-tree node in the trace.")
 
     RULES = (less_or_equal("fallback_top_n", "max_fragments"),
@@ -105,7 +109,7 @@ class BooleanQueryParams(ComponentParams):
 @register(kind="retriever", icon="Filter", category="composite",
           en=("Boolean query", 'Answers queries like "asylum seeker" AND COUNTRY=IQ: semantic, text and category clauses with AND/OR/NOT.'),
           es=("Consulta booleana", 'Responde consultas como "solicitante de asilo" AND PAIS=IQ: cláusulas semánticas, de texto y de categoría con AND/OR/NOT.'),
-          representation="Boolean over [{children}]",
+          representation={"en": "Boolean over [{children}]", "es": "Booleano sobre [{children}]"},
           operation="Parses the expression, answers semantic clauses with the child (restricted before top-k), "
                     "text and category clauses with its indexes, combines fragments with AND/OR/NOT, then reranks and selects.")
 class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
@@ -199,7 +203,8 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
         result, tree_trace = evaluate(tree, runner, scope, rerank_branch=branch, trace_fragments=p.trace_fragments)
         timings["evaluate_ms"] = _ms(started)
         started = time.perf_counter()
-        output, decisions = select_output(tree, result.ranked(), p.thresholds(), p.return_documents, reranker)
+        output, decisions = select_output(tree, result.ranked(), p.thresholds(), p.return_documents, reranker,
+                                          only_filters=result.is_filter, run_fill_up=p.fill_up)
         timings["select_ms"] = _ms(started)
         name = self.component_name
         output = [ScoredChunk(f.chunk, f.score, name, {**f.provenance, "clause_source": f.source}) for f in output]

@@ -105,11 +105,14 @@ class DenseParams(ComponentParams):
     embedding: ComponentSpec = component_field("embedding", spec("MiniLMEmbedding"),
                                                description="The model that embeds chunks and queries.")
 
+    ALIASES = {"embedding_model": "embedding"}  # DashAI's name for the field
+
 
 @register(kind="retriever", icon="Brain", category="semantic",
           en=("Dense embeddings", "Ranks chunks by the similarity of their embedding to the query's (exact search)."),
           es=("Embeddings densos", "Ordena fragmentos por la similitud de su embedding con el de la consulta (búsqueda exacta)."),
-          representation="Dense {similarity_metric} top {top_k} ({embedding})")
+          representation={"en": "Dense {similarity_metric} top {top_k} ({embedding})",
+                           "es": "Denso {similarity_metric}, mejores {top_k} ({embedding})"})
 class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
     SCHEMA = DenseParams
 

@@ -109,7 +109,8 @@ class HttpRerankerParams(ComponentParams):
 @register(kind="retriever", icon="Globe", category="rerank",
           en=("HTTP reranker", "Re-scores candidates with a Text Embeddings Inference-style /rerank endpoint."),
           es=("Reordenador HTTP", "Vuelve a puntuar candidatos con un endpoint /rerank al estilo de Text Embeddings Inference."),
-          representation="HTTP rerank top {top_k} of {fetch_k} ({api_base})",
+          representation={"en": "HTTP rerank top {top_k} of {fetch_k} ({api_base})",
+                           "es": "Reordenación HTTP: {top_k} mejores de {fetch_k} ({api_base})"},
           operation="Sends the child's fetch_k candidates to the /rerank endpoint in parallel batches and keeps the top_k.")
 class HttpReranker(CompositeRetriever[HttpRerankerParams]):
     SCHEMA = HttpRerankerParams
