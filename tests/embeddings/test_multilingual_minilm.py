@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dashrag.embeddings.base import ModelUnavailableError
+from dashrag.errors import ConfigError
 from dashrag.embeddings.multilingual_minilm import MULTILINGUAL_MINILM, MultilingualMiniLMEmbedding
 from dashrag.embeddings.sentence_transformer import MiniLMEmbedding
 
@@ -27,8 +27,8 @@ def _in_local_hub_cache() -> bool:
 def test_without_its_weights_the_error_says_how_to_provide_them():
     if _in_local_hub_cache():
         pytest.skip("paraphrase-multilingual-MiniLM-L12-v2 is in this machine's Hugging Face cache")
-    with pytest.raises(ModelUnavailableError) as info:
-        MultilingualMiniLMEmbedding({}).embed_documents(["hola"])
+    with pytest.raises(ConfigError) as info:  # at validation, before anything is built
+        MultilingualMiniLMEmbedding({})
     message = str(info.value)
     assert f"huggingface-cli download {MULTILINGUAL_MINILM}" in message
     assert "params.local_dir" in message
@@ -43,5 +43,5 @@ def test_local_dir_is_where_the_model_is_read_from():
 
 
 def test_a_local_dir_that_does_not_exist_is_named(tmp_path):
-    with pytest.raises(ModelUnavailableError, match="params.local_dir.*is not a directory"):
-        MultilingualMiniLMEmbedding({"local_dir": str(tmp_path / "absent")}).embed_documents(["hola"])
+    with pytest.raises(ConfigError, match="params.local_dir.*is not a directory"):
+        MultilingualMiniLMEmbedding({"local_dir": str(tmp_path / "absent")})
