@@ -129,13 +129,15 @@ class ComponentParams(BaseModel):
     def canonical_names(cls, raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         """``raw`` with every alias renamed to its field, and the conflicts (a field given under two names)."""
         renamed: dict[str, Any] = {}
+        written: dict[str, str] = {}
         problems: list[str] = []
         for key, value in raw.items():
             name = cls.ALIASES.get(key, key)
             if name in renamed:
-                problems.append(f"{key!r} and {name!r} name the same parameter; give one of them")
+                first, second = sorted((written[name], key))
+                problems.append(f"{first!r} and {second!r} name the same parameter; give one of them")
                 continue
-            renamed[name] = value
+            renamed[name], written[name] = value, key
         return renamed, problems
 
     @model_validator(mode="after")
