@@ -1,7 +1,9 @@
 """MMRRerankerRetriever: maximal marginal relevance over one child's candidates.
 
-The child proposes ``fetch_k`` candidates; MMR then picks ``top_k`` of them
-greedily (Carbonell & Goldstein, 1998), as the reference does:
+The child proposes its candidates (as many as its own ``top_k``, as in DashAI, or
+``fetch_k`` when that is set); when they already fit ``top_k`` they are returned as
+they are, otherwise MMR picks ``top_k`` of them greedily (Carbonell & Goldstein,
+1998), as the reference does:
 
 * the first pick is the most relevant candidate, whatever λ;
 * each later pick maximises ``λ · relevance(c) − (1 − λ) · max_{s ∈ picked} sim(c, s)``;
@@ -12,7 +14,8 @@ greedily (Carbonell & Goldstein, 1998), as the reference does:
   candidate least similar to those picked;
 * MMR re-orders, it does not re-score: every chunk keeps its score (and source), and
   its MMR value goes into the provenance (``mmr_score``) and the trace;
-* with one candidate or none there is nothing to trade off: MMR does not run.
+* with no more candidates than ``top_k`` (so with one or none) MMR does not run;
+* ``score_chunks`` is the child's, as in DashAI (MMR orders a set, it does not score a chunk).
 
 Vectors come from, in order: the child itself when it holds them (a
 ``DenseEmbeddingRetriever``); a dense node inside the child whose embedding has the
@@ -99,20 +102,21 @@ class MMRParams(ComponentParams):
         description="The one retriever whose candidates MMR re-orders (any retriever, composites included).")
     lambda_mult: float = Field(0.5, ge=0, le=1, description="1: relevance only; 0: diversity only.")
     top_k: int = Field(5, ge=1, description="How many chunks to return.")
-    fetch_k: int = Field(20, ge=1, description="How many candidates to ask the child for.")
+    fetch_k: int | None = Field(None, ge=1, description=(
+        "How many candidates to ask the child for; None: as many as the child's own top_k (DashAI's way)."))
     embedding: ComponentSpec = component_field(
         "embedding", spec("MiniLMEmbedding"),
         description="Embeds query and candidates when the child holds no vectors of its own.")
 
     RULES = (less_or_equal("top_k", "fetch_k"),)
+    ALIASES = {"mmr_lambda": "lambda_mult"}  # DashAI's name
 
 
 @register(kind="retriever", icon="Shuffle", category="rerank",
           en=("MMR reranker", "Re-orders a retriever's candidates to be relevant yet diverse (maximal marginal relevance)."),
           es=("Reordenador MMR", "Reordena los candidatos de un recuperador para que sean relevantes y diversos (MMR)."),
-          representation={"en": "MMR λ={lambda_mult} top {top_k} of {fetch_k}",
-                           "es": "MMR λ={lambda_mult}, {top_k} mejores de {fetch_k}"},
-          operation="Picks top_k of the child's fetch_k candidates, trading relevance against similarity to earlier picks.")
+          representation={"en": "MMR λ={lambda_mult} top {top_k}", "es": "MMR λ={lambda_mult}, {top_k} mejores"},
+          operation="Picks top_k of the child's candidates, trading relevance against similarity to earlier picks.")
 class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
     SCHEMA = MMRParams
 
@@ -161,17 +165,19 @@ class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
 
     def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
         k = int(kwargs.get("top_k") or self.params.top_k)
-        fetch = max(self.params.fetch_k, k)
-        answers = self.child.retrieve_batch(queries, **{**kwargs, "top_k": fetch})
-        candidate_ids = sorted({c.id for chunks, _ in answers if len(chunks) > 1 for c in chunks})
+        child_kwargs = {key: value for key, value in kwargs.items() if key != "top_k"}  # the child's own top_k
+        if self.params.fetch_k is not None:
+            child_kwargs["top_k"] = max(self.params.fetch_k, k)
+        answers = self.child.retrieve_batch(queries, **child_kwargs)
+        candidate_ids = sorted({c.id for chunks, _ in answers if len(chunks) > k for c in chunks})
         vectors = dict(zip(candidate_ids, self._chunk_vectors(candidate_ids))) if candidate_ids else {}
         return [self._select(chunks, trace, vectors, k) for chunks, trace in answers]
 
     def _select(self, candidates: list[ScoredChunk], child_trace: dict, vectors: dict[int, np.ndarray],
                 k: int) -> Result:
         lam = self.params.lambda_mult
-        if len(candidates) <= 1:  # nothing to trade off: MMR does not run
-            summary = f"MMR not run: {len(candidates)} candidate(s)"
+        if len(candidates) <= k:  # they all fit: nothing to choose between, MMR does not run (as DashAI)
+            summary = f"MMR not run: {len(candidates)} candidate(s) fit top_k={k}"
             return candidates[:k], [child_trace], {"summary": summary, "lambda_mult": lam, "ran": False,
                                                     "candidates": len(candidates)}
         matrix = np.stack([vectors[c.id] for c in candidates])
@@ -189,16 +195,5 @@ class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
         return reorder(candidates, picks, self.component_name), [child_trace], selection
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
-        """MMR over exactly these chunks, relevance = the child's score (−its distance), candidates in
-        relevance order; the distance of a chunk is its pick position (0, 1, 2, ...), ascending."""
-        query = check_query(query)
-        ids = [int(c) for c in chunk_ids]
-        if not ids:
-            return []
-        distance = dict(self.child.score_chunks(ids, query))
-        relevance = np.array([-distance[i] for i in ids], dtype=np.float64)
-        order = np.lexsort((np.asarray(ids), -relevance))  # relevance first, then chunk id
-        ids = [ids[i] for i in order]
-        matrix = self._chunk_vectors(ids)
-        picks = mmr_select(relevance[order], matrix @ matrix.T, self.params.lambda_mult, len(ids))
-        return [(ids[p.index], float(position)) for position, p in enumerate(picks)]
+        """The child's distances, as in DashAI: MMR orders a set of candidates, it does not score a chunk."""
+        return self.child.score_chunks(chunk_ids, check_query(query))

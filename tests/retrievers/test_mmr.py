@@ -156,7 +156,7 @@ def test_mmr_relevance_is_the_childs_score_never_a_recomputed_cosine(over_tfidf,
     assert [c.provenance["mmr_relevance"] for c in chunks] == [child_scores[c.id] for c in chunks]
 
 
-def test_mmr_does_not_run_with_a_single_candidate(tmp_path):
+def test_mmr_does_not_run_when_the_candidates_fit_top_k(tmp_path):
     from tests.conftest import EXAMPLE_CORPUS
 
     root = dashrag.build(mmr_config(TFIDF, top_k=1, fetch_k=1), dashrag.Corpus.from_folder(EXAMPLE_CORPUS), tmp_path)
@@ -193,11 +193,10 @@ def test_restriction_reaches_the_child(over_dense, queries):
 
 
 @pytest.mark.slow
-def test_score_chunks_follows_the_mmr_order_ascending(over_dense, queries):
+def test_score_chunks_is_the_childs_as_in_the_reference(over_dense, queries):
     chunks, _ = over_dense.retrieve(queries[0])
-    scored = over_dense.score_chunks([c.id for c in chunks], queries[0])
-    distances = [d for _, d in scored]
-    assert sorted(distances) == distances and {i for i, _ in scored} == {c.id for c in chunks}
+    ids = [c.id for c in chunks]
+    assert over_dense.score_chunks(ids, queries[0]) == over_dense.get_children()[0].score_chunks(ids, queries[0])
 
 
 @pytest.mark.slow
@@ -224,3 +223,17 @@ def test_exactly_one_child_is_required():
 def test_top_k_above_fetch_k_is_a_config_error():
     with pytest.raises(ConfigError, match="top_k"):
         dashrag.build_component(mmr_config(TFIDF, top_k=30, fetch_k=20))
+
+
+def test_without_fetch_k_the_child_proposes_as_many_as_its_own_top_k(tmp_path):
+    from tests.conftest import EXAMPLE_CORPUS
+
+    child = {"component": "TFIDFRetriever", "params": {"top_k": 7}}
+    root = dashrag.build({"component": "MMRRerankerRetriever", "params": {
+        "children": [child], "mmr_lambda": 0.5, "top_k": 3, "embedding": FAST_MINILM}},
+        dashrag.Corpus.from_folder(EXAMPLE_CORPUS), tmp_path)
+    chunks, trace = root.retrieve("dense vectors keyword search", top_k=3)
+    own, _ = root.get_children()[0].retrieve("dense vectors keyword search")  # the child's own top_k, 7
+    assert [o["chunk_id"] for o in trace["children"][0]["output"]] == [c.id for c in own] and len(own) > 3
+    assert (len(chunks), trace["selection"]["ran"]) == (3, True)
+    assert root.params.lambda_mult == 0.5 and "mmr_lambda" not in root.to_config()["params"]
