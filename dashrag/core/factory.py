@@ -33,7 +33,8 @@ def _construct(node: dict[str, Any], raw: Any = None) -> ConfigObject:
         raw_value = given.get(field_name)
         if is_list:
             raw_items = raw_value if isinstance(raw_value, list) else []
-            nested[field_name] = [_construct(v, raw_items[i] if i < len(raw_items) else None) for i, v in enumerate(value)]
+            nested[field_name] = [_construct(v, raw_items[i] if i < len(raw_items) else None)
+                                  for i, v in enumerate(value)]
         else:
             nested[field_name] = _construct(value, raw_value)
     built = cls(cls.SCHEMA.model_validate(params), nested=nested)

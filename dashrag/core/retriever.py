@@ -225,4 +225,5 @@ class CompositeRetriever(Retriever[P], Generic[P]):
         for i, existing in enumerate(children):
             if existing is child:
                 return children.pop(i)
-        raise ConfigError(f"{self.component_name}: {getattr(child, 'component_name', child)!r} is not one of its children")
+        name = getattr(child, "component_name", child)
+        raise ConfigError(f"{self.component_name}: {name!r} is not one of its children")

@@ -16,7 +16,8 @@ from dashrag.embeddings.multilingual_minilm import MultilingualMiniLMEmbedding
           en=("Paraphrase multilingual MiniLM-L12-v2",
               "DashAI's name for paraphrase-multilingual-MiniLM-L12-v2 (50+ languages). Needs its weights here."),
           es=("Paraphrase multilingual MiniLM-L12-v2",
-              "El nombre de DashAI para paraphrase-multilingual-MiniLM-L12-v2 (más de 50 idiomas). Necesita sus pesos."),
+              "El nombre de DashAI para paraphrase-multilingual-MiniLM-L12-v2 (más de 50 idiomas). "
+              "Necesita sus pesos."),
           representation={"en": "paraphrase-multilingual-MiniLM-L12-v2 on {device}",
                           "es": "paraphrase-multilingual-MiniLM-L12-v2 en {device}"})
 class ParaphraseMultilingualMiniLML12V2Embedding(MultilingualMiniLMEmbedding):

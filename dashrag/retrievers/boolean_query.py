@@ -67,7 +67,8 @@ class BooleanQueryParams(ComponentParams):
     children: list[ComponentSpec] = components_field(
         "retriever", [HYBRID], min_length=1, max_length=1,
         description="The retriever that answers semantic clauses (default: the BM25 + dense hybrid).")
-    semantic_top_k: int = Field(200, ge=1, description="Fragments a semantic clause asks the child for (within its scope).")
+    semantic_top_k: int = Field(200, ge=1, description=(
+        "Fragments a semantic clause asks the child for (within its scope)."))
     max_words_for_hybrid: int = Field(10, ge=0, description=(
         "Phrases of at most this many words use the whole child (dense and keyword search); longer ones the dense node only."))
     min_semantic_score: float = Field(0.10, description="Semantic hits scoring below this (see semantic_score) are dropped.")

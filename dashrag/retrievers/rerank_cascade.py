@@ -73,7 +73,8 @@ class RerankCascadeParams(ComponentParams):
         "never", description="When to skip the precise stage: never, on a decisive margin, or above a score threshold.")
     exit_margin: float = Field(0.5, ge=0, description="Relative lead of the top first-stage score over the runner-up that counts as decisive.")
     exit_threshold: float | None = Field(None, description="First-stage score at or above which the top is decisive (threshold mode).")
-    enable_mmr: bool = Field(False, description="Re-order the precise stage's output with MMR (also on when mmr_lambda is given).")
+    enable_mmr: bool = Field(False, description=(
+        "Re-order the precise stage's output with MMR (also on when mmr_lambda is given)."))
     mmr_lambda: float | None = Field(None, ge=0, le=1, description=(
         "MMR's λ (1: relevance only, 0: diversity only); giving it turns MMR on; None: 0.7 when MMR is on."))
     mmr_embedding: ComponentSpec = component_field("embedding", spec("MiniLMEmbedding"),
@@ -105,7 +106,8 @@ def stage(name: str, timings: dict[str, float], context: dict[str, Any] | None =
           en=("Rerank cascade", "A cheap stage narrows, an expensive stage re-scores unless the first is decisive."),
           es=("Cascada de reordenación", "Una etapa barata filtra y otra costosa re-puntúa salvo que la primera sea concluyente."),
           representation={"en": "{fast} → {precise} (top {stage1_top_n} → {top_k}, early exit {early_exit})",
-                           "es": "{fast} → {precise} (mejores {stage1_top_n} → {top_k}, salida anticipada {early_exit})"},
+                          "es": "{fast} → {precise} (mejores {stage1_top_n} → {top_k}, "
+                                "salida anticipada {early_exit})"},
           operation="Retrieves stage1_top_n with fast, exits early when decisive, else re-scores with precise, optionally MMR.")
 class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
     SCHEMA = RerankCascadeParams

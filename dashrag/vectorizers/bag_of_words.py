@@ -110,8 +110,9 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
     def _make(self, vocabulary: list[str] | None = None) -> CountVectorizer:
         p = self.params
         analyzer = self.analyzer()
+        stop_words = _as_list(p.stop_word_set()) if p.custom_stop_words else p.stop_words
         kwargs = {} if callable(analyzer) else {
-            "lowercase": p.lowercase, "strip_accents": p.strip_accents, "stop_words": _as_list(p.stop_word_set()) if p.custom_stop_words else p.stop_words,
+            "lowercase": p.lowercase, "strip_accents": p.strip_accents, "stop_words": stop_words,
             "ngram_range": (p.ngram_min, p.ngram_max), "token_pattern": TOKEN_PATTERN,
         }
         return CountVectorizer(analyzer=analyzer, min_df=_df_bound(p.min_df), max_df=_df_bound(p.max_df),

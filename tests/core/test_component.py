@@ -22,7 +22,8 @@ def test_representation_fills_own_placeholders():
 def test_representation_fills_nested_placeholders(monkeypatch):
     tree = build_component({"component": "TFIDFRetriever", "params": {"vectorizer": {"component": "BagOfWordsConverter", "params": {"ngram_max": 3}}}})
     meta = type(tree).META
-    monkeypatch.setattr(type(tree), "META", type(meta)(**{**meta.__dict__, "representation": {"en": "{vectorizer} up to {vectorizer.ngram_max}-grams, {missing}", "es": "-"}}))
+    template = {"en": "{vectorizer} up to {vectorizer.ngram_max}-grams, {missing}", "es": "-"}
+    monkeypatch.setattr(type(tree), "META", type(meta)(**{**meta.__dict__, "representation": template}))
     assert tree.render_representation() == "BagOfWordsConverter up to 3-grams, {missing}"
 
 

@@ -74,7 +74,8 @@ def test_set_trace_params_keeps_a_deep_copy_of_the_raw_params():
 def test_built_nodes_keep_the_params_as_written_before_defaults_and_aliases():
     tree = dashrag.build_component({"component": "TFIDFRetriever", "params": {"vectorizer": {
         "component": "BagOfWordsConverter", "params": {"upper_bound_ngrams": 2}}}})
-    assert tree.trace_params == {"vectorizer": {"component": "BagOfWordsConverter", "params": {"upper_bound_ngrams": 2}}}
+    written = {"vectorizer": {"component": "BagOfWordsConverter", "params": {"upper_bound_ngrams": 2}}}
+    assert tree.trace_params == written
     assert tree.nested["vectorizer"].trace_params == {"upper_bound_ngrams": 2}
 
 

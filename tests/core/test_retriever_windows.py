@@ -16,7 +16,8 @@ TREES = {
     "BM25Retriever": {"component": "BM25Retriever", "params": {"top_k": 10}},
     "TFIDFRetriever": {"component": "TFIDFRetriever", "params": {"top_k": 10}},
     "ParallelRetriever": {"component": "ParallelRetriever", "params": {"children": [
-        {"component": "BM25Retriever", "params": {"top_k": 10}}, {"component": "TFIDFRetriever", "params": {"top_k": 10}}]}},
+        {"component": "BM25Retriever", "params": {"top_k": 10}},
+        {"component": "TFIDFRetriever", "params": {"top_k": 10}}]}},
 }
 
 

@@ -3,19 +3,19 @@ for the multilingual weights: the packaged all-MiniLM-L6-v2 folder under the mul
 
 from __future__ import annotations
 
-import copy
+import json
 from pathlib import Path
 
 import pytest
 
-REFERENCE_DEFAULT_TREE = {"component": "ParallelRetriever", "params": {"children": [{"component": "BM25Retriever", "params": {"b": 0.75, "delta": 0.0, "k1": 1.5, "similarity_function": "cosine", "top_k": 5, "vectorizer": {"component": "BagOfWordsConverter", "params": {"analyzer": "word", "custom_stop_words": None, "drop_source_columns": False, "lower_bound_ngrams": 1, "lowercase": True, "max_df": 1.0, "max_features": None, "min_df": 0.0, "stop_words": None, "strip_accents": None, "upper_bound_ngrams": 1}}}}, {"component": "DenseEmbeddingRetriever", "params": {"embedding_model": {"component": "ParaphraseMultilingualMiniLML12V2Embedding", "params": {"batch_size": 32, "device": "CPU", "normalize": True, "overflow_strategy": "truncate"}}, "similarity_metric": "cosine", "top_k": 5}}], "merge_strategy": "round_robin"}}  # noqa: E501 - pasted as the reference prints it
+REFERENCE_DEFAULT_TREE = Path(__file__).with_name("dashai_default_tree.json")  # the text, pasted as is
 
 MULTILINGUAL_REPO = "models--sentence-transformers--paraphrase-multilingual-MiniLM-L12-v2"
 
 
 @pytest.fixture
 def reference_tree() -> dict:
-    return copy.deepcopy(REFERENCE_DEFAULT_TREE)
+    return json.loads(REFERENCE_DEFAULT_TREE.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="session")
@@ -42,5 +42,6 @@ def stand_in_hub_cache(tmp_path, minilm_folder) -> Path:
     (repo / "refs").mkdir(parents=True)
     (repo / "refs" / "main").write_text("standin0000000000000000000000000000000000")
     (repo / "snapshots").mkdir()
-    (repo / "snapshots" / "standin0000000000000000000000000000000000").symlink_to(minilm_folder, target_is_directory=True)
+    snapshot = repo / "snapshots" / "standin0000000000000000000000000000000000"
+    snapshot.symlink_to(minilm_folder, target_is_directory=True)
     return hub

@@ -541,7 +541,8 @@ def test_a_planted_key_is_in_no_saved_file_schema_trace_error_or_log(server, tmp
     files = [p for p in saved.rglob("*") if p.is_file()]
     assert files and not [p for p in files if PLANTED.encode() in p.read_bytes() or PLANTED_TAIL.encode() in p.read_bytes()]
     assert not leaks(json.dumps(rendered_exports()))
-    assert not leaks(json.dumps([retriever.to_config(), retriever.get_schema_summary(), retriever.render_representation()]))
+    shown = [retriever.to_config(), retriever.get_schema_summary(), retriever.render_representation()]
+    assert not leaks(json.dumps(shown))
     assert not leaks(json.dumps(trace))
     for error in errors:
         assert not leaks("".join(traceback.format_exception(error)) + repr(error)

@@ -110,7 +110,8 @@ def test_stage2_top_n_above_stage1_top_n_is_a_config_error():
 @pytest.mark.slow
 def test_mmr_relevance_is_the_precise_score_and_lambda_one_keeps_the_precise_order(corpus, tmp_path):
     plain = dashrag.build(cascade(top_k=5), corpus, tmp_path / "plain")
-    relevance_only = dashrag.build(cascade(top_k=5, mmr_lambda=1.0, mmr_embedding=FAST_MINILM), corpus, tmp_path / "mmr")
+    relevance_only = dashrag.build(cascade(top_k=5, mmr_lambda=1.0, mmr_embedding=FAST_MINILM), corpus,
+                                   tmp_path / "mmr")
     expected, _ = plain.retrieve(QUERY)
     chunks, trace = relevance_only.retrieve(QUERY)
     assert [(c.id, c.score) for c in chunks] == [(c.id, c.score) for c in expected]  # order and scores kept
