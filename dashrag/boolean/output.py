@@ -20,10 +20,10 @@ number and ids of its selected fragments in the provenance.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from dashrag.boolean.ast import Query
-from dashrag.boolean.rerank import rerank_in_rounds, rerank_query
+from dashrag.boolean.rerank import RerankFunction, rerank_in_rounds, rerank_query
 from dashrag.boolean.selection import (
     SelectionThresholds,
     aggregate_documents,
@@ -63,7 +63,7 @@ def select_output(
     ranked: list[ScoredChunk],
     thresholds: SelectionThresholds,
     return_documents: bool,
-    reranker: tuple[Callable[..., Sequence[float]], bool] | None,
+    reranker: RerankFunction | None,
     rerank_source: str = "rerank",
     *,
     only_filters: bool = False,
@@ -78,7 +78,7 @@ def select_output(
         record["documents"] = len(stubs)
         return stubs, record
     query = rerank_query(tree) if reranker is not None else ""
-    if not query:
+    if not query or reranker is None:
         record["path"] = "fast"
         if reranker is not None:
             record["why_not_reranked"] = "the query has no semantic clause outside a NOT to rerank towards"
@@ -87,10 +87,9 @@ def select_output(
         out = as_documents(selected) if return_documents else selected
         return out, record
     record["path"] = "reranked"
-    rerank, with_fragments = reranker
     started = time.perf_counter()
-    reranked, info = rerank_in_rounds(query, ranked, rerank, t.rerank_round_size, t.rerank_max_chars,
-                                      source=rerank_source, with_fragments=with_fragments)
+    reranked, info = rerank_in_rounds(query, ranked, reranker, t.rerank_round_size, t.rerank_max_chars,
+                                      source=rerank_source)
     record["rerank"] = {**info, "elapsed_ms": round((time.perf_counter() - started) * 1000.0, 3)}
     selected, record["tiers"] = three_tier_select(reranked, t)
     if not return_documents:

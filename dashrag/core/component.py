@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Iterator, Sequence, TypeVar
 
 from dashrag.core.params import ComponentParams, NoParams
-from dashrag.errors import CredentialError, RetrievalError
+from dashrag.core.registry import get_component
+from dashrag.core.validation import validate_and_transform
+from dashrag.errors import ConfigError, CredentialError, RetrievalError
 
 if TYPE_CHECKING:
     from dashrag.core.infra import Infra
@@ -31,7 +33,7 @@ PLACEHOLDER = re.compile(r"\{([\w.]+)\}")  # {param} or {nested.param}; an unkno
 
 class ConfigObject(Generic[P]):
     SCHEMA: ClassVar[type[ComponentParams]] = NoParams
-    META: ClassVar["ComponentMeta"]
+    META: ClassVar[ComponentMeta]
     component_name: ClassVar[str]
 
     def __init__(self, params: P | dict[str, Any] | None = None, *, nested: dict[str, Any] | None = None):
@@ -41,15 +43,14 @@ class ConfigObject(Generic[P]):
         """
         self.trace_params: dict[str, Any] = {}
         if not isinstance(params, ComponentParams) or nested is None:
-            from dashrag.core.factory import build_component
-
             raw = params.model_dump(mode="json") if isinstance(params, ComponentParams) else (params or {})
-            built = build_component({"component": self.component_name, "params": raw})
+            node = {"component": self.component_name, "params": raw}
+            built = construct(validate_and_transform(node), node)
             params, nested = built.params, built.nested
             self.set_trace_params(raw)
         self.params: P = params  # type: ignore[assignment]
         self.nested: dict[str, Any] = nested
-        self.infra: "Infra | None" = None
+        self.infra: Infra | None = None
 
     def set_trace_params(self, params: dict[str, Any]) -> None:
         """Keep a deep copy of the raw params this node was constructed from (as the user wrote them,
@@ -67,13 +68,9 @@ class ConfigObject(Generic[P]):
     def validate_and_transform(cls, raw: dict[str, Any]) -> dict[str, Any]:
         """Validate ``raw`` (this component's params, or a whole ``{"component", "params"}`` node of it)
         and return the normalised node; a ConfigError lists every problem with its path."""
-        from dashrag.core.validation import validate_and_transform
-
         node = raw if isinstance(raw, dict) and "component" in raw else {"component": cls.component_name,
                                                                          "params": raw}
         if node.get("component") != cls.component_name:
-            from dashrag.errors import ConfigError
-
             raise ConfigError(f"component: {node.get('component')!r} given to {cls.component_name}")
         return validate_and_transform(node, cls.META.kind)
 
@@ -85,11 +82,11 @@ class ConfigObject(Generic[P]):
                 continue
             field = path.rsplit(".", 1)[-1]
             if name in (field, getattr(node.params, "var", None)):
-                return node.resolve()  # type: ignore[attr-defined]
+                return str(node.resolve())  # type: ignore[attr-defined]
         raise CredentialError(f"{self.component_name}: no credential named {name!r} in this tree")
 
     # -- tree --------------------------------------------------------------
-    def nested_objects(self) -> Iterator[tuple[str, "ConfigObject"]]:
+    def nested_objects(self) -> Iterator[tuple[str, ConfigObject]]:
         """(relative path, component) for each directly nested component, in field order."""
         for field_name, value in self.nested.items():
             if isinstance(value, list):
@@ -98,7 +95,7 @@ class ConfigObject(Generic[P]):
             else:
                 yield field_name, value
 
-    def iter_nodes(self, path: str = "root") -> Iterator[tuple[str, "ConfigObject"]]:
+    def iter_nodes(self, path: str = "root") -> Iterator[tuple[str, ConfigObject]]:
         """Every node of the tree, depth first, with a stable path (``root.children[0]``)."""
         yield path, self
         for rel, child in self.nested_objects():
@@ -122,7 +119,7 @@ class ConfigObject(Generic[P]):
         return {"component": self.component_name, "params": ordered}
 
     # -- lifecycle ---------------------------------------------------------
-    def inject_infra(self, infra: "Infra | str | Path", chunks: Any = None, persistence: Any = None,
+    def inject_infra(self, infra: Infra | str | Path, chunks: Any = None, persistence: Any = None,
                      documents: Sequence[Any] | None = None) -> None:
         """Connect the subtree to its corpus: ``inject_infra(infra)``, or the reference's shape
         ``inject_infra(env_path, chunks, persistence, documents=None)`` (``chunks``: a ChunkSet or
@@ -169,9 +166,11 @@ class ConfigObject(Generic[P]):
     def _close(self) -> None:
         """Override to release resources."""
 
-    def require_infra(self) -> "Infra":
+    def require_infra(self) -> Infra:
         if self.infra is None:
-            raise RetrievalError(f"{self.component_name}: no corpus injected yet (call inject_infra, or use dashrag.build)")
+            raise RetrievalError(
+                f"{self.component_name}: no corpus injected yet (call inject_infra, or use dashrag.build)"
+            )
         return self.infra
 
     # -- UI ----------------------------------------------------------------
@@ -179,7 +178,9 @@ class ConfigObject(Generic[P]):
         summary: dict[str, Any] = {"class": self.component_name, "params": self.own_params()}
         nested = {}
         for field_name, value in self.nested.items():
-            nested[field_name] = [c.get_schema_summary() for c in value] if isinstance(value, list) else value.get_schema_summary()
+            nested[field_name] = (
+                [c.get_schema_summary() for c in value] if isinstance(value, list) else value.get_schema_summary()
+            )
         if "children" in nested:
             summary["children"] = nested.pop("children")
         summary.update(nested)
@@ -237,3 +238,34 @@ def _flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[name] = value
     return flat
+
+
+def _raw_params(raw: Any, cls: type[ConfigObject]) -> dict[str, Any]:
+    """The params as the user wrote them (aliases renamed), or {} where a default filled the node in."""
+    params = raw.get("params") if isinstance(raw, dict) else None
+    return cls.SCHEMA.canonical_names(params)[0] if isinstance(params, dict) else {}
+
+
+def construct(node: dict[str, Any], raw: Any = None) -> ConfigObject:
+    """Build a validated tree (``validate_and_transform``'s output) bottom-up: children
+    before parents, each parent handed its built children. Pure: no I/O, no fitting.
+    ``raw`` is the tree as the user wrote it: each node keeps its own part (``set_trace_params``)."""
+    cls = get_component(node["component"])
+    params = dict(node["params"])
+    given = _raw_params(raw, cls)
+    nested: dict[str, Any] = {}
+    for field_name, (_, is_list) in cls.SCHEMA.component_fields().items():
+        value = params[field_name]
+        if value is None:
+            continue  # an optional component that is not configured
+        raw_value = given.get(field_name)
+        if is_list:
+            raw_items = raw_value if isinstance(raw_value, list) else []
+            nested[field_name] = [construct(v, raw_items[i] if i < len(raw_items) else None)
+                                  for i, v in enumerate(value)]
+        else:
+            nested[field_name] = construct(value, raw_value)
+    built = cls(cls.SCHEMA.model_validate(params), nested=nested)
+    raw_node_params = raw.get("params") if isinstance(raw, dict) else None
+    built.set_trace_params(raw_node_params if isinstance(raw_node_params, dict) else {})
+    return built

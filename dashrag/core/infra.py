@@ -22,7 +22,7 @@ class Infra:
     ``documents``: the source documents, where the caller has them."""
 
     env_path: Path
-    chunks: "ChunkSet"
+    chunks: ChunkSet
     store_url: str | None = None
     documents: tuple[Any, ...] | None = None
 

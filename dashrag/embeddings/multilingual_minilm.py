@@ -35,11 +35,21 @@ class MultilingualMiniLMParams(EncoderSettings):
         "None: look for it in the local Hugging Face cache."))
 
 
-
-@register(kind="embedding", icon="Languages", category="semantic",
-          en=("Multilingual MiniLM", "paraphrase-multilingual-MiniLM-L12-v2: 50+ languages, 384 dimensions. Needs its weights on this machine."),
-          es=("MiniLM multilingüe", "paraphrase-multilingual-MiniLM-L12-v2: más de 50 idiomas, 384 dimensiones. Necesita sus pesos en esta máquina."),
-          representation={"en": "paraphrase-multilingual-MiniLM-L12-v2", "es": "paraphrase-multilingual-MiniLM-L12-v2"})
+@register(
+    kind="embedding",
+    icon="Languages",
+    category="semantic",
+    en=(
+        "Multilingual MiniLM",
+        "paraphrase-multilingual-MiniLM-L12-v2: 50+ languages, 384 dimensions. Needs its weights on this machine.",
+    ),
+    es=(
+        "MiniLM multilingüe",
+        "paraphrase-multilingual-MiniLM-L12-v2: más de 50 idiomas, 384 dimensiones. "
+        "Necesita sus pesos en esta máquina.",
+    ),
+    representation={"en": "paraphrase-multilingual-MiniLM-L12-v2", "es": "paraphrase-multilingual-MiniLM-L12-v2"},
+)
 class MultilingualMiniLMEmbedding(SentenceTransformerBacked[MultilingualMiniLMParams]):
     SCHEMA = MultilingualMiniLMParams
 

@@ -112,11 +112,15 @@ class MMRParams(ComponentParams):
     ALIASES = {"mmr_lambda": "lambda_mult"}  # DashAI's name
 
 
-@register(kind="retriever", icon="Shuffle", category="rerank",
-          en=("MMR reranker", "Re-orders a retriever's candidates to be relevant yet diverse (maximal marginal relevance)."),
-          es=("Reordenador MMR", "Reordena los candidatos de un recuperador para que sean relevantes y diversos (MMR)."),
-          representation={"en": "MMR λ={lambda_mult} top {top_k}", "es": "MMR λ={lambda_mult}, {top_k} mejores"},
-          operation="Picks top_k of the child's candidates, trading relevance against similarity to earlier picks.")
+@register(
+    kind="retriever",
+    icon="Shuffle",
+    category="rerank",
+    en=("MMR reranker", "Re-orders a retriever's candidates to be relevant yet diverse (maximal marginal relevance)."),
+    es=("Reordenador MMR", "Reordena los candidatos de un recuperador para que sean relevantes y diversos (MMR)."),
+    representation={"en": "MMR λ={lambda_mult} top {top_k}", "es": "MMR λ={lambda_mult}, {top_k} mejores"},
+    operation="Picks top_k of the child's fetch_k candidates, trading relevance against similarity to earlier picks.",
+)
 class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
     SCHEMA = MMRParams
 
@@ -189,8 +193,16 @@ class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
             "lambda_mult": lam, "ran": True, "relevance": "the child's scores",
             "candidates": len(candidates),
             "vectors": how,
-            "order": [{"chunk_id": candidates[p.index].id, "child_rank": p.index + 1, "mmr": p.score,
-                       "relevance": p.relevance, "max_similarity": p.max_similarity} for p in picks],
+            "order": [
+                {
+                    "chunk_id": candidates[p.index].id,
+                    "child_rank": p.index + 1,
+                    "mmr": p.score,
+                    "relevance": p.relevance,
+                    "max_similarity": p.max_similarity,
+                }
+                for p in picks
+            ],
         }
         return reorder(candidates, picks, self.component_name), [child_trace], selection
 

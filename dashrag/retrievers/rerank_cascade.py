@@ -53,7 +53,7 @@ def should_exit_early(scores: Sequence[float], mode: str, margin: float, thresho
     return (gap >= margin, f"top leads runner-up by {gap:.1%} ({'>=' if gap >= margin else '<'} margin {margin:.1%})")
 
 
-def _threshold_given(params: "RerankCascadeParams") -> str | None:
+def _threshold_given(params: RerankCascadeParams) -> str | None:
     if params.early_exit == "threshold" and params.exit_threshold is None:
         return "early_exit 'threshold' needs exit_threshold"
     return None
@@ -62,8 +62,11 @@ def _threshold_given(params: "RerankCascadeParams") -> str | None:
 class RerankCascadeParams(ComponentParams):
     fast: ComponentSpec = component_field("retriever", spec("BM25Retriever", top_k=50),
                                           description="The cheap first stage that proposes candidates.")
-    precise: ComponentSpec = component_field("retriever", spec("DenseEmbeddingRetriever", top_k=10),
-                                             description="The expensive stage that re-scores the candidates (via score_chunks).")
+    precise: ComponentSpec = component_field(
+        "retriever",
+        spec("DenseEmbeddingRetriever", top_k=10),
+        description="The expensive stage that re-scores the candidates (via score_chunks).",
+    )
     stage1_top_n: int = Field(50, ge=1, description="How many candidates the fast stage passes on.")
     stage2_top_n: int | None = Field(None, ge=1, description=(
         "How many of the stage-1 candidates (best first) the precise stage scores; the rest keep their "
@@ -102,13 +105,20 @@ def stage(name: str, timings: dict[str, float], context: dict[str, Any] | None =
         timings[name] = round((time.perf_counter() - start) * 1000, 3)
 
 
-@register(kind="retriever", icon="Layers", category="rerank",
-          en=("Rerank cascade", "A cheap stage narrows, an expensive stage re-scores unless the first is decisive."),
-          es=("Cascada de reordenación", "Una etapa barata filtra y otra costosa re-puntúa salvo que la primera sea concluyente."),
-          representation={"en": "{fast} → {precise} (top {stage1_top_n} → {top_k}, early exit {early_exit})",
-                          "es": "{fast} → {precise} (mejores {stage1_top_n} → {top_k}, "
+@register(
+    kind="retriever",
+    icon="Layers",
+    category="rerank",
+    en=("Rerank cascade", "A cheap stage narrows, an expensive stage re-scores unless the first is decisive."),
+    es=(
+        "Cascada de reordenación",
+        "Una etapa barata filtra y otra costosa re-puntúa salvo que la primera sea concluyente.",
+    ),
+    representation={"en": "{fast} → {precise} (top {stage1_top_n} → {top_k}, early exit {early_exit})", "es": "{fast} → {precise} (mejores {stage1_top_n} → {top_k}, "
                                 "salida anticipada {early_exit})"},
-          operation="Retrieves stage1_top_n with fast, exits early when decisive, else re-scores with precise, optionally MMR.")
+    operation="Retrieves stage1_top_n with fast, exits early when decisive, "
+    "else re-scores with precise, optionally MMR.",
+)
 class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
     SCHEMA = RerankCascadeParams
 
