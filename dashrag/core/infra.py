@@ -28,12 +28,12 @@ class Infra:
 
     @classmethod
     def of(cls, env_path: str | Path, chunks: Any, persistence: Any = None,
-           documents: Sequence[Any] | None = None) -> "Infra":
+           documents: Sequence[Any] | None = None) -> Infra:
         """From the reference's ``inject_infra(env_path, chunks, persistence, documents)`` arguments."""
         from dashrag.documents.chunk_set import ChunkSet
 
         if chunks is None:
             raise TypeError("inject_infra(env_path, chunks, ...) needs the chunks")
         chunk_set = chunks if isinstance(chunks, ChunkSet) else ChunkSet(chunks)
-        url = persistence if isinstance(persistence, str) or persistence is None else getattr(persistence, "url")
+        url = persistence if isinstance(persistence, str) or persistence is None else persistence.url
         return cls(Path(env_path), chunk_set, url, None if documents is None else tuple(documents))

@@ -89,8 +89,8 @@ class Retriever(ConfigObject[P], Generic[P]):
 
     @classmethod
     def load(cls, folder: Any) -> Retriever:
-        """Load a tree saved with :meth:`save` (see :func:`dashrag.api.load`); its root must be a ``cls``."""
-        from dashrag.api import load
+        """Load a tree saved with :meth:`save` (:func:`dashrag.core.saved_tree.load`); its root must be a ``cls``."""
+        from dashrag.core.saved_tree import load  # saved_tree builds Retrievers: imported when used
 
         root = load(folder)
         if not isinstance(root, cls):

@@ -67,16 +67,34 @@ def _rerank_needs_reranker(params: BooleanQueryParams) -> str | None:
 
 class BooleanQueryParams(ComponentParams):
     children: list[ComponentSpec] = components_field(
-        "retriever", [HYBRID], min_length=1, max_length=1,
-        description="The retriever that answers semantic clauses (default: the BM25 + dense hybrid).")
-    semantic_top_k: int = Field(200, ge=1, description=(
-        "Fragments a semantic clause asks the child for (within its scope)."))
-    max_words_for_hybrid: int = Field(10, ge=0, description=(
-        "Phrases of at most this many words use the whole child (dense and keyword search); longer ones the dense node only."))
-    min_semantic_score: float = Field(0.10, description="Semantic hits scoring below this (see semantic_score) are dropped.")
-    semantic_score: Literal["auto", "dense_cosine", "max_normalised", "child"] = Field("auto", description=(
-        "How a semantic hit is scored: dense_cosine (the child's dense node's similarity), max_normalised "
-        "(child score / clause best), child (as the child scored it); auto: dense_cosine when the child has a dense node."))
+        "retriever",
+        [HYBRID],
+        min_length=1,
+        max_length=1,
+        description="The retriever that answers semantic clauses (default: the BM25 + dense hybrid).",
+    )
+    semantic_top_k: int = Field(
+        200, ge=1, description="Fragments a semantic clause asks the child for (within its scope; the reference's 200)."
+    )
+    max_words_for_hybrid: int = Field(
+        10,
+        ge=0,
+        description=(
+            "Phrases of at most this many words use the whole child (dense and keyword search); "
+            "longer ones the dense node only."
+        ),
+    )
+    min_semantic_score: float = Field(
+        0.10, description="Semantic hits scoring below this (see semantic_score) are dropped."
+    )
+    semantic_score: Literal["auto", "dense_cosine", "max_normalised", "child"] = Field(
+        "auto",
+        description=(
+            "How a semantic hit is scored: dense_cosine (the child's dense node's similarity), max_normalised "
+            "(child score / clause best), child (as the child scored it); "
+            "auto: dense_cosine when the child has a dense node."
+        ),
+    )
     text_k1: float = Field(1.2, gt=0, description="BM25 k1 of the text clause's scores.")
     text_b: float = Field(0.75, ge=0, le=1, description="BM25 b of the text clause's scores.")
     min_document_score: float = Field(
@@ -93,24 +111,40 @@ class BooleanQueryParams(ComponentParams):
         _T.rerank_max_chars, ge=1, description="Characters of a fragment's text the reranker reads."
     )
     min_score: float = Field(_T.min_score, description="Three-tier selection: fragments at or above this are kept.")
-    fallback_top_n: int = Field(_T.fallback_top_n, ge=1, description="Three-tier selection: fragments taken when none reaches min_score.")
-    min_documents: int = Field(_T.min_documents, ge=1, description="Three-tier selection: distinct documents to cover at least.")
-    max_fragments: int = Field(_T.max_fragments, ge=1, description="Three-tier selection: the most fragments the diversity tier holds.")
-    fill_up: bool = Field(False, description=(
-        "Run the fill-up inside this component (the reference runs it as a separate, later step: off)."))
-    fill_up_target_fragments: int = Field(_T.fill_up_target_fragments, ge=1, description=(
-        "Fill-up: fragments to top a selection up to."))
-    fill_up_max_chars: int = Field(_T.fill_up_max_chars, ge=1, description="Fill-up: character budget of the whole selection.")
-    automatically_rerank: bool = Field(False, description="Rerank each AND/OR operand with its own text before combining.")
+    fallback_top_n: int = Field(
+        _T.fallback_top_n, ge=1, description="Three-tier selection: fragments taken when none reaches min_score."
+    )
+    min_documents: int = Field(
+        _T.min_documents, ge=1, description="Three-tier selection: distinct documents to cover at least."
+    )
+    max_fragments: int = Field(
+        _T.max_fragments, ge=1, description="Three-tier selection: the most fragments the diversity tier holds."
+    )
+    fill_up: bool = Field(
+        False, description="Run the fill-up inside this component (the reference runs it as a separate, later step)."
+    )
+    fill_up_target_fragments: int = Field(
+        _T.fill_up_target_fragments, ge=1, description="Fill-up: fragments to top a selection up to."
+    )
+    fill_up_max_chars: int = Field(
+        _T.fill_up_max_chars, ge=1, description="Fill-up: character budget of the whole selection."
+    )
+    automatically_rerank: bool = Field(
+        False, description="Rerank each AND/OR operand with its own text before combining."
+    )
     reranker: list[ComponentSpec] = components_field(
         "retriever",
         [],
         max_length=1,
         description=(
             "At most one reranker (HttpReranker, CrossEncoderRetriever, any retriever): reranks the result with the "
-            "query's semantic clauses; only its scoring is used, never its own children. Empty: no reranking."))
-    return_documents: bool = Field(True, description=(
-        "Return one entry per document (its best fragment) instead of fragments (the reference's default: true)."))
+            "query's semantic clauses; only its scoring is used, never its own children. Empty: no reranking."
+        ),
+    )
+    return_documents: bool = Field(
+        True,
+        description="Return one entry per document (its best fragment) instead of fragments (the reference's default).",
+    )
     trace_fragments: int = Field(10, ge=0, description="Fragments listed per syntax-tree node in the trace.")
 
     RULES = (

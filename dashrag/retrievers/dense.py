@@ -117,7 +117,10 @@ class DenseParams(ComponentParams):
         "Embeddings densos",
         "Ordena fragmentos por la similitud de su embedding con el de la consulta (búsqueda exacta).",
     ),
-    representation={"en": "Dense {similarity_metric} top {top_k} ({embedding})", "es": "Denso {similarity_metric}, mejores {top_k} ({embedding})"},
+    representation={
+        "en": "Dense {similarity_metric} top {top_k} ({embedding})",
+        "es": "Denso {similarity_metric}, mejores {top_k} ({embedding})",
+    },
 )
 class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
     SCHEMA = DenseParams

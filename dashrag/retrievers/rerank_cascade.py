@@ -26,6 +26,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Literal, Sequence
 
+import numpy as np
 from pydantic import Field
 
 from dashrag.core.params import ComponentParams, ComponentSpec, Rule, component_field, less_or_equal, spec
@@ -73,9 +74,14 @@ class RerankCascadeParams(ComponentParams):
         "first-stage order after them. None: all of them."))
     top_k: int = Field(10, ge=1, description="How many chunks to return.")
     early_exit: Literal["never", "margin", "threshold"] = Field(
-        "never", description="When to skip the precise stage: never, on a decisive margin, or above a score threshold.")
-    exit_margin: float = Field(0.5, ge=0, description="Relative lead of the top first-stage score over the runner-up that counts as decisive.")
-    exit_threshold: float | None = Field(None, description="First-stage score at or above which the top is decisive (threshold mode).")
+        "never", description="When to skip the precise stage: never, on a decisive margin, or above a score threshold."
+    )
+    exit_margin: float = Field(
+        0.5, ge=0, description="Relative lead of the top first-stage score over the runner-up that counts as decisive."
+    )
+    exit_threshold: float | None = Field(
+        None, description="First-stage score at or above which the top is decisive (threshold mode)."
+    )
     enable_mmr: bool = Field(False, description=(
         "Re-order the precise stage's output with MMR (also on when mmr_lambda is given)."))
     mmr_lambda: float | None = Field(None, ge=0, le=1, description=(
@@ -83,8 +89,11 @@ class RerankCascadeParams(ComponentParams):
     mmr_embedding: ComponentSpec = component_field("embedding", spec("MiniLMEmbedding"),
                                                    description="Embeds the survivors for the MMR stage.")
 
-    RULES = (less_or_equal("top_k", "stage1_top_n"), less_or_equal("stage2_top_n", "stage1_top_n"),
-             Rule("requires", ("early_exit", "exit_threshold"), "threshold mode needs exit_threshold", _threshold_given))
+    RULES = (
+        less_or_equal("top_k", "stage1_top_n"),
+        less_or_equal("stage2_top_n", "stage1_top_n"),
+        Rule("requires", ("early_exit", "exit_threshold"), "threshold mode needs exit_threshold", _threshold_given),
+    )
 
 
 DEFAULT_MMR_LAMBDA = 0.7  # the reference's λ
@@ -114,8 +123,10 @@ def stage(name: str, timings: dict[str, float], context: dict[str, Any] | None =
         "Cascada de reordenación",
         "Una etapa barata filtra y otra costosa re-puntúa salvo que la primera sea concluyente.",
     ),
-    representation={"en": "{fast} → {precise} (top {stage1_top_n} → {top_k}, early exit {early_exit})", "es": "{fast} → {precise} (mejores {stage1_top_n} → {top_k}, "
-                                "salida anticipada {early_exit})"},
+    representation={
+        "en": "{fast} → {precise} (top {stage1_top_n} → {top_k}, early exit {early_exit})",
+        "es": "{fast} → {precise} (mejores {stage1_top_n} → {top_k}, salida anticipada {early_exit})",
+    },
     operation="Retrieves stage1_top_n with fast, exits early when decisive, "
     "else re-scores with precise, optionally MMR.",
 )
@@ -140,7 +151,8 @@ class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
         context["candidates"] = len(candidates)
         nodes = [fast_node]
         with stage("early_exit", timings, {**context, "rule": p.early_exit}):
-            exit_now, why = should_exit_early([c.score for c in candidates], p.early_exit, p.exit_margin, p.exit_threshold)
+            scores = [c.score for c in candidates]
+            exit_now, why = should_exit_early(scores, p.early_exit, p.exit_margin, p.exit_threshold)
         mmr = self.mmr_lambda
         record: dict[str, Any] = {}
         if exit_now:
@@ -157,7 +169,8 @@ class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
                 ranked = precise.score_chunks(list(by_id), query)
                 chosen = [by_id[cid].rescored(-dist, precise.component_name, fast_score=by_id[cid].score,
                                               precise_distance=dist) for cid, dist in ranked]
-                nodes.append(precise._node(query, chosen, (time.perf_counter() - start) * 1000, [], None, rescored=True))
+                elapsed = (time.perf_counter() - start) * 1000
+                nodes.append(precise._node(query, chosen, elapsed, [], None, rescored=True))
             chosen += [c.rescored(c.score, c.source, precise_scored=False) for c in candidates[scored_n:]]
             record["precise_scored"] = scored_n
             if mmr is not None:
@@ -177,7 +190,7 @@ class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
                 return chosen[:k], {"ran": False, "lambda": lam, "why": f"{len(chosen)} candidate(s)"}
             embedding = self.nested["mmr_embedding"]
             vectors = unit_rows(embedding.embed_documents([c.chunk.text for c in chosen]))
-            relevance = [c.score for c in chosen]
+            relevance = np.array([c.score for c in chosen], dtype=np.float64)  # the precise stage's scores
             picks = mmr_select(relevance, vectors @ vectors.T, lam, k)
             order = [{"chunk_id": chosen[pk.index].id, "mmr": pk.score, "relevance": pk.relevance,
                       "max_similarity": pk.max_similarity} for pk in picks]

@@ -71,7 +71,10 @@ def _df_bound(value: float) -> int | float:
     category="keyword",
     en=("Bag of words", "Counts words or n-grams per text, with optional stop words and stemming."),
     es=("Bolsa de palabras", "Cuenta palabras o n-gramas por texto, con palabras vacías y lematización opcionales."),
-    representation={"en": "{analyzer} {ngram_min}-{ngram_max}-grams", "es": "{analyzer}, n-gramas de {ngram_min} a {ngram_max}"},
+    representation={
+        "en": "{analyzer} {ngram_min}-{ngram_max}-grams",
+        "es": "{analyzer}, n-gramas de {ngram_min} a {ngram_max}",
+    },
 )
 class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
     SCHEMA = BagOfWordsParams

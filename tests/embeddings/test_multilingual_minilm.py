@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dashrag.errors import ConfigError
 from dashrag.embeddings.multilingual_minilm import MULTILINGUAL_MINILM, MultilingualMiniLMEmbedding
 from dashrag.embeddings.sentence_transformer import MiniLMEmbedding
+from dashrag.errors import ConfigError
 from tests.fixtures.models import minilm_dir
 
 pytestmark = pytest.mark.slow  # loads a real model

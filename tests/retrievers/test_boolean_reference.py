@@ -20,7 +20,9 @@ TOP, REST = 50, 169  # the reference's 219 fragments
 
 def example_score(query: str, text: str) -> float:
     """The reranker's scores of the worked example: fragment i's number is in its text."""
-    i = int(re.search(r"fragment (\d+)", text).group(1))
+    found = re.search(r"fragment (\d+)", text)
+    assert found is not None, text
+    i = int(found.group(1))
     return 0.0237 - i * 0.0001 if i < TOP else 0.0187 - (i - TOP) * 0.0001
 
 
