@@ -21,6 +21,7 @@ INDEX: dict[str, str] = {
     "MiniLMOnnxEmbedding": "dashrag.embeddings.minilm_onnx",
     "MultilingualMiniLMEmbedding": "dashrag.embeddings.multilingual_minilm",
     "ParallelRetriever": "dashrag.retrievers.parallel",
+    "ParaphraseMultilingualMiniLML12V2Embedding": "dashrag.embeddings.paraphrase_multilingual",
     "RecursiveCharacterChunker": "dashrag.chunkers.recursive_character",
     "RerankCascadeRetriever": "dashrag.retrievers.rerank_cascade",
     "SelectionPrompt": "dashrag.llm.prompt",

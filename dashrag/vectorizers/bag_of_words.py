@@ -41,6 +41,13 @@ TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 STOP_WORDS_FILE = "stop_words.json"
 
 
+def english_stop_words() -> frozenset[str]:
+    """scikit-learn's English stop words (what ``stop_words="english"`` removes at fit time)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
 class BagOfWordsParams(ComponentParams):
     analyzer: Literal["word", "char", "char_wb"] = Field("word", description="Count words, or character n-grams.")
     lowercase: bool = Field(True, description="Lower-case text before counting.")
@@ -52,8 +59,21 @@ class BagOfWordsParams(ComponentParams):
     max_df: float = Field(1.0, gt=0, description="Drop terms in more documents: a fraction if <= 1, else a count.")
     max_features: int | None = Field(None, ge=1, description="Keep only the most frequent terms.")
     stemmer: str | None = Field(None, description="Snowball stemmer language (e.g. 'english'); None: no stemming.")
+    custom_stop_words: list[str] | None = Field(None, description=(
+        "More words to remove, on top of stop_words (compared after lower-casing when lowercase is on)."))
+    drop_source_columns: bool = Field(False, description=(
+        "Accepted so DashAI configs load; DashAI drops a dataset's text columns after converting them, "
+        "dashrag has no columns, so the value changes nothing."))
 
     RULES = (less_or_equal("ngram_min", "ngram_max"),)
+    ALIASES = {"lower_bound_ngrams": "ngram_min", "upper_bound_ngrams": "ngram_max"}  # DashAI's names
+
+    def stop_word_set(self) -> frozenset[str] | None:
+        """The words removed before counting: the named list and the custom words (None: none)."""
+        words = set(english_stop_words()) if self.stop_words == "english" else set()
+        if self.custom_stop_words:
+            words.update(w.lower() if self.lowercase else w for w in self.custom_stop_words)
+        return frozenset(words) if words else None
 
 
 class WordSteps(NamedTuple):
@@ -74,16 +94,14 @@ class WordSteps(NamedTuple):
         return self.stem(words) if self.stem else words
 
 
+def _as_list(words: frozenset[str] | None) -> list[str] | None:
+    """scikit-learn takes a stop-word list (sorted: the vectorizer's params stay reproducible)."""
+    return None if words is None else sorted(words)
+
+
 def _df_bound(value: float) -> int | float:
     """scikit-learn reads an int as a document count and a float as a fraction; 1.0 stays 'all documents'."""
     return int(value) if value > 1 else float(value)
-
-
-def english_stop_words() -> frozenset[str]:
-    """scikit-learn's English stop words (what ``stop_words="english"`` removes at fit time)."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS)
 
 
 def _identity(text: str) -> str:
@@ -96,7 +114,10 @@ def _identity(text: str) -> str:
     category="keyword",
     en=("Bag of words", "Counts words or n-grams per text, with optional stop words and stemming."),
     es=("Bolsa de palabras", "Cuenta palabras o n-gramas por texto, con palabras vacías y lematización opcionales."),
-    representation="{analyzer} {ngram_min}-{ngram_max}-grams",
+    representation={
+        "en": "{analyzer} {ngram_min}-{ngram_max}-grams",
+        "es": "{analyzer}, n-gramas de {ngram_min} a {ngram_max}",
+    },
 )
 class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
     SCHEMA = BagOfWordsParams
@@ -120,7 +141,7 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
 
     def _stop_set(self) -> frozenset[str]:
         if self._stop_words is None:
-            self._stop_words = english_stop_words() if self.params.stop_words == "english" else frozenset()
+            self._stop_words = self.params.stop_word_set() or frozenset()
         return self._stop_words
 
     def _word_steps(self) -> WordSteps:
@@ -169,13 +190,14 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
 
         p = self.params
         analyzer = self.analyzer()
+        stop_words = _as_list(p.stop_word_set()) if p.custom_stop_words else p.stop_words
         kwargs = (
             {}
             if callable(analyzer)
             else {
                 "lowercase": p.lowercase,
                 "strip_accents": p.strip_accents,
-                "stop_words": p.stop_words,
+                "stop_words": stop_words,
                 "ngram_range": (p.ngram_min, p.ngram_max),
                 "token_pattern": TOKEN_PATTERN,
             }
