@@ -29,6 +29,8 @@ from rich.table import Table
 import dashrag
 from dashrag.api import prepare_corpus
 from dashrag.cli.config_files import resolve_component, resolve_config
+from dashrag.cli.paths import check_output_file
+from dashrag.cli.safe_text import plain
 from dashrag.core.persistence import atomic_write_json, read_manifest
 from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError, ConfigIssue, CorpusError
@@ -153,6 +155,8 @@ def register_eval_commands(app: typer.Typer) -> None:
     ) -> None:
         """Build (or load) a tree, run a split's judged queries, print every node's metrics."""
         metric_list = [m.label for m in parse_metrics(metrics)]
+        check_output_file(json_out, "--json")
+        check_output_file(plot, "--plot")
         saved = is_saved_folder(config)
         if saved and chunker is not None:
             raise ConfigError("--chunker applies when building; a saved folder keeps the chunks it was built on")
@@ -185,10 +189,10 @@ def register_eval_commands(app: typer.Typer) -> None:
                       f"evaluation {timings['eval_s']:.3f}s", highlight=False)
         if json_out is not None:
             atomic_write_json(json_out, report)
-            console.print(f"wrote {json_out}")
+            console.print(plain(f"wrote {json_out}"), highlight=False)
         if plot is not None:
             plot_per_node(report, plot)
-            console.print(f"wrote {plot}")
+            console.print(plain(f"wrote {plot}"), highlight=False)
         retriever.close()
 
     @app.command("tune")
@@ -211,6 +215,8 @@ def register_eval_commands(app: typer.Typer) -> None:
         """Grid-search parameters on the train split; report the best on test; write the tuned config."""
         raw = read_manifest(Path(config))["config"] if is_saved_folder(config) else resolve_config(config)
         chunker_spec = checked_chunker(chunker)
+        for path, option in ((out, "--out"), (json_out, "--json"), (plot, "--plot")):
+            check_output_file(path, option)
         params = read_tune_params(param)
         points = plan_grid(raw, params, top_k)  # every path, value and combination before any work
         parse_metric(metric)
@@ -229,10 +235,10 @@ def register_eval_commands(app: typer.Typer) -> None:
         console.print(f"{len(result.points)} points, {len(result.fitted)} retriever fits, "
                       f"search {result.timings['search_s']:.1f}s", highlight=False)
         atomic_write_json(out, result.best_point.config)
-        console.print(f"wrote the tuned config to {out}")
+        console.print(plain(f"wrote the tuned config to {out}"), highlight=False)
         if json_out is not None:
             atomic_write_json(json_out, result.to_json())
-            console.print(f"wrote {json_out}")
+            console.print(plain(f"wrote {json_out}"), highlight=False)
         if plot is not None:
             plot_tuning(result, plot)
-            console.print(f"wrote {plot}")
+            console.print(plain(f"wrote {plot}"), highlight=False)

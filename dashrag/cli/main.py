@@ -2,7 +2,9 @@
 
 Every user error (a config, a corpus, a saved folder, a query) is a DashragError:
 it is printed as one ``error: ...`` line on stderr with exit code 2, never as a
-traceback. Anything else is a bug and keeps its traceback.
+traceback; so is a usage error (:mod:`dashrag.cli.usage`). Anything else is a bug
+and keeps its traceback. Everything printed that came from data or the user goes
+through :mod:`dashrag.cli.safe_text` (no markup, no terminal escapes).
 """
 
 from __future__ import annotations
@@ -17,34 +19,52 @@ from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 import dashrag
-from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.config_files import resolve_component, resolve_config
+from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.output import print_table, results_json
+from dashrag.cli.paths import check_output_folder, create_output_folder
+from dashrag.cli.safe_text import VisibleFormatter, plain
+from dashrag.cli.usage import EXIT_USER_ERROR, OneLineErrors, print_error
+from dashrag.core.config_json import loads_config
+from dashrag.core.persistence import save_lock
 from dashrag.core.registry import all_components, get_component
 from dashrag.core.schema import component_schema, export_schemas
 from dashrag.core.trace import format_trace
-from dashrag.errors import DashragError, QueryError
+from dashrag.display import visible
+from dashrag.errors import ConfigError, DashragError, QueryError, excerpt
 from dashrag.evaluation.runs import format_trec_run, run_from_results
 from dashrag.store.store import Store
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Retriever trees from JSON.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Retriever trees from JSON.",
+                  cls=OneLineErrors, pretty_exceptions_enable=False)
 console = Console()
-err_console = Console(stderr=True)
-EXIT_USER_ERROR = 2
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def user_errors(command: Callable) -> Callable:
+    """Run a command with warnings as ``warning: ...`` lines on stderr (control characters made
+    visible), and every DashragError as one ``error: ...`` line and exit 2."""
+
     @wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
-        logging.basicConfig(level=logging.WARNING, format="warning: %(message)s", stream=sys.stderr)
+        root = logging.getLogger()
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(VisibleFormatter("warning: %(message)s"))
+        handler.setLevel(logging.WARNING)
+        root.addHandler(handler)
+        level = root.level
+        root.setLevel(min(level, logging.WARNING) if level else logging.WARNING)
         try:
             return command(*args, **kwargs)
         except DashragError as exc:
-            err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+            print_error(str(exc))
             raise typer.Exit(EXIT_USER_ERROR) from None
+        finally:
+            root.removeHandler(handler)
+            root.setLevel(level)
 
     return run
 
@@ -54,7 +74,8 @@ def user_errors(command: Callable) -> Callable:
 def components() -> None:
     """List the registered components with their kind and description."""
     for name, cls in all_components():
-        console.print(f"[bold]{name}[/bold]  [dim]{cls.META.kind}[/dim]  {cls.META.display['en'].description}", highlight=False)
+        console.print(Text.assemble((visible(name), "bold"), "  ", (cls.META.kind, "dim"), "  ",
+                                    visible(cls.META.display["en"].description)), highlight=False)
 
 
 @app.command()
@@ -69,7 +90,7 @@ def schema(name: str) -> None:
 def export_schemas_command(root: Path = typer.Option(REPO_ROOT, help="Folder that holds schemas/ and frontend_meta/.")) -> None:
     """Regenerate schemas/ and frontend_meta/ from the code."""
     written = export_schemas(root)
-    console.print(f"wrote {len(written)} files under {root}/schemas and {root}/frontend_meta")
+    console.print(plain(f"wrote {len(written)} files under {root}/schemas and {root}/frontend_meta"), highlight=False)
 
 
 @app.command()
@@ -82,39 +103,64 @@ def index(
     store: Optional[str] = typer.Option(None, help="SQLAlchemy URL of the store (default: an SQLite file inside --out)."),
     cache_dir: Optional[Path] = typer.Option(None, envvar="DASHRAG_CACHE_DIR",
                                              help="Folder for caches such as embeddings (default: --out); share it between builds."),
+    overwrite: bool = typer.Option(False, "--overwrite",
+                                   help="Save into a non-empty folder that holds no saved tree (its files are kept)."),
+    follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
+                                         help="Read files that symbolic links in a corpus folder point to."),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
     raw = resolve_config(config)
     dashrag.validate_and_transform(raw, "retriever")  # every config problem before any work
+    chunker_spec = resolve_component(chunker)
+    if chunker_spec is not None:
+        dashrag.validate_and_transform(chunker_spec, "chunker")
+    check_output_folder(out, "--out", overwrite)
+    if store is not None:
+        Store(store, read_only=True).close()  # a missing driver or a malformed URL, before any work
     with console.status("reading the corpus"):
-        documents = dashrag.Corpus.from_path(corpus)
+        documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
     console.print(f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else ""))
+    create_output_folder(out, "--out")
     start = time.perf_counter()
     with console.status("chunking, storing and fitting"):
-        retriever = dashrag.build(raw, documents, out, chunker=resolve_component(chunker), store_url=store, cache_dir=cache_dir)
+        retriever = dashrag.build(raw, documents, out, chunker=chunker_spec, store_url=store, cache_dir=cache_dir)
     built = time.perf_counter() - start
-    with console.status("saving"):
+    with console.status("saving"), save_lock(out):
         retriever.save(out)
-    infra = retriever.require_infra()
-    record_store = Store(infra.store_url)
-    record_store.add_retriever_record(config if not config.lstrip().startswith("{") else raw["component"],
-                                      retriever.to_config(), str(out.resolve()), infra.chunks.fingerprint)
-    record_store.close()
-    console.print(f"indexed {len(retriever.require_infra().chunks)} chunks in {built:.1f}s; saved to {out}")
+        infra = retriever.require_infra()
+        record_store = Store(infra.store_url)
+        record_store.add_retriever_record(config if not config.lstrip().startswith("{") else raw["component"],
+                                          retriever.to_config(), str(out.resolve()), infra.chunks.fingerprint)
+        record_store.close()
+    console.print(plain(f"indexed {len(infra.chunks)} chunks in {built:.1f}s; saved to {out}"), highlight=False)
 
 
 def _read_queries(path: Path) -> list[tuple[str, str]]:
-    queries = []
+    """A BEIR queries.jsonl: one ``{"_id", "text"}`` per line, ids unique (a TREC run is keyed by them)."""
     if not path.is_file():
         raise QueryError(f"{path}: no such queries file")
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise QueryError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    queries: list[tuple[str, str]] = []
+    first_line: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-            queries.append((str(record["_id"]), record["text"]))
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise QueryError(f"{path}:{number}: expected a JSON object with '_id' and 'text'") from None
+            record = loads_config(line, f"{path}:{number}")
+        except ConfigError as exc:
+            raise QueryError(str(exc)) from None
+        qid, text = (record.get("_id"), record.get("text")) if isinstance(record, dict) else (None, None)
+        if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not isinstance(text, str):
+            raise QueryError(f"{path}:{number}: expected a JSON object with '_id' (a string or an integer) and 'text' (a string)")
+        qid = str(qid)
+        if qid in first_line:
+            raise QueryError(f"{path}:{number}: query id {excerpt(qid)} repeats line {first_line[qid]} "
+                             "(a run keeps one result list per id)")
+        first_line[qid] = number
+        queries.append((qid, text))
     if not queries:
         raise QueryError(f"{path}: no queries")
     return queries
@@ -131,24 +177,28 @@ def query(
     trace: bool = typer.Option(False, "--trace", help="Print the trace tree."),
     fmt: str = typer.Option("text", "--format", help="text | json | trec (document-level TREC run)."),
     tag: str = typer.Option("dashrag", help="Run tag in TREC output."),
+    store: Optional[str] = typer.Option(None, help="SQLAlchemy URL of the store, for a tree indexed with --store "
+                                                   "(default: the store file inside FOLDER)."),
 ) -> None:
     """Load a saved tree (no refitting) and answer one query or a queries file."""
     if fmt not in ("text", "json", "trec"):
-        raise QueryError(f"--format must be text, json or trec, not {fmt!r}")
+        raise QueryError(f"--format must be text, json or trec, not {excerpt(fmt)}")
     fmt = "json" if as_json else fmt
     if (text is None) == (queries is None):
         raise QueryError("give either a query text or --queries FILE")
-    retriever = dashrag.load(folder)
+    pairs = _read_queries(queries) if queries is not None else []
+    retriever = dashrag.load(folder, store_url=store)
     kwargs = {} if top_k is None else {"top_k": top_k}
     if queries is not None:
-        pairs = _read_queries(queries)
         answers = retriever.retrieve_batch([q for _, q in pairs], **kwargs)
         rows = [(qid, chunks, node) for (qid, _), (chunks, node) in zip(pairs, answers)]
     else:
         chunks, node = retriever.retrieve(text, **kwargs)
         rows = [("1", chunks, node)]
     if fmt == "trec":
-        sys.stdout.write(format_trec_run(run_from_results({qid: chunks for qid, chunks, _ in rows}), tag))
+        run = run_from_results({_trec_field(qid): chunks for qid, chunks, _ in rows})
+        sys.stdout.write(format_trec_run({q: {_trec_field(d): s for d, s in docs.items()} for q, docs in run.items()},
+                                         _trec_field(tag)))
         return
     for (qid, chunks, node), q in zip(rows, [text] if queries is None else [q for _, q in pairs]):
         if fmt == "json":
@@ -156,7 +206,12 @@ def query(
         else:
             print_table(console, q, chunks)
             if trace:
-                console.print(format_trace(node), highlight=False)
+                console.print(plain(format_trace(node), keep_lines=True), highlight=False)
+
+
+def _trec_field(value: str) -> str:
+    """A TREC run field is one whitespace-free token: whitespace and control characters made visible."""
+    return visible(value).replace(" ", "\\x20")
 
 
 register_eval_commands(app)  # eval and tune (dashrag/cli/eval_commands.py)
