@@ -5,24 +5,30 @@ Layout of a saved retriever folder::
     DIR/dashrag.json              manifest: format version, config, corpus fingerprint,
                                   store, and the sha256 of every state file
     DIR/.dashrag.lock             the advisory lock that serialises saves (never taken by loads)
+    DIR/.dashrag.readers          the lock loads share while they read (saves clean up only when it is free)
     DIR/snapshot-<id>/.dashrag-snapshot       the mark of a snapshot dashrag wrote
+    DIR/.partial-snapshot-<id>/   a snapshot being written (renamed to snapshot-<id> when complete)
     DIR/snapshot-<id>/nodes/<node path>/...   one sub-folder per node (.npy, .json)
 
 **Saves** to one folder take the folder's advisory lock (``filelock``: ``flock`` on
 ``.dashrag.lock``), so two processes saving at once run one after the other and the
 folder always ends with one complete save. A save writes a *new*, marked snapshot
-completely, then replaces the manifest atomically (temporary file + ``os.replace``),
+completely (under a ``.partial-`` name, renamed when done), then replaces the manifest atomically (temporary file + ``os.replace``),
 then removes the marked snapshots that neither the new manifest nor the one it
 replaced names, and the temporary manifests of saves killed before their rename.
 A folder named ``snapshot-*`` without the mark is the user's and is never touched.
 A save killed at any moment leaves the previous manifest naming the previous,
 complete snapshot.
 
-**Grace rule.** The snapshot the previous manifest named is kept until the *next*
-save, so a load that read the old manifest just before the switch still finds its
-files; a load that loses even that race sees the manifest change under it and
-starts again from the new one (:func:`read_consistently`). A load therefore gets
-the old or the new tree, never neither.
+**Grace rule.** A load holds a *shared* ``flock`` on ``.dashrag.readers`` (opened
+read-only: taking it changes no byte) from before it reads the manifest until it has
+read the snapshot. A save removes old snapshots only when it can take that lock
+exclusively without waiting, i.e. while no load is reading; otherwise it leaves them
+for a later save. Even then the snapshot the previous manifest named is kept until
+the next save. Where the reader lock cannot be taken (a folder saved by an older
+dashrag, a platform without ``flock``), a load that finds files gone re-reads the
+manifest and, if a save switched it meanwhile, starts again from the new one
+(:func:`read_consistently`). A load therefore gets the old or the new tree, never neither.
 
 **Loads** never write: they take no lock, check the manifest against its pydantic
 schema (:class:`Manifest`), check every state file's size and checksum, and leave
@@ -46,6 +52,11 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from dashrag.errors import PersistenceError, excerpt
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no reader lock, loads rely on re-reading the manifest
+    fcntl = None  # type: ignore[assignment]
 
 FORMAT_NAME = "dashrag-saved-retriever"
 FORMAT_VERSION = 1
@@ -103,6 +114,9 @@ def load_json(path: Path) -> Any:
 
 # -- saved folders ------------------------------------------------------------
 LOCK_NAME = ".dashrag.lock"
+READERS_LOCK_NAME = ".dashrag.readers"
+TRASH_PREFIX = ".trash-"
+PARTIAL_PREFIX = ".partial-"
 SNAPSHOT_MARK = ".dashrag-snapshot"
 SNAPSHOT_NAME_PATTERN = r"^snapshot-[0-9a-f]{8,64}$"
 #: How long a save waits for another save of the same folder before giving up.
@@ -193,13 +207,49 @@ def _current_snapshot_name(folder: Path) -> str | None:
         return None
 
 
+@contextmanager
+def _readers_lock(folder: Path, exclusive: bool) -> Iterator[bool]:
+    """The reader lock: shared for a load (waits for a cleanup to finish), exclusive without waiting for a
+    save's cleanup. Yields whether it is held; opening the file read-only means a load still writes nothing."""
+    if fcntl is None:
+        yield False
+        return
+    try:
+        fd = os.open(folder / READERS_LOCK_NAME, os.O_RDONLY)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
 def _remove_unnamed(folder: Path, keep: set[str]) -> None:
-    """Remove marked snapshots not in ``keep``, and temporary manifests of killed saves (under the lock)."""
-    for entry in folder.iterdir():
-        if entry.name not in keep and _is_our_snapshot(entry):
-            shutil.rmtree(entry, ignore_errors=True)
-        elif entry.name.startswith(f".{MANIFEST_NAME}.") and entry.name.endswith(".tmp") and entry.is_file():
+    """Remove marked snapshots not in ``keep`` (only while no load is reading), and temporary manifests
+    of killed saves (under the save lock)."""
+    if not (folder / READERS_LOCK_NAME).exists():
+        (folder / READERS_LOCK_NAME).touch()
+    with _readers_lock(folder, exclusive=True) as no_reader:
+        if no_reader:
+            for entry in folder.iterdir():
+                if entry.name not in keep and _is_our_snapshot(entry):
+                    # renamed first, so a save killed half-way through the delete leaves no unmarked snapshot
+                    trash = folder / f"{TRASH_PREFIX}{entry.name}"
+                    os.replace(entry, trash)
+                    shutil.rmtree(trash, ignore_errors=True)
+                elif entry.name.startswith(f"{TRASH_PREFIX}{SNAPSHOT_PREFIX}") and entry.is_dir():
+                    shutil.rmtree(entry, ignore_errors=True)
+    for entry in folder.iterdir():  # what killed saves left (no other save runs: the save lock is held)
+        if entry.name.startswith(f".{MANIFEST_NAME}.") and entry.name.endswith(".tmp") and entry.is_file():
             entry.unlink(missing_ok=True)
+        elif entry.name.startswith(f"{PARTIAL_PREFIX}{SNAPSHOT_PREFIX}") and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def write_saved_folder(
@@ -213,16 +263,18 @@ def write_saved_folder(
     with save_lock(folder):
         previous = _current_snapshot_name(folder)
         snapshot = folder / f"{SNAPSHOT_PREFIX}{uuid.uuid4().hex[:16]}"
-        snapshot.mkdir()
+        partial = folder / f"{PARTIAL_PREFIX}{snapshot.name}"  # renamed to ``snapshot`` once complete and marked
+        partial.mkdir()
         try:
-            atomic_write_json(snapshot / SNAPSHOT_MARK, {"format": FORMAT_NAME, "written_by": "dashrag"})
-            write_nodes(snapshot)
+            atomic_write_json(partial / SNAPSHOT_MARK, {"format": FORMAT_NAME, "written_by": "dashrag"})
+            write_nodes(partial)
             files = {
-                p.relative_to(snapshot).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size}
-                for p in sorted(snapshot.rglob("*")) if p.is_file() and p.name != SNAPSHOT_MARK
+                p.relative_to(partial).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size}
+                for p in sorted(partial.rglob("*")) if p.is_file() and p.name != SNAPSHOT_MARK
             }
+            os.replace(partial, snapshot)
         except BaseException:
-            shutil.rmtree(snapshot, ignore_errors=True)
+            shutil.rmtree(partial, ignore_errors=True)
             raise
         manifest = {
             "format": FORMAT_NAME,
@@ -324,8 +376,10 @@ def read_consistently(folder: Path, read: Callable[[dict[str, Any], Path], T]) -
     for attempt in range(LOAD_ATTEMPTS):
         raw = _manifest_bytes(folder)
         try:
-            manifest = _parse_manifest(folder / MANIFEST_NAME, raw)
-            return read(manifest, verify_snapshot(folder, manifest))
+            with _readers_lock(folder, exclusive=False):
+                raw = _manifest_bytes(folder)
+                manifest = _parse_manifest(folder / MANIFEST_NAME, raw)
+                return read(manifest, verify_snapshot(folder, manifest))
         except (PersistenceError, OSError) as exc:
             if attempt + 1 < LOAD_ATTEMPTS and _changed(folder, raw):
                 continue
