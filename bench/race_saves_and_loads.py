@@ -1,29 +1,45 @@
-"""Two processes save one folder while this one loads it for 4 s: counts good and failed loads.
+"""Two processes save one folder in a loop while this one loads it for 4 s: good and failed loads.
 
-Run from the repo root: `PYTHONPATH=. .venv/bin/python bench/race_saves_and_loads.py`
-(put an older dashrag first on PYTHONPATH to measure it side by side)."""
-import multiprocessing, time, json, sys, tempfile
+Run from the repo root: ``PYTHONPATH=. .venv/bin/python bench/race_saves_and_loads.py``.
+Put another dashrag first on PYTHONPATH (``git archive main dashrag components | tar -x -C /tmp/old``,
+then ``PYTHONPATH=/tmp/old:.``) to measure it side by side.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import tempfile
+import time
 from pathlib import Path
+
 import dashrag
-print("dashrag from", dashrag.__file__)
-from tests.core.save_loop import fitted_trees, save_forever, QUERY
-FORK = multiprocessing.get_context("fork")
-tmp = Path(tempfile.mkdtemp())
-corpus = dashrag.Corpus.from_folder("examples/corpus")
-trees = fitted_trees(corpus, tmp)
-folder = tmp / "saved"; trees[0].save(folder)
-savers = [FORK.Process(target=save_forever, args=(trees, folder, f)) for f in (0, 1)]
-[s.start() for s in savers]
-loads = fails = 0; kinds = {}
-end = time.monotonic() + 4
-while time.monotonic() < end:
-    try:
-        dashrag.load(folder).retrieve(QUERY); loads += 1
-    except Exception as e:
-        fails += 1; kinds[type(e).__name__] = kinds.get(type(e).__name__, 0) + 1
-[s.kill() for s in savers]; [s.join() for s in savers]
-print(f"loads ok {loads}, failed {fails}, {kinds}")
-try:
-    dashrag.load(folder); print("final load ok")
-except Exception as e:
-    print("final load FAILED", type(e).__name__, e)
+from tests.core.save_loop import QUERY, fitted_trees, save_forever
+
+SECONDS = 4.0
+
+
+def main() -> None:
+    fork = multiprocessing.get_context("fork")
+    tmp = Path(tempfile.mkdtemp())
+    trees = fitted_trees(dashrag.Corpus.from_folder("examples/corpus"), tmp)
+    folder = tmp / "saved"
+    trees[0].save(folder)
+    savers = [fork.Process(target=save_forever, args=(trees, folder, first)) for first in (0, 1)]
+    for saver in savers:
+        saver.start()
+    loads, failures = 0, {}
+    deadline = time.monotonic() + SECONDS
+    while time.monotonic() < deadline:
+        try:
+            dashrag.load(folder).retrieve(QUERY)
+            loads += 1
+        except Exception as exc:  # noqa: BLE001 - counting every failure is the point
+            failures[type(exc).__name__] = failures.get(type(exc).__name__, 0) + 1
+    for saver in savers:
+        saver.kill()
+        saver.join()
+    print(f"dashrag from {dashrag.__file__}: {loads} loads ok, {sum(failures.values())} failed {failures}")
+
+
+if __name__ == "__main__":
+    main()
