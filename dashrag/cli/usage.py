@@ -12,12 +12,17 @@ from __future__ import annotations
 import sys
 from typing import Any, Sequence
 
-import click
+import typer
 from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
 from dashrag.display import visible
+
+try:  # typer >= 0.22 carries its own click; its errors derive from TyperException
+    from typer import TyperException as CommandLineError
+except ImportError:  # pragma: no cover - an older typer raises click's own exceptions
+    from click import ClickException as CommandLineError  # type: ignore[assignment]
 
 EXIT_USER_ERROR = 2
 
@@ -32,17 +37,16 @@ class OneLineErrors(TyperGroup):
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.exceptions.NoArgsIsHelpError as exc:
-            click.echo(exc.ctx.get_help())
-            result = 0
-        except click.UsageError as exc:
-            hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-            print_error(exc.format_message() + hint)
-            result = EXIT_USER_ERROR
-        except click.ClickException as exc:
-            print_error(exc.format_message())
-            result = exc.exit_code
-        except click.Abort:
+        except CommandLineError as exc:
+            ctx = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:  # bare ``dashrag``: the help
+                typer.echo(ctx.get_help())
+                result = 0
+            else:
+                hint = f" (see '{ctx.command_path} --help')" if ctx is not None and exc.exit_code == 2 else ""
+                print_error(exc.format_message() + hint)
+                result = exc.exit_code
+        except typer.Abort:
             print_error("aborted")
             result = 1
         code = result if isinstance(result, int) else 0

@@ -2,10 +2,10 @@
 
 Python's ``json`` accepts ``NaN``/``Infinity`` (not JSON) and turns ``1e400`` into
 ``inf``; a config holding either would build a tree whose every query returns
-nothing. The literals are refused here; an overflowing number is refused by
-validation (:func:`dashrag.core.validation.validate_and_transform` rejects every
-non-finite number, wherever it sits). A structure so deep that the parser recurses
-past Python's limit is a :class:`~dashrag.errors.ConfigError`, not a RecursionError.
+nothing. Both parse here and are refused by validation, which names the path of
+every non-finite number wherever it sits (:func:`dashrag.core.validation.json_issues`).
+A structure so deep that the parser recurses past Python's limit is a
+:class:`~dashrag.errors.ConfigError`, not a RecursionError.
 """
 
 from __future__ import annotations
@@ -17,18 +17,12 @@ from typing import Any
 from dashrag.errors import ConfigError
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number (configs hold finite numbers only)")
-
-
 def loads_config(text: str, where: str) -> Any:
     """Parse ``text`` as strict JSON; ``where`` names its origin in the error."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except ValueError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
     except RecursionError:
         raise ConfigError(f"{where}: nested too deeply to be a config") from None
 
