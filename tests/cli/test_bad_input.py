@@ -229,3 +229,34 @@ def test_a_usage_error_shows_terminal_escapes_as_text():
 @pytest.mark.parametrize("name", ["../components/keyword", "keyword/../keyword", "..", "key word"])
 def test_a_preset_name_cannot_leave_the_presets_folder(tmp_path, name):
     assert "neither a JSON file nor a preset" in index_refused(tmp_path, name)
+
+
+# -- symbolic links in folder corpora --------------------------------------------------------------
+@pytest.fixture()
+def linked_corpus(tmp_path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("the launch code is zebra-quartz-42")
+    (outside / "sub").mkdir()
+    (outside / "sub" / "more.txt").write_text("another private file: walrus-topaz")
+    folder = tmp_path / "docs"
+    shutil.copytree(EXAMPLE_CORPUS, folder)
+    (folder / "secret.txt").symlink_to(outside / "secret.txt")
+    (folder / "linked_dir").symlink_to(outside / "sub", target_is_directory=True)
+    return folder
+
+
+def test_a_folder_corpus_does_not_follow_symlinks_by_default(linked_corpus, tmp_path):
+    out = tmp_path / "idx"
+    assert invoke("index", TFIDF, "--corpus", linked_corpus, "--out", out).exit_code == 0
+    result = invoke("query", out, "zebra quartz walrus topaz", "--json")
+    documents = {hit["document_id"] for hit in json.loads(result.output)["results"]}
+    assert documents.isdisjoint({"secret.txt", "linked_dir/more.txt"})
+
+
+def test_follow_symlinks_opts_in(linked_corpus, tmp_path):
+    out = tmp_path / "idx"
+    assert invoke("index", TFIDF, "--corpus", linked_corpus, "--out", out, "--follow-symlinks").exit_code == 0
+    result = invoke("query", out, "zebra quartz walrus topaz", "--json")
+    documents = {hit["document_id"] for hit in json.loads(result.output)["results"]}
+    assert {"secret.txt", "linked_dir/more.txt"} <= documents
