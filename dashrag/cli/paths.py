@@ -9,10 +9,16 @@ has been written.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from dashrag.core.persistence import MANIFEST_NAME
 from dashrag.errors import PersistenceError
+
+#: What a build or save of dashrag puts in ``--out`` before the manifest exists (another ``index`` of
+#: the same folder may be half-way): the store, its temporary file, the locks, snapshots, the embedding cache.
+OWN_ENTRY = re.compile(r"store-[0-9a-f]+\.sqlite|\.store-.*\.tmp|\.dashrag\..*|\.partial-snapshot-.*|"
+                       r"snapshot-[0-9a-f]+|embeddings")
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -35,7 +41,8 @@ def check_output_folder(path: Path, option: str, overwrite: bool) -> None:
     if path.exists() and not path.is_dir():
         raise PersistenceError(f"{option} {path}: is a file, not a folder")
     _check_writable_under(path, option)
-    if path.is_dir() and not (path / MANIFEST_NAME).is_file() and any(path.iterdir()) and not overwrite:
+    if path.is_dir() and not (path / MANIFEST_NAME).is_file() and not overwrite and any(
+            not OWN_ENTRY.fullmatch(entry.name) for entry in path.iterdir()):
         raise PersistenceError(f"{option} {path}: the folder holds files but no saved tree; "
                                "pass --overwrite to save into it anyway (its other files are kept)")
 

@@ -260,3 +260,21 @@ def test_follow_symlinks_opts_in(linked_corpus, tmp_path):
     result = invoke("query", out, "zebra quartz walrus topaz", "--json")
     documents = {hit["document_id"] for hit in json.loads(result.output)["results"]}
     assert {"secret.txt", "linked_dir/more.txt"} <= documents
+
+
+# -- two `dashrag index` runs on one folder ---------------------------------------------------------
+def test_two_index_runs_on_one_folder_both_finish_and_leave_one_loadable_save(tmp_path):
+    import subprocess
+    import sys
+
+    import dashrag
+
+    out = tmp_path / "idx"
+    commands = [[sys.executable, "-m", "dashrag.cli.main", "index", json.dumps({"component": "TFIDFRetriever",
+                 "params": {"top_k": top_k}}), "--corpus", str(EXAMPLE_CORPUS), "--out", str(out)] for top_k in (3, 4)]
+    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for command in commands]
+    results = [(run.wait(timeout=300), run.stderr.read()) for run in runs]
+    assert [code for code, _ in results] == [0, 0], results
+    loaded = dashrag.load(out)
+    assert loaded.to_config()["params"]["top_k"] in (3, 4) and loaded.retrieve("rank fusion")[0]
+    assert len(list(out.glob("snapshot-*"))) <= 2
