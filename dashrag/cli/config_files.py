@@ -20,7 +20,8 @@ def resolve_config(arg: str) -> dict[str, Any]:
     preset = preset_path(arg)
     if preset is not None:
         return read_config_file(preset, "preset")
-    raise ConfigError(f"{excerpt(arg)} is neither a JSON file nor a preset (presets: {', '.join(preset_names()) or 'none'})")
+    presets = ", ".join(preset_names()) or "none"
+    raise ConfigError(f"{excerpt(arg)} is neither a JSON file nor a preset (presets: {presets})")
 
 
 def resolve_component(arg: str | None) -> dict[str, Any] | None:

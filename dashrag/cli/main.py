@@ -154,7 +154,8 @@ def _read_queries(path: Path) -> list[tuple[str, str]]:
             raise QueryError(str(exc)) from None
         qid, text = (record.get("_id"), record.get("text")) if isinstance(record, dict) else (None, None)
         if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not isinstance(text, str):
-            raise QueryError(f"{path}:{number}: expected a JSON object with '_id' (a string or an integer) and 'text' (a string)")
+            raise QueryError(f"{path}:{number}: expected a JSON object with '_id' (a string or an integer) "
+                             "and 'text' (a string)")
         qid = str(qid)
         if qid in first_line:
             raise QueryError(f"{path}:{number}: query id {excerpt(qid)} repeats line {first_line[qid]} "

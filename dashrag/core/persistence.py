@@ -13,9 +13,10 @@ Layout of a saved retriever folder::
 **Saves** to one folder take the folder's advisory lock (``filelock``: ``flock`` on
 ``.dashrag.lock``), so two processes saving at once run one after the other and the
 folder always ends with one complete save. A save writes a *new*, marked snapshot
-completely (under a ``.partial-`` name, renamed when done), then replaces the manifest atomically (temporary file + ``os.replace``),
-then removes the marked snapshots that neither the new manifest nor the one it
-replaced names, and the temporary manifests of saves killed before their rename.
+completely (under a ``.partial-`` name, renamed when done), then replaces the
+manifest atomically (temporary file + ``os.replace``), then removes the marked
+snapshots that neither the new manifest nor the one it replaced names (see the grace
+rule), and what saves killed earlier left (temporary manifests, partial snapshots).
 A folder named ``snapshot-*`` without the mark is the user's and is never touched.
 A save killed at any moment leaves the previous manifest naming the previous,
 complete snapshot.

@@ -159,7 +159,8 @@ def _document_from_line(line: str, where: str) -> SourceDocument:
     if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or str(doc_id) == "":
         raise CorpusError(f"{where}: '_id' must be a non-empty string or an integer, not {excerpt(doc_id, 40)}")
     if not isinstance(text, str):
-        raise CorpusError(f"{where}: 'text' must be a string, not {type(text).__name__ if text is not None else 'null'}")
+        got = "null" if text is None else type(text).__name__
+        raise CorpusError(f"{where}: 'text' must be a string, not {got}")
     if title is not None and not isinstance(title, str):
         raise CorpusError(f"{where}: 'title' must be a string, not {type(title).__name__}")
     metadata = record.get("metadata") or {}

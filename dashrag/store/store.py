@@ -76,8 +76,8 @@ class Store:
 
     def _failed(self, exc: SQLAlchemyError) -> PersistenceError:
         reason = getattr(exc, "orig", None) or exc
-        return PersistenceError(f"the store {self.display_url} cannot be read: "
-                                f"{excerpt(str(reason).splitlines()[0] if str(reason) else type(reason).__name__, 160)}")
+        first_line = str(reason).splitlines()[0] if str(reason) else type(reason).__name__
+        return PersistenceError(f"the store {self.display_url} cannot be read: {excerpt(first_line, 160)}")
 
     def is_empty(self) -> bool:
         try:
@@ -116,7 +116,8 @@ class Store:
         except SQLAlchemyError as exc:
             raise self._failed(exc) from None
         except (AttributeError, TypeError, ValueError) as exc:  # rows of the wrong shape (a foreign database)
-            raise PersistenceError(f"the store {self.display_url} holds malformed rows ({type(exc).__name__})") from None
+            raise PersistenceError(f"the store {self.display_url} holds malformed rows "
+                                   f"({type(exc).__name__})") from None
         if not rows:
             raise PersistenceError(f"the store {self.display_url} holds no chunks")
         return ChunkSet(Chunk(id=r[0], document_id=r[1], position=r[2], text=r[3], start=r[4], end=r[5],

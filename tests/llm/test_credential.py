@@ -74,7 +74,8 @@ def test_surrounding_whitespace_is_stripped(monkeypatch, padded):
     assert (credential.resolve(), credential.resolve_or_none()) == (SECRET, SECRET)
 
 
-@pytest.mark.parametrize("broken", [SECRET[:6] + "\n" + SECRET[6:], SECRET + "\x1b[0m!", SECRET[:4] + "\x07" + SECRET[4:]])
+@pytest.mark.parametrize("broken", [SECRET[:6] + "\n" + SECRET[6:], SECRET + "\x1b[0m!",
+                                    SECRET[:4] + "\x07" + SECRET[4:]])
 def test_a_control_character_inside_is_refused_without_showing_the_value(monkeypatch, broken):
     monkeypatch.setenv(VAR, broken)
     with pytest.raises(CredentialError, match=f"{VAR} holds a control character") as caught:
