@@ -16,8 +16,8 @@ from dashrag.core.persistence import MANIFEST_NAME
 from dashrag.errors import PersistenceError
 
 #: What a build or save of dashrag puts in ``--out`` before the manifest exists (another ``index`` of
-#: the same folder may be half-way): the store, its temporary file, the locks, snapshots, the embedding cache.
-OWN_ENTRY = re.compile(r"store-[0-9a-f]+\.sqlite|\.store-.*\.tmp|\.dashrag\..*|\.partial-snapshot-.*|"
+#: the same folder may be half-way): the store (temporary, journal), the locks, snapshots, the embedding cache.
+OWN_ENTRY = re.compile(r"\.?store-[^/]*\.sqlite(\.tmp)?(-journal|-wal|-shm)?|\.dashrag\..*|\.partial-snapshot-.*|"
                        r"snapshot-[0-9a-f]+|embeddings")
 
 
