@@ -30,7 +30,7 @@ import dashrag
 from dashrag.api import prepare_corpus
 from dashrag.cli.config_files import resolve_component, resolve_config
 from dashrag.cli.paths import check_output_file
-from dashrag.cli.safe_text import plain
+from dashrag.cli.safe_text import markup_safe, plain
 from dashrag.core.persistence import atomic_write_json, read_manifest
 from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError, ConfigIssue, CorpusError
@@ -110,15 +110,16 @@ def read_tune_params(specs: list[str]) -> list:
 
 
 def points_table(result: TuningResult) -> Table:
-    table = Table(title=f"{result.metric} on {result.train_split} · best first")
+    table = Table(title=markup_safe(f"{result.metric} on {result.train_split} · best first"))
     for param in result.params:
-        table.add_column(param.path)
+        table.add_column(plain(param.path))
     table.add_column(result.metric, justify="right")
     order = sorted(range(len(result.points)), key=lambda i: (-result.points[i].train[result.metric], i))
     for i in order[:SHOWN_POINTS]:
         point = result.points[i]
         style = "bold green" if i == result.best else None
-        table.add_row(*(str(point.values[p.path]) for p in result.params), f"{point.train[result.metric]:.4f}", style=style)
+        table.add_row(*(plain(point.values[p.path]) for p in result.params), f"{point.train[result.metric]:.4f}",
+                      style=style)
     if len(order) > SHOWN_POINTS:
         table.caption = f"{len(order) - SHOWN_POINTS} more points in the --json report"
     return table
@@ -126,7 +127,8 @@ def points_table(result: TuningResult) -> Table:
 
 def comparison_table(result: TuningResult) -> Table:
     labels = list(result.test["metrics"])
-    table = Table(title=f"{result.test['dataset']} · {result.test['split']} · {result.test['n_queries']} queries")
+    table = Table(title=markup_safe(f"{result.test['dataset']} · {result.test['split']} · "
+                                    f"{result.test['n_queries']} queries"))
     table.add_column("tree")
     for label in labels:
         table.add_column(label, justify="right")
@@ -178,7 +180,7 @@ def register_eval_commands(app: typer.Typer) -> None:
                 retriever = dashrag.build(raw, corpus, workdir or default_workdir(dataset), chunker=chunker_spec)
         build_s = time.perf_counter() - started
         with progress_bar(console) as progress:
-            task = progress.add_task(f"{evaluation_split.dataset} {split}", total=len(evaluation_split))
+            task = progress.add_task(markup_safe(f"{evaluation_split.dataset} {split}"), total=len(evaluation_split))
             report = evaluate_tree(retriever, evaluation_split, ",".join(metric_list), top_k=top_k,
                                    batch_size=batch_size, on_batch=lambda n: progress.advance(task, n))
         report["config"] = retriever.to_config()
@@ -227,7 +229,7 @@ def register_eval_commands(app: typer.Typer) -> None:
         with console.status("reading, chunking and storing the corpus"):
             infra = prepare_corpus(dashrag.Corpus.from_beir(dataset), workdir or default_workdir(dataset), chunker_spec)
         with progress_bar(console) as progress:
-            task = progress.add_task(f"{len(points)} points on {train_split}", total=len(points))
+            task = progress.add_task(markup_safe(f"{len(points)} points on {train_split}"), total=len(points))
             result = tune(raw, params, infra=infra, train=train, test=test, metric=metric, metrics=metrics,
                           top_k=top_k, on_point=lambda _: progress.advance(task))
         print_wide(console, points_table(result))

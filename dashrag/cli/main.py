@@ -9,7 +9,6 @@ through :mod:`dashrag.cli.safe_text` (no markup, no terminal escapes).
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -26,7 +25,7 @@ from dashrag.cli.config_files import resolve_component, resolve_config
 from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.output import print_table, results_json
 from dashrag.cli.paths import check_output_folder, create_output_folder
-from dashrag.cli.safe_text import VisibleFormatter, plain
+from dashrag.cli.safe_text import VisibleFormatter, json_line, plain
 from dashrag.cli.usage import EXIT_USER_ERROR, OneLineErrors, print_error
 from dashrag.core.config_json import loads_config
 from dashrag.core.persistence import save_lock
@@ -82,7 +81,7 @@ def components() -> None:
 @user_errors
 def schema(name: str) -> None:
     """Print the JSON Schema of one component."""
-    print(json.dumps(component_schema(get_component(name)), indent=2, ensure_ascii=False))
+    print(json_line(component_schema(get_component(name)), indent=2))
 
 
 @app.command("export-schemas")

@@ -31,9 +31,10 @@ def markup_safe(text: object) -> str:
     return escape(visible(text))
 
 
-def json_line(payload: object) -> str:
-    """One JSON line for a pipe, with C1 controls and bidi marks escaped as well."""
-    return JSON_RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(payload, ensure_ascii=False))
+def json_line(payload: object, indent: int | None = None) -> str:
+    """JSON for a pipe (one line unless ``indent``), with C1 controls and bidi marks escaped as well."""
+    text = json.dumps(payload, ensure_ascii=False, indent=indent)
+    return JSON_RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 class VisibleFormatter(logging.Formatter):
