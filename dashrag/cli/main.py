@@ -1,71 +1,41 @@
 """The ``dashrag`` command.
 
-Every user error (a config, a corpus, a saved folder, a query) is a DashragError:
-it is printed as one ``error: ...`` line on stderr with exit code 2, never as a
-traceback; so is a usage error (:mod:`dashrag.cli.usage`). Anything else is a bug
-and keeps its traceback. Everything printed that came from data or the user goes
+Every command is wrapped in ``user_errors`` (cli/console.py): a DashragError is one
+``error: ...`` line on stderr with exit code 2, never a traceback; so is a usage error
+(:mod:`dashrag.cli.usage`). Everything printed that came from data or the user goes
 through :mod:`dashrag.cli.safe_text` (no markup, no terminal escapes).
 """
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
-from functools import wraps
 from pathlib import Path
-from typing import Any, Callable, Optional
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 import dashrag
 from dashrag.cli.config_files import resolve_component, resolve_config
+from dashrag.cli.console import console, user_errors
 from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.output import print_table, results_json
 from dashrag.cli.paths import check_output_folder, create_output_folder
-from dashrag.cli.safe_text import VisibleFormatter, json_line, plain
-from dashrag.cli.usage import EXIT_USER_ERROR, OneLineErrors, print_error
+from dashrag.cli.safe_text import json_line, plain
+from dashrag.cli.usage import OneLineErrors
 from dashrag.core.config_json import loads_config
 from dashrag.core.persistence import save_lock
 from dashrag.core.registry import all_components, get_component
 from dashrag.core.schema import component_schema, export_schemas
 from dashrag.core.trace import format_trace
 from dashrag.display import visible
-from dashrag.errors import ConfigError, DashragError, QueryError, excerpt
+from dashrag.errors import ConfigError, QueryError, excerpt
 from dashrag.evaluation.runs import format_trec_run, run_from_results
 from dashrag.store.store import Store
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Retriever trees from JSON.",
                   cls=OneLineErrors, pretty_exceptions_enable=False)
-console = Console()
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def user_errors(command: Callable) -> Callable:
-    """Run a command with warnings as ``warning: ...`` lines on stderr (control characters made
-    visible), and every DashragError as one ``error: ...`` line and exit 2."""
-
-    @wraps(command)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        root = logging.getLogger()
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(VisibleFormatter("warning: %(message)s"))
-        handler.setLevel(logging.WARNING)
-        root.addHandler(handler)
-        level = root.level
-        root.setLevel(min(level, logging.WARNING) if level else logging.WARNING)
-        try:
-            return command(*args, **kwargs)
-        except DashragError as exc:
-            print_error(str(exc))
-            raise typer.Exit(EXIT_USER_ERROR) from None
-        finally:
-            root.removeHandler(handler)
-            root.setLevel(level)
-
-    return run
 
 
 @app.command()
@@ -86,7 +56,9 @@ def schema(name: str) -> None:
 
 @app.command("export-schemas")
 @user_errors
-def export_schemas_command(root: Path = typer.Option(REPO_ROOT, help="Folder that holds schemas/ and frontend_meta/.")) -> None:
+def export_schemas_command(
+    root: Path = typer.Option(REPO_ROOT, help="Folder that holds schemas/ and frontend_meta/."),
+) -> None:
     """Regenerate schemas/ and frontend_meta/ from the code."""
     written = export_schemas(root)
     console.print(plain(f"wrote {len(written)} files under {root}/schemas and {root}/frontend_meta"), highlight=False)
@@ -96,16 +68,25 @@ def export_schemas_command(root: Path = typer.Option(REPO_ROOT, help="Folder tha
 @user_errors
 def index(
     config: str = typer.Argument(..., help="A JSON file, a preset name from components/, or inline JSON."),
-    corpus: Path = typer.Option(..., "--corpus", help="A folder of .txt/.md files, or a BEIR corpus.jsonl[.gz] or folder."),
+    corpus: Path = typer.Option(
+        ..., "--corpus", help="A folder of .txt/.md files, or a BEIR corpus.jsonl[.gz] or folder."
+    ),
     out: Path = typer.Option(..., "--out", help="Folder to save the built retriever in."),
-    chunker: Optional[str] = typer.Option(None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."),
-    store: Optional[str] = typer.Option(None, help="SQLAlchemy URL of the store (default: an SQLite file inside --out)."),
-    cache_dir: Optional[Path] = typer.Option(None, envvar="DASHRAG_CACHE_DIR",
-                                             help="Folder for caches such as embeddings (default: --out); share it between builds."),
-    overwrite: bool = typer.Option(False, "--overwrite",
-                                   help="Save into a non-empty folder that holds no saved tree (its files are kept)."),
-    follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
-                                         help="Read files that symbolic links in a corpus folder point to."),
+    chunker: str | None = typer.Option(
+        None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."
+    ),
+    store: str | None = typer.Option(None, help="SQLAlchemy URL of the store (default: an SQLite file inside --out)."),
+    cache_dir: Path | None = typer.Option(
+        None,
+        envvar="DASHRAG_CACHE_DIR",
+        help="Folder for caches such as embeddings (default: --out); share it between builds.",
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Save into a non-empty folder that holds no saved tree (its files are kept)."
+    ),
+    follow_symlinks: bool = typer.Option(
+        False, "--follow-symlinks", help="Read files that symbolic links in a corpus folder point to."
+    ),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
     raw = resolve_config(config)
@@ -118,18 +99,25 @@ def index(
         Store(store, read_only=True).close()  # a missing driver or a malformed URL, before any work
     with console.status("reading the corpus"):
         documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
-    console.print(f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else ""))
+    console.print(
+        f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else "")
+    )
     create_output_folder(out, "--out")
     start = time.perf_counter()
     with console.status("chunking, storing and fitting"):
         retriever = dashrag.build(raw, documents, out, chunker=chunker_spec, store_url=store, cache_dir=cache_dir)
     built = time.perf_counter() - start
-    with console.status("saving"), save_lock(out):
+    with console.status("saving"), save_lock(out):  # the record is written under the save lock too
         retriever.save(out)
         infra = retriever.require_infra()
+        assert infra.store_url is not None  # dashrag.build always writes the corpus to a store
         record_store = Store(infra.store_url)
-        record_store.add_retriever_record(config if not config.lstrip().startswith("{") else raw["component"],
-                                          retriever.to_config(), str(out.resolve()), infra.chunks.fingerprint)
+        record_store.add_retriever_record(
+            config if not config.lstrip().startswith("{") else raw["component"],
+            retriever.to_config(),
+            str(out.resolve()),
+            infra.chunks.fingerprint,
+        )
         record_store.close()
     console.print(plain(f"indexed {len(infra.chunks)} chunks in {built:.1f}s; saved to {out}"), highlight=False)
 
@@ -170,37 +158,40 @@ def _read_queries(path: Path) -> list[tuple[str, str]]:
 @user_errors
 def query(
     folder: Path = typer.Argument(..., help="A folder written by `dashrag index`."),
-    text: Optional[str] = typer.Argument(None, help="The query."),
-    queries: Optional[Path] = typer.Option(None, help="A BEIR queries.jsonl: answer every query in one batched run."),
-    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, help="How many chunks (default: the tree's own top_k)."),
+    text: str | None = typer.Argument(None, help="The query."),
+    queries: Path | None = typer.Option(None, help="A BEIR queries.jsonl: answer every query in one batched run."),
+    top_k: int | None = typer.Option(None, "--top-k", min=1, help="How many chunks (default: the tree's own top_k)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON lines."),
     trace: bool = typer.Option(False, "--trace", help="Print the trace tree."),
     fmt: str = typer.Option("text", "--format", help="text | json | trec (document-level TREC run)."),
     tag: str = typer.Option("dashrag", help="Run tag in TREC output."),
-    store: Optional[str] = typer.Option(None, help="SQLAlchemy URL of the store, for a tree indexed with --store "
-                                                   "(default: the store file inside FOLDER)."),
+    store: str | None = typer.Option(
+        None, help="SQLAlchemy URL of the store, for a tree indexed with --store (default: the store file in FOLDER)."
+    ),
 ) -> None:
     """Load a saved tree (no refitting) and answer one query or a queries file."""
     if fmt not in ("text", "json", "trec"):
         raise QueryError(f"--format must be text, json or trec, not {excerpt(fmt)}")
     fmt = "json" if as_json else fmt
-    if (text is None) == (queries is None):
+    if queries is not None and text is None:
+        pairs = _read_queries(queries)
+    elif text is not None and queries is None:
+        pairs = [("1", text)]
+    else:
         raise QueryError("give either a query text or --queries FILE")
-    pairs = _read_queries(queries) if queries is not None else []
     retriever = dashrag.load(folder, store_url=store)
     kwargs = {} if top_k is None else {"top_k": top_k}
     if queries is not None:
         answers = retriever.retrieve_batch([q for _, q in pairs], **kwargs)
-        rows = [(qid, chunks, node) for (qid, _), (chunks, node) in zip(pairs, answers)]
     else:
-        chunks, node = retriever.retrieve(text, **kwargs)
-        rows = [("1", chunks, node)]
+        answers = [retriever.retrieve(pairs[0][1], **kwargs)]
+    rows = [(qid, chunks, node) for (qid, _), (chunks, node) in zip(pairs, answers)]
     if fmt == "trec":
         run = run_from_results({_trec_field(qid): chunks for qid, chunks, _ in rows})
-        sys.stdout.write(format_trec_run({q: {_trec_field(d): s for d, s in docs.items()} for q, docs in run.items()},
-                                         _trec_field(tag)))
+        fields = {q: {_trec_field(d): s for d, s in docs.items()} for q, docs in run.items()}
+        sys.stdout.write(format_trec_run(fields, _trec_field(tag)))
         return
-    for (qid, chunks, node), q in zip(rows, [text] if queries is None else [q for _, q in pairs]):
+    for (_qid, chunks, node), (_, q) in zip(rows, pairs):
         if fmt == "json":
             print(results_json(q, chunks, node if trace else None))
         else:

@@ -397,7 +397,7 @@ def _changed(folder: Path, raw: bytes) -> bool:
         return True
 
 
-def save_sparse(folder: Path, name: str, matrix: "Any") -> None:
+def save_sparse(folder: Path, name: str, matrix: Any) -> None:
     """A CSR matrix as three ``.npy`` arrays plus its shape (no pickle, memory-mappable)."""
     import scipy.sparse as sp
 
@@ -408,7 +408,7 @@ def save_sparse(folder: Path, name: str, matrix: "Any") -> None:
     save_array(folder / f"{name}.shape.npy", np.asarray(matrix.shape, dtype=np.int64))
 
 
-def load_sparse(folder: Path, name: str) -> "Any":
+def load_sparse(folder: Path, name: str) -> Any:
     import scipy.sparse as sp
 
     parts = [load_array(folder / f"{name}.{part}.npy") for part in ("data", "indices", "indptr", "shape")]

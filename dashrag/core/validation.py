@@ -110,7 +110,9 @@ def _replace_failed(params: dict, schema: Any) -> bool:
 def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[ConfigIssue],
                    depth: int = 1) -> dict | None:
     if not isinstance(raw, dict):
-        issues.append(ConfigIssue(path, f"expected an object {{\"component\": ..., \"params\": ...}}, got {type(raw).__name__}"))
+        issues.append(
+            ConfigIssue(path, f'expected an object {{"component": ..., "params": ...}}, got {type(raw).__name__}')
+        )
         return None
     if depth > MAX_COMPONENT_DEPTH:
         issues.append(ConfigIssue(path, f"components nested more than {MAX_COMPONENT_DEPTH} deep"))
@@ -130,7 +132,9 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
         return None
     kind = cls.META.kind
     if expected_kind is not None and kind != expected_kind:
-        issues.append(ConfigIssue(join_path(path, "component"), f"{name!r} is a {kind}, but a {expected_kind} is expected here"))
+        issues.append(
+            ConfigIssue(join_path(path, "component"), f"{name!r} is a {kind}, but a {expected_kind} is expected here")
+        )
         return None
     params = raw.get("params", {})
     params_path = join_path(path, "params")
@@ -147,7 +151,9 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
         field_path = join_path(params_path, field_name)
         if is_list:
             if not isinstance(value, list):
-                issues.append(ConfigIssue(field_path, f"expected a list of {field_kind} components, got {type(value).__name__}"))
+                issues.append(
+                    ConfigIssue(field_path, f"expected a list of {field_kind} components, got {type(value).__name__}")
+                )
                 continue
             params[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues, depth + 1)
                                   for i, v in enumerate(value)]
