@@ -27,7 +27,7 @@ def main() -> None:
     savers = [fork.Process(target=save_forever, args=(trees, folder, first)) for first in (0, 1)]
     for saver in savers:
         saver.start()
-    loads, failures = 0, {}
+    loads, failures = 0, dict[str, int]()
     deadline = time.monotonic() + SECONDS
     while time.monotonic() < deadline:
         try:

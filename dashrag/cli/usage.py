@@ -34,9 +34,11 @@ def print_error(message: str) -> None:
 
 class OneLineErrors(TyperGroup):
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
-             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+             complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
+             **extra: Any) -> Any:
         try:
-            result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            result = super().main(args, prog_name, complete_var, standalone_mode=False,
+                                  windows_expand_args=windows_expand_args, **extra)
         except CommandLineError as exc:
             ctx = getattr(exc, "ctx", None)
             if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:  # bare ``dashrag``: the help

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import dashrag
-from dashrag.core.persistence import MANIFEST_NAME, save_lock
+from dashrag.core.persistence import save_lock
 from dashrag.errors import PersistenceError
 from tests.core.save_loop import QUERY, fitted_trees, save_forever
 
