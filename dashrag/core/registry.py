@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, TypeVar
 
-from dashrag.errors import ConfigIssue, UnknownComponentError
+from dashrag.errors import ConfigIssue, UnknownComponentError, excerpt
 
 if TYPE_CHECKING:
     from dashrag.core.component import ConfigObject
@@ -147,21 +147,22 @@ def _load_builtins() -> None:
 
 def get_component(name: str, path: str = "component") -> type[ConfigObject]:
     """The class registered as ``name``, importing only its module; an unknown name suggests the close matches."""
-    if name in _REGISTRY:
-        return _REGISTRY[name]
-    module = builtin_index().get(name)
-    if module is not None:
-        importlib.import_module(module)
-    if name not in _REGISTRY:
-        _load_plugins()
-    if name not in _REGISTRY:  # a stale or missing index must not hide a built-in
-        _load_builtins()
+    if isinstance(name, str) and name not in _REGISTRY:
+        module = builtin_index().get(name)
+        if module is not None:
+            importlib.import_module(module)
+        if name not in _REGISTRY:
+            _load_plugins()
+        if name not in _REGISTRY:  # a stale or missing index must not hide a built-in
+            _load_builtins()
     try:
         return _REGISTRY[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, sorted(set(_REGISTRY) | set(builtin_index())), n=3, cutoff=0.5)
+    except (KeyError, TypeError):
+        probe = name if isinstance(name, str) and len(name) <= 100 else ""  # no fuzzy match over a huge name
+        names = sorted(set(_REGISTRY) | set(builtin_index()))
+        close = difflib.get_close_matches(probe, names, n=3, cutoff=0.5) if probe else []
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise UnknownComponentError([ConfigIssue(path, f"unknown component {name!r}{hint}")]) from None
+        raise UnknownComponentError([ConfigIssue(path, f"unknown component {excerpt(name)}{hint}")]) from None
 
 
 def all_components() -> Iterator[tuple[str, type[ConfigObject]]]:

@@ -66,9 +66,9 @@ def read_chunk_set(url: str) -> ChunkSet:
     path = sqlite_path(url)
     if path is not None:
         return read_sqlite_chunk_set(path)
-    from dashrag.store.store import Store
+    from dashrag.store.store import Store, read_only_url
 
-    store = Store(url)
+    store = Store(read_only_url(url), read_only=True)
     try:
         return store.read_chunk_set()
     finally:
