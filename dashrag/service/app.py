@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import AsyncIterator
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.middleware.cors import CORSMiddleware
 from fastapi.exception_handlers import http_exception_handler
-from fastapi.responses import JSONResponse
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 
 from dashrag.service.auth import require_token
 from dashrag.service.middleware import RequestMiddleware
@@ -32,7 +32,6 @@ from dashrag.service.state import build_service
 
 logger = logging.getLogger(__name__)
 
-HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 STATIC_DIR = Path(__file__).resolve().parents[1] / "web" / "static"
 
 
@@ -53,6 +52,8 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     app.include_router(meta.open_router)
     for router in (meta.router, retrieve.router, trees.router):
         app.include_router(router, dependencies=guarded)
+    api_routes = [r for router in (meta.open_router, meta.router, retrieve.router, trees.router)
+                  for r in router.routes if isinstance(r, APIRoute)]
 
     @app.exception_handler(StepFailure)
     async def step_failed(request: Request, exc: StepFailure) -> JSONResponse:
@@ -65,18 +66,20 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
         return JSONResponse({"detail": str(exc)}, status_code=404)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         """FastAPI answers 400 to a body it cannot decode; the contract says a malformed body is a 422."""
         if exc.status_code == 400:
-            return JSONResponse({"detail": [{"loc": ["body"], "type": "json_invalid",
-                                             "msg": f"the body cannot be read as JSON ({exc.detail})"}]}, status_code=422)
+            problem = {"loc": ["body"], "type": "json_invalid",
+                       "msg": f"the body cannot be read as JSON ({exc.detail})"}
+            return JSONResponse({"detail": [problem]}, status_code=422)
         return await http_exception_handler(request, exc)
 
     @app.exception_handler(405)
     async def method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
-        """405 with the methods of *every* route on the path (Starlette names only the first route's)."""
-        methods = [m for m in HTTP_METHODS if any(route.matches({**request.scope, "method": m})[0] is Match.FULL
-                                                  for route in app.router.routes)]
+        """405 with the methods of every route of the path's template (Starlette names only one route's)."""
+        path = request.scope["path"]
+        first = next((r for r in api_routes if r.path_regex.match(path)), None)  # the route the path means
+        methods = sorted({m for r in api_routes if first is not None and r.path == first.path for m in r.methods})
         return JSONResponse({"detail": f"{request.method} is not allowed here; use {', '.join(methods)}"},
                             status_code=405, headers={"Allow": ", ".join(methods)})
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from schemathesis.checks import positive_data_acceptance
 from hypothesis import HealthCheck, settings
+from schemathesis.checks import positive_data_acceptance
 
 from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings

@@ -18,8 +18,15 @@ from dashrag.core.validation import validate_and_transform
 from dashrag.errors import ConfigError, DashragError
 from dashrag.service.collections import NAME_PATTERN, TreeCollection
 from dashrag.service.jobs import NameTaken
-from dashrag.service.models import (BuildRequest, JobAccepted, JobStatus, TreeInfo, TreeQuery, TreeQueryResponse,
-                                    Validation)
+from dashrag.service.models import (
+    BuildRequest,
+    JobAccepted,
+    JobStatus,
+    TreeInfo,
+    TreeQuery,
+    TreeQueryResponse,
+    Validation,
+)
 from dashrag.service.pipeline import StepFailure, safe_message
 from dashrag.service.routes import errors, invalid
 from dashrag.service.state import Service, service_of
@@ -107,11 +114,15 @@ def _remove(paths: list[Path]) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _located(exc: ValidationError) -> RequestValidationError:
+    return RequestValidationError([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)])
+
+
 def _json_body(raw: bytes) -> BuildRequest:
     try:
         return BuildRequest.model_validate_json(raw or b"null")
     except ValidationError as exc:
-        raise RequestValidationError([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)]) from None
+        raise _located(exc) from None
 
 
 def _corpus_under_root(service: Service, corpus_path: str) -> Path:
@@ -143,7 +154,7 @@ async def _multipart(request: Request, service: Service, job_id: str) -> tuple[B
     except json.JSONDecodeError as exc:
         raise RequestValidationError([{"loc": ["body"], "type": "json_invalid", "msg": f"not JSON: {exc}"}]) from None
     except ValidationError as exc:
-        raise RequestValidationError([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)]) from None
+        raise _located(exc) from None
     except ValueError as exc:
         raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error", "msg": str(exc)}]) from None
     folder = Path(service.settings.trees_dir) / f".upload-{job_id}"  # type: ignore[arg-type]
