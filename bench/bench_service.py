@@ -20,13 +20,15 @@ ratios are the result):
 
     nice -n 10 .venv/bin/python bench/bench_service.py --cache-dir .dashrag-work/cache [--json OUT]
 
-Embedding SciFact takes minutes the first time; --cache-dir keeps the vectors, and the built
-trees stay under --work (reused by later runs).
+Embedding SciFact takes minutes the first time (far longer while the machine is shared);
+--cache-dir keeps the vectors, the built trees stay under --work (reused by later runs), and
+--docs N builds both trees on the first N documents only.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import http.client
 import json
 import math
@@ -52,12 +54,23 @@ TREES = {"scifact_keyword": "keyword", "scifact_dense": "semantic_onnx"}
 LIMIT = 10
 
 
-def ensure_trees(work: Path, cache_dir: Path | None) -> Path:
-    trees = work / "trees"
+def corpus_of(work: Path, docs: int | None) -> Path:
+    """SciFact, or its first ``docs`` documents written as a corpus.jsonl (the same every run)."""
+    if docs is None:
+        return SCIFACT
+    path = work / f"scifact-{docs}.jsonl"
+    if not path.is_file():
+        with gzip.open(SCIFACT / "corpus.jsonl.gz", "rt", encoding="utf-8") as source:
+            path.write_text("".join(line for _, line in zip(range(docs), source)), encoding="utf-8")
+    return path
+
+
+def ensure_trees(work: Path, cache_dir: Path | None, docs: int | None) -> Path:
+    trees = work / f"trees-{docs or 'all'}"
     for name, preset in TREES.items():
         if not (trees / name / "dashrag.json").is_file():
-            print(f"building {name} ({preset}) on SciFact ...", flush=True)
-            tree = dashrag.build(resolve_config(preset), SCIFACT, work / f"build-{name}",
+            print(f"building {name} ({preset}) on SciFact ({docs or 'all'} documents) ...", flush=True)
+            tree = dashrag.build(resolve_config(preset), corpus_of(work, docs), work / f"build-{name}-{docs or 'all'}",
                                  chunker={"component": "WholeDocumentChunker", "params": {}}, cache_dir=cache_dir)
             tree.save(trees / name)
     return trees
@@ -167,15 +180,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=REPO / ".dashrag-work" / "bench_service")
     parser.add_argument("--cache-dir", type=Path, default=None)
+    parser.add_argument("--docs", type=int, default=None, help="Only the first N SciFact documents (default: all).")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     queries = [q for _, q in load_split(SCIFACT, "test").queries.items()][: args.queries]
-    trees = ensure_trees(args.work, args.cache_dir)
+    trees = ensure_trees(args.work, args.cache_dir, args.docs)
     service = Service(trees, args.work / "server.log")
-    report: dict[str, Any] = {"queries": len(queries), "limit": LIMIT}
+    report: dict[str, Any] = {"queries": len(queries), "limit": LIMIT, "documents": args.docs or 5183}
     try:
         for name, preset in TREES.items():
             tree = dashrag.load(trees / name)
