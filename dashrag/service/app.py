@@ -79,7 +79,7 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
         """405 with the methods of every route of the path's template (Starlette names only one route's)."""
         path = request.scope["path"]
         first = next((r for r in api_routes if r.path_regex.match(path)), None)  # the route the path means
-        methods = sorted({m for r in api_routes if first is not None and r.path == first.path for m in r.methods})
+        methods = sorted({m for r in api_routes if first is not None and r.path == first.path for m in r.methods or ()})
         return JSONResponse({"detail": f"{request.method} is not allowed here; use {', '.join(methods)}"},
                             status_code=405, headers={"Allow": ", ".join(methods)})
 
