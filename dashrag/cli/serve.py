@@ -7,7 +7,7 @@ Flags override the settings file, which overrides the ``RAG_*`` environment vari
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import typer
 
@@ -19,15 +19,15 @@ def register_serve_command(app: typer.Typer, user_errors: Callable[[Callable[...
     @app.command()
     @user_errors
     def serve(
-        trees: Optional[Path] = typer.Option(None, "--trees", help=TREES_HELP),
-        host: Optional[str] = typer.Option(None, help="Address to listen on (RAG_HOST, default 127.0.0.1)."),
-        port: Optional[int] = typer.Option(None, help="Port (RAG_PORT, default 8051; 0 picks a free one)."),
-        data_root: Optional[Path] = typer.Option(None, "--data-root", help="POST /trees reads corpora under it."),
-        settings: Optional[Path] = typer.Option(None, "--settings", help=SETTINGS_HELP),
-        reranker_url: Optional[str] = typer.Option(None, "--reranker-url", help="TEI-style /rerank server."),
-        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", envvar="DASHRAG_CACHE_DIR",
+        trees: Path | None = typer.Option(None, "--trees", help=TREES_HELP),
+        host: str | None = typer.Option(None, help="Address to listen on (RAG_HOST, default 127.0.0.1)."),
+        port: int | None = typer.Option(None, help="Port (RAG_PORT, default 8051; 0 picks a free one)."),
+        data_root: Path | None = typer.Option(None, "--data-root", help="POST /trees reads corpora under it."),
+        settings: Path | None = typer.Option(None, "--settings", help=SETTINGS_HELP),
+        reranker_url: str | None = typer.Option(None, "--reranker-url", help="TEI-style /rerank server."),
+        cache_dir: Path | None = typer.Option(None, "--cache-dir", envvar="DASHRAG_CACHE_DIR",
                                                  help="Embedding cache for builds."),
-        log_level: Optional[str] = typer.Option(None, "--log-level", help="DEBUG, INFO (default), WARNING."),
+        log_level: str | None = typer.Option(None, "--log-level", help="DEBUG, INFO (default), WARNING."),
     ) -> None:
         """Serve POST /retrieve and the tree API over the saved trees in --trees."""
         import uvicorn

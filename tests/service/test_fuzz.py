@@ -27,7 +27,7 @@ class ServedApp:
     def __init__(self) -> None:
         self.app = create_app(ServiceSettings())
 
-    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+    async def __call__(self, scope, receive, send) -> None:
         await self.app(scope, receive, send)
 
 

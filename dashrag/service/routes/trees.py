@@ -20,8 +20,10 @@ from dashrag.service.collections import NAME_PATTERN, TreeCollection
 from dashrag.service.jobs import NameTaken
 from dashrag.service.models import (
     BuildRequest,
+    ConfigProblem,
     JobAccepted,
     JobStatus,
+    QueryChunk,
     TreeInfo,
     TreeQuery,
     TreeQueryResponse,
@@ -72,7 +74,7 @@ def validate_tree(config: Any = Body(..., description="A tree config {component,
     try:
         validate_and_transform(config, "retriever")
     except ConfigError as exc:
-        return Validation(valid=False, errors=[{"path": i.path, "message": i.message} for i in exc.issues])
+        return Validation(valid=False, errors=[ConfigProblem(path=i.path, message=i.message) for i in exc.issues])
     return Validation(valid=True, errors=[])
 
 
@@ -197,7 +199,8 @@ def query_tree(name: str, body: TreeQuery, request: Request) -> TreeQueryRespons
         chunks, trace = tree.query(body.query, body.top_k)
     except Exception as exc:
         raise StepFailure("query", f"tree {name!r}: {safe_message(exc)}") from exc
-    return TreeQueryResponse(chunks=[c.to_json() for c in chunks], trace=trace if body.trace else None,
+    return TreeQueryResponse(chunks=[QueryChunk.model_validate(c.to_json()) for c in chunks],
+                             trace=trace if body.trace else None,
                              elapsed_ms=round((time.perf_counter() - started) * 1000, 3))
 
 
