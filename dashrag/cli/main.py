@@ -22,6 +22,7 @@ from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.output import print_table, results_json
 from dashrag.cli.paths import check_output_folder, create_output_folder
 from dashrag.cli.safe_text import json_line, plain
+from dashrag.cli.serve import register_serve_command
 from dashrag.cli.usage import OneLineErrors
 from dashrag.core.config_json import loads_config
 from dashrag.core.persistence import save_lock
@@ -214,6 +215,7 @@ def _trec_field(value: str) -> str:
 
 
 register_eval_commands(app)  # eval and tune (dashrag/cli/eval_commands.py)
+register_serve_command(app, user_errors)  # serve (dashrag/cli/serve.py)
 
 
 def main() -> None:  # pragma: no cover - console entry point
