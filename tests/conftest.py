@@ -29,3 +29,16 @@ def example_corpus():
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# Fixtures that put a real model to work over a corpus subset: a test using one is slow (seconds to a
+# minute here). `pytest -m "not slow"` is the quick loop; CI and scripts/test.sh run everything.
+MODEL_FIXTURES = frozenset({"subset", "cross_encoder_dir", "unnormalised_minilm_dir"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        parametrized = set(callspec.params) if callspec is not None else set()  # a parameter named alike
+        if MODEL_FIXTURES & (set(getattr(item, "fixturenames", ())) - parametrized):
+            item.add_marker(pytest.mark.slow)

@@ -15,7 +15,5 @@ class CharacterChunkParams(SizedChunkParams):
           es=("Fragmentador por caracteres", "Corta el texto en ventanas de un número fijo de caracteres."),
           representation="{chunk_size} chars, overlap {chunk_overlap}")
 class CharacterChunker(Chunker[CharacterChunkParams]):
-    SCHEMA = CharacterChunkParams
-
     def spans(self, text: str) -> list[tuple[int, int]]:
         return sliding_windows(len(text), self.params.chunk_size, self.params.chunk_overlap)

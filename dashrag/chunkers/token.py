@@ -26,8 +26,6 @@ class TokenChunkParams(SizedChunkParams):
           es=("Fragmentador por tokens", "Corta el texto en ventanas de un número fijo de palabras."),
           representation="{chunk_size} words, overlap {chunk_overlap}")
 class TokenChunker(Chunker[TokenChunkParams]):
-    SCHEMA = TokenChunkParams
-
     def spans(self, text: str) -> list[tuple[int, int]]:
         words = [m.span() for m in WORD.finditer(text)]
         return [(words[a][0], words[b - 1][1]) for a, b in

@@ -1,6 +1,6 @@
 """Finding a model's files with no network: a local directory, a packaged copy, or the local hub cache.
 
-Nothing downloads at run time (DESIGN.md). A ``model`` param is therefore
+Nothing downloads at run time (docs/design.md). A ``model`` param is therefore
 resolved, in order, as
 
 1. an existing local directory (a sentence-transformers / cross-encoder folder);

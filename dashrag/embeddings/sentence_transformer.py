@@ -78,9 +78,9 @@ P = TypeVar("P", bound=EncoderSettings)
 
 @contextmanager
 def _threads_for(n_texts: int) -> Iterator[None]:
-    """One intra-op thread for a few texts (a query): measured on 2 cores, a one-sentence
-    query took 80 ms with torch's 2 threads and 13 ms with 1, while a batch of 64 abstracts
-    ran 1.8x faster with 2. Restored afterwards; callers hold the model's lock."""
+    """One intra-op thread for a few texts (a query), every thread for a batch (measured:
+    docs/architecture.md, "Decisions recorded here"). Restored afterwards; callers hold the
+    model's lock."""
     import torch
 
     before = torch.get_num_threads()
@@ -171,8 +171,6 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
     representation="{model}",
 )
 class SentenceTransformerEmbedding(SentenceTransformerBacked[SentenceTransformerParams]):
-    SCHEMA = SentenceTransformerParams
-
     def _resolve(self) -> ModelSource:
         return resolve_model(self.params.model, what="sentence-transformers model", default_org="sentence-transformers")
 
@@ -189,8 +187,6 @@ class SentenceTransformerEmbedding(SentenceTransformerBacked[SentenceTransformer
     representation="all-MiniLM-L6-v2",
 )
 class MiniLMEmbedding(SentenceTransformerBacked[EncoderSettings]):
-    SCHEMA = EncoderSettings
-
     def _resolve(self) -> ModelSource:
         return resolve_model(
             MINILM,

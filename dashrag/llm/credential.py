@@ -41,8 +41,6 @@ class EnvCredentialParams(ComponentParams):
     representation="${var}",
 )
 class EnvCredential(ConfigObject[EnvCredentialParams]):
-    SCHEMA = EnvCredentialParams
-
     @property
     def var(self) -> str:
         return self.params.var

@@ -60,8 +60,6 @@ class BM25Params(ComponentParams):
     representation="BM25 {variant} k1={k1} b={b} top {top_k}",
 )
 class BM25Retriever(UnitRetriever[BM25Params]):
-    SCHEMA = BM25Params
-
     def _parameters(self) -> scoring.BM25Parameters:
         p = self.params
         return scoring.BM25Parameters(variant=p.variant, k1=p.k1, b=p.b, delta=p.delta, epsilon=p.epsilon)

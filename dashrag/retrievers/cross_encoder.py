@@ -28,7 +28,7 @@ from pydantic import Field
 from dashrag.core.params import ComponentParams, ComponentSpec, components_field, less_or_equal, spec
 from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
-from dashrag.core.retriever import CompositeRetriever, Result, Retriever, check_query
+from dashrag.core.retriever import Answer, Result, SingleChildRetriever, check_query
 from dashrag.documents.model import ScoredChunk
 from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.embeddings.model_source import ModelSource, resolve_model, set_offline_defaults
@@ -82,16 +82,10 @@ class CrossEncoderParams(ComponentParams):
     representation="Cross-encoder top {top_k} of {fetch_k} ({model})",
     operation="Scores each of the child's fetch_k candidates with the cross-encoder and keeps the top_k.",
 )
-class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):
-    SCHEMA = CrossEncoderParams
-
+class CrossEncoderRetriever(SingleChildRetriever[CrossEncoderParams]):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._model: Any = None
-
-    @property
-    def child(self) -> Retriever:
-        return self.get_children()[0]
 
     def model(self) -> Any:
         """The loaded CrossEncoder (loads it on first call)."""
@@ -115,12 +109,8 @@ class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):
         )
         return np.asarray(scores, dtype=np.float32).reshape(len(pairs))
 
-    def _retrieve(self, query: str, **kwargs: Any) -> Result:
-        return self._retrieve_batch([query], **kwargs)[0]
-
-    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
-        k = int(kwargs.get("top_k") or self.params.top_k)
-        answers = self.child.retrieve_batch(queries, **{**kwargs, "top_k": max(self.params.fetch_k, k)})
+    def _rescore(self, queries: list[str], answers: list[Answer], kwargs: dict[str, Any]) -> list[Result]:
+        k = self.top_k(kwargs)
         pairs = [(q, c.chunk.text) for q, (chunks, _) in zip(queries, answers) for c in chunks]
         scores = self.predict(pairs)  # every query's pairs in one call
         results, start = [], 0

@@ -118,8 +118,6 @@ class DenseParams(ComponentParams):
     representation="Dense {similarity_metric} top {top_k} ({embedding})",
 )
 class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
-    SCHEMA = DenseParams
-
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._vectors: np.ndarray | None = None

@@ -114,8 +114,6 @@ def stage(name: str, timings: dict[str, float]) -> Iterator[None]:
     "else re-scores with precise, optionally MMR.",
 )
 class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
-    SCHEMA = RerankCascadeParams
-
     def _retrieve(self, query: str, **kwargs: Any) -> Result:
         p = self.params
         k = int(kwargs.get("top_k") or p.top_k)

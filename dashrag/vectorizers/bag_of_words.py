@@ -56,8 +56,6 @@ def _df_bound(value: float) -> int | float:
     representation="{analyzer} {ngram_min}-{ngram_max}-grams",
 )
 class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
-    SCHEMA = BagOfWordsParams
-
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._vectorizer: CountVectorizer | None = None

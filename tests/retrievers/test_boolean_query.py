@@ -349,7 +349,7 @@ def rerank_server():
 
 def with_reranker(build, server, **params):
     return build(
-        reranker=[{"component": "HttpReranker", "params": {"api_base": server.url, "batch_size": 4}}], **params
+        reranker={"component": "HttpReranker", "params": {"api_base": server.url, "batch_size": 4}}, **params
     )
 
 
