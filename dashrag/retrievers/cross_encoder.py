@@ -19,7 +19,6 @@ first query; saved state is nothing but the config.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -30,29 +29,22 @@ from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
 from dashrag.core.retriever import Answer, Result, SingleChildRetriever, check_query
 from dashrag.documents.model import ScoredChunk
-from dashrag.embeddings.base import ModelUnavailableError
-from dashrag.embeddings.model_source import ModelSource, resolve_model, set_offline_defaults
+from dashrag.embeddings.model_source import LoadedModels, ModelSource, resolve_model
 
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 
-_loaded: dict[tuple[str, str, int | None], Any] = {}
-_lock = threading.Lock()
+_cross_encoders = LoadedModels("a cross-encoder")
 
 
 def load_cross_encoder(source: ModelSource, device: str, max_length: int | None) -> Any:
     """The process-wide CrossEncoder for this folder, device and max length."""
-    key = (str(source.path), device, max_length)
-    with _lock:
-        if key not in _loaded:
-            set_offline_defaults()
-            from sentence_transformers import CrossEncoder
 
-            try:
-                _loaded[key] = CrossEncoder(str(source.path), device=device, max_length=max_length)
-            except Exception as exc:
-                raise ModelUnavailableError(
-                    f"could not load a cross-encoder from {source.path} on device {device!r}: {exc}") from None
-        return _loaded[key]
+    def load() -> Any:
+        from sentence_transformers import CrossEncoder
+
+        return CrossEncoder(str(source.path), device=device, max_length=max_length)
+
+    return _cross_encoders.get(source, device, max_length, load)
 
 
 class CrossEncoderParams(ComponentParams):
