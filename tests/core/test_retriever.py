@@ -30,5 +30,5 @@ def test_a_single_child_retriever_refuses_another_child_or_none(config):
     with pytest.raises(ConfigError, match="exactly one child"):
         tree.add(BM25Retriever())
     with pytest.raises(ConfigError, match="cannot remove its child"):
-        tree.remove(0)
+        tree.remove(child)
     assert tree.get_children() == [child]
