@@ -214,14 +214,14 @@ class AgenticRerankerRetriever(SingleChildRetriever[AgenticParams]):
     def fetch_size(self, kwargs: dict[str, Any]) -> int:
         return self.params.k1  # a parent's top_k hint is replaced, never passed on
 
-    def _rescore(self, queries: list[str], answers: list[Answer], kwargs: dict[str, Any]) -> list[Result]:
+    def _rescore(self, queries: list[str], answers: Sequence[Answer], kwargs: dict[str, Any]) -> list[Result]:
         return [self._decide(q, chunks, node) for q, (chunks, node) in zip(queries, answers)]
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
         """The child's distances: the model selects, it does not score arbitrary chunks."""
         return self.child.score_chunks(chunk_ids, query)
 
-    def _decide(self, query: str, received: list[ScoredChunk], child_node: dict) -> Result:
+    def _decide(self, query: str, received: Sequence[ScoredChunk], child_node: dict) -> Result:
         p = self.params
         candidates = dedupe_and_cap(received, p.k1)
         record = SelectionRecord(received=len(received), candidates=candidates, top_k=p.top_k)

@@ -104,7 +104,7 @@ class CrossEncoderRetriever(SingleChildRetriever[CrossEncoderParams]):
         )
         return np.asarray(scores, dtype=np.float32).reshape(len(pairs))
 
-    def _rescore(self, queries: list[str], answers: list[Answer], kwargs: dict[str, Any]) -> list[Result]:
+    def _rescore(self, queries: list[str], answers: Sequence[Answer], kwargs: dict[str, Any]) -> list[Result]:
         k = self.top_k(kwargs)
         pairs = [(q, c.chunk.text) for q, (chunks, _) in zip(queries, answers) for c in chunks]
         scores = self.predict(pairs)  # every query's pairs in one call
@@ -114,7 +114,7 @@ class CrossEncoderRetriever(SingleChildRetriever[CrossEncoderParams]):
             start += len(chunks)
         return results
 
-    def _ranked(self, candidates: list[ScoredChunk], scores: np.ndarray, child_trace: dict, k: int) -> Result:
+    def _ranked(self, candidates: Sequence[ScoredChunk], scores: np.ndarray, child_trace: dict, k: int) -> Result:
         chosen, order = rerank_by_scores(candidates, scores, k, self.component_name)
         selection = {
             "summary": f"cross-encoder kept {len(chosen)} of {len(candidates)} candidates",

@@ -158,13 +158,13 @@ class MMRRerankerRetriever(SingleChildRetriever[MMRParams]):
         return unit_rows(embedding.embed_documents([chunks.chunks[r].text for r in rows]))
 
     # -- retrieval --------------------------------------------------------------
-    def _rescore(self, queries: list[str], answers: list[Answer], kwargs: dict[str, Any]) -> list[Result]:
+    def _rescore(self, queries: list[str], answers: Sequence[Answer], kwargs: dict[str, Any]) -> list[Result]:
         k = self.top_k(kwargs)
         candidate_ids = sorted({c.id for chunks, _ in answers if len(chunks) > k for c in chunks})
         vectors = dict(zip(candidate_ids, self._chunk_vectors(candidate_ids))) if candidate_ids else {}
         return [self._select(chunks, trace, vectors, k) for chunks, trace in answers]
 
-    def _select(self, candidates: list[ScoredChunk], child_trace: dict, vectors: dict[int, np.ndarray],
+    def _select(self, candidates: Sequence[ScoredChunk], child_trace: dict, vectors: dict[int, np.ndarray],
                 k: int) -> Result:
         lam = self.params.lambda_mult
         if len(candidates) <= k:  # they all fit: nothing to choose between, MMR does not run (as DashAI)
