@@ -1,4 +1,4 @@
-"""The retriever contract (DESIGN.md) and its two shapes: leaves and composites.
+"""The retriever contract (docs/design.md) and its two shapes: leaves and composites.
 
 ``retrieve(query, **kwargs) -> (chunks, trace)``: chunks best first, higher score
 better; the trace is a JSON-ready node. ``score_chunks(ids, query)`` gives
@@ -36,8 +36,12 @@ from dashrag.errors import ConfigError, PersistenceError, QueryError
 P = TypeVar("P", bound=ComponentParams)
 
 
-class _LeafParams(Protocol):
-    top_k: int  # every leaf's params declare how many chunks it returns
+class _TopKParams(Protocol):
+    top_k: int  # every leaf's params, and every re-scoring composite's, declare how many chunks to return
+
+
+class _FetchParams(Protocol):
+    fetch_k: int | None
 
 
 Result = tuple[Sequence[ScoredChunk], list[dict], dict | None]  # chunks, children's trace nodes, selection
@@ -130,6 +134,11 @@ class Retriever(ConfigObject[P], Generic[P]):
         """``[(chunk_id, distance)]`` ascending; an unknown id raises UnknownChunkError."""
         raise NotImplementedError
 
+    def top_k(self, kwargs: dict[str, Any]) -> int:
+        """How many chunks to return: a parent's ``top_k`` hint, else the configured ``top_k``."""
+        hint = kwargs.get("top_k")
+        return int(hint) if hint is not None else int(cast(_TopKParams, self.params).top_k)
+
     def save(self, folder: Any) -> Any:
         """Save this fitted tree to ``folder`` (see :func:`dashrag.core.saved_tree.save`)."""
         from dashrag.core.saved_tree import save  # saved_tree builds Retrievers: imported when used
@@ -219,10 +228,6 @@ class UnitRetriever(Retriever[P], Generic[P]):
     query_block = 256  # at most this many queries scored per block of a batch
     block_cells = 1 << 16  # ... and at most about this many scores, so a block stays in cache
 
-    def top_k(self, kwargs: dict[str, Any]) -> int:
-        hint = kwargs.get("top_k")
-        return int(hint) if hint is not None else int(cast(_LeafParams, self.params).top_k)
-
     def _score_block(self, queries: list[str]) -> np.ndarray:
         raise NotImplementedError
 
@@ -285,3 +290,53 @@ class CompositeRetriever(Retriever[P], Generic[P]):
                 return children.pop(i)
         name = getattr(child, "component_name", child)
         raise ConfigError(f"{self.component_name}: {name!r} is not one of its children")
+
+
+class SingleChildRetriever(CompositeRetriever[P], Generic[P]):
+    """A composite with exactly one child retriever (``params.children``, one entry), fixed when
+    it is built: the cross-encoder, MMR, the agentic reranker, the boolean query.
+
+    It owns ``child`` and the fetch-then-rescore pattern: the child is asked for ``fetch_size``
+    candidates (once for a whole batch) and ``_rescore`` turns each query's candidates into its
+    result. A component that uses its child otherwise (the boolean query asks it per clause)
+    overrides ``_retrieve`` / ``_retrieve_batch`` and keeps ``child``.
+    """
+
+    @property
+    def child(self) -> Retriever:
+        return self.nested["children"][0]
+
+    def add(self, child: Retriever) -> None:
+        raise ConfigError(
+            f"{self.component_name} has exactly one child, fixed when it is built; "
+            "build a new tree to use another child"
+        )
+
+    def remove(self, child: Retriever) -> Retriever:
+        raise ConfigError(f"{self.component_name} cannot remove its child; build a new tree instead")
+
+    def fetch_size(self, kwargs: dict[str, Any]) -> int | None:
+        """How many candidates to ask the child for: ``fetch_k``, or more when more are to be returned;
+        None (``fetch_k`` unset): as many as the child returns by itself."""
+        fetch_k = cast(_FetchParams, self.params).fetch_k
+        return None if fetch_k is None else max(int(fetch_k), self.top_k(kwargs))
+
+    def _child_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The call's kwargs for the child (a restriction passes down); ``top_k`` is this node's to set."""
+        child = {key: value for key, value in kwargs.items() if key != "top_k"}
+        fetch = self.fetch_size(kwargs)
+        if fetch is not None:
+            child["top_k"] = fetch
+        return child
+
+    def _retrieve(self, query: str, **kwargs: Any) -> Result:
+        answer = self.child.retrieve(query, **self._child_kwargs(kwargs))
+        return self._rescore([query], [answer], kwargs)[0]
+
+    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
+        answers = self.child.retrieve_batch(queries, **self._child_kwargs(kwargs))  # one pass of the child
+        return self._rescore(queries, answers, kwargs)
+
+    def _rescore(self, queries: list[str], answers: Sequence[Answer], kwargs: dict[str, Any]) -> list[Result]:
+        """Each query's result from the child's answer to it (chunks best first, and its trace node)."""
+        raise NotImplementedError

@@ -7,10 +7,10 @@ sentence-transformers model's own, done here in numpy.
 
 Why a second MiniLM: onnxruntime runs a whole forward pass as one call that releases
 the GIL, where torch releases it around each of a few hundred operators per query, so
-children on it really run side by side in a ParallelRetriever (bench/bench_parallel.py);
-and a query embeds in ~6 ms here instead of ~15. Quality on SciFact matches (nDCG@10
-0.6468 against 0.6451), but the int8 vectors are not torch MiniLM's (cosine about
-0.9995 between them), so they are cached under their own key.
+children on it really run side by side in a ParallelRetriever (bench/bench_parallel.py),
+and a query embeds faster than on torch. Its quality on SciFact matches torch MiniLM's
+(the figures: docs/dense.md), but the int8 vectors are not torch MiniLM's, so they are
+cached under their own key.
 
 Texts longer than ``max_seq_length`` tokens are truncated (no window averaging).
 """
@@ -135,8 +135,6 @@ class MiniLMOnnxParams(ComponentParams):
     },
 )
 class MiniLMOnnxEmbedding(EmbeddingModel[MiniLMOnnxParams]):
-    SCHEMA = MiniLMOnnxParams
-
     @property
     def dimension(self) -> int:
         return DIMENSION

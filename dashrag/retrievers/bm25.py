@@ -64,8 +64,6 @@ class BM25Params(ComponentParams):
     },
 )
 class BM25Retriever(UnitRetriever[BM25Params]):
-    SCHEMA = BM25Params
-
     def _parameters(self) -> scoring.BM25Parameters:
         p = self.params
         return scoring.BM25Parameters(variant=p.variant, k1=p.k1, b=p.b, delta=p.delta, epsilon=p.epsilon)

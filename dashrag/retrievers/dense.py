@@ -123,8 +123,6 @@ class DenseParams(ComponentParams):
     },
 )
 class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
-    SCHEMA = DenseParams
-
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._vectors: np.ndarray | None = None

@@ -120,8 +120,6 @@ def _identity(text: str) -> str:
     },
 )
 class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
-    SCHEMA = BagOfWordsParams
-
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._vocabulary: dict[str, int] | None = None  # term → column, once fitted or loaded

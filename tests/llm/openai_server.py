@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable
 
+from tests.fixtures.http import send_json
+
 SELECT_FUNCTION = "select_best_chunks"
 CHAT_PATH = "/v1/chat/completions"
 
@@ -203,14 +205,6 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
         def _send(self, status: int, payload: dict[str, Any], record: RecordedRequest) -> None:
             record.response.update(payload)
-            data = json.dumps(payload).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (its timeout); the request is still recorded
+            send_json(self, status, json.dumps(payload).encode())  # the request is recorded whatever happens
 
     return Handler
