@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from dashrag.core.params import RuleViolation
 from dashrag.core.registry import get_component
 from dashrag.errors import ConfigError, ConfigIssue, UnknownComponentError
 
@@ -28,6 +29,10 @@ def join_path(path: str, key: str | int) -> str:
 def _pydantic_issues(error: ValidationError, path: str) -> list[ConfigIssue]:
     issues = []
     for err in error.errors():
+        violation = err.get("ctx", {}).get("error")
+        if isinstance(violation, RuleViolation) and not err["loc"]:
+            issues.extend(ConfigIssue(join_path(path, field), message) for field, message in violation.problems)
+            continue
         where = path
         for key in err["loc"]:
             where = join_path(where, key)
@@ -66,9 +71,8 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
     if not isinstance(raw, dict):
         issues.append(ConfigIssue(path, f"expected an object {{\"component\": ..., \"params\": ...}}, got {type(raw).__name__}"))
         return None
-    unknown = set(raw) - NODE_KEYS
-    if unknown:
-        issues.append(ConfigIssue(path, f"unexpected key(s) {', '.join(sorted(map(repr, unknown)))}; a node has only 'component' and 'params'"))
+    for unknown in sorted(set(raw) - NODE_KEYS):
+        issues.append(ConfigIssue(join_path(path, unknown), "unexpected key; a node has only 'component' and 'params'"))
     name = raw.get("component")
     if not isinstance(name, str):
         issues.append(ConfigIssue(join_path(path, "component"), "missing or not a string"))

@@ -96,7 +96,12 @@ class BooleanQueryParams(ComponentParams):
     trace_fragments: int = Field(10, ge=0, description="Fragments listed per syntax-tree node in the trace.")
 
     RULES = (less_or_equal("fallback_top_n", "max_fragments"),
-             Rule("requires", ("automatically_rerank", "reranker"), "automatically_rerank needs a reranker", _rerank_needs_reranker))
+             Rule("requires", ("automatically_rerank", "reranker"), "automatically_rerank needs a reranker",
+                  _rerank_needs_reranker,
+                  json_schema={"if": {"required": ["automatically_rerank"],
+                                      "properties": {"automatically_rerank": {"const": True}}},
+                               "then": {"required": ["reranker"], "properties": {"reranker": {"minItems": 1}}}},
+                  at="reranker"))
 
     def thresholds(self) -> SelectionThresholds:
         return SelectionThresholds(**{name: getattr(self, name) for name in SelectionThresholds.__dataclass_fields__})

@@ -70,7 +70,11 @@ class RerankCascadeParams(ComponentParams):
                                                    description="Embeds the survivors for the MMR stage.")
 
     RULES = (less_or_equal("top_k", "stage1_top_n"),
-             Rule("requires", ("early_exit", "exit_threshold"), "threshold mode needs exit_threshold", _threshold_given))
+             Rule("requires", ("early_exit", "exit_threshold"), "threshold mode needs exit_threshold", _threshold_given,
+                  json_schema={"if": {"required": ["early_exit"], "properties": {"early_exit": {"const": "threshold"}}},
+                               "then": {"required": ["exit_threshold"],
+                                        "properties": {"exit_threshold": {"type": "number"}}}},
+                  at="exit_threshold"))
 
 
 @contextmanager
