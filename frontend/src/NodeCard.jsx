@@ -35,6 +35,11 @@ function splitErrors(errorsByPath, path, schema) {
       node.push(...list);
       continue;
     }
+    const rel = path ? (where.startsWith(`${path}.`) ? parsePath(where.slice(path.length + 1)) : []) : parsePath(where);
+    if (rel.length === 1 && rel[0] !== 'params') { // a key a node does not have ("parms")
+      node.push(...list.map((e) => ({ ...e, message: `${rel[0]}: ${e.message}` })));
+      continue;
+    }
     if (!where.startsWith(prefix)) continue;
     const rest = parsePath(where.slice(prefix.length));
     const [field] = rest;

@@ -1,10 +1,12 @@
 // What the page knows about the components: GET /components (frontend_meta) and GET /schemas/{name}
 // (the generated JSON Schemas). Everything the forms show comes from these two answers.
 
+// The icon names of frontend_meta (lucide names) drawn as symbols every system font has (DejaVu included),
+// so the page needs no icon font or download.
 export const ICONS = {
-  Bot: '🤖', Brain: '🧠', FileText: '📄', Filter: '🧮', GitMerge: '🔀', Globe: '🌐', Hash: '#️⃣', KeyRound: '🔑',
-  Languages: '🈯', Layers: '🗂️', ListOrdered: '🔢', MessageSquareText: '💬', Scissors: '✂️', Search: '🔍',
-  Shuffle: '🔀', Sparkles: '✨', Zap: '⚡',
+  Bot: '☺', Brain: '✺', FileText: '¶', Filter: '⊻', GitMerge: '⇉', Globe: '◍', Hash: '#', KeyRound: '⚷',
+  Languages: 'Å', Layers: '☰', ListOrdered: '№', MessageSquareText: '✉', Scissors: '✂', Search: '⌕',
+  Shuffle: '⇄', Sparkles: '✦', Zap: '⚡',
 };
 
 export function iconOf(meta) {
@@ -93,16 +95,20 @@ export function scalarSchema(schema, t) {
   const properties = {};
   for (const [field, prop] of Object.entries(schema.properties || {})) {
     if (isComponentField(prop)) continue;
-    properties[field] = { ...nullable(prop), description: withLimits(prop, t) };
+    properties[field] = { ...nullable(prop, t), description: withLimits(prop, t) };
   }
   return { type: 'object', properties, additionalProperties: false };
 }
 
 // pydantic writes `int | None` as anyOf [{type: integer, ...}, {type: null}]; rjsf draws that as a plain
 // input when it is one schema with type [integer, null] (empty input = null).
-function nullable(prop) {
+function nullable(prop, t) {
   const alts = prop.anyOf;
   if (!alts || alts.length !== 2) return prop;
+  if (alts.some((a) => a.items)) {
+    // a list or None: rjsf offers the two as a choice; name them
+    return { ...prop, anyOf: alts.map((a) => ({ ...a, title: a.type === 'null' ? t('none') : t('list') })) };
+  }
   const value = alts.find((a) => a.type !== 'null');
   if (!alts.some((a) => a.type === 'null') || !value || typeof value.type !== 'string' || value.items) return prop;
   const { anyOf, ...rest } = prop;
