@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.llm.openai_server import ScriptedOpenAIServer
+from tests.retrievers.rerank_server import RerankServer
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -46,3 +49,17 @@ def scifact_subset_file(tmp_path_factory, scifact_dir) -> Path:
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture
+def openai_server():
+    """A real OpenAI-compatible server on loopback answering from a script (tests/llm/openai_server.py)."""
+    with ScriptedOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def rerank_server():
+    """A real TEI-style /rerank server on loopback (tests/retrievers/rerank_server.py)."""
+    with RerankServer() as server:
+        yield server

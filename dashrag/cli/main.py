@@ -22,6 +22,7 @@ import dashrag
 from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.config_files import resolve_component, resolve_config
 from dashrag.cli.output import print_table, results_json
+from dashrag.cli.serve import register_serve_command
 from dashrag.core.registry import all_components, get_component
 from dashrag.core.schema import component_schema, export_schemas
 from dashrag.core.trace import format_trace
@@ -160,6 +161,7 @@ def query(
 
 
 register_eval_commands(app)  # eval and tune (dashrag/cli/eval_commands.py)
+register_serve_command(app, user_errors)  # serve (dashrag/cli/serve.py)
 
 
 def main() -> None:  # pragma: no cover - console entry point

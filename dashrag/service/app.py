@@ -1,0 +1,74 @@
+"""``create_app(settings) -> FastAPI``: the retrieval service and the tree API, and the web page at ``/``.
+
+Statuses (every one documented in the OpenAPI): 200; 202 (a build job accepted);
+204 (a tree deleted); 401 (bearer token, when configured); 404 (no such collection,
+tree, job or component); 409 (a tree name taken); 413 (a body over the limit);
+422 (an empty query, any malformed body: FastAPI's validation errors; never a 400);
+503 (a pipeline step or an upstream dependency failed: the body names the step).
+An unexpected error is logged with its request id and answered 500 without details.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from dashrag.service.middleware import RequestMiddleware
+from dashrag.service.pipeline import NoCollection, StepFailure
+from dashrag.service.routes import meta, retrieve, trees
+from dashrag.service.settings import ServiceSettings
+from dashrag.service.state import build_service
+
+logger = logging.getLogger(__name__)
+
+STATIC_DIR = Path(__file__).resolve().parents[1] / "web" / "static"
+
+
+def create_app(settings: ServiceSettings | None = None, static_dir: Path | None = STATIC_DIR) -> FastAPI:
+    settings = settings or ServiceSettings()
+    service = build_service(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        service.close()
+
+    app = FastAPI(title="dashrag retrieval service", version="1", lifespan=lifespan,
+                  description="Fetches and ranks grounding chunks (never generates an answer); builds and "
+                              "queries retriever trees.")
+    app.state.service = service
+    app.include_router(meta.open_router)
+    app.include_router(meta.router)
+    app.include_router(retrieve.router)
+    app.include_router(trees.router)
+
+    @app.exception_handler(StepFailure)
+    async def step_failed(request: Request, exc: StepFailure) -> JSONResponse:
+        logger.warning("step %s failed", exc.step, exc_info=exc.__cause__ is not None and logger.isEnabledFor(10),
+                       extra={"request_id": request.scope.get("state", {}).get("request_id")})
+        return JSONResponse({"detail": str(exc)}, status_code=503)
+
+    @app.exception_handler(NoCollection)
+    async def no_collection(request: Request, exc: NoCollection) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=404)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        request_id = request.scope.get("state", {}).get("request_id")
+        logger.error("unexpected error", exc_info=exc, extra={"request_id": request_id})
+        return JSONResponse({"detail": f"internal error (request {request_id})"}, status_code=500)
+
+    if static_dir is not None and static_dir.is_dir():
+        app.mount("/", StaticFiles(directory=static_dir, html=True), name="web")
+    app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
+                       allow_headers=["*"], allow_credentials="*" not in settings.cors_origins)
+    app.add_middleware(RequestMiddleware, max_json_bytes=settings.max_request_bytes,
+                       max_upload_bytes=settings.max_upload_bytes)
+    return app
