@@ -90,9 +90,9 @@ export function App() {
               {!tree && <p className="help">{t('rootHint')}</p>}
               {tree && (
                 <div className="status" aria-live="polite">
-                  {server.checking ? t('serverChecking')
-                    : errors.length === 0 ? <span className="ok">{t('noErrors')}</span>
-                      : <span className="bad">{errors.length} {t('errors')}</span>}
+                  {errors.length > 0 && <span className="bad">{errors.length} {t('errors')}</span>}
+                  {errors.length === 0 && !server.checking && <span className="ok">{t('noErrors')}</span>}
+                  {server.checking && <span className="checking"> {t('serverChecking')}</span>}
                 </div>
               )}
               {tree && (

@@ -1,0 +1,114 @@
+"""The real ``dashrag serve`` on a loopback port and Debian's headless Chromium driven by Playwright.
+
+Playwright's own browser download cannot be reached from these machines: the tests launch
+``/usr/bin/chromium`` (``scripts/test.sh`` installs the ``chromium`` package when it is missing).
+Every page records console errors, uncaught exceptions and failed requests or error statuses; a test that
+produced any fails (must-show (e)).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import REPO
+
+CHROMIUM = Path(os.environ.get("DASHRAG_CHROMIUM", "/usr/bin/chromium"))
+PRESETS = REPO / "components"
+
+
+@dataclass
+class Server:
+    url: str
+    trees: Path
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory) -> Iterator[Server]:
+    """``dashrag serve`` as a user starts it: a temporary --trees folder, the examples as data root, port 0."""
+    trees = tmp_path_factory.mktemp("trees")
+    env = {**os.environ, "RAG_LOG_LEVEL": "INFO", "OPENBLAS_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "dashrag.cli.main", "serve", "--trees", str(trees), "--port", "0",
+               "--host", "127.0.0.1", "--data-root", str(REPO / "examples")]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
+    try:
+        url = None
+        while url is None:
+            try:
+                line = lines.get(timeout=90)
+            except queue.Empty:
+                pytest.fail("dashrag serve did not say where it listens within 90 s")
+            match = re.search(r"running on (http://127\.0\.0\.1:\d+)", line)
+            url = match.group(1) if match else None
+        assert httpx.get(f"{url}/health").json()["status"] == "ok"
+        yield Server(url, trees)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not CHROMIUM.is_file():
+        pytest.fail(f"{CHROMIUM} is missing: `apt-get install -y chromium` (scripts/test.sh does it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        # --no-sandbox: CI and these machines run the tests as root, where Chromium's sandbox cannot start
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@dataclass
+class PageProblems:
+    """What must never happen on the page: console errors, uncaught exceptions, failed requests or error statuses."""
+
+    found: list[str] = field(default_factory=list)
+
+    def watch(self, page) -> None:
+        page.on("console", lambda m: m.type == "error" and self.found.append(f"console error: {m.text}"))
+        page.on("pageerror", lambda e: self.found.append(f"uncaught: {e}"))
+        page.on("requestfailed", lambda r: self.found.append(f"request failed: {r.method} {r.url} {r.failure}"))
+        page.on("response", lambda r: r.status >= 400 and self.found.append(f"{r.status} from {r.url}"))
+
+
+@pytest.fixture()
+def page(browser, server):
+    """A fresh page on the served web app in English; fails the test on any console error or failed request."""
+    context = browser.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000}, locale="en-US")
+    problems = PageProblems()
+    opened = context.new_page()
+    opened.set_default_timeout(20_000)
+    problems.watch(opened)
+    opened.goto(server.url + "/")
+    opened.get_by_role("button", name="Choose the root component").wait_for()
+    try:
+        yield opened
+        assert problems.found == [], problems.found
+    finally:
+        context.close()
+
+
+def preset(name: str) -> dict:
+    return json.loads((PRESETS / f"{name}.json").read_text(encoding="utf-8"))
