@@ -25,6 +25,7 @@ from dashrag.service.pipeline import NoCollection, StepFailure
 from dashrag.service.routes import meta, retrieve, trees
 from dashrag.service.settings import ServiceSettings
 from dashrag.service.state import build_service
+from dashrag.web import routes as web_routes
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     app.include_router(meta.router)
     app.include_router(retrieve.router)
     app.include_router(trees.router)
+    app.include_router(web_routes.router)  # GET /presets for the web page (dashrag/web/routes.py)
 
     @app.exception_handler(StepFailure)
     async def step_failed(request: Request, exc: StepFailure) -> JSONResponse:

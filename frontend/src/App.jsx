@@ -42,10 +42,12 @@ export function App() {
   const [tree, setTree] = useState(null);
   const [trees, setTrees] = useState([]);
   const [choosingRoot, setChoosingRoot] = useState(false);
+  const [presets, setPresets] = useState([]);
   const t = useMemo(() => translator(lang), [lang]);
 
   useEffect(() => {
     loadCatalog(api).then(setCatalog, (error) => setFailure(error.message));
+    api.get('/presets').then(setPresets, (error) => setFailure(error.message));
   }, []);
   const refreshTrees = useCallback(() => api.get('/trees').then(setTrees, (error) => setFailure(error.message)), []);
   useEffect(() => { refreshTrees(); }, [refreshTrees]);
@@ -101,7 +103,7 @@ export function App() {
               )}
             </div>
             <aside className="side">
-              <JsonPanel tree={tree} t={t} onLoad={setTree} />
+              <JsonPanel tree={tree} t={t} onLoad={setTree} presets={presets} />
               <IndexPanel api={api} tree={tree} valid={valid} t={t} onBuilt={refreshTrees} />
             </aside>
           </div>

@@ -5,8 +5,9 @@ export function treeText(tree) {
 }
 
 // The tree as JSON: paste or upload to load it into the forms, download what the forms hold.
-export function JsonPanel({ tree, t, onLoad }) {
+export function JsonPanel({ tree, t, onLoad, presets }) {
   const [draft, setDraft] = useState(tree ? treeText(tree) : '');
+  const [presetName, setPresetName] = useState('');
   const [problem, setProblem] = useState(null);
   useEffect(() => { setDraft(tree ? treeText(tree) : ''); }, [tree]);
 
@@ -37,6 +38,18 @@ export function JsonPanel({ tree, t, onLoad }) {
     <section className="json-panel">
       <h2>{t('json')}</h2>
       <p className="help">{t('jsonHint')}</p>
+      {presets.length > 0 && (
+        <div className="buttons">
+          <label>{t('presets')}{' '}
+            <select value={presetName} onChange={(e) => setPresetName(e.target.value)}>
+              <option value="">—</option>
+              {presets.map((p) => <option key={p.name} value={p.name}>{p.name}</option>)}
+            </select>
+          </label>
+          <button type="button" disabled={!presetName}
+            onClick={() => onLoad(presets.find((p) => p.name === presetName).config)}>{t('loadPreset')}</button>
+        </div>
+      )}
       <label className="visually-hidden" htmlFor="tree-json">{t('json')}</label>
       <textarea id="tree-json" spellCheck="false" value={draft} onChange={(e) => setDraft(e.target.value)} rows={18} />
       {problem && <p className="error" role="alert">{problem}</p>}

@@ -94,7 +94,8 @@ def test_top_k_above_k1_on_the_agentic_reranker_shows_at_the_field_before_anythi
 
 def test_a_loaded_preset_edited_in_the_form_downloads_exactly_that_json(page, tmp_path):
     original = preset("hybrid")
-    load_json(page, original)
+    page.get_by_label("Presets").select_option("hybrid")
+    page.get_by_role("button", name="Load preset").click()
     field(page, "params.children[0]", "k1").fill("1.2")
     with page.expect_download() as download:
         page.get_by_role("button", name="Download JSON").click()

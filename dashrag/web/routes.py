@@ -1,0 +1,23 @@
+"""The one route the web page needs beyond the service API: the ready-made trees of components/.
+
+The page offers them in its JSON panel (load a preset, edit it in the forms). They are read
+from the checkout's components/ folder, as the CLI resolves preset names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends
+
+from dashrag.cli.config_files import PRESETS_DIR, preset_names, read_json_file
+from dashrag.service.auth import require_token
+from dashrag.service.routes import errors
+
+router = APIRouter(dependencies=[Depends(require_token)])
+
+
+@router.get("/presets", response_model=list[dict[str, Any]], responses=errors(401))
+def presets() -> list[dict[str, Any]]:
+    """``[{"name", "config"}]`` for every preset in components/, by name."""
+    return [{"name": name, "config": read_json_file(PRESETS_DIR / f"{name}.json", "preset")} for name in preset_names()]
