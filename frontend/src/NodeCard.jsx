@@ -2,6 +2,7 @@ import React, { useState } from 'react';
 import Form from '@rjsf/core';
 import validator from '@rjsf/validator-ajv8';
 import { componentFields, defaultNode, iconOf, representation, scalarSchema } from './catalog';
+import { fieldTitle } from './fieldTitles';
 import { joinText, parsePath, setIn } from './paths';
 import { Picker } from './Picker';
 
@@ -112,7 +113,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
       <ErrorList errors={nodeErrors} />
       <div className="node-form">
         <Form
-          schema={scalarSchema(schema, t)}
+          schema={scalarSchema(schema, t, lang)}
           formData={scalarData}
           validator={validator}
           onChange={onForm}
@@ -127,7 +128,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
       {slotFields.map(([field, prop]) => {
         const fieldPath = joinText(joinText(path, 'params'), field);
         const value = params[field];
-        const label = prop.title || field;
+        const label = fieldTitle(lang, field, prop);
         if (prop['x-component-list']) {
           const list = Array.isArray(value) ? value : [];
           const full = prop.maxItems !== undefined && list.length >= prop.maxItems;

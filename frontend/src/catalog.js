@@ -1,3 +1,5 @@
+import { fieldTitle } from './fieldTitles';
+
 // What the page knows about the components: GET /components (frontend_meta) and GET /schemas/{name}
 // (the generated JSON Schemas). Everything the forms show comes from these two answers.
 
@@ -91,11 +93,11 @@ export function representation(catalog, node) {
 
 // The schema rjsf draws for one node: its own (non-component) parameters, each description extended
 // with its limits and default so every field shows them.
-export function scalarSchema(schema, t) {
+export function scalarSchema(schema, t, lang) {
   const properties = {};
   for (const [field, prop] of Object.entries(schema.properties || {})) {
     if (isComponentField(prop)) continue;
-    properties[field] = { ...nullable(prop, t), description: withLimits(prop, t) };
+    properties[field] = { ...nullable(prop, t), title: fieldTitle(lang, field, prop), description: withLimits(prop, t) };
   }
   return { type: 'object', properties, additionalProperties: false };
 }

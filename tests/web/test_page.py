@@ -26,6 +26,11 @@ def field(page, path: str, name: str):
     return page.locator(f"#{node_id(path)}_{name}")
 
 
+def field_group(page, path: str, name: str):
+    """The rjsf group of one field: its label, input, help and errors."""
+    return field(page, path, name).locator('xpath=ancestor::div[contains(@class, "form-group")][1]')
+
+
 def choose(page, component: str) -> None:
     page.locator(f'dialog[open] button.pick[data-component="{component}"]').click()
 
@@ -84,8 +89,7 @@ def test_top_k_above_k1_on_the_agentic_reranker_shows_at_the_field_before_anythi
     page.get_by_role("button", name="Choose the root component").click()
     choose(page, "AgenticRerankerRetriever")
     field(page, "", "top_k").fill("20")
-    at_field = page.locator(".form-group", has=field(page, "", "top_k"))
-    at_field.get_by_text("top_k (20) must be <= k1 (10)").wait_for()
+    field_group(page, "", "top_k").locator(".error-detail li", has_text="top_k (20) must be <= k1 (10)").wait_for()
     assert page.get_by_role("button", name="Build index").is_disabled()
     # and the server, asked about the same tree, reports the same rule at the same field
     answer = httpx.post(f"{server.url}/trees/validate", json=on_screen(page)).json()
@@ -115,7 +119,11 @@ def test_the_spanish_switch_shows_spanish_labels(page):
     choose(page, "ParallelRetriever")
     root = page.locator('section[data-path=""]')
     assert root.locator("> header .node-title strong").inner_text() == "Fusión en paralelo"
-    assert "(por defecto: round_robin)" in root.locator("> .node-form").inner_text()
+    form = root.locator("> .node-form").inner_text()
+    assert "Estrategia de fusión (merge_strategy)" in form and "(por defecto: round_robin)" in form
+    assert root.locator('> fieldset[data-field="children"] > legend').inner_text() == "Hijos (children)"
+    field(page, "", "rrf_k").fill("0")
+    field_group(page, "", "rrf_k").locator(".error-detail li", has_text="debe ser > 0").wait_for()
     assert page.get_by_role("button", name="Consultar árboles guardados").is_visible()
     assert page.locator("html").get_attribute("lang") == "es"
 
