@@ -79,14 +79,15 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
   const { own, slots, node: nodeErrors } = splitErrors(errorsByPath, path, schema);
 
   const setParam = (field, value) => onChange({ ...node, params: { ...params, [field]: value } });
+  // The form shows every field's value, the default where the tree leaves it out; it writes back only
+  // what the tree states or the user changed, so a loaded tree downloads exactly as it came.
+  const defaults = Object.fromEntries(Object.entries(schema.properties || {})
+    .filter(([, prop]) => !prop['x-component-kind'] && 'default' in prop).map(([k, prop]) => [k, prop.default]));
   const onForm = ({ formData }) => {
     const next = { ...params };
-    for (const key of Object.keys(next)) {
-      if (!schema.properties?.[key]?.['x-component-kind'] && !(key in formData)) delete next[key];
-    }
     for (const [key, value] of Object.entries(formData)) {
       if (value === undefined) delete next[key];
-      else next[key] = value;
+      else if (key in params || JSON.stringify(value) !== JSON.stringify(defaults[key])) next[key] = value;
     }
     onChange({ ...node, params: next });
   };
@@ -114,7 +115,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
       <div className="node-form">
         <Form
           schema={scalarSchema(schema, t, lang)}
-          formData={scalarData}
+          formData={{ ...defaults, ...scalarData }}
           validator={validator}
           onChange={onForm}
           extraErrors={own}

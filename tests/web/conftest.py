@@ -17,8 +17,10 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -35,13 +37,12 @@ class Server:
     trees: Path
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory) -> Iterator[Server]:
-    """``dashrag serve`` as a user starts it: a temporary --trees folder, the examples as data root, port 0."""
-    trees = tmp_path_factory.mktemp("trees")
+@contextmanager
+def serving(trees: Path, data_root: Path = REPO / "examples") -> Iterator[str]:
+    """``dashrag serve`` as a user starts it, on a free loopback port (--port 0); yields its URL, then stops it."""
     env = {**os.environ, "RAG_LOG_LEVEL": "INFO", "OPENBLAS_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "dashrag.cli.main", "serve", "--trees", str(trees), "--port", "0",
-               "--host", "127.0.0.1", "--data-root", str(REPO / "examples")]
+               "--host", "127.0.0.1", "--data-root", str(data_root)]
     process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
@@ -51,11 +52,11 @@ def server(tmp_path_factory) -> Iterator[Server]:
             try:
                 line = lines.get(timeout=90)
             except queue.Empty:
-                pytest.fail("dashrag serve did not say where it listens within 90 s")
+                raise RuntimeError("dashrag serve did not say where it listens within 90 s") from None
             match = re.search(r"running on (http://127\.0\.0\.1:\d+)", line)
             url = match.group(1) if match else None
         assert httpx.get(f"{url}/health").json()["status"] == "ok"
-        yield Server(url, trees)
+        yield url
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -65,10 +66,10 @@ def server(tmp_path_factory) -> Iterator[Server]:
             process.wait()
 
 
-@pytest.fixture(scope="session")
-def browser():
+@contextmanager
+def headless_chromium() -> Iterator[Any]:
     if not CHROMIUM.is_file():
-        pytest.fail(f"{CHROMIUM} is missing: `apt-get install -y chromium` (scripts/test.sh does it)")
+        raise RuntimeError(f"{CHROMIUM} is missing: `apt-get install -y chromium` (scripts/test.sh does it)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -78,6 +79,20 @@ def browser():
             yield launched
         finally:
             launched.close()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory) -> Iterator[Server]:
+    """The real server over a temporary --trees folder, the examples as its data root."""
+    trees = tmp_path_factory.mktemp("trees")
+    with serving(trees) as url:
+        yield Server(url, trees)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    with headless_chromium() as launched:
+        yield launched
 
 
 @dataclass
