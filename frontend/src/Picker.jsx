@@ -7,10 +7,14 @@ export function Picker({ catalog, accepts, lang, t, onPick, onClose, title }) {
   const dialog = useRef(null);
   useEffect(() => {
     const node = dialog.current;
+    const opener = document.activeElement; // the focus goes back there when the picker closes
     node.showModal();
     const first = node.querySelector('button.pick');
     if (first) first.focus();
-    return () => { if (node.open) node.close(); };
+    return () => {
+      if (node.open) node.close();
+      if (opener && opener.isConnected) opener.focus();
+    };
   }, []);
   const groups = {};
   for (const name of accepts) {

@@ -164,3 +164,41 @@ def test_every_config_the_server_rejects_the_page_rejects_at_the_same_field_on_i
         except PlaywrightTimeout:
             missed.append(f"{case['name']} ({case['path']})")
     assert missed == []
+
+
+def test_an_uploaded_corpus_is_indexed_and_its_text_shown_as_text_never_as_html(page, tmp_path):
+    hostile = tmp_path / "hostile.md"
+    hostile.write_text('# Injection\n\nzebra <img src=x onerror="window.hacked=1"> <b>bold</b> zebra\n', encoding="utf-8")
+    page.get_by_label("Presets").select_option("keyword")
+    page.get_by_role("button", name="Load preset").click()
+    page.get_by_label("Tree name").fill("uploaded")
+    page.get_by_label("or upload").set_input_files([str(hostile)])
+    page.get_by_role("button", name="Build index").click()
+    page.locator('.job[data-status="done"]').wait_for(timeout=120_000)
+    page.get_by_role("button", name="Query saved trees").click()
+    page.locator(".query-form select").first.select_option("uploaded")
+    page.get_by_label("Query", exact=True).fill("zebra")
+    page.get_by_role("button", name="Search").click()
+    text = page.locator(".results > li .result-text").first
+    text.wait_for()
+    assert '<img src=x onerror="window.hacked=1">' in text.inner_text()
+    assert page.locator(".results img, .results b").count() == 0
+    assert page.evaluate("window.hacked") is None
+
+
+def test_a_tree_can_be_started_from_the_keyboard_alone(page):
+    page.keyboard.press("Tab")  # the first control: the tab buttons, then the root chooser
+    for _ in range(10):
+        if page.evaluate("document.activeElement.textContent") == "Choose the root component":
+            break
+        page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.closest('dialog') !== null")  # the picker takes the focus
+    page.keyboard.press("Tab")  # to the second component offered
+    offered = page.evaluate("document.activeElement.dataset.component")
+    page.keyboard.press("Enter")
+    page.locator(f'section[data-path=""][data-component="{offered}"]').wait_for()
+    page.keyboard.press("Enter")  # the focus is back on the button that opened the picker: "New tree"
+    page.locator("dialog[open]").wait_for()
+    page.keyboard.press("Escape")
+    assert page.locator("dialog[open]").count() == 0
