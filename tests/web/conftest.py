@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from tests.conftest import REPO
 
 CHROMIUM = Path(os.environ.get("DASHRAG_CHROMIUM", "/usr/bin/chromium"))
 PRESETS = REPO / "components"
+LLM_KEY_VAR = "DASHRAG_WEB_TEST_LLM_KEY"  # the scripted LLM server's key, in the served process's environment
 
 
 @dataclass
@@ -40,7 +42,7 @@ class Server:
 @contextmanager
 def serving(trees: Path, data_root: Path = REPO / "examples") -> Iterator[str]:
     """``dashrag serve`` as a user starts it, on a free loopback port (--port 0); yields its URL, then stops it."""
-    env = {**os.environ, "RAG_LOG_LEVEL": "INFO", "OPENBLAS_NUM_THREADS": "1"}
+    env = {**os.environ, "RAG_LOG_LEVEL": "INFO", "OPENBLAS_NUM_THREADS": "1", LLM_KEY_VAR: "sk-web-test"}
     command = [sys.executable, "-m", "dashrag.cli.main", "serve", "--trees", str(trees), "--port", "0",
                "--host", "127.0.0.1", "--data-root", str(data_root)]
     process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
@@ -127,3 +129,12 @@ def page(browser, server):
 
 def preset(name: str) -> dict:
     return json.loads((PRESETS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def build_tree(url: str, name: str, config: dict, corpus_path: str = "corpus") -> None:
+    """Index ``config`` over the API (POST /trees, then GET /jobs/{id} until it ends)."""
+    job = httpx.post(f"{url}/trees", json={"name": name, "config": config, "corpus_path": corpus_path}).json()
+    while (state := httpx.get(f"{url}/jobs/{job['job_id']}").json())["status"] in ("queued", "running"):
+        time.sleep(0.3)
+    if state["status"] != "done":
+        raise RuntimeError(f"indexing {name} failed: {state['error']}")

@@ -9,31 +9,20 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
-
 from tests.conftest import REPO
-from tests.web.conftest import headless_chromium, preset, serving
+from tests.web.conftest import build_tree, headless_chromium, preset, serving
 
 OUT = REPO / "docs" / "img"
 QUERY = "how does BM25 saturate term frequency"
-
-
-def index(url: str, name: str) -> None:
-    job = httpx.post(f"{url}/trees", json={"name": name, "config": preset(name), "corpus_path": "corpus"}).json()
-    while (state := httpx.get(f"{url}/jobs/{job['job_id']}").json())["status"] in ("queued", "running"):
-        time.sleep(0.3)
-    if state["status"] != "done":
-        raise RuntimeError(f"indexing {name} failed: {state['error']}")
 
 
 def main(out: Path = OUT) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as trees, serving(Path(trees)) as url, headless_chromium() as browser:
         for name in ("hybrid", "keyword"):
-            index(url, name)
+            build_tree(url, name, preset(name))
         page = browser.new_page(viewport={"width": 1400, "height": 900}, locale="en-US")
         page.goto(url + "/")
         page.get_by_label("Presets").select_option("hybrid")
