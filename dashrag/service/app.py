@@ -15,11 +15,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import AsyncIterator
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
+from dashrag.service.auth import require_token
 from dashrag.service.middleware import RequestMiddleware
 from dashrag.service.pipeline import NoCollection, StepFailure
 from dashrag.service.routes import meta, retrieve, trees
@@ -29,6 +33,7 @@ from dashrag.web import routes as web_routes
 
 logger = logging.getLogger(__name__)
 
+HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 STATIC_DIR = Path(__file__).resolve().parents[1] / "web" / "static"
 
 
@@ -45,11 +50,10 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
                   description="Fetches and ranks grounding chunks (never generates an answer); builds and "
                               "queries retriever trees.")
     app.state.service = service
+    guarded = [Depends(require_token)] if settings.auth_token_var else []  # the OpenAPI shows auth only when on
     app.include_router(meta.open_router)
-    app.include_router(meta.router)
-    app.include_router(retrieve.router)
-    app.include_router(trees.router)
-    app.include_router(web_routes.router)  # GET /presets for the web page (dashrag/web/routes.py)
+    for router in (meta.router, retrieve.router, trees.router, web_routes.router):  # web: GET /presets
+        app.include_router(router, dependencies=guarded)
 
     @app.exception_handler(StepFailure)
     async def step_failed(request: Request, exc: StepFailure) -> JSONResponse:
@@ -60,6 +64,22 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     @app.exception_handler(NoCollection)
     async def no_collection(request: Request, exc: NoCollection) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=404)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """FastAPI answers 400 to a body it cannot decode; the contract says a malformed body is a 422."""
+        if exc.status_code == 400:
+            return JSONResponse({"detail": [{"loc": ["body"], "type": "json_invalid",
+                                             "msg": f"the body cannot be read as JSON ({exc.detail})"}]}, status_code=422)
+        return await http_exception_handler(request, exc)
+
+    @app.exception_handler(405)
+    async def method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
+        """405 with the methods of *every* route on the path (Starlette names only the first route's)."""
+        methods = [m for m in HTTP_METHODS if any(route.matches({**request.scope, "method": m})[0] is Match.FULL
+                                                  for route in app.router.routes)]
+        return JSONResponse({"detail": f"{request.method} is not allowed here; use {', '.join(methods)}"},
+                            status_code=405, headers={"Allow": ", ".join(methods)})
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from dashrag.service.collections import NAME_PATTERN
 
 MAX_LIMIT = 50
+NOT_BLANK = r"\S"  # in the schema: a query holds at least one non-space character (checked by not_blank)
 
 
 class ErrorBody(BaseModel):
@@ -16,7 +17,8 @@ class ErrorBody(BaseModel):
 
 
 class RetrieveRequest(BaseModel):
-    query: str = Field(description="The user's question; empty or whitespace-only is a 422.")
+    query: str = Field(description="The user's question; empty or whitespace-only is a 422.",
+                       json_schema_extra={"pattern": NOT_BLANK})
     collection_name: str = Field(min_length=1)
     user_collection_name: str | None = None
     limit: int = Field(15, ge=1, le=MAX_LIMIT, description="Top-k asked of every collection.")
@@ -103,7 +105,7 @@ class JobStatus(BaseModel):
 
 
 class TreeQuery(BaseModel):
-    query: str
+    query: str = Field(description="The query; empty or whitespace-only is a 422.", json_schema_extra={"pattern": NOT_BLANK})
     top_k: int | None = Field(None, ge=1, le=1000)
     trace: bool = True
 

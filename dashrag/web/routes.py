@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 
 from dashrag.cli.config_files import PRESETS_DIR, preset_names, read_json_file
-from dashrag.service.auth import require_token
 from dashrag.service.routes import errors
 
-router = APIRouter(dependencies=[Depends(require_token)])
+router = APIRouter()  # create_app adds the bearer-token check when the service has one
 
 
 @router.get("/presets", response_model=list[dict[str, Any]], responses=errors(401))

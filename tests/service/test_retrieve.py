@@ -196,3 +196,13 @@ def test_the_trace_holds_every_step_in_order_and_the_tree_trace(client):
 
 def test_no_trace_unless_asked(client):
     assert retrieve(client, query=QUERY).json()["trace"] is None
+
+
+def test_a_body_that_is_not_utf8_is_422_not_400(client):
+    answer = client.post("/retrieve", content=b'\xff\xfe{"q', headers={"content-type": "application/json"})
+    assert answer.status_code == 422 and answer.json()["detail"][0]["type"] == "json_invalid"
+
+
+def test_a_wrong_method_is_405_naming_every_method_of_the_path(client):
+    answer = client.put("/trees")
+    assert answer.status_code == 405 and answer.headers["allow"] == "GET, POST"

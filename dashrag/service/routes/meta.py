@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request
 
 from dashrag.core.registry import get_component
 from dashrag.core.schema import component_schema
 from dashrag.errors import UnknownComponentError
-from dashrag.service.auth import require_token
 from dashrag.service.models import Health
 from dashrag.service.routes import errors
 from dashrag.service.state import service_of
 
 open_router = APIRouter()
-router = APIRouter(dependencies=[Depends(require_token)])
+router = APIRouter()
 
 
 @open_router.get("/health", response_model=Health)

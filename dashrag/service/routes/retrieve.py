@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 
-from dashrag.service.auth import require_token
 from dashrag.service.models import RetrieveRequest, RetrieveResponse
 from dashrag.service.routes import errors, invalid
 from dashrag.service.state import service_of
 
-router = APIRouter(dependencies=[Depends(require_token)])
+router = APIRouter()
 
 
 @router.post("/retrieve", response_model=RetrieveResponse, response_model_exclude_none=False,
