@@ -72,7 +72,8 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
         issues.append(ConfigIssue(path, f"expected an object {{\"component\": ..., \"params\": ...}}, got {type(raw).__name__}"))
         return None
     for unknown in sorted(set(raw) - NODE_KEYS):
-        issues.append(ConfigIssue(join_path(path, unknown), "unexpected key; a node has only 'component' and 'params'"))
+        issues.append(ConfigIssue(join_path(path, unknown),
+                                  "unexpected key; a node has only 'component' and 'params'"))
     name = raw.get("component")
     if not isinstance(name, str):
         issues.append(ConfigIssue(join_path(path, "component"), "missing or not a string"))

@@ -37,7 +37,8 @@ def test_the_bundle_is_complete_and_asks_no_other_host():
         text = (STATIC / name).read_text(encoding="utf-8")
         assert (STATIC / name).stat().st_size > 0
         # no absolute URL that a browser would fetch (JSON Schema ids and license links are not fetched)
-        fetched = re.findall(r"""(?:src|href)\s*=\s*["'](https?:)?//""", text) + re.findall(r"""url\(\s*["']?https?:""", text)
+        fetched = (re.findall(r"""(?:src|href)\s*=\s*["'](https?:)?//""", text)
+                   + re.findall(r"""url\(\s*["']?https?:""", text))
         assert fetched == [], f"{name} loads from another host"
 
 

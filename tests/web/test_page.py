@@ -61,7 +61,8 @@ def test_build_the_hybrid_tree_from_nothing_index_examples_and_query_it(page, se
     vectorizer = f"{bm25}.params.vectorizer"
     field(page, vectorizer, "stop_words").select_option(label="english")
     field(page, vectorizer, "stemmer").fill("english")
-    assert page.locator(f'section[data-path="{bm25}"] > .representation').inner_text() == "BM25 lucene k1=1.5 b=0.75 top 5"
+    representation = page.locator(f'section[data-path="{bm25}"] > .representation')
+    assert representation.inner_text() == "BM25 lucene k1=1.5 b=0.75 top 5"
     page.get_by_text("The tree is valid").wait_for()
     assert validate_and_transform(on_screen(page)) == validate_and_transform(preset("hybrid"))
 
@@ -131,7 +132,7 @@ def test_the_spanish_switch_shows_spanish_labels(page):
 
 
 def owning_node(path: str) -> str:
-    """The node whose card shows an error at ``path`` (``params.vectorizer.params.ngram_min`` -> ``params.vectorizer``)."""
+    """The node whose card shows an error at ``path`` (``params.vectorizer.params.ngram_min``: the vectorizer)."""
     if path == "component" or path.endswith(".component"):
         return path[: -len("component")].rstrip(".")
     at = path.rfind(".params.")
@@ -170,7 +171,8 @@ def test_every_config_the_server_rejects_the_page_rejects_at_the_same_field_on_i
 
 def test_an_uploaded_corpus_is_indexed_and_its_text_shown_as_text_never_as_html(page, tmp_path):
     hostile = tmp_path / "hostile.md"
-    hostile.write_text('# Injection\n\nzebra <img src=x onerror="window.hacked=1"> <b>bold</b> zebra\n', encoding="utf-8")
+    html = '<img src=x onerror="window.hacked=1"> <b>bold</b>'
+    hostile.write_text(f"# Injection\n\nzebra {html} zebra\n", encoding="utf-8")
     page.get_by_label("Presets").select_option("keyword")
     page.get_by_role("button", name="Load preset").click()
     page.get_by_label("Tree name").fill("uploaded")
