@@ -1,14 +1,13 @@
 import React, { useState } from 'react';
 import Form from '@rjsf/core';
 import validator from '@rjsf/validator-ajv8';
-import { componentFields, defaultNode, iconOf, representation, scalarSchema } from './catalog';
+import { componentFields, defaultNode, formUiSchema, iconOf, representation, scalarSchema } from './catalog';
 import { fieldTitle } from './fieldTitles';
 import { joinText, parsePath, setIn } from './paths';
 import { Picker } from './Picker';
 
 // rjsf must never add what the user did not enter: the tree on screen is exactly the JSON it downloads.
 const FORM_DEFAULTS = { emptyObjectFields: 'skipDefaults', arrayMinItems: { populate: 'never' } };
-const UI_SCHEMA = { 'ui:submitButtonOptions': { norender: true } };
 
 export function nodeId(path) {
   return path ? `node-${path.replace(/[^A-Za-z0-9]+/g, '-').replace(/-$/, '')}` : 'node';
@@ -77,6 +76,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
   const slotFields = componentFields(schema);
   const scalarData = Object.fromEntries(Object.entries(params).filter(([k]) => !schema.properties?.[k]?.['x-component-kind']));
   const { own, slots, node: nodeErrors } = splitErrors(errorsByPath, path, schema);
+  const formSchema = scalarSchema(schema, t, lang);
 
   const setParam = (field, value) => onChange({ ...node, params: { ...params, [field]: value } });
   // The form shows every field's value, the default where the tree leaves it out; it writes back only
@@ -114,7 +114,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
       <ErrorList errors={nodeErrors} />
       <div className="node-form">
         <Form
-          schema={scalarSchema(schema, t, lang)}
+          schema={formSchema}
           formData={{ ...defaults, ...scalarData }}
           validator={validator}
           onChange={onForm}
@@ -122,7 +122,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
           showErrorList={false}
           noHtml5Validate
           idPrefix={nodeId(path)}
-          uiSchema={UI_SCHEMA}
+          uiSchema={formUiSchema(formSchema, t)}
           experimental_defaultFormStateBehavior={FORM_DEFAULTS}
         />
       </div>

@@ -139,3 +139,20 @@ function withLimits(prop, t) {
   const base = prop.description || '';
   return notes.length ? `${base}${base ? ' ' : ''}(${notes.join('; ')})` : base;
 }
+
+function readable(value, t) {
+  if (value === null) return t('none');
+  const text = String(value);
+  const words = text.replace(/[_-]+/g, ' ');
+  const label = words.charAt(0).toUpperCase() + words.slice(1);
+  return label === text ? text : `${label} (${text})`;
+}
+
+// rjsf's uiSchema for one node's form: readable labels for enum values ("Round robin (round_robin)").
+export function formUiSchema(formSchema, t) {
+  const ui = { 'ui:submitButtonOptions': { norender: true } };
+  for (const [field, prop] of Object.entries(formSchema.properties || {})) {
+    if (Array.isArray(prop.enum)) ui[field] = { 'ui:enumNames': prop.enum.map((v) => readable(v, t)) };
+  }
+  return ui;
+}
