@@ -61,7 +61,10 @@ export function App() {
   const clientErrors = useMemo(
     () => (catalog && tree ? validateTree(catalog, validateFn, tree, lang) : []), [catalog, validateFn, tree, lang]);
   const server = useServerErrors(tree);
-  const errors = [...clientErrors, ...server.errors];
+  // the server's answer adds what the page's own checks did not find at that path (the same problem twice,
+  // once in each wording, would only be noise)
+  const clientPaths = new Set(clientErrors.map((e) => e.path));
+  const errors = [...clientErrors, ...server.errors.filter((e) => !clientPaths.has(e.path))];
   const errorsByPath = groupErrors(errors);
   const valid = Boolean(tree) && clientErrors.length === 0 && !server.checking && server.errors.length === 0;
 

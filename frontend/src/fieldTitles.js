@@ -35,5 +35,7 @@ export const FIELD_TITLES_ES = {
 
 export function fieldTitle(lang, field, prop) {
   const english = prop.title || field.split('_').map((w, i) => (i === 0 ? w[0].toUpperCase() + w.slice(1) : w)).join(' ');
-  return lang === 'es' && FIELD_TITLES_ES[field] ? `${FIELD_TITLES_ES[field]} (${field})` : english;
+  const spanish = FIELD_TITLES_ES[field];
+  if (lang !== 'es' || !spanish) return english;
+  return spanish === field ? field : `${spanish} (${field})`;
 }

@@ -53,6 +53,8 @@ def main(out: Path = OUT) -> None:
 
         page.get_by_label("Language").select_option(label="Español")
         page.get_by_role("button", name="Construir un árbol").click()
+        page.get_by_role("button", name="Cargar preajuste").click()  # the hybrid preset, still chosen
+        page.get_by_text("El árbol es válido").wait_for()
         page.evaluate("window.scrollTo(0, 0)")
         page.screenshot(path=out / "web-es.png")
     print(f"screenshots in {out}")
