@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from dashrag.core.params import RuleViolation
 from dashrag.core.registry import get_component
-from dashrag.errors import ConfigError, ConfigIssue, UnknownComponentError
+from dashrag.errors import ConfigError, ConfigIssue, RuleIssue, UnknownComponentError
 
 NODE_KEYS = {"component", "params"}
 
@@ -31,7 +31,7 @@ def _pydantic_issues(error: ValidationError, path: str) -> list[ConfigIssue]:
     for err in error.errors():
         violation = err.get("ctx", {}).get("error")
         if isinstance(violation, RuleViolation) and not err["loc"]:
-            issues.extend(ConfigIssue(join_path(path, field), message) for field, message in violation.problems)
+            issues.extend(RuleIssue(join_path(path, field), message) for field, message in violation.problems)
             continue
         where = path
         for key in err["loc"]:

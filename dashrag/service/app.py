@@ -19,9 +19,8 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse
-from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
+from starlette.routing import Match, Mount
 
 from dashrag.service.auth import require_token
 from dashrag.service.middleware import RequestMiddleware
@@ -30,6 +29,7 @@ from dashrag.service.routes import meta, retrieve, trees
 from dashrag.service.settings import ServiceSettings
 from dashrag.service.state import build_service
 from dashrag.web import routes as web_routes
+from dashrag.web.page_files import PageFiles
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +76,9 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     @app.exception_handler(405)
     async def method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
         """405 with the methods of *every* route on the path (Starlette names only the first route's)."""
+        routes = [route for route in app.router.routes if not isinstance(route, Mount)]  # the page's files at /
         methods = [m for m in HTTP_METHODS if any(route.matches({**request.scope, "method": m})[0] is Match.FULL
-                                                  for route in app.router.routes)]
+                                                  for route in routes)]
         return JSONResponse({"detail": f"{request.method} is not allowed here; use {', '.join(methods)}"},
                             status_code=405, headers={"Allow": ", ".join(methods)})
 
@@ -88,7 +89,7 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
         return JSONResponse({"detail": f"internal error (request {request_id})"}, status_code=500)
 
     if static_dir is not None and static_dir.is_dir():
-        app.mount("/", StaticFiles(directory=static_dir, html=True), name="web")
+        app.mount("/", PageFiles(directory=static_dir, html=True, api=app.router), name="web")
     app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
                        allow_headers=["*"], allow_credentials="*" not in settings.cors_origins)
     app.add_middleware(RequestMiddleware, max_json_bytes=settings.max_request_bytes,
