@@ -8,9 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.llm.openai_server import ScriptedOpenAIServer
-from tests.retrievers.rerank_server import RerankServer
-
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -20,7 +17,7 @@ EXAMPLE_CORPUS = REPO / "examples" / "corpus"
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 
 # Shared fixtures live in tests/fixtures/ and are plugins, so a test names them without importing them.
-pytest_plugins = ["tests.fixtures.scifact", "tests.fixtures.models"]
+pytest_plugins = ["tests.fixtures.scifact", "tests.fixtures.models", "tests.fixtures.servers"]
 
 
 @pytest.fixture(scope="session")
@@ -33,16 +30,3 @@ def example_corpus():
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
-
-@pytest.fixture
-def openai_server():
-    """A real OpenAI-compatible server on loopback answering from a script (tests/llm/openai_server.py)."""
-    with ScriptedOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
-def rerank_server():
-    """A real TEI-style /rerank server on loopback (tests/retrievers/rerank_server.py)."""
-    with RerankServer() as server:
-        yield server

@@ -1,25 +1,33 @@
-"""``dashrag serve``: the retrieval service on uvicorn (see docs/service.md)."""
+"""``dashrag serve``: the retrieval service on uvicorn (see docs/service.md).
+
+Flags override the settings file, which overrides the ``RAG_*`` environment variables
+(:func:`dashrag.service.settings.load_settings`); a flag left out changes nothing.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable
 
 import typer
 
+TREES_HELP = "Folder of saved trees; each sub-folder is a collection (RAG_TREES_DIR)."
+SETTINGS_HELP = "A JSON or TOML settings file (the RAG_* names, lower case, without the prefix)."
 
-def register_serve_command(app: typer.Typer, user_errors: "typer.models.CommandFunctionType") -> None:  # type: ignore[name-defined]
+
+def register_serve_command(app: typer.Typer, user_errors: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     @app.command()
     @user_errors
     def serve(
-        trees: Optional[Path] = typer.Option(None, "--trees", help="Folder of saved trees; each sub-folder is a collection (RAG_TREES_DIR)."),
-        host: Optional[str] = typer.Option(None, help="Address to listen on (RAG_HOST, default 127.0.0.1)."),
-        port: Optional[int] = typer.Option(None, help="Port (RAG_PORT, default 8051; 0 picks a free one)."),
-        data_root: Optional[Path] = typer.Option(None, "--data-root", help="POST /trees reads corpora under this folder."),
-        settings: Optional[Path] = typer.Option(None, "--settings", help="A JSON or TOML settings file (RAG_* names without the prefix)."),
-        reranker_url: Optional[str] = typer.Option(None, "--reranker-url", help="TEI-style /rerank server (RAG_RERANKER_URL)."),
-        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", envvar="DASHRAG_CACHE_DIR", help="Embedding cache for builds."),
-        log_level: Optional[str] = typer.Option(None, "--log-level", help="DEBUG, INFO (default), WARNING."),
+        trees: Path | None = typer.Option(None, "--trees", help=TREES_HELP),
+        host: str | None = typer.Option(None, help="Address to listen on (RAG_HOST, default 127.0.0.1)."),
+        port: int | None = typer.Option(None, help="Port (RAG_PORT, default 8051; 0 picks a free one)."),
+        data_root: Path | None = typer.Option(None, "--data-root", help="POST /trees reads corpora under it."),
+        settings: Path | None = typer.Option(None, "--settings", help=SETTINGS_HELP),
+        reranker_url: str | None = typer.Option(None, "--reranker-url", help="TEI-style /rerank server."),
+        cache_dir: Path | None = typer.Option(None, "--cache-dir", envvar="DASHRAG_CACHE_DIR",
+                                                 help="Embedding cache for builds."),
+        log_level: str | None = typer.Option(None, "--log-level", help="DEBUG, INFO (default), WARNING."),
     ) -> None:
         """Serve POST /retrieve and the tree API over the saved trees in --trees."""
         import uvicorn

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import AsyncIterator
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.middleware.cors import CORSMiddleware
 from fastapi.exception_handlers import http_exception_handler
-from fastapi.responses import JSONResponse
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match, Mount
 
 from dashrag.service.auth import require_token
 from dashrag.service.middleware import RequestMiddleware
@@ -33,7 +33,6 @@ from dashrag.web.page_files import PageFiles
 
 logger = logging.getLogger(__name__)
 
-HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 STATIC_DIR = Path(__file__).resolve().parents[1] / "web" / "static"
 
 
@@ -52,8 +51,10 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     app.state.service = service
     guarded = [Depends(require_token)] if settings.auth_token_var else []  # the OpenAPI shows auth only when on
     app.include_router(meta.open_router)
-    for router in (meta.router, retrieve.router, trees.router, web_routes.router):  # web: GET /presets
+    guarded_routers = (meta.router, retrieve.router, trees.router, web_routes.router)  # web: GET /presets
+    for router in guarded_routers:
         app.include_router(router, dependencies=guarded)
+    api_routes = [r for router in (meta.open_router, *guarded_routers) for r in router.routes if isinstance(r, APIRoute)]
 
     @app.exception_handler(StepFailure)
     async def step_failed(request: Request, exc: StepFailure) -> JSONResponse:
@@ -66,19 +67,20 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
         return JSONResponse({"detail": str(exc)}, status_code=404)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         """FastAPI answers 400 to a body it cannot decode; the contract says a malformed body is a 422."""
         if exc.status_code == 400:
-            return JSONResponse({"detail": [{"loc": ["body"], "type": "json_invalid",
-                                             "msg": f"the body cannot be read as JSON ({exc.detail})"}]}, status_code=422)
+            problem = {"loc": ["body"], "type": "json_invalid",
+                       "msg": f"the body cannot be read as JSON ({exc.detail})"}
+            return JSONResponse({"detail": [problem]}, status_code=422)
         return await http_exception_handler(request, exc)
 
     @app.exception_handler(405)
     async def method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
-        """405 with the methods of *every* route on the path (Starlette names only the first route's)."""
-        routes = [route for route in app.router.routes if not isinstance(route, Mount)]  # the page's files at /
-        methods = [m for m in HTTP_METHODS if any(route.matches({**request.scope, "method": m})[0] is Match.FULL
-                                                  for route in routes)]
+        """405 with the methods of every route of the path's template (Starlette names only one route's)."""
+        path = request.scope["path"]
+        first = next((r for r in api_routes if r.path_regex.match(path)), None)  # the route the path means
+        methods = sorted({m for r in api_routes if first is not None and r.path == first.path for m in r.methods or ()})
         return JSONResponse({"detail": f"{request.method} is not allowed here; use {', '.join(methods)}"},
                             status_code=405, headers={"Allow": ", ".join(methods)})
 

@@ -105,7 +105,8 @@ class JobStatus(BaseModel):
 
 
 class TreeQuery(BaseModel):
-    query: str = Field(description="The query; empty or whitespace-only is a 422.", json_schema_extra={"pattern": NOT_BLANK})
+    query: str = Field(description="The query; empty or whitespace-only is a 422.",
+                       json_schema_extra={"pattern": NOT_BLANK})
     top_k: int | None = Field(None, ge=1, le=1000)
     trace: bool = True
 

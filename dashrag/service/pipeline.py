@@ -78,6 +78,11 @@ class RetrievePipeline:
     def run(self, request: RetrieveRequest) -> RetrieveResponse:
         started = time.perf_counter()
         nodes: list[dict[str, Any]] = []
+
+        def note(*args: Any, **kwargs: Any) -> None:  # trace nodes are built only when asked for
+            if request.trace:
+                nodes.append(step_node(*args, **kwargs))
+
         names = [request.collection_name] + ([request.user_collection_name] if request.user_collection_name else [])
         found = [c for c in (self.registry.get(n) for n in dict.fromkeys(names)) if c is not None]
         if not found:
@@ -85,39 +90,37 @@ class RetrievePipeline:
 
         t = time.perf_counter()
         rewrite = self._rewrite(request.query)
-        nodes.append(step_node("rewrite", request.query, t, status=rewrite.status, used_query=rewrite.query,
-                               detail=rewrite.detail))
+        note("rewrite", request.query, t, status=rewrite.status, used_query=rewrite.query, detail=rewrite.detail)
         t = time.perf_counter()
         level = complexity.classify(request.query)
         budget = complexity.token_budget(level, self.thresholds.budgets)
-        nodes.append(step_node("complexity", request.query, t, complexity=level, token_budget=budget))
+        note("complexity", request.query, t, complexity=level, token_budget=budget)
 
         t = time.perf_counter()
-        searched = self._search(found, rewrite.query, request.limit)
+        searched = self._search(found, rewrite.query, request.limit, request.trace)
         merged = gates.sort_by([c for chunks, _ in searched for c in chunks], lambda c: c.retrieval_score)
-        nodes.append(step_node("search", rewrite.query, t, merged, [n for _, n in searched],
-                               collections=[c.name for c in found]))
+        note("search", rewrite.query, t, merged, [n for _, n in searched if n], collections=[c.name for c in found])
 
         t = time.perf_counter()
         survivors = gates.at_least(merged, lambda c: c.retrieval_score, self.thresholds.floor)
-        nodes.append(step_node("retrieval_floor", rewrite.query, t, survivors, floor=self.thresholds.floor,
-                               dropped=len(merged) - len(survivors)))
+        note("retrieval_floor", rewrite.query, t, survivors, floor=self.thresholds.floor,
+             dropped=len(merged) - len(survivors))
 
         t = time.perf_counter()
         reranked = self._rerank(rewrite.query, survivors)
-        nodes.append(step_node("rerank", rewrite.query, t, reranked, reranker=self.reranker_name))
+        note("rerank", rewrite.query, t, reranked, reranker=self.reranker_name)
 
         t = time.perf_counter()
         confident = gates.at_least(reranked, lambda c: c.rerank_score, self.thresholds.confidence)
-        nodes.append(step_node("confidence", rewrite.query, t, confident, threshold=self.thresholds.confidence,
-                               dropped=len(reranked) - len(confident)))
+        note("confidence", rewrite.query, t, confident, threshold=self.thresholds.confidence,
+             dropped=len(reranked) - len(confident))
 
         t = time.perf_counter()
         budget_chars = packing.char_budget(budget)
         kept = packing.pack(confident, budget_chars, lambda c: c.text)
         sources = cite.citations(c.source_id for c in kept)
-        nodes.append(step_node("assemble", request.query, t, kept, budget_chars=budget_chars,
-                               packed_chars=sum(len(c.text) for c in kept), citations=sources))
+        note("assemble", request.query, t, kept, budget_chars=budget_chars,
+             packed_chars=sum(len(c.text) for c in kept), citations=sources)
         trace = step_node("retrieve", request.query, started, kept, nodes) if request.trace else None
         return RetrieveResponse(context_chunks=kept, citations=sources, low_confidence=cite.low_confidence(kept),
                                 reranker=self.reranker_name, trace=trace)
@@ -131,15 +134,17 @@ class RetrievePipeline:
             return RewriteOutcome(query, "off")
         return self.rewriter.rewrite(query)
 
-    def _search(self, found: list[Collection], query: str, limit: int) -> list[tuple[list[RetrievedChunk], dict]]:
-        def one(collection: Collection) -> tuple[list[RetrievedChunk], dict]:
+    def _search(self, found: list[Collection], query: str, limit: int,
+                trace: bool) -> list[tuple[list[RetrievedChunk], dict | None]]:
+        def one(collection: Collection) -> tuple[list[RetrievedChunk], dict | None]:
             t = time.perf_counter()
             try:
                 traced: Callable | None = getattr(collection, "search_traced", None)
                 chunks, tree = traced(query, limit) if traced else (collection.search(query, limit), None)
             except Exception as exc:
                 raise StepFailure("search", f"collection {collection.name!r}: {safe_message(exc)}") from exc
-            return chunks, step_node(f"search:{collection.name}", query, t, chunks, [tree] if tree else [])
+            return chunks, step_node(f"search:{collection.name}", query, t, chunks, [tree] if tree else []) \
+                if trace else None
 
         if len(found) == 1:
             return [one(found[0])]

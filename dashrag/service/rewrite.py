@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dashrag.core.factory import build_component
 from dashrag.core.component import ConfigObject
+from dashrag.core.factory import build_component
 from dashrag.llm.tool_call import load_litellm
 
 REWRITE_FUNCTION = "rewrite_query"
@@ -40,9 +40,6 @@ class RewriteOutcome:
     status: Status
     detail: str | None = None
     elapsed_ms: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "query": self.query, "detail": self.detail, "elapsed_ms": round(self.elapsed_ms, 3)}
 
 
 def rewritten_text(tool_calls: list[dict[str, Any]], content: str | None) -> str:

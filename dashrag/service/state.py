@@ -43,7 +43,8 @@ def build_service(settings: ServiceSettings) -> Service:
         rewriter_from_settings(s.llm, s.llm_model, s.llm_api_base, s.llm_api_key_var, s.llm_timeout),
         reranker_from_settings(s.reranker, s.reranker_url, s.reranker_api_key_var, s.reranker_timeout), executor)
     components = [{"name": name, **frontend_meta(cls)} for name, cls in all_components()]
-    return Service(settings, registry, pipeline, BuildJobs(registry, s.build_workers, s.cache_dir), executor, components)
+    jobs = BuildJobs(registry, s.build_workers, s.cache_dir)
+    return Service(settings, registry, pipeline, jobs, executor, components)
 
 
 def service_of(request: Request) -> Service:

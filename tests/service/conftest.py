@@ -69,7 +69,7 @@ class LoopbackServer:
         host, port = self.socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
-    def __enter__(self) -> "LoopbackServer":
+    def __enter__(self) -> LoopbackServer:
         self.thread.start()
         deadline = time.monotonic() + 30
         while not self.server.started:

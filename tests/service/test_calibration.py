@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 
 import dashrag
-from dashrag.service.calibration import (Calibration, calibrate_retriever, clip_cosine, is_cosine_tree, median_best,
-                                         probe_queries, saturate)
+from dashrag.service.calibration import (
+    Calibration,
+    calibrate_retriever,
+    clip_cosine,
+    is_cosine_tree,
+    median_best,
+    probe_queries,
+    saturate,
+)
 
 
 def test_cosine_is_clipped_to_the_unit_interval():

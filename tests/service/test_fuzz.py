@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from schemathesis.checks import positive_data_acceptance
 from hypothesis import HealthCheck, settings
+from schemathesis.checks import positive_data_acceptance
 
 from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
@@ -27,7 +27,7 @@ class ServedApp:
     def __init__(self) -> None:
         self.app = create_app(ServiceSettings())
 
-    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+    async def __call__(self, scope, receive, send) -> None:
         await self.app(scope, receive, send)
 
 

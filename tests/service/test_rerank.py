@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from fastapi.testclient import TestClient
+
+import dashrag
+from dashrag.service.app import create_app
+from dashrag.service.settings import ServiceSettings
+from tests.conftest import EXAMPLE_CORPUS
 from tests.retrievers.rerank_server import RerankServer, word_overlap
-from tests.service.conftest import make_client
+from tests.service.conftest import KEYWORD, make_client
 
 QUERY = "how does BM25 saturate term frequency"
 
@@ -53,3 +59,15 @@ def test_a_reranker_component_config_is_used_as_configured(trees_dir, rerank_ser
                      budget_simple=100_000) as client:
         chunks = client.post("/retrieve", json={"query": "bm25", "collection_name": "kw"}).json()["context_chunks"]
     assert len(rerank_server.requests) == (len(chunks) + 1) // 2
+
+
+def test_a_tree_whose_own_stage_fails_is_a_503_naming_the_search_step(trees_copy):
+    """A collection's tree with an HTTP reranking stage: its server goes away after the tree loaded."""
+    with RerankServer() as server:
+        config = {"component": "HttpReranker", "params": {"api_base": server.url, "children": [KEYWORD]}}
+        dashrag.build(config, EXAMPLE_CORPUS, trees_copy.parent / "work").save(trees_copy / "staged")
+        app = create_app(ServiceSettings(trees_dir=trees_copy))  # loads (and calibrates) while the server is up
+    with TestClient(app) as client:
+        answer = client.post("/retrieve", json={"query": QUERY, "collection_name": "staged"})
+    assert answer.status_code == 503
+    assert answer.json()["detail"].startswith("search: collection 'staged': HttpReranker")

@@ -65,7 +65,8 @@ def test_the_rewrite_key_is_read_by_reference_and_sent(trees_dir, openai_server,
     monkeypatch.setenv("MY_REWRITE_KEY", "sk-rewrite-secret")
     openai_server.script(rewrite_call(REWRITE), rewrite_call(REWRITE))
     body, step, _ = run(trees_dir, openai_server, llm_api_key_var="MY_REWRITE_KEY")
-    assert {k.lower(): v for k, v in openai_server.requests[0].headers.items()}["authorization"] == "Bearer sk-rewrite-secret"
+    headers = {k.lower(): v for k, v in openai_server.requests[0].headers.items()}
+    assert headers["authorization"] == "Bearer sk-rewrite-secret"
     assert "sk-rewrite-secret" not in str(body)
 
 

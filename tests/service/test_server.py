@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +16,8 @@ import httpx
 
 from tests.conftest import SCIFACT
 
+QUERY = "how does BM25 saturate term frequency"
+
 
 def scifact_queries(n: int) -> list[str]:
     lines = (SCIFACT / "queries.jsonl").read_text(encoding="utf-8").splitlines()
@@ -25,7 +27,7 @@ def scifact_queries(n: int) -> list[str]:
 def test_the_real_server_answers_retrieve_and_health(loopback_server):
     with httpx.Client(base_url=loopback_server.url) as http:
         assert http.get("/health").json() == {"service": "dashrag", "status": "ok"}
-        answer = http.post("/retrieve", json={"query": "how does BM25 saturate term frequency", "collection_name": "kw"})
+        answer = http.post("/retrieve", json={"query": QUERY, "collection_name": "kw"})
         empty = http.post("/retrieve", json={"query": " ", "collection_name": "kw"})
     assert answer.status_code == 200 and answer.json()["context_chunks"][0]["source_id"] == "bm25.md"
     assert empty.status_code == 422
@@ -64,7 +66,7 @@ def test_dashrag_serve_starts_on_a_free_port_and_serves_the_trees(trees_dir):
             match = re.search(r"running on (http://127\.0\.0\.1:\d+)", seen[-1])
             url = match.group(1) if match else None
         assert json.loads(seen[-1])["level"] == "INFO"  # structured logs
-        answer = httpx.post(f"{url}/retrieve", json={"query": "how does BM25 saturate term frequency", "collection_name": "kw"})
+        answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "kw"})
         assert answer.status_code == 200 and answer.json()["citations"] == ["bm25.md"]
     finally:
         process.send_signal(signal.SIGINT)

@@ -28,7 +28,8 @@ def test_components_are_the_frontend_meta_of_every_component_plus_its_name(clien
     listed = client.get("/components").json()
     assert [c["name"] for c in listed] == sorted(c["name"] for c in listed)
     for entry in listed:
-        assert {k: v for k, v in entry.items() if k != "name"} == json.loads(files[f"frontend_meta/{entry['name']}.json"])
+        meta = json.loads(files[f"frontend_meta/{entry['name']}.json"])
+        assert {k: v for k, v in entry.items() if k != "name"} == meta
 
 
 def test_a_schema_is_the_checked_in_one_and_an_unknown_component_is_404(client):
@@ -65,7 +66,8 @@ def test_a_tree_is_built_from_a_path_under_the_data_root_as_a_job_and_served(tre
         assert status | {"message": ""} == {"id": accepted.json()["job_id"], "status": "done", "progress": 1.0,
                                             "message": "", "tree": "fresh", "error": None}
         assert "fresh" in [t["name"] for t in client.get("/trees").json()]
-        answer = client.post("/retrieve", json={"query": "how does BM25 saturate term frequency", "collection_name": "fresh"}).json()
+        query = "how does BM25 saturate term frequency"
+        answer = client.post("/retrieve", json={"query": query, "collection_name": "fresh"}).json()
         assert answer["context_chunks"][0]["source_id"] == "bm25.md"
     assert sorted(p.name for p in trees_copy.iterdir()) == ["fresh", "kw", "scifact"]  # nothing half-built left
 

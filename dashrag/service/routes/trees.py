@@ -18,8 +18,17 @@ from dashrag.core.validation import validate_and_transform
 from dashrag.errors import ConfigError, DashragError
 from dashrag.service.collections import NAME_PATTERN, TreeCollection
 from dashrag.service.jobs import NameTaken
-from dashrag.service.models import (BuildRequest, JobAccepted, JobStatus, TreeInfo, TreeQuery, TreeQueryResponse,
-                                    Validation)
+from dashrag.service.models import (
+    BuildRequest,
+    ConfigProblem,
+    JobAccepted,
+    JobStatus,
+    QueryChunk,
+    TreeInfo,
+    TreeQuery,
+    TreeQueryResponse,
+    Validation,
+)
 from dashrag.service.pipeline import StepFailure, safe_message
 from dashrag.service.routes import errors, invalid
 from dashrag.service.state import Service, service_of
@@ -65,7 +74,7 @@ def validate_tree(config: Any = Body(..., description="A tree config {component,
     try:
         validate_and_transform(config, "retriever")
     except ConfigError as exc:
-        return Validation(valid=False, errors=[{"path": i.path, "message": i.message} for i in exc.issues])
+        return Validation(valid=False, errors=[ConfigProblem(path=i.path, message=i.message) for i in exc.issues])
     return Validation(valid=True, errors=[])
 
 
@@ -107,11 +116,15 @@ def _remove(paths: list[Path]) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _located(exc: ValidationError) -> RequestValidationError:
+    return RequestValidationError([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)])
+
+
 def _json_body(raw: bytes) -> BuildRequest:
     try:
         return BuildRequest.model_validate_json(raw or b"null")
     except ValidationError as exc:
-        raise RequestValidationError([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)]) from None
+        raise _located(exc) from None
 
 
 def _corpus_under_root(service: Service, corpus_path: str) -> Path:
@@ -143,7 +156,7 @@ async def _multipart(request: Request, service: Service, job_id: str) -> tuple[B
     except json.JSONDecodeError as exc:
         raise RequestValidationError([{"loc": ["body"], "type": "json_invalid", "msg": f"not JSON: {exc}"}]) from None
     except ValidationError as exc:
-        raise RequestValidationError([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)]) from None
+        raise _located(exc) from None
     except ValueError as exc:
         raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error", "msg": str(exc)}]) from None
     folder = Path(service.settings.trees_dir) / f".upload-{job_id}"  # type: ignore[arg-type]
@@ -186,7 +199,8 @@ def query_tree(name: str, body: TreeQuery, request: Request) -> TreeQueryRespons
         chunks, trace = tree.query(body.query, body.top_k)
     except Exception as exc:
         raise StepFailure("query", f"tree {name!r}: {safe_message(exc)}") from exc
-    return TreeQueryResponse(chunks=[c.to_json() for c in chunks], trace=trace if body.trace else None,
+    return TreeQueryResponse(chunks=[QueryChunk.model_validate(c.to_json()) for c in chunks],
+                             trace=trace if body.trace else None,
                              elapsed_ms=round((time.perf_counter() - started) * 1000, 3))
 
 
