@@ -27,7 +27,7 @@ def join_path(path: str, key: str | int) -> str:
 
 
 def _pydantic_issues(error: ValidationError, path: str) -> list[ConfigIssue]:
-    issues = []
+    issues: list[ConfigIssue] = []
     for err in error.errors():
         violation = err.get("ctx", {}).get("error")
         if isinstance(violation, RuleViolation) and not err["loc"]:

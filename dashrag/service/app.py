@@ -54,7 +54,8 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     guarded_routers = (meta.router, retrieve.router, trees.router, web_routes.router)  # web: GET /presets
     for router in guarded_routers:
         app.include_router(router, dependencies=guarded)
-    api_routes = [r for router in (meta.open_router, *guarded_routers) for r in router.routes if isinstance(r, APIRoute)]
+    api_routes = [r for router in (meta.open_router, *guarded_routers)
+                  for r in router.routes if isinstance(r, APIRoute)]
 
     @app.exception_handler(StepFailure)
     async def step_failed(request: Request, exc: StepFailure) -> JSONResponse:

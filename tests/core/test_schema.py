@@ -109,7 +109,7 @@ def _tree_validator(schemas: dict[str, dict]) -> Draft202012Validator:
 def _rule_paths(node: dict, schemas: dict[str, dict], path: str = "") -> list[str]:
     """Where the rules the schemas list but JSON Schema cannot state fail, reading only the schemas:
     params over their schema defaults, rules marked ``in_schema`` skipped (the validator checks those)."""
-    schema = schemas.get(node.get("component"), {})
+    schema = schemas.get(str(node.get("component")), {})
     props = schema.get("properties", {})
     params = {k: v["default"] for k, v in props.items() if "default" in v} | node.get("params", {})
     prefix = f"{path}.params" if path else "params"

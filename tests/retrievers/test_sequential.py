@@ -67,7 +67,8 @@ def test_a_growing_top_k_is_a_config_error_with_its_path():
     with pytest.raises(ConfigError) as info:
         dashrag.validate_and_transform(cascade(tfidf(5), bm25(10)))
     assert [str(i) for i in info.value.issues] == [
-        "params.children: children[1].params.top_k (10) is larger than children[0].params.top_k (5): a cascade cannot grow"]
+        "params.children: children[1].params.top_k (10) is larger than children[0].params.top_k (5): "
+        "a cascade cannot grow"]
 
 
 def test_a_default_top_k_that_grows_is_caught_too():

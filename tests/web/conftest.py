@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -39,6 +39,11 @@ class Server:
     trees: Path
 
 
+def _forward(stream: IO[str] | None, lines: queue.Queue[str]) -> None:
+    for line in stream or ():
+        lines.put(line)
+
+
 @contextmanager
 def serving(trees: Path, data_root: Path = REPO / "examples") -> Iterator[str]:
     """``dashrag serve`` as a user starts it, on a free loopback port (--port 0); yields its URL, then stops it."""
@@ -47,7 +52,7 @@ def serving(trees: Path, data_root: Path = REPO / "examples") -> Iterator[str]:
                "--host", "127.0.0.1", "--data-root", str(data_root)]
     process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
+    threading.Thread(target=_forward, args=(process.stderr, lines), daemon=True).start()
     try:
         url = None
         while url is None:
@@ -103,11 +108,19 @@ class PageProblems:
 
     found: list[str] = field(default_factory=list)
 
-    def watch(self, page) -> None:
-        page.on("console", lambda m: m.type == "error" and self.found.append(f"console error: {m.text}"))
+    def watch(self, page: Any) -> None:
+        page.on("console", self._console)
         page.on("pageerror", lambda e: self.found.append(f"uncaught: {e}"))
         page.on("requestfailed", lambda r: self.found.append(f"request failed: {r.method} {r.url} {r.failure}"))
-        page.on("response", lambda r: r.status >= 400 and self.found.append(f"{r.status} from {r.url}"))
+        page.on("response", self._response)
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.found.append(f"console error: {message.text}")
+
+    def _response(self, response: Any) -> None:
+        if response.status >= 400:
+            self.found.append(f"{response.status} from {response.url}")
 
 
 @pytest.fixture()
