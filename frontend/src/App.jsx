@@ -1,6 +1,6 @@
 import React, { useCallback, useEffect, useMemo, useState } from 'react';
 import { api } from './api';
-import { defaultNode, loadCatalog } from './catalog';
+import { canonicalTree, defaultNode, loadCatalog } from './catalog';
 import { LANGUAGES, translator } from './i18n';
 import { IndexPanel } from './IndexPanel';
 import { JsonPanel } from './JsonPanel';
@@ -106,12 +106,12 @@ export function App() {
               )}
             </div>
             <aside className="side">
-              <JsonPanel tree={tree} t={t} onLoad={setTree} presets={presets} />
+              <JsonPanel tree={tree} t={t} onLoad={(loaded) => setTree(canonicalTree(catalog, loaded))} presets={presets} />
               <IndexPanel api={api} tree={tree} valid={valid} t={t} onBuilt={refreshTrees} />
             </aside>
           </div>
           <div hidden={tab !== 'query'}>
-            <QueryPanel api={api} catalog={catalog} t={t} trees={trees} refreshTrees={refreshTrees} />
+            <QueryPanel api={api} catalog={catalog} t={t} lang={lang} trees={trees} refreshTrees={refreshTrees} />
           </div>
           {choosingRoot && (
             <Picker catalog={catalog} accepts={retrievers} lang={lang} t={t} title={t('chooseRoot')}

@@ -110,7 +110,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
           {actions}
         </span>
       </header>
-      <p className="representation" aria-live="polite">{representation(catalog, node)}</p>
+      <p className="representation" aria-live="polite">{representation(catalog, node, lang)}</p>
       <ErrorList errors={nodeErrors} />
       <div className="node-form">
         <Form

@@ -1,7 +1,7 @@
 import React, { useCallback, useEffect, useState } from 'react';
 import { TraceNode } from './Trace';
 
-function Results({ answer, catalog, t }) {
+function Results({ answer, catalog, t, lang }) {
   if (answer.error) return <p className="error" role="alert">{t('failed', { error: answer.error })}</p>;
   return (
     <div className="answer">
@@ -22,7 +22,7 @@ function Results({ answer, catalog, t }) {
       {answer.trace && (
         <section className="trace">
           <h3>{t('trace')}</h3>
-          <TraceNode node={answer.trace} catalog={catalog} t={t} />
+          <TraceNode node={answer.trace} catalog={catalog} t={t} lang={lang} />
         </section>
       )}
     </div>
@@ -45,7 +45,7 @@ export function TreeList({ trees, t, onReload, onDelete }) {
   );
 }
 
-export function QueryPanel({ api, catalog, t, trees, refreshTrees }) {
+export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees }) {
   const [query, setQuery] = useState('');
   const [first, setFirst] = useState('');
   const [second, setSecond] = useState('');
@@ -100,7 +100,7 @@ export function QueryPanel({ api, catalog, t, trees, refreshTrees }) {
         {answers.map((answer, i) => (
           <section key={`${answer.name}-${i}`} className="answer-column" data-tree={answer.name}>
             <h2>{answer.name}</h2>
-            <Results answer={answer} catalog={catalog} t={t} />
+            <Results answer={answer} catalog={catalog} t={t} lang={lang} />
           </section>
         ))}
       </div>

@@ -38,10 +38,10 @@ function Attempts({ selection, t }) {
 
 // One trace node as a collapsible <details>: component, representation, time, chunks in and out, the
 // top scores, and for the LLM reranker every attempt with its verdict. Children nest inside.
-export function TraceNode({ node, catalog, t, depth = 0 }) {
+export function TraceNode({ node, catalog, t, lang, depth = 0 }) {
   const out = node.output || [];
   const inCount = countIn(node);
-  const rep = representation(catalog, { component: node.component, params: node.params || {} });
+  const rep = representation(catalog, { component: node.component, params: node.params || {} }, lang);
   return (
     <details className="trace-node" open={depth === 0}>
       <summary>
@@ -65,7 +65,7 @@ export function TraceNode({ node, catalog, t, depth = 0 }) {
         )}
         <Attempts selection={node.selection} t={t} />
         {(node.children || []).map((child, i) => (
-          <TraceNode key={i} node={child} catalog={catalog} t={t} depth={depth + 1} />
+          <TraceNode key={i} node={child} catalog={catalog} t={t} lang={lang} depth={depth + 1} />
         ))}
       </div>
     </details>

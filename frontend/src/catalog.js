@@ -83,12 +83,15 @@ function show(value) {
   return String(value);
 }
 
-// The representation line, filled like ConfigObject.get_representation: {param} and {nested.param}.
-export function representation(catalog, node) {
+// The representation line in `lang`, filled like ConfigObject.render_representation: {param} and
+// {nested.param}; frontend_meta holds one template per language (English where one is missing).
+export function representation(catalog, node, lang = 'en') {
   const meta = catalog.byName[node?.component];
   if (!meta) return '';
   const values = flatten(effectiveParams(catalog, node), '', {});
-  return meta.representation.replace(/\{([\w.]+)\}/g, (whole, key) => (key in values ? show(values[key]) : whole));
+  const templates = meta.representation;
+  const template = typeof templates === 'string' ? templates : (templates[lang] ?? templates.en);
+  return template.replace(/\{([\w.]+)\}/g, (whole, key) => (key in values ? show(values[key]) : whole));
 }
 
 // The schema rjsf draws for one node: its own (non-component) parameters, each description extended
@@ -155,4 +158,21 @@ export function formUiSchema(formSchema, t) {
     if (Array.isArray(prop.enum)) ui[field] = { 'ui:enumNames': prop.enum.map((v) => readable(v, t)) };
   }
   return ui;
+}
+
+// A loaded tree with the reference's parameter names (x-dashrag-aliases: alias -> name) renamed to dashrag's,
+// as the server's validation renames them, so the forms show them and the JSON agrees with what is saved.
+export function canonicalTree(catalog, node) {
+  const schema = catalog.schemas[node?.component];
+  if (!schema || !node.params || typeof node.params !== 'object' || Array.isArray(node.params)) return node;
+  const aliases = schema['x-dashrag-aliases'] || {};
+  const params = {};
+  for (const [key, value] of Object.entries(node.params)) {
+    const name = key in aliases && !(aliases[key] in node.params) ? aliases[key] : key;
+    const prop = schema.properties?.[name];
+    if (prop && prop['x-component-kind'] && Array.isArray(value)) params[name] = value.map((v) => canonicalTree(catalog, v));
+    else if (prop && prop['x-component-kind'] && value && typeof value === 'object') params[name] = canonicalTree(catalog, value);
+    else params[name] = value;
+  }
+  return { ...node, params };
 }
