@@ -217,7 +217,7 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
         return similarity(query_vectors, self._matrix(), self._vector_norms(), self.params.similarity_metric,
                           self._unit_length)
 
-    def retrieve_vectors(self, query_vectors: np.ndarray, **kwargs: Any) -> list[list[ScoredChunk]]:
+    def retrieve_vectors(self, query_vectors: np.ndarray, **kwargs: Any) -> list[Sequence[ScoredChunk]]:
         """Rank by precomputed query vectors: the path ``retrieve_batch`` takes once it has embedded the queries."""
         return [hits for hits, _, _ in self._rank(np.asarray(query_vectors, dtype=np.float32), kwargs)]
 
