@@ -42,6 +42,11 @@ class ConfigIssue:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
+@dataclass(frozen=True)
+class RuleIssue(ConfigIssue):
+    """A cross-field rule broken by several values together, reported at the field it concerns."""
+
+
 class ConfigError(DashragError):
     """A config tree is invalid; ``issues`` holds *every* problem found, each with its path."""
 

@@ -3,5 +3,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+# The web page's browser tests drive Debian's chromium (Playwright's browser download is unreachable).
+if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+    else
+        echo "warning: /usr/bin/chromium is missing and cannot be installed here: tests/web will fail" >&2
+    fi
+fi
 export LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 exec .venv/bin/python -m pytest "$@"

@@ -68,16 +68,35 @@ class Rule:
     """A cross-field rule: ``check(params)`` returns ``None`` when it holds, else the problem.
 
     ``kind`` and ``fields`` are what the JSON Schema shows, so a UI can enforce the
-    same rule client-side (``{"rule": "le", "fields": ["top_k", "k1"]}``).
+    same rule client-side (``{"rule": "le", "fields": ["top_k", "k1"]}``). A rule that
+    JSON Schema can state (``if``/``then``) also carries that statement in ``json_schema``:
+    it goes into the component schema's ``allOf``, so any standard validator enforces it.
+    ``at`` is the field a violation is reported at (default: the first field).
     """
 
     kind: str
     fields: tuple[str, ...]
     description: str
     check: Callable[[Any], str | None]
+    json_schema: Mapping[str, Any] | None = None
+    at: str | None = None
+
+    @property
+    def field(self) -> str:
+        """The parameter a violation is reported at (``children`` for ``children.*.params.top_k``)."""
+        return (self.at or self.fields[0]).split(".")[0]
 
     def to_schema(self) -> dict[str, Any]:
-        return {"rule": self.kind, "fields": list(self.fields), "description": self.description}
+        return {"rule": self.kind, "fields": list(self.fields), "description": self.description,
+                "at": self.field, **({"in_schema": True} if self.json_schema is not None else {})}
+
+
+class RuleViolation(ValueError):
+    """The cross-field rules a params object breaks, each with the field it is reported at."""
+
+    def __init__(self, problems: list[tuple[str, str]]):
+        super().__init__("; ".join(message for _, message in problems))
+        self.problems = problems
 
 
 def less_or_equal(smaller: str, larger: str) -> Rule:
@@ -150,9 +169,9 @@ class ComponentParams(BaseModel):
 
     @model_validator(mode="after")
     def _check_rules(self) -> ComponentParams:
-        problems = [p for rule in self.RULES if (p := rule.check(self))]
+        problems = [(rule.field, p) for rule in self.RULES if (p := rule.check(self))]
         if problems:
-            raise ValueError("; ".join(problems))
+            raise RuleViolation(problems)
         return self
 
     @classmethod

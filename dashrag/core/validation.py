@@ -24,8 +24,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from dashrag.core.params import RuleViolation
 from dashrag.core.registry import get_component
-from dashrag.errors import ConfigError, ConfigIssue, UnknownComponentError, excerpt
+from dashrag.errors import ConfigError, ConfigIssue, RuleIssue, UnknownComponentError, excerpt
 
 NODE_KEYS = {"component", "params"}
 #: The deepest tree of components a config may hold (a composite inside a composite ... 32 times).
@@ -71,8 +72,12 @@ def json_issues(raw: Any) -> list[ConfigIssue]:
 
 
 def _pydantic_issues(error: ValidationError, path: str) -> list[ConfigIssue]:
-    issues = []
+    issues: list[ConfigIssue] = []
     for err in error.errors():
+        violation = err.get("ctx", {}).get("error")
+        if isinstance(violation, RuleViolation) and not err["loc"]:
+            issues.extend(RuleIssue(join_path(path, field), message) for field, message in violation.problems)
+            continue
         where = path
         for key in err["loc"]:
             where = join_path(where, key)
@@ -117,10 +122,13 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
     if depth > MAX_COMPONENT_DEPTH:
         issues.append(ConfigIssue(path, f"components nested more than {MAX_COMPONENT_DEPTH} deep"))
         return None
-    unknown = set(raw) - NODE_KEYS
-    if unknown:
-        shown = ", ".join(excerpt(k, KEY_CHARS) for k in sorted(unknown)[:5]) + (", …" if len(unknown) > 5 else "")
-        issues.append(ConfigIssue(path, f"unexpected key(s) {shown}; a node has only 'component' and 'params'"))
+    unknown = sorted(set(raw) - NODE_KEYS)
+    for key in unknown[:5]:  # each at its own path, as the page shows it; a huge key is said, not echoed
+        where = join_path(path, key) if len(key) <= KEY_CHARS else path
+        issues.append(ConfigIssue(where, f"unexpected key {excerpt(key, KEY_CHARS)}; "
+                                         "a node has only 'component' and 'params'"))
+    if len(unknown) > 5:
+        issues.append(ConfigIssue(path, f"{len(unknown) - 5} more unexpected keys"))
     name = raw.get("component")
     if not isinstance(name, str):
         issues.append(ConfigIssue(join_path(path, "component"), "missing or not a string"))

@@ -40,7 +40,7 @@ from dashrag.core.factory import build_component
 from dashrag.core.infra import Infra
 from dashrag.core.retriever import Retriever
 from dashrag.core.validation import join_path, validate_and_transform
-from dashrag.errors import ConfigError, ConfigIssue
+from dashrag.errors import ConfigError, ConfigIssue, RuleIssue
 from dashrag.evaluation.beir import EvaluationSplit
 from dashrag.evaluation.metrics import Evaluator, parse_metric, parse_metrics
 from dashrag.evaluation.runner import DEFAULT_TOP_K, evaluate_tree, retrieval_kwargs, root_run, run_queries
@@ -184,9 +184,10 @@ def plan_grid(config: Any, params: Sequence[TunedParam], top_k: int | None = DEF
                 with_values(normalised, {p.keys: v for p, v in zip(present, combination)}), "retriever"
             )
         except ConfigError as exc:
-            rules = [issue for issue in exc.issues if issue.path not in by_path]
+            # a broken cross-field rule is the combination's fault, even when reported at a tuned field
+            rules = [issue for issue in exc.issues if issue.path not in by_path or isinstance(issue, RuleIssue)]
             for issue in exc.issues:
-                if issue.path in by_path:
+                if issue.path in by_path and not isinstance(issue, RuleIssue):
                     param = by_path[issue.path]
                     add(ConfigIssue(param.path, f"value {values[param.path]!r} is refused: {issue.message}"))
             broken_combinations += bool(rules)

@@ -162,6 +162,11 @@ class BooleanQueryParams(ComponentParams):
             ("automatically_rerank", "reranker"),
             "automatically_rerank needs a reranker",
             _rerank_needs_reranker,
+            json_schema={
+                "if": {"required": ["automatically_rerank"], "properties": {"automatically_rerank": {"const": True}}},
+                "then": {"required": ["reranker"], "properties": {"reranker": {"minItems": 1}}},
+            },
+            at="reranker",
         ),
     )
 

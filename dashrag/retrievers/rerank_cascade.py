@@ -92,7 +92,17 @@ class RerankCascadeParams(ComponentParams):
     RULES = (
         less_or_equal("top_k", "stage1_top_n"),
         less_or_equal("stage2_top_n", "stage1_top_n"),
-        Rule("requires", ("early_exit", "exit_threshold"), "threshold mode needs exit_threshold", _threshold_given),
+        Rule(
+            "requires",
+            ("early_exit", "exit_threshold"),
+            "threshold mode needs exit_threshold",
+            _threshold_given,
+            json_schema={
+                "if": {"required": ["early_exit"], "properties": {"early_exit": {"const": "threshold"}}},
+                "then": {"required": ["exit_threshold"], "properties": {"exit_threshold": {"type": "number"}}},
+            },
+            at="exit_threshold",
+        ),
     )
 
 

@@ -20,7 +20,6 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
-from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dashrag.service.auth import require_token
@@ -29,6 +28,8 @@ from dashrag.service.pipeline import NoCollection, StepFailure
 from dashrag.service.routes import meta, retrieve, trees
 from dashrag.service.settings import ServiceSettings
 from dashrag.service.state import build_service
+from dashrag.web import routes as web_routes
+from dashrag.web.page_files import PageFiles
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +51,10 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     app.state.service = service
     guarded = [Depends(require_token)] if settings.auth_token_var else []  # the OpenAPI shows auth only when on
     app.include_router(meta.open_router)
-    for router in (meta.router, retrieve.router, trees.router):
+    guarded_routers = (meta.router, retrieve.router, trees.router, web_routes.router)  # web: GET /presets
+    for router in guarded_routers:
         app.include_router(router, dependencies=guarded)
-    api_routes = [r for router in (meta.open_router, meta.router, retrieve.router, trees.router)
+    api_routes = [r for router in (meta.open_router, *guarded_routers)
                   for r in router.routes if isinstance(r, APIRoute)]
 
     @app.exception_handler(StepFailure)
@@ -90,7 +92,7 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
         return JSONResponse({"detail": f"internal error (request {request_id})"}, status_code=500)
 
     if static_dir is not None and static_dir.is_dir():
-        app.mount("/", StaticFiles(directory=static_dir, html=True), name="web")
+        app.mount("/", PageFiles(directory=static_dir, html=True, api=app.router), name="web")
     app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
                        allow_headers=["*"], allow_credentials="*" not in settings.cors_origins)
     app.add_middleware(RequestMiddleware, max_json_bytes=settings.max_request_bytes,

@@ -79,7 +79,8 @@ class TreeCollection:
 
     def query(self, query: str, top_k: int | None) -> tuple[Sequence[ScoredChunk], dict]:
         """The tree's own answer (native scores), for ``POST /trees/{name}/query``."""
-        return self.retriever.retrieve(query, **({} if top_k is None else {"top_k": top_k}))
+        chunks, trace = self.retriever.retrieve(query, **({} if top_k is None else {"top_k": top_k}))
+        return list(chunks), trace
 
     def info(self) -> dict[str, Any]:
         chunks = self.retriever.require_infra().chunks

@@ -65,11 +65,11 @@ def test_expected_kind_at_the_root():
 
 def test_cross_field_rule_is_enforced():
     raw = {"component": "BagOfWordsConverter", "params": {"ngram_min": 3, "ngram_max": 2}}
-    assert issues_of(raw) == ["params: ngram_min (3) must be <= ngram_max (2)"]
+    assert issues_of(raw) == ["params.ngram_min: ngram_min (3) must be <= ngram_max (2)"]
 
 
 def test_unknown_node_key_is_an_error():
-    assert issues_of({"component": "TFIDFRetriever", "parms": {}})[0].startswith("unexpected key(s) 'parms'")
+    assert issues_of({"component": "TFIDFRetriever", "parms": {}})[0].startswith("parms: unexpected key")
 
 
 def test_a_node_that_is_not_an_object():

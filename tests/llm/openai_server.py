@@ -122,6 +122,11 @@ class ScriptedOpenAIServer:
         with self._lock:
             self._replies.extend(replies)
 
+    def clear(self) -> None:
+        """Drop the replies still queued (a phase that asked fewer questions than scripted is over)."""
+        with self._lock:
+            self._replies.clear()
+
     @property
     def remaining(self) -> int:
         with self._lock:

@@ -374,7 +374,7 @@ def test_top_k_above_k1_is_a_validation_error_and_the_rule_is_in_the_schema():
     with pytest.raises(ConfigError, match=r"top_k \(6\) must be <= k1 \(5\)"):
         validate_and_transform({"component": "AgenticRerankerRetriever", "params": {"k1": 5, "top_k": 6}})
     rules = component_schema(AgenticRerankerRetriever)["x-dashrag-rules"]
-    assert {"rule": "le", "fields": ["top_k", "k1"], "description": "top_k must not exceed k1"} in rules
+    assert {"rule": "le", "fields": ["top_k", "k1"], "description": "top_k must not exceed k1", "at": "top_k"} in rules
 
 
 def test_more_than_one_child_is_a_validation_error():

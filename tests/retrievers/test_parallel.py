@@ -139,7 +139,7 @@ def test_trace_has_one_node_per_child_and_a_selection_summary(rrf):
 def test_weights_of_the_wrong_length_are_a_config_error_with_its_path():
     with pytest.raises(ConfigError) as info:
         dashrag.validate_and_transform(parallel(weights=[1.0]))
-    assert [str(i) for i in info.value.issues] == ["params: weights has 1 entries but there are 2 children"]
+    assert [str(i) for i in info.value.issues] == ["params.weights: weights has 1 entries but there are 2 children"]
 
 
 def test_wrong_weights_of_a_nested_parallel_name_the_nested_path():
@@ -147,7 +147,7 @@ def test_wrong_weights_of_a_nested_parallel_name_the_nested_path():
     with pytest.raises(ConfigError) as info:
         dashrag.build_component(outer)
     assert [str(i) for i in info.value.issues] == [
-        "params.children[0].params: weights has 3 entries but there are 2 children"]
+        "params.children[0].params.weights: weights has 3 entries but there are 2 children"]
 
 
 def test_a_negative_weight_is_a_config_error_on_the_weights_field():

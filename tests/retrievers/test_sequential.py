@@ -67,7 +67,8 @@ def test_a_growing_top_k_is_a_config_error_with_its_path():
     with pytest.raises(ConfigError) as info:
         dashrag.validate_and_transform(cascade(tfidf(5), bm25(10)))
     assert [str(i) for i in info.value.issues] == [
-        "params: children[1].params.top_k (10) is larger than children[0].params.top_k (5): a cascade cannot grow"]
+        "params.children: children[1].params.top_k (10) is larger than children[0].params.top_k (5): "
+        "a cascade cannot grow"]
 
 
 def test_a_default_top_k_that_grows_is_caught_too():
@@ -81,7 +82,7 @@ def test_a_growing_top_k_in_a_nested_cascade_names_the_nested_path():
     outer = {"component": "ParallelRetriever", "params": {"children": [cascade(tfidf(4), bm25(8)), tfidf(5)]}}
     with pytest.raises(ConfigError) as info:
         dashrag.build_component(outer)
-    assert [i.path for i in info.value.issues] == ["params.children[0].params"]
+    assert [i.path for i in info.value.issues] == ["params.children[0].params.children"]
     assert "children[1].params.top_k (8) is larger than children[0].params.top_k (4)" in str(info.value)
 
 

@@ -1,0 +1,125 @@
+import React, { useCallback, useEffect, useMemo, useState } from 'react';
+import { api } from './api';
+import { canonicalTree, defaultNode, loadCatalog } from './catalog';
+import { LANGUAGES, translator } from './i18n';
+import { IndexPanel } from './IndexPanel';
+import { JsonPanel } from './JsonPanel';
+import { NodeCard } from './NodeCard';
+import { Picker } from './Picker';
+import { QueryPanel } from './QueryPanel';
+import { groupErrors, makeValidator, validateTree } from './validate';
+
+const SERVER_DELAY_MS = 350;
+
+function initialLanguage() {
+  const saved = window.localStorage.getItem('dashrag-lang');
+  if (LANGUAGES.includes(saved)) return saved;
+  return (navigator.language || 'en').startsWith('es') ? 'es' : 'en';
+}
+
+// Ask the server about the tree, a moment after the last change; its errors show at the same paths.
+function useServerErrors(tree) {
+  const [state, setState] = useState({ tree: null, errors: [] });
+  useEffect(() => {
+    if (!tree) return undefined;
+    let current = true;
+    const timer = setTimeout(() => {
+      api.post('/trees/validate', tree).then(
+        (body) => current && setState({ tree, errors: (body.errors || []).map((e) => ({ ...e, source: 'server' })) }),
+        (error) => current && setState({ tree, errors: [{ path: '', message: error.message, source: 'server' }] }),
+      );
+    }, SERVER_DELAY_MS);
+    return () => { current = false; clearTimeout(timer); };
+  }, [tree]);
+  return state.tree === tree ? { checking: false, errors: state.errors } : { checking: Boolean(tree), errors: [] };
+}
+
+export function App() {
+  const [lang, setLang] = useState(initialLanguage);
+  const [tab, setTab] = useState('build');
+  const [catalog, setCatalog] = useState(null);
+  const [failure, setFailure] = useState(null);
+  const [tree, setTree] = useState(null);
+  const [trees, setTrees] = useState([]);
+  const [choosingRoot, setChoosingRoot] = useState(false);
+  const [presets, setPresets] = useState([]);
+  const t = useMemo(() => translator(lang), [lang]);
+
+  useEffect(() => {
+    loadCatalog(api).then(setCatalog, (error) => setFailure(error.message));
+    api.get('/presets').then(setPresets, (error) => setFailure(error.message));
+  }, []);
+  const refreshTrees = useCallback(() => api.get('/trees').then(setTrees, (error) => setFailure(error.message)), []);
+  useEffect(() => { refreshTrees(); }, [refreshTrees]);
+  useEffect(() => {
+    document.documentElement.lang = lang;
+    document.title = t('title');
+    window.localStorage.setItem('dashrag-lang', lang);
+  }, [lang, t]);
+
+  const validateFn = useMemo(() => (catalog ? makeValidator(catalog) : null), [catalog]);
+  const clientErrors = useMemo(
+    () => (catalog && tree ? validateTree(catalog, validateFn, tree, lang) : []), [catalog, validateFn, tree, lang]);
+  const server = useServerErrors(tree);
+  // the server's answer adds what the page's own checks did not find at that path (the same problem twice,
+  // once in each wording, would only be noise)
+  const clientPaths = new Set(clientErrors.map((e) => e.path));
+  const errors = [...clientErrors, ...server.errors.filter((e) => !clientPaths.has(e.path))];
+  const errorsByPath = groupErrors(errors);
+  const valid = Boolean(tree) && clientErrors.length === 0 && !server.checking && server.errors.length === 0;
+
+  const retrievers = catalog ? catalog.components.filter((c) => c.kind === 'retriever').map((c) => c.name) : [];
+  return (
+    <>
+      <header className="top">
+        <h1>{t('title')}</h1>
+        <nav aria-label="tabs">
+          <button type="button" aria-pressed={tab === 'build'} onClick={() => setTab('build')}>{t('tabBuild')}</button>
+          <button type="button" aria-pressed={tab === 'query'} onClick={() => { setTab('query'); refreshTrees(); }}>{t('tabQuery')}</button>
+        </nav>
+        <label className="language">{t('language')}{' '}
+          <select value={lang} onChange={(e) => setLang(e.target.value)}>
+            <option value="en">English</option>
+            <option value="es">Español</option>
+          </select>
+        </label>
+      </header>
+      {failure && <p className="error" role="alert">{t('failed', { error: failure })}</p>}
+      {!catalog ? <p>{t('loading')}</p> : (
+        <main>
+          <div hidden={tab !== 'build'} className="build">
+            <div className="editor">
+              <div className="buttons">
+                <button type="button" onClick={() => setChoosingRoot(true)}>{tree ? t('newTree') : t('chooseRoot')}</button>
+              </div>
+              {!tree && <p className="help">{t('rootHint')}</p>}
+              {tree && (
+                <div className="status" aria-live="polite">
+                  {errors.length > 0 && <span className="bad">{errors.length} {t('errors')}</span>}
+                  {errors.length === 0 && !server.checking && <span className="ok">{t('noErrors')}</span>}
+                  {server.checking && <span className="checking"> {t('serverChecking')}</span>}
+                </div>
+              )}
+              {tree && (
+                <NodeCard catalog={catalog} node={tree} path="" accepts={retrievers} lang={lang} t={t}
+                  errorsByPath={errorsByPath} onChange={setTree} />
+              )}
+            </div>
+            <aside className="side">
+              <JsonPanel tree={tree} t={t} onLoad={(loaded) => setTree(canonicalTree(catalog, loaded))} presets={presets} />
+              <IndexPanel api={api} tree={tree} valid={valid} t={t} onBuilt={refreshTrees} />
+            </aside>
+          </div>
+          <div hidden={tab !== 'query'}>
+            <QueryPanel api={api} catalog={catalog} t={t} lang={lang} trees={trees} refreshTrees={refreshTrees} />
+          </div>
+          {choosingRoot && (
+            <Picker catalog={catalog} accepts={retrievers} lang={lang} t={t} title={t('chooseRoot')}
+              onClose={() => setChoosingRoot(false)}
+              onPick={(name) => { setChoosingRoot(false); setTree(defaultNode(catalog, name)); }} />
+          )}
+        </main>
+      )}
+    </>
+  );
+}

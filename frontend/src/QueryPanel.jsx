@@ -1,0 +1,109 @@
+import React, { useCallback, useEffect, useState } from 'react';
+import { TraceNode } from './Trace';
+
+function Results({ answer, catalog, t, lang }) {
+  if (answer.error) return <p className="error" role="alert">{t('failed', { error: answer.error })}</p>;
+  return (
+    <div className="answer">
+      <h3>{t('results')} <small>({Number(answer.elapsed_ms).toFixed(1)} ms)</small></h3>
+      {answer.chunks.length === 0 ? <p>{t('noResults')}</p> : (
+        <ol className="results">
+          {answer.chunks.map((c) => (
+            <li key={c.chunk_id}>
+              <div className="result-head">
+                <span className="score">{t('score')} {Number(c.score).toFixed(4)}</span>
+                {' · '}<span>{t('document')} {c.title ? `${c.title} ` : ''}<code>{String(c.document_id)}</code>#{c.position}</span>
+              </div>
+              <p className="result-text">{c.text}</p>
+            </li>
+          ))}
+        </ol>
+      )}
+      {answer.trace && (
+        <section className="trace">
+          <h3>{t('trace')}</h3>
+          <TraceNode node={answer.trace} catalog={catalog} t={t} lang={lang} />
+        </section>
+      )}
+    </div>
+  );
+}
+
+export function TreeList({ trees, t, onReload, onDelete }) {
+  if (trees.length === 0) return <p>{t('noTrees')}</p>;
+  return (
+    <ul className="tree-list">
+      {trees.map((tree) => (
+        <li key={tree.name} data-tree={tree.name}>
+          <strong>{tree.name}</strong> <code>{tree.config?.component}</code>
+          {' · '}{tree.documents} {t('documents')} · {tree.chunks} {t('chunks')} · {tree.saved_at}
+          {' '}<button type="button" onClick={() => onReload(tree.name)}>{t('reload')}</button>
+          {' '}<button type="button" onClick={() => onDelete(tree.name)}>{t('delete')}</button>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees }) {
+  const [query, setQuery] = useState('');
+  const [first, setFirst] = useState('');
+  const [second, setSecond] = useState('');
+  const [compare, setCompare] = useState(false);
+  const [answers, setAnswers] = useState([]);
+  const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    if (!first && trees.length) setFirst(trees[0].name);
+    if (!second && trees.length > 1) setSecond(trees[1].name);
+  }, [trees, first, second]);
+
+  const run = useCallback(async (event) => {
+    event.preventDefault();
+    const names = compare ? [first, second] : [first];
+    setBusy(true);
+    const results = await Promise.all(names.map((name) => api
+      .post(`/trees/${encodeURIComponent(name)}/query`, { query, trace: true })
+      .then((body) => ({ name, ...body }), (error) => ({ name, error: error.message }))));
+    setAnswers(results);
+    setBusy(false);
+  }, [api, compare, first, second, query]);
+
+  const act = (promise) => promise.then(refreshTrees, (error) => setAnswers([{ name: '', error: error.message }]));
+  const select = (value, set, label) => (
+    <label>{label}{' '}
+      <select value={value} onChange={(e) => set(e.target.value)}>
+        {trees.length === 0 && <option value="">{t('noTree')}</option>}
+        {trees.map((tree) => <option key={tree.name} value={tree.name}>{tree.name}</option>)}
+      </select>
+    </label>
+  );
+  return (
+    <div className="query-panel">
+      <section>
+        <h2>{t('savedTrees')}</h2>
+        <TreeList trees={trees} t={t}
+          onReload={(name) => act(api.post(`/trees/${encodeURIComponent(name)}/reload`, {}))}
+          onDelete={(name) => act(api.del(`/trees/${encodeURIComponent(name)}`))} />
+      </section>
+      <form className="query-form" onSubmit={run}>
+        <h2>{t('query')}</h2>
+        {select(first, setFirst, t('tree'))}
+        <label><input type="checkbox" checked={compare} onChange={(e) => setCompare(e.target.checked)} /> {t('compare')}</label>
+        {compare && select(second, setSecond, `${t('tree')} 2`)}
+        <label className="query-input">{t('query')}{' '}
+          <input type="search" value={query} placeholder={t('queryPlaceholder')} onChange={(e) => setQuery(e.target.value)} />
+        </label>
+        <button type="submit" disabled={busy || !query.trim() || !first}>{t('search')}</button>
+      </form>
+      <div className={answers.length > 1 ? 'answers side-by-side' : 'answers'}>
+        {answers.map((answer, i) => (
+          <section key={`${answer.name}-${i}`} className="answer-column" data-tree={answer.name}>
+            <h2>{answer.name}</h2>
+            <Results answer={answer} catalog={catalog} t={t} lang={lang} />
+          </section>
+        ))}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,178 @@
+import { fieldTitle } from './fieldTitles';
+
+// What the page knows about the components: GET /components (frontend_meta) and GET /schemas/{name}
+// (the generated JSON Schemas). Everything the forms show comes from these two answers.
+
+// The icon names of frontend_meta (lucide names) drawn as symbols every system font has (DejaVu included),
+// so the page needs no icon font or download.
+export const ICONS = {
+  Bot: '☺', Brain: '✺', FileText: '¶', Filter: '⊻', GitMerge: '⇉', Globe: '◍', Hash: '#', KeyRound: '⚷',
+  Languages: 'Å', Layers: '☰', ListOrdered: '№', MessageSquareText: '✉', Scissors: '✂', Search: '⌕',
+  Shuffle: '⇄', Sparkles: '✦', Zap: '⚡',
+};
+
+export function iconOf(meta) {
+  return ICONS[meta?.icon] || '◆';
+}
+
+export async function loadCatalog(api) {
+  const components = await api.get('/components');
+  const schemas = {};
+  await Promise.all(components.map(async (c) => {
+    schemas[c.name] = await api.get(`/schemas/${encodeURIComponent(c.name)}`);
+  }));
+  const byName = Object.fromEntries(components.map((c) => [c.name, c]));
+  return { components, byName, schemas };
+}
+
+export function isComponentField(prop) {
+  return Boolean(prop && prop['x-component-kind']);
+}
+
+export function componentFields(schema) {
+  return Object.entries(schema.properties || {}).filter(([, prop]) => isComponentField(prop));
+}
+
+function clone(value) {
+  return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
+}
+
+// A new node of `name` starts from its real defaults: every property's schema default (nested components
+// are full {component, params} trees in the generated schema); a list of components without one starts empty.
+export function defaultNode(catalog, name) {
+  const schema = catalog.schemas[name];
+  const params = {};
+  for (const [field, prop] of Object.entries(schema.properties || {})) {
+    if ('default' in prop) params[field] = clone(prop.default);
+    else if (prop['x-component-list']) params[field] = [];
+  }
+  return { component: name, params };
+}
+
+// The params the server would run: the node's params over the schema defaults.
+export function effectiveParams(catalog, node) {
+  const schema = catalog.schemas[node?.component];
+  if (!schema) return node?.params || {};
+  const params = {};
+  for (const [field, prop] of Object.entries(schema.properties || {})) {
+    if ('default' in prop) params[field] = prop.default;
+  }
+  return { ...params, ...(node.params || {}) };
+}
+
+function flatten(params, prefix, out) {
+  for (const [key, value] of Object.entries(params || {})) {
+    const name = `${prefix}${key}`;
+    if (value && typeof value === 'object' && !Array.isArray(value) && 'component' in value && 'params' in value) {
+      out[name] = value.component;
+      flatten(value.params, `${name}.`, out);
+    } else if (Array.isArray(value) && value.length && value.every((v) => v && typeof v === 'object' && 'component' in v)) {
+      out[name] = value.map((v) => v.component).join(', ');
+    } else {
+      out[name] = value;
+    }
+  }
+  return out;
+}
+
+function show(value) {
+  if (value === null) return 'None';
+  if (value === true) return 'True';
+  if (value === false) return 'False';
+  if (Array.isArray(value)) return `[${value.map(show).join(', ')}]`;
+  return String(value);
+}
+
+// The representation line in `lang`, filled like ConfigObject.render_representation: {param} and
+// {nested.param}; frontend_meta holds one template per language (English where one is missing).
+export function representation(catalog, node, lang = 'en') {
+  const meta = catalog.byName[node?.component];
+  if (!meta) return '';
+  const values = flatten(effectiveParams(catalog, node), '', {});
+  const templates = meta.representation;
+  const template = typeof templates === 'string' ? templates : (templates[lang] ?? templates.en);
+  return template.replace(/\{([\w.]+)\}/g, (whole, key) => (key in values ? show(values[key]) : whole));
+}
+
+// The schema rjsf draws for one node: its own (non-component) parameters, each description extended
+// with its limits and default so every field shows them.
+export function scalarSchema(schema, t, lang) {
+  const properties = {};
+  for (const [field, prop] of Object.entries(schema.properties || {})) {
+    if (isComponentField(prop)) continue;
+    properties[field] = { ...nullable(prop, t), title: fieldTitle(lang, field, prop), description: withLimits(prop, t) };
+  }
+  return { type: 'object', properties, additionalProperties: false };
+}
+
+// pydantic writes `int | None` as anyOf [{type: integer, ...}, {type: null}]; rjsf draws that as a plain
+// input when it is one schema with type [integer, null] (empty input = null).
+function nullable(prop, t) {
+  const alts = prop.anyOf;
+  if (!alts || alts.length !== 2) return prop;
+  if (alts.some((a) => a.items)) {
+    // a list or None: rjsf offers the two as a choice; name them
+    return { ...prop, anyOf: alts.map((a) => ({ ...a, title: a.type === 'null' ? t('none') : t('list') })) };
+  }
+  const value = alts.find((a) => a.type !== 'null');
+  if (!alts.some((a) => a.type === 'null') || !value || typeof value.type !== 'string' || value.items) return prop;
+  const { anyOf, ...rest } = prop;
+  const { const: only, ...plain } = value;
+  const choices = only !== undefined ? { enum: [only, null] } : value.enum ? { enum: [...value.enum, null] } : {};
+  return { ...rest, ...plain, ...choices, type: [value.type, 'null'] };
+}
+
+function limitsOf(prop) {
+  const parts = [];
+  const alternatives = prop.anyOf || [prop];
+  for (const alt of alternatives) {
+    if (alt.minimum !== undefined) parts.push(['min', `≥ ${alt.minimum}`]);
+    if (alt.exclusiveMinimum !== undefined) parts.push(['min', `> ${alt.exclusiveMinimum}`]);
+    if (alt.maximum !== undefined) parts.push(['max', `≤ ${alt.maximum}`]);
+    if (alt.exclusiveMaximum !== undefined) parts.push(['max', `< ${alt.exclusiveMaximum}`]);
+    if (alt.type === 'null') parts.push(['null', null]);
+  }
+  return parts;
+}
+
+function withLimits(prop, t) {
+  const notes = [];
+  for (const [kind, text] of limitsOf(prop)) notes.push(kind === 'null' ? t('may be empty') : text);
+  if ('default' in prop) notes.push(`${t('default')}: ${show(prop.default)}`);
+  const base = prop.description || '';
+  return notes.length ? `${base}${base ? ' ' : ''}(${notes.join('; ')})` : base;
+}
+
+function readable(value, t) {
+  if (value === null) return t('none');
+  const text = String(value);
+  const words = text.replace(/[_-]+/g, ' ');
+  const label = words.charAt(0).toUpperCase() + words.slice(1);
+  return label === text ? text : `${label} (${text})`;
+}
+
+// rjsf's uiSchema for one node's form: readable labels for enum values ("Round robin (round_robin)").
+export function formUiSchema(formSchema, t) {
+  const ui = { 'ui:submitButtonOptions': { norender: true } };
+  for (const [field, prop] of Object.entries(formSchema.properties || {})) {
+    if (Array.isArray(prop.enum)) ui[field] = { 'ui:enumNames': prop.enum.map((v) => readable(v, t)) };
+  }
+  return ui;
+}
+
+// A loaded tree with the reference's parameter names (x-dashrag-aliases: alias -> name) renamed to dashrag's,
+// as the server's validation renames them, so the forms show them and the JSON agrees with what is saved.
+export function canonicalTree(catalog, node) {
+  const schema = catalog.schemas[node?.component];
+  if (!schema || !node.params || typeof node.params !== 'object' || Array.isArray(node.params)) return node;
+  const aliases = schema['x-dashrag-aliases'] || {};
+  const params = {};
+  for (const [key, value] of Object.entries(node.params)) {
+    const name = key in aliases && !(aliases[key] in node.params) ? aliases[key] : key;
+    const prop = schema.properties?.[name];
+    if (prop && prop['x-component-kind'] && Array.isArray(value)) params[name] = value.map((v) => canonicalTree(catalog, v));
+    else if (prop && prop['x-component-kind'] && value && typeof value === 'object') params[name] = canonicalTree(catalog, value);
+    else params[name] = value;
+  }
+  return { ...node, params };
+}

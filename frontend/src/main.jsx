@@ -1,0 +1,6 @@
+import React from 'react';
+import { createRoot } from 'react-dom/client';
+import { App } from './App';
+import './style.css';
+
+createRoot(document.getElementById('app')).render(<App />);

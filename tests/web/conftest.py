@@ -1,0 +1,153 @@
+"""The real ``dashrag serve`` on a loopback port and Debian's headless Chromium driven by Playwright.
+
+Playwright's own browser download cannot be reached from these machines: the tests launch
+``/usr/bin/chromium`` (``scripts/test.sh`` installs the ``chromium`` package when it is missing).
+Every page records console errors, uncaught exceptions and failed requests or error statuses; a test that
+produced any fails (must-show (e)).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+import pytest
+
+from tests.conftest import REPO
+
+CHROMIUM = Path(os.environ.get("DASHRAG_CHROMIUM", "/usr/bin/chromium"))
+PRESETS = REPO / "components"
+LLM_KEY_VAR = "DASHRAG_WEB_TEST_LLM_KEY"  # the scripted LLM server's key, in the served process's environment
+
+
+@dataclass
+class Server:
+    url: str
+    trees: Path
+
+
+def _forward(stream: IO[str] | None, lines: queue.Queue[str]) -> None:
+    for line in stream or ():
+        lines.put(line)
+
+
+@contextmanager
+def serving(trees: Path, data_root: Path = REPO / "examples") -> Iterator[str]:
+    """``dashrag serve`` as a user starts it, on a free loopback port (--port 0); yields its URL, then stops it."""
+    env = {**os.environ, "RAG_LOG_LEVEL": "INFO", "OPENBLAS_NUM_THREADS": "1", LLM_KEY_VAR: "sk-web-test"}
+    command = [sys.executable, "-m", "dashrag.cli.main", "serve", "--trees", str(trees), "--port", "0",
+               "--host", "127.0.0.1", "--data-root", str(data_root)]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_forward, args=(process.stderr, lines), daemon=True).start()
+    try:
+        url = None
+        while url is None:
+            try:
+                line = lines.get(timeout=90)
+            except queue.Empty:
+                raise RuntimeError("dashrag serve did not say where it listens within 90 s") from None
+            match = re.search(r"running on (http://127\.0\.0\.1:\d+)", line)
+            url = match.group(1) if match else None
+        assert httpx.get(f"{url}/health").json()["status"] == "ok"
+        yield url
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
+def headless_chromium() -> Iterator[Any]:
+    if not CHROMIUM.is_file():
+        raise RuntimeError(f"{CHROMIUM} is missing: `apt-get install -y chromium` (scripts/test.sh does it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        # --no-sandbox: CI and these machines run the tests as root, where Chromium's sandbox cannot start
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory) -> Iterator[Server]:
+    """The real server over a temporary --trees folder, the examples as its data root."""
+    trees = tmp_path_factory.mktemp("trees")
+    with serving(trees) as url:
+        yield Server(url, trees)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    with headless_chromium() as launched:
+        yield launched
+
+
+@dataclass
+class PageProblems:
+    """What must never happen on the page: console errors, uncaught exceptions, failed requests or error statuses."""
+
+    found: list[str] = field(default_factory=list)
+
+    def watch(self, page: Any) -> None:
+        page.on("console", self._console)
+        page.on("pageerror", lambda e: self.found.append(f"uncaught: {e}"))
+        page.on("requestfailed", lambda r: self.found.append(f"request failed: {r.method} {r.url} {r.failure}"))
+        page.on("response", self._response)
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.found.append(f"console error: {message.text}")
+
+    def _response(self, response: Any) -> None:
+        if response.status >= 400:
+            self.found.append(f"{response.status} from {response.url}")
+
+
+@pytest.fixture()
+def page(browser, server):
+    """A fresh page on the served web app in English; fails the test on any console error or failed request."""
+    context = browser.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000}, locale="en-US")
+    problems = PageProblems()
+    opened = context.new_page()
+    opened.set_default_timeout(20_000)
+    problems.watch(opened)
+    opened.goto(server.url + "/")
+    opened.get_by_role("button", name="Choose the root component").wait_for()
+    try:
+        yield opened
+        assert problems.found == [], problems.found
+    finally:
+        context.close()
+
+
+def preset(name: str) -> dict:
+    return json.loads((PRESETS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def build_tree(url: str, name: str, config: dict, corpus_path: str = "corpus") -> None:
+    """Index ``config`` over the API (POST /trees, then GET /jobs/{id} until it ends)."""
+    job = httpx.post(f"{url}/trees", json={"name": name, "config": config, "corpus_path": corpus_path}).json()
+    while (state := httpx.get(f"{url}/jobs/{job['job_id']}").json())["status"] in ("queued", "running"):
+        time.sleep(0.3)
+    if state["status"] != "done":
+        raise RuntimeError(f"indexing {name} failed: {state['error']}")

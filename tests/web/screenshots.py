@@ -1,0 +1,64 @@
+"""Screenshots of the web page's main screens for docs/ (``python -m tests.web.screenshots``).
+
+The same harness as the browser tests: the real ``dashrag serve`` over a temporary --trees folder
+and Debian's headless Chromium. Two trees are indexed on examples/corpus (hybrid and keyword) so
+the query screen can show them side by side.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.conftest import REPO
+from tests.web.conftest import build_tree, headless_chromium, preset, serving
+
+OUT = REPO / "docs" / "img"
+QUERY = "how does BM25 saturate term frequency"
+
+
+def main(out: Path = OUT) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as trees, serving(Path(trees)) as url, headless_chromium() as browser:
+        for name in ("hybrid", "keyword"):
+            build_tree(url, name, preset(name))
+        page = browser.new_page(viewport={"width": 1400, "height": 900}, locale="en-US")
+        page.goto(url + "/")
+        page.get_by_label("Presets").select_option("hybrid")
+        page.get_by_role("button", name="Load preset").click()
+        page.get_by_text("The tree is valid").wait_for()
+        page.screenshot(path=out / "web-build.png")
+
+        page.locator('button[data-slot="params.children"]').click()
+        page.locator("dialog[open]").wait_for()
+        page.screenshot(path=out / "web-picker.png")
+        page.keyboard.press("Escape")
+
+        page.get_by_role("button", name="New tree").click()
+        page.locator('dialog[open] button.pick[data-component="AgenticRerankerRetriever"]').click()
+        page.locator("#node_top_k").fill("20")
+        page.get_by_text("top_k (20) must be <= k1 (10)").first.wait_for()
+        page.locator("#node_top_k").scroll_into_view_if_needed()
+        page.screenshot(path=out / "web-rule-error.png")
+
+        page.get_by_role("button", name="Query saved trees").click()
+        page.get_by_label("Compare with a second tree").check()
+        page.get_by_label("Query", exact=True).fill(QUERY)
+        page.get_by_role("button", name="Search").click()
+        page.locator(".answer-column .results > li").first.wait_for()
+        for summary in page.locator(".trace > details.trace-node > .trace-body > details.trace-node > summary").all():
+            summary.click()
+        page.screenshot(path=out / "web-query.png", full_page=True)
+
+        page.get_by_label("Language").select_option(label="Español")
+        page.get_by_role("button", name="Construir un árbol").click()
+        page.get_by_role("button", name="Cargar preajuste").click()  # the hybrid preset, still chosen
+        page.get_by_text("El árbol es válido").wait_for()
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=out / "web-es.png")
+    print(f"screenshots in {out}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else OUT)
