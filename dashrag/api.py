@@ -29,6 +29,13 @@ DEFAULT_CHUNKER: dict[str, Any] = {"component": "RecursiveCharacterChunker", "pa
 SQLITE_PREFIX = "sqlite:///"
 
 
+def url_without_password(url: str) -> str:
+    """A database URL as a saved folder may hold it: never with the password."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(password=None).render_as_string(hide_password=False)
+
+
 def store_filename(fingerprint: str) -> str:
     return f"store-{fingerprint[:16]}.sqlite"
 
@@ -51,7 +58,8 @@ def _write_sqlite_store(folder: Path, corpus: Corpus, chunk_set: ChunkSet) -> st
 
 
 def prepare_corpus(corpus: Corpus | str | Path, workdir: str | Path, chunker: dict | None = None,
-                   store_url: str | None = None, cache_dir: str | Path | None = None) -> Infra:
+                   store_url: str | None = None, cache_dir: str | Path | None = None,
+                   overwrite: bool = False) -> Infra:
     """Chunk the corpus, write it to the store, and return the infrastructure a tree runs on.
 
     Caches (embeddings) go in ``cache_dir``, default ``workdir``: point several builds
@@ -71,15 +79,18 @@ def prepare_corpus(corpus: Corpus | str | Path, workdir: str | Path, chunker: di
         elif store.read_chunk_set().fingerprint != chunk_set.fingerprint:
             raise PersistenceError(f"the store {store.display_url} holds another corpus")
         store.close()
-    return Infra(env_path=Path(cache_dir) if cache_dir else workdir, chunks=chunk_set, store_url=store_url)
+    return Infra(env_path=Path(cache_dir) if cache_dir else workdir, chunks=chunk_set, store_url=store_url,
+                 workdir=workdir, overwrite=overwrite)
 
 
 def build(config: dict | Retriever, corpus: Corpus | str | Path, workdir: str | Path,
-          chunker: dict | None = None, store_url: str | None = None, cache_dir: str | Path | None = None) -> Retriever:
+          chunker: dict | None = None, store_url: str | None = None, cache_dir: str | Path | None = None,
+          overwrite: bool = False) -> Retriever:
     """Validate and build ``config`` (a JSON tree), fit it on ``corpus``; the store goes in
-    ``workdir``, caches in ``cache_dir`` (default: ``workdir``)."""
+    ``workdir``, caches in ``cache_dir`` (default: ``workdir``). ``overwrite`` lets engine-backed
+    indexes replace a collection or table that holds something else (never done otherwise)."""
     root = build_component(config, "retriever") if isinstance(config, dict) else config
-    infra = prepare_corpus(corpus, workdir, chunker, store_url, cache_dir)
+    infra = prepare_corpus(corpus, workdir, chunker, store_url, cache_dir, overwrite)
     root.inject_infra(infra)
     root.init_model()
     return root  # type: ignore[return-value]
@@ -99,6 +110,8 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
             shutil.copyfile(source, tmp)
             os.replace(tmp, target)
         store_ref = target.name  # relative: the folder can be moved
+    elif store_ref:
+        store_ref = url_without_password(store_ref)  # a server's password comes from PGPASSWORD / .pgpass
 
     def write_nodes(snapshot: Path) -> None:
         for path, node in root.iter_nodes():
@@ -141,7 +154,7 @@ def load(folder: str | Path, store_url: str | None = None) -> Retriever:
             f"{folder}: saved for corpus {manifest['corpus_fingerprint'][:12]}, but the store holds corpus "
             f"{chunk_set.fingerprint[:12]} (a folder saved for another corpus)"
         )
-    root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=store_url))
+    root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=store_url, workdir=folder))
     for path, node in reversed(list(root.iter_nodes())):  # children before their parents
         node_dir = snapshot / "nodes" / node_dirname(path)
         if not node_dir.is_dir():

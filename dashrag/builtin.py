@@ -17,6 +17,9 @@ import dashrag.embeddings.sentence_transformer  # noqa: F401
 import dashrag.embeddings.multilingual_minilm  # noqa: F401
 import dashrag.embeddings.e5_small  # noqa: F401
 import dashrag.embeddings.minilm_onnx  # noqa: F401
+import dashrag.indexes.in_memory  # noqa: F401
+import dashrag.indexes.qdrant  # noqa: F401
+import dashrag.indexes.pgvector  # noqa: F401
 import dashrag.retrievers.dense  # noqa: F401
 import dashrag.retrievers.mmr  # noqa: F401
 import dashrag.retrievers.cross_encoder  # noqa: F401

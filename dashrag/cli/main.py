@@ -22,6 +22,7 @@ import dashrag
 from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.config_files import resolve_component, resolve_config
 from dashrag.cli.output import print_table, results_json
+from dashrag.cli.pg_commands import register_pg_commands
 from dashrag.core.registry import all_components, get_component
 from dashrag.core.schema import component_schema, export_schemas
 from dashrag.core.trace import format_trace
@@ -82,6 +83,8 @@ def index(
     store: Optional[str] = typer.Option(None, help="SQLAlchemy URL of the store (default: an SQLite file inside --out)."),
     cache_dir: Optional[Path] = typer.Option(None, envvar="DASHRAG_CACHE_DIR",
                                              help="Folder for caches such as embeddings (default: --out); share it between builds."),
+    overwrite: bool = typer.Option(False, "--overwrite", help=(
+        "Let engine indexes (Qdrant, PostgreSQL) replace a collection or table that holds something else.")),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
     raw = resolve_config(config)
@@ -91,7 +94,8 @@ def index(
     console.print(f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else ""))
     start = time.perf_counter()
     with console.status("chunking, storing and fitting"):
-        retriever = dashrag.build(raw, documents, out, chunker=resolve_component(chunker), store_url=store, cache_dir=cache_dir)
+        retriever = dashrag.build(raw, documents, out, chunker=resolve_component(chunker), store_url=store,
+                                  cache_dir=cache_dir, overwrite=overwrite)
     built = time.perf_counter() - start
     with console.status("saving"):
         retriever.save(out)
@@ -160,6 +164,7 @@ def query(
 
 
 register_eval_commands(app)  # eval and tune (dashrag/cli/eval_commands.py)
+register_pg_commands(app, console, user_errors)  # pg start / stop / status (dashrag/cli/pg_commands.py)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "dashrag.components"
-KINDS = ("retriever", "embedding", "vectorizer", "llm", "prompt", "credential", "chunker", "reranker")
+KINDS = ("retriever", "embedding", "vectorizer", "llm", "prompt", "credential", "chunker", "reranker", "vector_index")
 
 
 @dataclass(frozen=True)
