@@ -92,7 +92,11 @@ def build(config: dict | Retriever, corpus: Corpus | str | Path, workdir: str | 
     root = build_component(config, "retriever") if isinstance(config, dict) else config
     infra = prepare_corpus(corpus, workdir, chunker, store_url, cache_dir, overwrite)
     root.inject_infra(infra)
-    root.init_model()
+    try:
+        root.init_model()
+    except BaseException:
+        root.close()  # a failed build releases what it opened (engine connections, embedded storage locks)
+        raise
     return root  # type: ignore[return-value]
 
 
@@ -155,9 +159,13 @@ def load(folder: str | Path, store_url: str | None = None) -> Retriever:
             f"{chunk_set.fingerprint[:12]} (a folder saved for another corpus)"
         )
     root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=store_url, workdir=folder))
-    for path, node in reversed(list(root.iter_nodes())):  # children before their parents
-        node_dir = snapshot / "nodes" / node_dirname(path)
-        if not node_dir.is_dir():
-            raise PersistenceError(f"{node_dir}: state folder of node {path} is missing")
-        node.load_state(node_dir)
+    try:
+        for path, node in reversed(list(root.iter_nodes())):  # children before their parents
+            node_dir = snapshot / "nodes" / node_dirname(path)
+            if not node_dir.is_dir():
+                raise PersistenceError(f"{node_dir}: state folder of node {path} is missing")
+            node.load_state(node_dir)
+    except BaseException:
+        root.close()  # a refused load releases what it opened
+        raise
     return root  # type: ignore[return-value]

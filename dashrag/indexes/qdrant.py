@@ -97,7 +97,8 @@ class QdrantVectorIndex(EngineVectorIndex[QdrantParams]):
 
         if self.params.url:
             key = self.nested["api_key"].resolve() if "api_key" in self.nested else None
-            return QdrantClient(url=self.params.url, api_key=key, timeout=self.params.timeout_s, prefer_grpc=False)
+            return QdrantClient(url=self.params.url, api_key=key, timeout=self.params.timeout_s, prefer_grpc=False,
+                                check_compatibility=False)
         if self.params.path == MEMORY:
             return QdrantClient(location=MEMORY)
         storage = self._storage()
@@ -226,7 +227,8 @@ class QdrantVectorIndex(EngineVectorIndex[QdrantParams]):
         from qdrant_client import models
 
         chunks = self.require_infra().chunks
-        params = models.SearchParams(exact=self.params.exact, hnsw_ef=self.params.hnsw_ef)
+        # embedded mode is always exact and warns about search params: send them to servers only
+        params = models.SearchParams(exact=self.params.exact, hnsw_ef=self.params.hnsw_ef) if self.params.url else None
         where = self._filter(restriction)
         requests = [models.QueryRequest(query=q.tolist(), limit=k, filter=where, params=params, with_payload=False)
                     for q in np.asarray(query_vectors, dtype=np.float32)]
