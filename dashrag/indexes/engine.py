@@ -78,10 +78,11 @@ def engine_filter(restriction: Restriction | None, chunks: ChunkSet) -> EngineFi
     return EngineFilter(chunk_ids=chunks.ids[rows].tolist())
 
 
-def object_name(prefix: str, identity: IndexIdentity, shards: int, shard: int) -> str:
-    """Default collection / table name: the same corpus, model, metric and shard give the same name."""
-    key = json.dumps([identity.to_json(), shards, shard], sort_keys=True)
-    return f"{prefix}_{identity.corpus_fingerprint[:12]}_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+def object_name(prefix: str, record: dict[str, Any]) -> str:
+    """Default collection / table name: the same record (corpus, model, metric, shard, index structure)
+    gives the same name, any difference another one."""
+    key = json.dumps({k: v for k, v in record.items() if k != "count"}, sort_keys=True)
+    return f"{prefix}_{str(record['corpus_fingerprint'])[:12]}_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
 P = TypeVar("P", bound=EngineIndexParams)
@@ -109,7 +110,12 @@ class EngineVectorIndex(VectorIndex[P], Generic[P]):
 
     def record_for(self, identity: IndexIdentity) -> dict[str, Any]:
         return {**identity.to_json(), "shards": self.params.shards, "shard": self.params.shard,
-                "count": int(len(self.shard_rows()))}
+                "structure": self.structure(), "count": int(len(self.shard_rows()))}
+
+    def structure(self) -> dict[str, Any]:
+        """What was built inside the engine beyond the vectors (an HNSW graph and its parameters): part of
+        the record, so an object built without the index a node asks for is never taken for its own."""
+        return {}
 
     @property
     def name(self) -> str:
@@ -121,7 +127,7 @@ class EngineVectorIndex(VectorIndex[P], Generic[P]):
         raise NotImplementedError
 
     def _choose_name(self, identity: IndexIdentity) -> str:
-        return self.configured_name() or object_name(self.name_prefix, identity, self.params.shards, self.params.shard)
+        return self.configured_name() or object_name(self.name_prefix, self.record_for(identity))
 
     def where(self) -> str:
         """``Qdrant collection 'x' at http://host:6333``: how errors name the object."""

@@ -13,8 +13,10 @@
 * **Search**: ``ORDER BY embedding <op> :query LIMIT k`` with the restriction as the SQL
   ``WHERE`` of the same statement. ``exact`` turns index scans off for the query (a
   sequential scan and sort: exact); otherwise the HNSW index (built after the COPY when
-  ``exact`` is false) answers with ``hnsw.ef_search = hnsw_ef`` and, under a restriction,
-  pgvector's iterative scan so a filtered query still finds k rows where k exist.
+  ``exact`` is false) answers with ``hnsw.ef_search = hnsw_ef`` (sequential scans off, so
+  even a small table uses it); under a restriction the planner chooses between the
+  HNSW index with pgvector's iterative scan (so a filtered query still finds k rows
+  where k exist) and the filter's own index followed by an exact sort.
   Scores become the in-process ones: cosine ``1 − distance``, dot and euclidean negated.
 """
 
@@ -146,6 +148,10 @@ class PgVectorIndex(EngineVectorIndex[PgVectorParams]):
             result = connection.execute(text(sql), params)
             return list(result) if result.returns_rows else []
 
+    def structure(self) -> dict[str, Any]:
+        p = self.params
+        return {"hnsw": None if p.exact else {"m": p.hnsw_m, "ef_construction": p.hnsw_ef_construction}}
+
     # -- the engine object -------------------------------------------------------
     def configured_name(self) -> str | None:
         return self.params.table
@@ -255,8 +261,10 @@ class PgVectorIndex(EngineVectorIndex[PgVectorParams]):
                 connection.execute(text("SET LOCAL enable_indexscan = off"))
             else:
                 connection.execute(text(f"SET LOCAL hnsw.ef_search = {int(self.params.hnsw_ef)}"))
-                if where:
+                if where:  # the planner picks: a selective filter is answered exactly through its own index
                     connection.execute(text("SET LOCAL hnsw.iterative_scan = strict_order"))
+                else:  # HNSW was asked for: a small table would otherwise be scanned instead
+                    connection.execute(text("SET LOCAL enable_seqscan = off"))
             for query in np.asarray(query_vectors, dtype=np.float32):
                 found = connection.execute(statement, {**params, "query": query, "k": int(k)}).all()
                 ids = [int(r[0]) for r in found]

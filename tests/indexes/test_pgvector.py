@@ -71,6 +71,26 @@ def test_hnsw_at_defaults_recalls_the_exact_top_10(on_pg_hnsw, on_pg_exact, engi
     assert abs(ndcg_at_10(on_pg_hnsw, engine_subset) - ndcg_at_10(on_pg_exact, engine_subset)) <= 0.005
 
 
+def explain(url: str, table: str, vector: np.ndarray, exact: bool) -> str:
+    literal = "[" + ",".join(map(repr, vector.tolist())) + "]"
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("SET LOCAL enable_indexscan = off" if exact else "SET LOCAL enable_seqscan = off"))
+            rows = connection.execute(text(f"EXPLAIN SELECT chunk_id FROM {table} "
+                                           f"ORDER BY embedding <=> '{literal}' LIMIT 10")).all()
+    finally:
+        engine.dispose()
+    return "\n".join(r[0] for r in rows)
+
+
+def test_hnsw_and_exact_nodes_use_different_tables_and_plans(on_pg_hnsw, on_pg_exact, pg_url, in_process):
+    assert on_pg_hnsw.index.name != on_pg_exact.index.name
+    vector = in_process.vectors_for([int(in_process.infra.chunks.ids[0])])[0]
+    assert "_hnsw" in explain(pg_url, on_pg_hnsw.index.name, vector, exact=False)
+    assert "_hnsw" not in explain(pg_url, on_pg_exact.index.name, vector, exact=True)
+
+
 def test_a_saved_tree_holds_a_reference_without_secrets(on_pg_exact, pg_folder, pg_url):
     manifest = read_manifest(pg_folder)
     assert not any(name.endswith(".npy") for name in manifest["files"])
