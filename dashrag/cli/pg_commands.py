@@ -1,21 +1,25 @@
-"""``dashrag pg start|stop|status``: a local PostgreSQL server with pgvector, on loopback (engines/local_postgres.py)."""
+"""``dashrag pg start|stop|status``: a local PostgreSQL server with pgvector, on loopback.
+
+The work is in ``dashrag/engines/local_postgres.py``; this module only maps it to commands.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Optional
 
 import typer
 
+from dashrag.cli.console import console, user_errors
 
-def register_pg_commands(app: typer.Typer, console: Any, user_errors: Callable) -> None:
+
+def register_pg_commands(app: typer.Typer) -> None:
     pg = typer.Typer(no_args_is_help=True, help="A local PostgreSQL server with pgvector (127.0.0.1 only).")
 
     @pg.command("start")
     @user_errors
     def start(data: Path = typer.Option(..., "--data", help="Data folder (created and initialised if new)."),
-              port: Optional[int] = typer.Option(None, "--port", min=1, max=65535,
-                                                 help="Port on 127.0.0.1 (default: a free one).")) -> None:
+              port: int | None = typer.Option(None, "--port", min=1, max=65535,
+                                              help="Port on 127.0.0.1 (default: a free one).")) -> None:
         """Start (initialising if needed) a PostgreSQL server on 127.0.0.1 and print its URL."""
         from dashrag.engines.local_postgres import start as start_server
 

@@ -25,7 +25,7 @@ class Infra:
     hold something else (never done otherwise)."""
 
     env_path: Path
-    chunks: "ChunkSet"
+    chunks: ChunkSet
     store_url: str | None = None
     workdir: Path | None = None
     overwrite: bool = False

@@ -123,7 +123,7 @@ def start(data: Path, port: int | None = None) -> LocalServer:
     _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(data / "server.log"), "-o", options,
           "-w", "-t", str(START_TIMEOUT_S), "start"], user, f"starting the server on 127.0.0.1:{port}")
     server = LocalServer(data, port)
-    state = {"port": port}
+    state: dict[str, int | str] = {"port": port}
     if user is not None:
         state["user"] = user.pw_name
     atomic_write_json(state_path, state)
@@ -166,5 +166,6 @@ def stop(data: Path) -> bool:
         raise EngineError(f"PostgreSQL: {data} is not a data folder made by `dashrag pg start`")
     if status(data) is None:
         return False
-    _run([str(binaries() / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"], server_user(), "stopping the server")
+    _run([str(binaries() / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"], server_user(),
+         "stopping the server")
     return True

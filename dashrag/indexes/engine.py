@@ -169,7 +169,8 @@ class EngineVectorIndex(VectorIndex[P], Generic[P]):
     def load_from(self, folder: Path, identity: IndexIdentity) -> None:
         reference = load_json(folder / REFERENCE_FILE)
         if not isinstance(reference, dict) or reference.get("engine") != self.engine_name:
-            raise PersistenceError(f"{folder / REFERENCE_FILE}: not a reference to a {self.engine_name} {self.object_kind}")
+            raise PersistenceError(
+                f"{folder / REFERENCE_FILE}: not a reference to a {self.engine_name} {self.object_kind}")
         self._name = str(reference.get(self.object_kind))
         wanted = self.record_for(identity)
         if reference.get("record") != wanted:

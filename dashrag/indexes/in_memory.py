@@ -27,7 +27,11 @@ from dashrag.core.restriction import Restriction
 from dashrag.errors import PersistenceError, RetrievalError
 from dashrag.indexes.base import Hits, IndexIdentity, VectorIndex
 from dashrag.indexes.similarity import (
-    euclidean_from_ranking, euclidean_ranking, is_unit_length, similarity, squared_lengths,
+    euclidean_from_ranking,
+    euclidean_ranking,
+    is_unit_length,
+    similarity,
+    squared_lengths,
 )
 
 QUERY_BLOCK = 256  # queries scored per matrix product

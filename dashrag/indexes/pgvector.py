@@ -73,7 +73,8 @@ class PgVectorParams(EngineIndexParams):
 
 @register(kind="vector_index", icon="Database", category="index",
           en=("PostgreSQL + pgvector", "Chunk vectors in a PostgreSQL table with pgvector, exact or HNSW."),
-          es=("PostgreSQL + pgvector", "Vectores de los fragmentos en una tabla de PostgreSQL con pgvector, exacta o HNSW."),
+          es=("PostgreSQL + pgvector",
+              "Vectores de los fragmentos en una tabla de PostgreSQL con pgvector, exacta o HNSW."),
           representation="pgvector {table} exact={exact}")
 class PgVectorIndex(EngineVectorIndex[PgVectorParams]):
     SCHEMA = PgVectorParams

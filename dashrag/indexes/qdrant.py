@@ -37,7 +37,14 @@ from dashrag.core.registry import register
 from dashrag.core.restriction import Restriction
 from dashrag.errors import DashragError, EngineError, PersistenceError
 from dashrag.indexes.base import Hits
-from dashrag.indexes.engine import UPLOAD_BATCH, EngineFilter, EngineIndexParams, EngineVectorIndex, engine_filter, payload_of
+from dashrag.indexes.engine import (
+    UPLOAD_BATCH,
+    EngineFilter,
+    EngineIndexParams,
+    EngineVectorIndex,
+    engine_filter,
+    payload_of,
+)
 
 RECORDS_COLLECTION = "dashrag_records"
 MEMORY = ":memory:"
@@ -63,7 +70,8 @@ _local_lock = threading.Lock()
 
 @register(kind="vector_index", icon="Database", category="index",
           en=("Qdrant collection", "Chunk vectors in a Qdrant collection: embedded, or a server or cluster."),
-          es=("Colección de Qdrant", "Vectores de los fragmentos en una colección de Qdrant: embebida, o un servidor o clúster."),
+          es=("Colección de Qdrant",
+              "Vectores de los fragmentos en una colección de Qdrant: embebida, o un servidor o clúster."),
           representation="Qdrant {collection} exact={exact}")
 class QdrantVectorIndex(EngineVectorIndex[QdrantParams]):
     SCHEMA = QdrantParams

@@ -46,9 +46,15 @@ from dashrag.errors import PersistenceError, RetrievalError
 from dashrag.indexes.base import IndexIdentity, VectorIndex
 from dashrag.indexes.in_memory import InMemoryVectorIndex
 from dashrag.indexes.similarity import (  # noqa: F401  (re-exported: the math used to live here)
-    Metric, distance_from_similarity, euclidean_from_ranking, euclidean_ranking, is_unit_length, similarity,
+    Metric,
+    distance_from_similarity,
+    euclidean_from_ranking,
+    euclidean_ranking,
+    is_unit_length,
+    similarity,
     squared_lengths,
 )
+
 
 class DenseParams(ComponentParams):
     top_k: int = Field(5, ge=1, description="How many chunks to return.")
@@ -64,7 +70,8 @@ class DenseParams(ComponentParams):
 
 @register(kind="retriever", icon="Brain", category="semantic",
           en=("Dense embeddings", "Ranks chunks by the similarity of their embedding to the query's (exact search)."),
-          es=("Embeddings densos", "Ordena fragmentos por la similitud de su embedding con el de la consulta (búsqueda exacta)."),
+          es=("Embeddings densos",
+              "Ordena fragmentos por la similitud de su embedding con el de la consulta (búsqueda exacta)."),
           representation="Dense {similarity_metric} top {top_k} ({embedding})")
 class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
     SCHEMA = DenseParams
@@ -86,7 +93,8 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
         infra = self.require_infra()
         vectors = np.asarray(document_vectors(self.embedding, infra.chunks, infra.env_path))
         if vectors.dtype != np.float32 or vectors.ndim != 2:
-            raise RetrievalError(f"{self.component_name}: chunk vectors must be a 2-d float32 matrix, got {vectors.dtype} {vectors.shape}")
+            raise RetrievalError(f"{self.component_name}: chunk vectors must be a 2-d float32 matrix, "
+                                 f"got {vectors.dtype} {vectors.shape}")
         if vectors.shape[0] != len(infra.chunks):
             raise RetrievalError(f"{self.component_name}: {vectors.shape[0]} vectors for {len(infra.chunks)} chunks")
         self.index.add(vectors, self._identity(int(vectors.shape[1])))
@@ -161,8 +169,8 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
         self._require_fitted()
         chunks = self.require_infra().chunks.chunks
         found = self.index.search(query_vectors, self.top_k(kwargs), kwargs.get("restriction"))
-        return [([ScoredChunk(chunks[r], float(x), self.component_name) for r, x in zip(rows.tolist(), scores.tolist())],
-                 [], None) for rows, scores in found]
+        return [([ScoredChunk(chunks[r], float(x), self.component_name)
+                  for r, x in zip(rows.tolist(), scores.tolist())], [], None) for rows, scores in found]
 
     def to_distance(self, scores: np.ndarray) -> np.ndarray:
         return distance_from_similarity(scores, self.params.similarity_metric)

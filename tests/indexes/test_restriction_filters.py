@@ -15,7 +15,7 @@ from tests.indexes.conftest import dense_tree
 
 QUERIES = ["asylum appeal hearing", "cleaning the kitchen floor", "family reunification in Iraq", "bread"]
 DOCUMENTS = load_documents()
-VALUES = {}
+VALUES: dict[str, set[str]] = {}
 for document in DOCUMENTS:
     for name, values in document.metadata.items():
         VALUES.setdefault(name, set()).update(values)
