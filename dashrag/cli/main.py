@@ -113,6 +113,7 @@ def index(
     )
     record_store.close()
     console.print(f"indexed {len(retriever.require_infra().chunks)} chunks in {built:.1f}s; saved to {out}")
+    retriever.close()  # engine connections, embedded Qdrant's storage lock
 
 
 def _read_queries(path: Path) -> list[tuple[str, str]]:
@@ -156,10 +157,13 @@ def query(
         raise QueryError("give either a query text or --queries FILE")
     retriever = dashrag.load(folder)
     kwargs = {} if top_k is None else {"top_k": top_k}
-    if queries is not None:
-        answers = retriever.retrieve_batch([q for _, q in pairs], **kwargs)
-    else:
-        answers = [retriever.retrieve(pairs[0][1], **kwargs)]
+    try:
+        if queries is not None:
+            answers = retriever.retrieve_batch([q for _, q in pairs], **kwargs)
+        else:
+            answers = [retriever.retrieve(pairs[0][1], **kwargs)]
+    finally:
+        retriever.close()  # engine connections, embedded Qdrant's storage lock
     rows = [(qid, chunks, node) for (qid, _), (chunks, node) in zip(pairs, answers)]
     if fmt == "trec":
         sys.stdout.write(format_trec_run(run_from_results({qid: chunks for qid, chunks, _ in rows}), tag))
