@@ -35,6 +35,7 @@ import argparse
 import json
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -227,6 +228,7 @@ def main() -> None:
     for hidden in ("--probe", "--probe-name", "--probe-spec", "--probe-root"):
         parser.add_argument(hidden, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run still stops its PostgreSQL (finally)
     if args.probe:
         return run_probe(args)
     n = args.n = args.synthetic or (20_000 if args.small else 200_000)

@@ -9,7 +9,7 @@ import pytest
 import dashrag
 from dashrag.evaluation.metrics import evaluate
 from dashrag.evaluation.runs import run_from_results
-from tests.embeddings.scifact_subset import Subset, load_subset
+from tests.fixtures.scifact import Subset
 
 FAST_ONNX = {"component": "MiniLMOnnxEmbedding", "params": {"max_seq_length": 128}}
 
@@ -33,8 +33,8 @@ def ndcg_at_10(retriever, subset: Subset) -> float:
 
 
 @pytest.fixture(scope="session")
-def engine_subset() -> Subset:
-    return load_subset()
+def engine_subset(subset) -> Subset:
+    return subset
 
 
 @pytest.fixture(scope="session")
