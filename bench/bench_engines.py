@@ -198,7 +198,7 @@ def bench_corpus(label: str, builders: dict[str, Any], queries: np.ndarray, repe
     for tree in trees.values():
         tree.close()
     for name in builders:  # memory: one child process per index
-        rows[name]["peak_mib"] = memory(name)
+        rows[name]["peak_mib"] = memory(name) if memory is not None else float("nan")
         print(f"  {label}: {name} peaks at {rows[name]['peak_mib']:.0f} MiB", flush=True)
     return rows
 
@@ -224,6 +224,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cache-dir", type=Path, default=Path(".dashrag-work/scifact"))
     parser.add_argument("--no-scifact", action="store_true")
+    parser.add_argument("--no-memory", action="store_true", help="Skip the peak-memory child processes.")
+    parser.add_argument("--no-synthetic", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
     for hidden in ("--probe", "--probe-name", "--probe-spec", "--probe-root"):
         parser.add_argument(hidden, default=None, help=argparse.SUPPRESS)
@@ -251,20 +253,24 @@ def main() -> None:
                         for name, spec in specs.items()}
             report["scifact"] = bench_corpus("SciFact", builders, queries, args.repeats, query_ids,
                                              {q: dict(split.qrels[q]) for q in query_ids},
+                                             None if args.no_memory else
                                              lambda name: peak_memory("scifact", name, specs[name], root, args))
             print_table(f"SciFact: 5,183 x 384, {len(query_ids)} queries, top {K}", report["scifact"])
-        rng = np.random.default_rng(7)
-        vectors = unit_random(rng, n, 384)
-        queries = unit_random(rng, n_queries, 384)
-        np.save(root / "synthetic-vectors.npy", vectors)
-        np.save(root / "synthetic-queries.npy", queries)
-        chunks = synthetic_set(n)
-        specs = indexes(server.url, ":memory:")  # embedded on disk commits point by point: hours at 200,000
-        builders = {name: (lambda spec=spec, name=name: build_synthetic(spec, root / f"synthetic-{name}", chunks,
-                                                                        vectors)) for name, spec in specs.items()}
-        report["synthetic"] = bench_corpus("synthetic", builders, queries, args.repeats, memory=lambda name:
-                                           peak_memory("synthetic", name, specs[name], root, args))
-        print_table(f"synthetic: {n:,} x 384 random unit vectors, {n_queries} queries, top {K}", report["synthetic"])
+        if not args.no_synthetic:
+            rng = np.random.default_rng(7)
+            vectors = unit_random(rng, n, 384)
+            queries = unit_random(rng, n_queries, 384)
+            np.save(root / "synthetic-vectors.npy", vectors)
+            np.save(root / "synthetic-queries.npy", queries)
+            chunks = synthetic_set(n)
+            specs = indexes(server.url, ":memory:")  # embedded on disk commits point by point: hours at 200,000
+            builders = {name: (lambda spec=spec, name=name: build_synthetic(
+                spec, root / f"synthetic-{name}", chunks, vectors)) for name, spec in specs.items()}
+            memory = None if args.no_memory else (
+                lambda name: peak_memory("synthetic", name, specs[name], root, args))
+            report["synthetic"] = bench_corpus("synthetic", builders, queries, args.repeats, memory=memory)
+            print_table(f"synthetic: {n:,} x 384 random unit vectors, {n_queries} queries, top {K}",
+                        report["synthetic"])
     finally:
         local_postgres.stop(root / "pg")
         shutil.rmtree(root, ignore_errors=True)
