@@ -9,10 +9,11 @@ and searched; only its nested ``index`` differs. Measured, side by side in one r
   one precomputed query vector: the search, not the query embedding), the engines
   interleaved query by query so load from elsewhere hits all alike;
 * batched: all queries in one ``retrieve_vectors`` call, per query;
-* peak memory (resident set, ``ru_maxrss``) of a Python process that builds one index
-  (into a fresh collection / table) and answers the queries batched: one child process
-  per index, so each figure is that index's alone; the engines keep their vectors
-  outside it (the in-process index memory-maps the cached vectors and reads them all);
+* peak memory: how far the resident set of a Python process rises above its resting
+  size (after imports and inputs; Linux ``clear_refs`` resets the peak) while it builds
+  one index (into a fresh collection / table) and answers the queries batched: one child
+  process per index, so each figure is that index's alone; the engines keep their
+  vectors outside it (the in-process index memory-maps the cached vectors and reads them all);
 * quality: nDCG@10 on SciFact test and recall@10 against exact in-process search.
 
 Corpora: SciFact (5,183 abstracts, WholeDocumentChunker, 300 test queries; the first
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import signal
 import subprocess
@@ -143,22 +143,43 @@ def peak_memory(kind: str, name: str, spec: dict | None, root: Path, args: argpa
     return float(done.stdout.strip().splitlines()[-1])
 
 
+def reset_resident_peak() -> float:
+    """Reset this process's peak resident size to its current one (Linux ``clear_refs`` 5); return it in MiB,
+    so the peak measured next is the index's work, not the imports and inputs before it."""
+    Path("/proc/self/clear_refs").write_text("5")
+    return proc_status_mib("VmRSS")
+
+
+def resident_peak_mib() -> float:
+    return proc_status_mib("VmHWM")
+
+
+def proc_status_mib(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
 def run_probe(args: argparse.Namespace) -> None:
     """Child side of ``peak_memory``: build, query, print the peak RSS in MiB."""
     spec = probe_spec(json.loads(args.probe_spec), args.probe_name)
     root = Path(args.probe_root)
     folder = root / f"probe-{args.probe}-{args.probe_name}"
     if args.probe == "scifact":
-        split = load_split(SCIFACT, "test")
-        tree = build_scifact(spec, folder, args.cache_dir, dashrag.Corpus.from_path(SCIFACT))
-        queries = tree.embed_queries(list(split.queries.values()))
+        corpus = dashrag.Corpus.from_path(SCIFACT)
+        queries = np.load(root / "scifact-queries.npy")
+        resting = reset_resident_peak()
+        tree = build_scifact(spec, folder, args.cache_dir, corpus)
     else:
         chunks = synthetic_set(args.synthetic)
-        tree = build_synthetic(spec, folder, chunks, np.load(root / "synthetic-vectors.npy", mmap_mode="r"))
+        vectors = np.load(root / "synthetic-vectors.npy", mmap_mode="r")
         queries = np.load(root / "synthetic-queries.npy")
+        resting = reset_resident_peak()
+        tree = build_synthetic(spec, folder, chunks, vectors)
     tree.retrieve_vectors(queries)
     tree.close()
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    print(resident_peak_mib() - resting)
 
 
 def recall(found: list[list[int]], exact: list[list[int]]) -> float:
@@ -207,7 +228,7 @@ def print_table(label: str, rows: dict[str, dict[str, Any]]) -> None:
     base = rows["in-process"]
     print(f"\n{label}")
     print(f"{'index':<16} {'build s':>8} {'x':>6} {'p50 ms':>8} {'x':>6} {'p99 ms':>8} {'x':>6} "
-          f"{'batch ms/q':>10} {'x':>6} {'peak MiB':>9} {'x':>6} {'recall@10':>9} {'nDCG@10':>8}")
+          f"{'batch ms/q':>10} {'x':>6} {'peak+ MiB':>9} {'x':>6} {'recall@10':>9} {'nDCG@10':>8}")
     for name, r in rows.items():
         ndcg = f"{r['ndcg@10']:.4f}" if "ndcg@10" in r else "-"
         print(f"{name:<16} {r['build_s']:>8.2f} {r['build_s'] / base['build_s']:>6.1f} {r['p50_ms']:>8.2f} "
@@ -247,6 +268,7 @@ def main() -> None:
             query_ids = list(split.queries)
             probe = build_scifact(None, root / "probe", args.cache_dir, corpus)
             queries = probe.embed_queries([split.queries[q] for q in query_ids])
+            np.save(root / "scifact-queries.npy", queries)
             probe.close()
             builders = {name: (lambda spec=spec, name=name: build_scifact(spec, root / f"scifact-{name}",
                                                                           args.cache_dir, corpus))
