@@ -20,7 +20,8 @@ from dashrag.core.retriever import Retriever
 from dashrag.core.saved_tree import load, save, store_filename
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.corpus import Corpus
-from dashrag.errors import PersistenceError
+from dashrag.errors import ConfigError, PersistenceError
+from dashrag.presets import load_preset
 from dashrag.store.store import Store, sqlite_url
 
 DEFAULT_CHUNKER: dict[str, Any] = {
@@ -78,7 +79,7 @@ def prepare_corpus(
 
 
 def build(
-    config: dict | Retriever,
+    config: dict | str | Retriever,
     corpus: Corpus | str | Path,
     workdir: str | Path,
     chunker: dict | None = None,
@@ -86,10 +87,18 @@ def build(
     cache_dir: str | Path | None = None,
     overwrite: bool = False,
 ) -> Retriever:
-    """Validate and build ``config`` (a JSON tree), fit it on ``corpus``; the store goes in
-    ``workdir``, caches in ``cache_dir`` (default: ``workdir``). ``overwrite`` lets engine-backed
-    indexes replace a collection or table that holds something else (never done otherwise)."""
-    root = build_as(config, Retriever, "retriever") if isinstance(config, dict) else config
+    """Validate and build ``config`` (a JSON tree, or the name of a preset in components/ such as
+    ``"keyword"``), fit it on ``corpus``; the store goes in ``workdir``, caches in ``cache_dir``
+    (default: ``workdir``). ``overwrite`` lets engine-backed indexes replace a collection or
+    table that holds something else (never done otherwise)."""
+    if isinstance(config, str):
+        config = load_preset(config)
+    if isinstance(config, dict):
+        root = build_as(config, Retriever, "retriever")
+    elif isinstance(config, Retriever):
+        root = config
+    else:
+        raise ConfigError(f"build takes a config dict, a preset name or a built retriever, not {type(config).__name__}")
     infra = prepare_corpus(corpus, workdir, chunker, store_url, cache_dir, overwrite)
     root.inject_infra(infra)
     try:

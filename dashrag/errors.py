@@ -8,7 +8,23 @@ so the CLI can print it as one line and exit non-zero instead of a traceback.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
+
+#: The most characters of an offending input an error message quotes.
+EXCERPT_CHARS = 80
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+    """``repr`` of ``value`` cut to ``limit`` characters, saying how long it was.
+
+    Why: an error message quotes what was wrong so the user can find it, but a 1 MB
+    component name or document must not be echoed whole into a terminal or a log.
+    """
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return repr(text) if isinstance(value, str) else text
+    shown = repr(text[:limit]) if isinstance(value, str) else text[:limit]
+    return f"{shown}… ({len(text):,} characters)"
 
 
 class DashragError(Exception):
@@ -70,6 +86,16 @@ class StageError(RetrievalError):
     def __init__(self, stage: str, message: str):
         self.stage = stage
         super().__init__(f"stage {stage!r} failed: {message}")
+
+
+class RerankerError(StageError):
+    """A stage of a rerank cascade failed, as the reference names it: ``stage`` (fast, early_exit,
+    hydrate, precise, mmr) and ``context``, a JSON-ready dict of what the stage was working on
+    (the query, how many candidates, the component). Never holds a secret."""
+
+    def __init__(self, stage: str, message: str, context: dict | None = None):
+        self.context = dict(context or {})
+        super().__init__(stage, message)
 
 
 class LLMError(DashragError):

@@ -67,12 +67,23 @@ class DenseParams(ComponentParams):
         "Where the chunk vectors live and how they are searched: in this process (exact), "
         "on Qdrant or on PostgreSQL + pgvector (exact or HNSW)."))
 
+    ALIASES = {"embedding_model": "embedding"}  # DashAI's name for the field
 
-@register(kind="retriever", icon="Brain", category="semantic",
-          en=("Dense embeddings", "Ranks chunks by the similarity of their embedding to the query's (exact search)."),
-          es=("Embeddings densos",
-              "Ordena fragmentos por la similitud de su embedding con el de la consulta (búsqueda exacta)."),
-          representation="Dense {similarity_metric} top {top_k} ({embedding})")
+
+@register(
+    kind="retriever",
+    icon="Brain",
+    category="semantic",
+    en=("Dense embeddings", "Ranks chunks by the similarity of their embedding to the query's (exact search)."),
+    es=(
+        "Embeddings densos",
+        "Ordena fragmentos por la similitud de su embedding con el de la consulta (búsqueda exacta).",
+    ),
+    representation={
+        "en": "Dense {similarity_metric} top {top_k} ({embedding})",
+        "es": "Denso {similarity_metric}, mejores {top_k} ({embedding})",
+    },
+)
 class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
     SCHEMA = DenseParams
 

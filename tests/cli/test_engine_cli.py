@@ -107,6 +107,6 @@ def test_the_document_store_on_postgresql_serves_index_and_query(pg_url, tmp_pat
     assert built.exit_code == 0, built.output
     assert not list(out.glob("store-*.sqlite"))  # the chunks live in PostgreSQL, not beside the tree
     assert sql(store, "SELECT count(*) FROM documents")[0][0] == len(list(EXAMPLE_CORPUS.iterdir()))
-    answer = run("query", out, "cosine similarity of dense vectors", "--json")
+    answer = run("query", out, "cosine similarity of dense vectors", "--json", "--store", store)
     assert answer.exit_code == 0, answer.output
     assert json.loads(answer.output)["results"]
