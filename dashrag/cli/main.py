@@ -20,8 +20,8 @@ from dashrag.cli.config_files import resolve_component, resolve_config
 from dashrag.cli.console import console, user_errors
 from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.output import print_table, results_json
-from dashrag.cli.pg_commands import register_pg_commands
 from dashrag.cli.paths import check_output_folder, create_output_folder
+from dashrag.cli.pg_commands import register_pg_commands
 from dashrag.cli.safe_text import json_line, plain
 from dashrag.cli.usage import OneLineErrors
 from dashrag.core.config_json import loads_config
