@@ -27,12 +27,13 @@ from dashrag.cli.usage import OneLineErrors
 from dashrag.core.config_json import loads_config
 from dashrag.core.persistence import save_lock
 from dashrag.core.registry import all_components, get_component
-from dashrag.core.schema import component_schema, export_schemas
 from dashrag.core.trace import format_trace
 from dashrag.display import visible
 from dashrag.errors import ConfigError, QueryError, excerpt
 from dashrag.evaluation.runs import format_trec_run, run_from_results
-from dashrag.store.store import Store
+
+# jsonschema (schema) and SQLAlchemy (the store) are imported by the commands that use them: a keyword
+# `dashrag query` must not pay for them (tests/cli/test_cold_query_imports.py, bench/bench_cold_query.py).
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Retriever trees from JSON.",
                   cls=OneLineErrors, pretty_exceptions_enable=False)
@@ -52,6 +53,8 @@ def components() -> None:
 @user_errors
 def schema(name: str) -> None:
     """Print the JSON Schema of one component."""
+    from dashrag.core.schema import component_schema
+
     print(json_line(component_schema(get_component(name)), indent=2))
 
 
@@ -61,6 +64,8 @@ def export_schemas_command(
     root: Path = typer.Option(REPO_ROOT, help="Folder that holds schemas/ and frontend_meta/."),
 ) -> None:
     """Regenerate schemas/ and frontend_meta/ from the code."""
+    from dashrag.core.schema import export_schemas
+
     written = export_schemas(root)
     console.print(plain(f"wrote {len(written)} files under {root}/schemas and {root}/frontend_meta"), highlight=False)
 
@@ -93,6 +98,8 @@ def index(
     ),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
+    from dashrag.store.store import Store
+
     raw = resolve_config(config)
     dashrag.validate_and_transform(raw, "retriever")  # every config problem before any work
     chunker_spec = resolve_component(chunker)

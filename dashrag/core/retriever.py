@@ -17,7 +17,8 @@ dedup of ids, batch splitting), so a component implements only its scoring.
 from __future__ import annotations
 
 import time
-from typing import Any, Generic, Protocol, Sequence, TypeVar, cast
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, Protocol, Sequence, TypeVar, cast, overload
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from dashrag.core.ranking import by_distance, top_k_rows
 from dashrag.core.restriction import Restriction
 from dashrag.core.trace import TraceSettings, trace_node
 from dashrag.documents.model import ScoredChunk
+from dashrag.documents.scored_chunks import ScoredChunks
 from dashrag.documents.windows import ChunkSetLookup, expand_retrieved_chunks, merge_expanded_chunks
 from dashrag.errors import ConfigError, PersistenceError, QueryError
 
@@ -36,7 +38,54 @@ P = TypeVar("P", bound=ComponentParams)
 
 class _LeafParams(Protocol):
     top_k: int  # every leaf's params declare how many chunks it returns
-Result = tuple[list[ScoredChunk], list[dict], dict | None]  # chunks, children's trace nodes, selection
+
+
+Result = tuple[Sequence[ScoredChunk], list[dict], dict | None]  # chunks, children's trace nodes, selection
+Answer = tuple[Sequence[ScoredChunk], dict]  # chunks best first, trace node
+
+
+class BatchAnswers(Sequence[Answer]):
+    """``retrieve_batch``'s answer: one ``(chunks, trace node)`` per query, the node built
+    each time its query's answer is read, and not kept. A batch of cheap queries spent
+    most of its time and memory on trace nodes nobody read (bench/bench_bm25_end_to_end.py);
+    a caller that reads an answer gets its node, with the query's share of the batch's time,
+    and equal nodes on every read. :meth:`results` gives the chunks alone."""
+
+    __slots__ = ("_queries", "_results", "_share_ms", "_node")
+
+    def __init__(self, queries: list[str], results: list[Result], share_ms: float,
+                 node: Callable[..., dict]):
+        self._queries, self._results, self._share_ms, self._node = queries, results, share_ms, node
+
+    def __len__(self) -> int:
+        return len(self._queries)
+
+    def _answer(self, i: int) -> Answer:
+        chunks, children, selection = self._results[i]
+        return chunks, self._node(self._queries[i], chunks, self._share_ms, children, selection, batched=True)
+
+    @overload
+    def __getitem__(self, index: int) -> Answer: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Answer]: ...
+
+    def __getitem__(self, index: int | slice) -> Answer | list[Answer]:
+        if isinstance(index, slice):
+            return [self._answer(i) for i in range(len(self))[index]]
+        return self._answer(range(len(self))[index])
+
+    def __iter__(self) -> Iterator[Answer]:
+        return (self._answer(i) for i in range(len(self)))
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, (BatchAnswers, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def results(self) -> list[Sequence[ScoredChunk]]:
+        """Every query's chunks, without building trace nodes."""
+        return [chunks for chunks, _, _ in self._results]
 
 
 def check_query(query: Any) -> str:
@@ -56,26 +105,26 @@ class Retriever(ConfigObject[P], Generic[P]):
         self._record_id: int | None = None
 
     # -- public contract ----------------------------------------------------
-    def retrieve(self, query: str, **kwargs: Any) -> tuple[list[ScoredChunk], dict]:
+    def retrieve(self, query: str, **kwargs: Any) -> Answer:
         query = check_query(query)
         start = time.perf_counter()
         chunks, children, selection = self._retrieve(query, **kwargs)
         return chunks, self._node(query, chunks, (time.perf_counter() - start) * 1000, children, selection)
 
-    def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> list[tuple[list[ScoredChunk], dict]]:
-        """Answer many queries; leaves do it in one vectorised pass. Each query gets its own trace;
-        its ``elapsed_ms`` is its share of the batch's time. Automatic garbage collection is
-        paused for the batch and its young garbage swept at the end (core/collection.py)."""
+    def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> Sequence[Answer]:
+        """Answer many queries; leaves do it in one vectorised pass. Each query gets its own trace
+        (built when its answer is read, see :class:`BatchAnswers`); its ``elapsed_ms`` is its share
+        of the batch's time. Automatic garbage collection is paused for the batch and its young
+        garbage swept at the end (core/collection.py)."""
         queries = [check_query(q) for q in queries]
         if not queries:
-            return []
+            return BatchAnswers([], [], 0.0, self._node)
         with young_garbage_only() as sweep:  # see core/collection.py: a fifth of a fused batch's time
             start = time.perf_counter()
             results = self._retrieve_batch(queries, **kwargs)
             share = (time.perf_counter() - start) * 1000 / len(queries)
-            answers = [(c, self._node(q, c, share, ch, sel, batched=True)) for q, (c, ch, sel) in zip(queries, results)]
             sweep()
-        return answers
+        return BatchAnswers(queries, results, share, self._node)
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
         """``[(chunk_id, distance)]`` ascending; an unknown id raises UnknownChunkError."""
@@ -148,7 +197,7 @@ class Retriever(ConfigObject[P], Generic[P]):
     def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
         return [self._retrieve(q, **kwargs) for q in queries]
 
-    def _node(self, query: str, chunks: list[ScoredChunk], elapsed_ms: float, children: list[dict],
+    def _node(self, query: str, chunks: Sequence[ScoredChunk], elapsed_ms: float, children: list[dict],
               selection: dict | None, **extra: Any) -> dict:
         return trace_node(component=self.component_name, params=self.own_params(), query=query,
                           elapsed_ms=elapsed_ms, output=chunks, settings=self.trace_settings,
@@ -187,6 +236,11 @@ class UnitRetriever(Retriever[P], Generic[P]):
     def to_distance(self, scores: np.ndarray) -> np.ndarray:
         return -scores
 
+    def _encode_queries(self, queries: list[str]) -> Any:
+        """The whole batch in the form ``_score_and_floor`` scores, sliced by rows into blocks
+        (default: the texts). A leaf that analyzes queries overrides it to do so once per batch."""
+        return queries
+
     def _allowed(self, kwargs: dict[str, Any]) -> np.ndarray | None:
         restriction: Restriction | None = kwargs.get("restriction")
         return None if restriction is None else restriction.row_mask(self.require_infra().chunks)
@@ -199,14 +253,14 @@ class UnitRetriever(Retriever[P], Generic[P]):
         k, allowed = self.top_k(kwargs), self._allowed(kwargs)
         results: list[Result] = []
         per_block = max(1, min(self.query_block, self.block_cells // len(chunks)))
+        encoded = self._encode_queries(queries)
         for start in range(0, len(queries), per_block):
-            block, floors = self._score_and_floor(queries[start:start + per_block])
+            block, floors = self._score_and_floor(encoded[start:start + per_block])
             for scores, floor in zip(block, floors.tolist()):
                 rows = top_k_rows(scores, k, allowed)
                 values = scores[rows]
                 hits = int(np.count_nonzero(values > floor))  # the misses are the tail, if any
-                found = [ScoredChunk(chunks.chunks[r], x, self.component_name)
-                         for r, x in zip(rows[:hits].tolist(), values[:hits].tolist())]
+                found = ScoredChunks(chunks, rows[:hits], values[:hits], self.component_name)
                 results.append((found, [], None))
         return results
 

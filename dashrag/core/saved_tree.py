@@ -34,7 +34,7 @@ from dashrag.core.persistence import node_dirname, read_consistently, save_lock,
 from dashrag.core.retriever import Retriever
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.errors import ConfigError, PersistenceError, excerpt
-from dashrag.store.store import Store, display_url, read_only_url, sqlite_url
+from dashrag.store.sqlite_reader import read_sqlite_chunk_set, sqlite_path, sqlite_url
 
 SQLITE_PREFIX = "sqlite:///"
 STORE_FILE_PATTERN = re.compile(r"store-[0-9a-f]{1,64}\.sqlite")
@@ -50,6 +50,8 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
     folder = Path(folder)
     infra = root.require_infra()
     with save_lock(folder):
+        from dashrag.store.store import display_url
+
         store_ref = display_url(infra.store_url) if infra.store_url else None  # never a password
         if infra.store_url and infra.store_url.startswith(SQLITE_PREFIX):
             source = Path(infra.store_url[len(SQLITE_PREFIX):])
@@ -90,6 +92,11 @@ def _store_in_folder(folder: Path, ref: str | None) -> str:
 
 
 def _read_chunk_set(store_url: str) -> ChunkSet:
+    path = sqlite_path(store_url)
+    if path is not None:  # read-only through sqlite3: a load imports no SQLAlchemy (docs/performance.md)
+        return read_sqlite_chunk_set(path)
+    from dashrag.store.store import Store, read_only_url
+
     store = Store(read_only_url(store_url), read_only=True)
     try:
         return store.read_chunk_set()

@@ -247,7 +247,7 @@ class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
         """The child's distances: the model selects, it does not score arbitrary chunks."""
         return self.child.score_chunks(chunk_ids, query)
 
-    def _decide(self, query: str, received: list[ScoredChunk], child_node: dict) -> Result:
+    def _decide(self, query: str, received: Sequence[ScoredChunk], child_node: dict) -> Result:
         p = self.params
         candidates = dedupe_and_cap(received, p.k1)
         record = SelectionRecord(received=len(received), candidates=candidates, top_k=p.top_k)

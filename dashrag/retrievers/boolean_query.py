@@ -238,7 +238,7 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
         return DocumentMaskRestriction(documents, chunks, mask)
 
     # -- the retriever contract -------------------------------------------------
-    def retrieve(self, query: str, **kwargs: Any) -> tuple[list[ScoredChunk], dict]:
+    def retrieve(self, query: str, **kwargs: Any) -> tuple[Sequence[ScoredChunk], dict]:
         """Like every retriever's, except that an empty query is valid: it means TRUE."""
         if not isinstance(query, str):
             raise QueryError(f"a query must be a string, got {type(query).__name__}")
@@ -246,7 +246,7 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
         chunks, children, selection = self._retrieve(query, **kwargs)
         return chunks, self._node(query, chunks, (time.perf_counter() - start) * 1000, children, selection)
 
-    def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> list[tuple[list[ScoredChunk], dict]]:
+    def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> Sequence[tuple[Sequence[ScoredChunk], dict]]:
         """One expression after another: each has its own tree, clauses and scope."""
         return [self.retrieve(q, **kwargs) for q in queries]
 

@@ -132,7 +132,7 @@ class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):
             start += len(chunks)
         return results
 
-    def _ranked(self, candidates: list[ScoredChunk], scores: np.ndarray, child_trace: dict, k: int) -> Result:
+    def _ranked(self, candidates: Sequence[ScoredChunk], scores: np.ndarray, child_trace: dict, k: int) -> Result:
         chosen, order = rerank_by_scores(candidates, scores, k, self.component_name)
         selection = {
             "summary": f"cross-encoder kept {len(chosen)} of {len(candidates)} candidates",

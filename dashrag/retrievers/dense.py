@@ -165,7 +165,7 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
         """(n_queries, n_chunks) scores of precomputed query vectors under this node's metric."""
         return self._in_memory().score_all(query_vectors)
 
-    def retrieve_vectors(self, query_vectors: np.ndarray, **kwargs: Any) -> list[list[ScoredChunk]]:
+    def retrieve_vectors(self, query_vectors: np.ndarray, **kwargs: Any) -> list[Sequence[ScoredChunk]]:
         """Rank by precomputed query vectors: the path ``retrieve_batch`` takes once it has embedded the queries."""
         return [hits for hits, _, _ in self._rank(np.asarray(query_vectors, dtype=np.float32), kwargs)]
 

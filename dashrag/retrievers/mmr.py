@@ -177,7 +177,7 @@ class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
         vectors = dict(zip(candidate_ids, self._chunk_vectors(candidate_ids))) if candidate_ids else {}
         return [self._select(chunks, trace, vectors, k) for chunks, trace in answers]
 
-    def _select(self, candidates: list[ScoredChunk], child_trace: dict, vectors: dict[int, np.ndarray],
+    def _select(self, candidates: Sequence[ScoredChunk], child_trace: dict, vectors: dict[int, np.ndarray],
                 k: int) -> Result:
         lam = self.params.lambda_mult
         if len(candidates) <= k:  # they all fit: nothing to choose between, MMR does not run (as DashAI)
