@@ -54,6 +54,7 @@ def prepare_corpus(
     chunker: dict | None = None,
     store_url: str | None = None,
     cache_dir: str | Path | None = None,
+    overwrite: bool = False,
 ) -> Infra:
     """Chunk the corpus, write it to the store, and return the infrastructure a tree runs on.
 
@@ -78,7 +79,8 @@ def prepare_corpus(
         elif store.read_chunk_set().fingerprint != chunk_set.fingerprint:
             raise PersistenceError(f"the store {store.display_url} holds another corpus")
         store.close()
-    return Infra(env_path=Path(cache_dir) if cache_dir else workdir, chunks=chunk_set, store_url=store_url)
+    return Infra(env_path=Path(cache_dir) if cache_dir else workdir, chunks=chunk_set, store_url=store_url,
+                 workdir=workdir, overwrite=overwrite)
 
 
 def build(
@@ -88,10 +90,12 @@ def build(
     chunker: dict | None = None,
     store_url: str | None = None,
     cache_dir: str | Path | None = None,
+    overwrite: bool = False,
 ) -> Retriever:
     """Validate and build ``config`` (a JSON tree, or the name of a preset in components/ such as
     ``"keyword"``), fit it on ``corpus``; the store goes in ``workdir``, caches in ``cache_dir``
-    (default: ``workdir``)."""
+    (default: ``workdir``). ``overwrite`` lets engine-backed indexes replace a collection or
+    table that holds something else (never done otherwise)."""
     if isinstance(config, str):
         config = load_preset(config)
     if isinstance(config, dict):
@@ -100,9 +104,13 @@ def build(
         root = config
     else:
         raise ConfigError(f"build takes a config dict, a preset name or a built retriever, not {type(config).__name__}")
-    infra = prepare_corpus(corpus, workdir, chunker, store_url, cache_dir)
+    infra = prepare_corpus(corpus, workdir, chunker, store_url, cache_dir, overwrite)
     root.inject_infra(infra)
-    root.init_model()
+    try:
+        root.init_model()
+    except BaseException:
+        root.close()  # a failed build releases what it opened (engine connections, embedded storage locks)
+        raise
     return root
 
 

@@ -117,3 +117,8 @@ class SelectionError(LLMError):
 
 class CredentialError(DashragError):
     """A referenced credential (environment variable) is not set. Never carries the secret."""
+
+
+class EngineError(DashragError):
+    """An engine (Qdrant, PostgreSQL) is unreachable, refuses the credentials, or holds something other
+    than the tree expects. The message names the engine and the object (collection, table), never a secret."""

@@ -18,7 +18,8 @@ EXAMPLE_CORPUS = REPO / "examples" / "corpus"
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 
 # Shared fixtures live in tests/fixtures/ and are plugins, so a test names them without importing them.
-pytest_plugins = ["tests.fixtures.scifact", "tests.fixtures.models", "tests.fixtures.servers"]
+pytest_plugins = ["tests.fixtures.scifact", "tests.fixtures.models", "tests.fixtures.servers",
+                  "tests.fixtures.postgres"]
 
 
 @pytest.fixture(scope="session")

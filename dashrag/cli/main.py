@@ -21,6 +21,7 @@ from dashrag.cli.console import console, user_errors
 from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.output import print_table, results_json
 from dashrag.cli.paths import check_output_folder, create_output_folder
+from dashrag.cli.pg_commands import register_pg_commands
 from dashrag.cli.safe_text import json_line, plain
 from dashrag.cli.serve import register_serve_command
 from dashrag.cli.usage import OneLineErrors
@@ -88,7 +89,10 @@ def index(
         help="Folder for caches such as embeddings (default: --out); share it between builds.",
     ),
     overwrite: bool = typer.Option(
-        False, "--overwrite", help="Save into a non-empty folder that holds no saved tree (its files are kept)."
+        False,
+        "--overwrite",
+        help="Save into a non-empty folder that holds no saved tree (its files are kept), and let engine indexes "
+        "(Qdrant, PostgreSQL) replace a collection or table that holds something else.",
     ),
     follow_symlinks: bool = typer.Option(
         False, "--follow-symlinks", help="Read files that symbolic links in a corpus folder point to."
@@ -113,7 +117,8 @@ def index(
     create_output_folder(out, "--out")
     start = time.perf_counter()
     with console.status("chunking, storing and fitting"):
-        retriever = dashrag.build(raw, documents, out, chunker=chunker_spec, store_url=store, cache_dir=cache_dir)
+        retriever = dashrag.build(raw, documents, out, chunker=chunker_spec, store_url=store, cache_dir=cache_dir,
+                                  overwrite=overwrite)
     built = time.perf_counter() - start
     with console.status("saving"), save_lock(out):  # the record is written under the save lock too
         retriever.save(out)
@@ -129,6 +134,7 @@ def index(
         record_store.close()
         retriever.set_id(record_id)
     console.print(plain(f"indexed {len(infra.chunks)} chunks in {built:.1f}s; saved to {out}"), highlight=False)
+    retriever.close()  # engine connections, embedded Qdrant's storage lock
 
 
 def _read_queries(path: Path) -> list[tuple[str, str]]:
@@ -190,10 +196,13 @@ def query(
         raise QueryError("give either a query text or --queries FILE")
     retriever = dashrag.load(folder, store_url=store)
     kwargs = {} if top_k is None else {"top_k": top_k}
-    if queries is not None:
-        answers = retriever.retrieve_batch([q for _, q in pairs], **kwargs)
-    else:
-        answers = [retriever.retrieve(pairs[0][1], **kwargs)]
+    try:
+        if queries is not None:
+            answers = retriever.retrieve_batch([q for _, q in pairs], **kwargs)
+        else:
+            answers = [retriever.retrieve(pairs[0][1], **kwargs)]
+    finally:
+        retriever.close()  # engine connections, embedded Qdrant's storage lock
     rows = [(qid, chunks, node) for (qid, _), (chunks, node) in zip(pairs, answers)]
     if fmt == "trec":
         run = run_from_results({_trec_field(qid): chunks for qid, chunks, _ in rows})
@@ -216,6 +225,7 @@ def _trec_field(value: str) -> str:
 
 register_eval_commands(app)  # eval and tune (dashrag/cli/eval_commands.py)
 register_serve_command(app, user_errors)  # serve (dashrag/cli/serve.py)
+register_pg_commands(app)  # pg start / stop / status (dashrag/cli/pg_commands.py)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -19,12 +19,22 @@ if TYPE_CHECKING:
 class Infra:
     """``env_path``: a working folder for caches (embeddings); ``chunks``: the corpus's chunks;
     ``store_url``: the SQL store those chunks were read from or written to (None: in memory only);
-    ``documents``: the source documents, where the caller has them."""
+    ``documents``: the source documents, where the caller has them;
+    ``workdir``: the build's working folder, or the saved folder a tree was loaded from (where
+    state that lives beside a saved tree, such as an embedded Qdrant, is kept; default ``env_path``);
+    ``overwrite``: the user allowed a build to replace engine objects (collections, tables) that
+    hold something else (never done otherwise)."""
 
     env_path: Path
     chunks: ChunkSet
     store_url: str | None = None
     documents: tuple[Any, ...] | None = None
+    workdir: Path | None = None
+    overwrite: bool = False
+
+    @property
+    def folder(self) -> Path:
+        return self.workdir if self.workdir is not None else self.env_path
 
     @classmethod
     def of(cls, env_path: str | Path, chunks: Any, persistence: Any = None,

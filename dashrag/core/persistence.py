@@ -133,6 +133,11 @@ def node_dirname(node_path: str) -> str:
     return node_path.replace("[", ".").replace("]", "")
 
 
+def saved_folder_of(node_dir: Path) -> Path:
+    """The saved folder a node's state folder belongs to (``DIR/snapshot-<id>/nodes/<node>`` → ``DIR``)."""
+    return Path(node_dir).parents[2]
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

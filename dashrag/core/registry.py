@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "dashrag.components"
 BUILTIN_MODULES = "dashrag.builtin"  # imports every built-in component module: the source of the index
 INDEX_MODULE = "dashrag.component_index"  # generated: INDEX = {name: module}
-KINDS = ("retriever", "embedding", "vectorizer", "llm", "prompt", "credential", "chunker", "reranker")
+KINDS = ("retriever", "embedding", "vectorizer", "llm", "prompt", "credential", "chunker", "reranker",
+         "vector_index")
 
 
 @dataclass(frozen=True)

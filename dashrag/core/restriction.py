@@ -20,10 +20,17 @@ CategoryPredicate = Callable[[Mapping[str, tuple[str, ...]]], bool]
 
 @dataclass(eq=False)
 class Restriction:
-    """Allowed documents (by id) and/or a predicate over a document's categories; both must hold."""
+    """Allowed documents (by id) and/or a predicate over a document's categories; both must hold.
+
+    ``categories`` is the predicate's declarative form where there is one
+    (``where_categories``): ``{name: allowed values}``, every name must have one of its
+    values. An engine-backed index (Qdrant, PostgreSQL) turns it into a filter *inside*
+    the engine's search; an opaque predicate is sent as the list of allowed chunk ids.
+    """
 
     documents: frozenset[str] | None = None
     predicate: CategoryPredicate | None = None
+    categories: Mapping[str, frozenset[str]] | None = None
     _cache: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -33,8 +40,8 @@ class Restriction:
     @classmethod
     def where_categories(cls, **required: str | Iterable[str]) -> Restriction:
         """``where_categories(COUNTRY=["IQ", "SY"])``: every named category has one of the values."""
-        wanted = {k: {v} if isinstance(v, str) else set(v) for k, v in required.items()}
-        return cls(predicate=lambda cats: all(wanted[k] & set(cats.get(k, ())) for k in wanted))
+        wanted = {k: frozenset({v} if isinstance(v, str) else v) for k, v in required.items()}
+        return cls(predicate=lambda cats: all(wanted[k] & set(cats.get(k, ())) for k in wanted), categories=wanted)
 
     def document_mask(self, chunks: ChunkSet) -> np.ndarray:
         """Boolean mask over the chunk set's documents (cached per chunk set)."""

@@ -110,7 +110,7 @@ def load(folder: str | Path, store_url: str | None = None) -> Retriever:
                 f"{folder}: saved for corpus {manifest['corpus_fingerprint'][:12]}, but the store holds corpus "
                 f"{chunk_set.fingerprint[:12]} (a folder saved for another corpus)"
             )
-        root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=url))
+        root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=url, workdir=folder))
         try:
             for path, node in reversed(list(root.iter_nodes())):  # children before their parents
                 node_dir = snapshot / "nodes" / node_dirname(path)

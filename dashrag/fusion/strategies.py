@@ -12,6 +12,11 @@ Modes (docs/fusion.md has the formulas and when to use which):
 * ``relative_score`` -- per-child min-max normalisation, weighted mean.
 * ``dist_based`` -- per-child mean +- 3 sigma normalisation, weighted mean.
 * ``max`` -- weighted maximum of the min-max normalised scores.
+* ``max_score`` -- the maximum of the *raw* scores, for children whose scores are
+  on one scale (shards of one index: the same model, metric and engine). The
+  fused top-k of the children's top-k lists is then exactly the top-k of one
+  index over the whole corpus (docs/engines.md). Weights only switch a child
+  off (weight 0); a positive weight never rescales a raw score.
 
 Weights (default 1.0 each) are honoured by every mode: raising one child's weight
 never moves one of its chunks below a chunk it did not return, and a child of
@@ -42,8 +47,8 @@ from dashrag.fusion.hits import Candidate, ChildHit, fusion_provenance, gather
 from dashrag.fusion.normalise import distribution_normalise, min_max_normalise
 from dashrag.fusion.weights import resolve_weights
 
-FusionStrategy = Literal["round_robin", "rrf", "relative_score", "dist_based", "max"]
-STRATEGY_NAMES: tuple[str, ...] = ("round_robin", "rrf", "relative_score", "dist_based", "max")
+FusionStrategy = Literal["round_robin", "rrf", "relative_score", "dist_based", "max", "max_score"]
+STRATEGY_NAMES: tuple[str, ...] = ("round_robin", "rrf", "relative_score", "dist_based", "max", "max_score")
 DEFAULT_RRF_K = 60
 DEFAULT_SOURCE = "ParallelRetriever"
 
@@ -138,12 +143,29 @@ def weighted_max(results: Results, weights: Sequence[float] | None = None,
     return _ranked(keyed, w, "max", source, divisor=max(w, default=1.0))
 
 
+def max_raw_score(results: Results, weights: Sequence[float] | None = None,
+                  source: str = DEFAULT_SOURCE) -> list[ScoredChunk]:
+    """``score = max_i s_i`` over the raw scores of the children of positive weight.
+
+    For shards of one index, where every child's score means the same thing: the
+    union of the shards' top-k lists ordered by this score begins with the global top-k.
+    """
+    w = resolve_weights(weights, len(results))
+    keyed: list[tuple[float, Candidate, dict]] = []
+    for candidate in gather(results):
+        hits = _contributing(candidate, w)
+        if hits:
+            keyed.append((max(h.score for h in hits), candidate, {}))
+    return _ranked(keyed, w, "max_score", source, divisor=1.0)
+
+
 STRATEGIES: dict[str, Callable[..., list[ScoredChunk]]] = {
     "round_robin": round_robin,
     "rrf": rrf,
     "relative_score": relative_score,
     "dist_based": dist_based,
     "max": weighted_max,
+    "max_score": max_raw_score,
 }
 
 

@@ -1,0 +1,1 @@
+"""Running engines for people who have none: a local PostgreSQL server with pgvector (``dashrag pg``)."""

@@ -1,0 +1,244 @@
+"""What the engine-backed vector indexes (Qdrant, PostgreSQL + pgvector) share.
+
+* **Params**: ``exact`` (brute force inside the engine) or HNSW; the name of the
+  collection / table (default: derived from what it holds, so the same node over
+  the same corpus and model finds its own object again); ``shards`` / ``shard``
+  (this node holds only the chunks whose id modulo ``shards`` is ``shard``, for a
+  ParallelRetriever over several servers, docs/engines.md).
+* **Ownership**: an engine object holds a *record* of what it holds (corpus
+  fingerprint, embedding, metric, dimension, shard, point count). Building over an
+  object whose record matches reuses it without writing anything; over any other
+  existing object it is an error unless the user asked for ``--overwrite``.
+  Nothing is ever dropped or replaced otherwise.
+* **Saved reference**: a saved tree holds ``index.json`` (engine, URL without secrets,
+  object name, the record) instead of the vectors; loading checks the object exists
+  and its record and dimension are the tree's, with an error naming engine and object.
+* **Restriction**: translated to the engine's own filter (``EngineFilter``), applied
+  inside the search: documents → ``source_id`` in a list, ``where_categories`` → a
+  category condition per name, an opaque predicate → the list of allowed chunk ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, Mapping, TypeVar
+
+import numpy as np
+from pydantic import Field
+
+from dashrag.core.params import ComponentParams, Rule
+from dashrag.core.persistence import atomic_write_json, load_json
+from dashrag.core.restriction import Restriction
+from dashrag.documents.chunk_set import ChunkSet
+from dashrag.errors import EngineError, PersistenceError
+from dashrag.indexes.base import IndexIdentity, VectorIndex
+
+REFERENCE_FILE = "index.json"
+UPLOAD_BATCH = 512  # points / rows written per request
+
+
+def _shard_in_range(params: Any) -> str | None:
+    if params.shard >= params.shards:
+        return f"shard ({params.shard}) must be < shards ({params.shards})"
+    return None
+
+
+class EngineIndexParams(ComponentParams):
+    exact: bool = Field(False, description=(
+        "Exact (brute-force) search inside the engine; false: the engine's HNSW index (approximate, faster at scale)."))
+    shards: int = Field(1, ge=1, description="Split the corpus into this many shards by chunk id (one per node).")
+    shard: int = Field(0, ge=0, description="Which shard this node holds: chunks whose id modulo `shards` is this.")
+
+    RULES = (Rule("lt", ("shard", "shards"), "shard must be below shards", _shard_in_range),)
+
+
+@dataclass(frozen=True)
+class EngineFilter:
+    """A restriction in the terms an engine filters on (any part None: no condition of that sort)."""
+
+    source_ids: list[str] | None = None
+    categories: Mapping[str, list[str]] | None = None
+    chunk_ids: list[int] | None = None
+
+
+def engine_filter(restriction: Restriction | None, chunks: ChunkSet) -> EngineFilter | None:
+    """The restriction as conditions the engine evaluates inside its search."""
+    if restriction is None:
+        return None
+    source_ids = sorted(restriction.documents) if restriction.documents is not None else None
+    if restriction.predicate is None:
+        return EngineFilter(source_ids=source_ids)
+    if restriction.categories is not None:
+        return EngineFilter(source_ids=source_ids,
+                            categories={k: sorted(v) for k, v in restriction.categories.items()})
+    rows = np.flatnonzero(restriction.row_mask(chunks))
+    return EngineFilter(chunk_ids=chunks.ids[rows].tolist())
+
+
+def object_name(prefix: str, record: dict[str, Any]) -> str:
+    """Default collection / table name: the same record (corpus, model, metric, shard, index structure)
+    gives the same name, any difference another one."""
+    key = json.dumps({k: v for k, v in record.items() if k != "count"}, sort_keys=True)
+    return f"{prefix}_{str(record['corpus_fingerprint'])[:12]}_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+P = TypeVar("P", bound=EngineIndexParams)
+
+
+class EngineVectorIndex(VectorIndex[P], Generic[P]):
+    """Shared logic of the engine indexes; a subclass talks to its engine."""
+
+    engine_name = "engine"
+    object_kind = "object"  # "collection", "table"
+    name_prefix = "dashrag"
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._record: dict[str, Any] | None = None
+        self._name: str | None = None
+        self._rows: np.ndarray | None = None  # the corpus rows this shard holds
+
+    # -- what this node holds --------------------------------------------------
+    def shard_rows(self) -> np.ndarray:
+        if self._rows is None:
+            ids = self.require_infra().chunks.ids
+            self._rows = np.flatnonzero(ids % self.params.shards == self.params.shard)
+        return self._rows
+
+    def record_for(self, identity: IndexIdentity) -> dict[str, Any]:
+        return {**identity.to_json(), "shards": self.params.shards, "shard": self.params.shard,
+                "structure": self.structure(), "count": int(len(self.shard_rows()))}
+
+    def structure(self) -> dict[str, Any]:
+        """What was built inside the engine beyond the vectors (an HNSW graph and its parameters): part of
+        the record, so an object built without the index a node asks for is never taken for its own."""
+        return {}
+
+    @property
+    def name(self) -> str:
+        if self._name is None:
+            raise EngineError(f"{self.engine_name}: the index of this node is not built or loaded yet")
+        return self._name
+
+    def configured_name(self) -> str | None:
+        raise NotImplementedError
+
+    def _choose_name(self, identity: IndexIdentity) -> str:
+        return self.configured_name() or object_name(self.name_prefix, self.record_for(identity))
+
+    def where(self) -> str:
+        """``Qdrant collection 'x' at http://host:6333``: how errors name the object."""
+        return f"{self.engine_name} {self.object_kind} {self._name!r} at {self.display_location()}"
+
+    @property
+    def dimension(self) -> int:
+        if self._record is None:
+            raise EngineError(f"{self.engine_name}: the index of this node is not built or loaded yet")
+        return int(self._record["dimension"])
+
+    # -- building --------------------------------------------------------------
+    def add(self, vectors: np.ndarray, identity: IndexIdentity) -> None:
+        self._name = self._choose_name(identity)
+        wanted = self.record_for(identity)
+        existing = self.read_record()
+        if existing is not None and existing == wanted and self.count() == wanted["count"]:
+            self._record = wanted  # the same vectors are already there: reuse, write nothing
+            return
+        if self.exists():
+            if not self.require_infra().overwrite:
+                what = "holds another index" if existing is not None else "exists and was not written by dashrag"
+                raise EngineError(f"{self.where()} {what} ({describe_difference(existing, wanted)}); "
+                                  "nothing was changed. Pass --overwrite (overwrite=True) to replace it, "
+                                  "or name another one")
+            self.drop()
+        rows = self.shard_rows()
+        self.create(identity.dimension, identity.metric)
+        self.upload(rows, np.asarray(vectors)[rows])
+        self.finish_build(wanted)
+        self._record = wanted
+
+    # -- saved reference -------------------------------------------------------
+    def save_into(self, folder: Path) -> None:
+        atomic_write_json(folder / REFERENCE_FILE, {"engine": self.engine_name, "location": self.display_location(),
+                                                    self.object_kind: self.name, "record": self._record,
+                                                    **self.reference_extra()})
+
+    def load_from(self, folder: Path, identity: IndexIdentity) -> None:
+        reference = load_json(folder / REFERENCE_FILE)
+        if not isinstance(reference, dict) or reference.get("engine") != self.engine_name:
+            raise PersistenceError(
+                f"{folder / REFERENCE_FILE}: not a reference to a {self.engine_name} {self.object_kind}")
+        self._name = str(reference.get(self.object_kind))
+        wanted = self.record_for(identity)
+        if reference.get("record") != wanted:
+            raise PersistenceError(f"{folder / REFERENCE_FILE}: the reference does not match this tree's corpus, "
+                                   f"model or shard ({describe_difference(reference.get('record'), wanted)})")
+        if not self.exists():
+            raise EngineError(f"{self.where()} does not exist (dropped, or another server); rebuild the tree")
+        existing = self.read_record()
+        if existing != wanted:
+            raise EngineError(f"{self.where()} holds another index than the saved tree "
+                              f"({describe_difference(existing, wanted)}); rebuild with --overwrite")
+        actual = self.actual_dimension()
+        if actual != identity.dimension:
+            raise EngineError(f"{self.where()} holds {actual}-dimensional vectors, the tree's model gives "
+                              f"{identity.dimension}")
+        count = self.count()
+        if count != wanted["count"]:
+            raise EngineError(f"{self.where()} holds {count} vectors, the tree was saved with {wanted['count']} "
+                              "(edited since); rebuild with --overwrite")
+        self.check_unchanged(reference)
+        self._record = wanted
+
+    # -- for subclasses ----------------------------------------------------------
+    def display_location(self) -> str:
+        raise NotImplementedError
+
+    def exists(self) -> bool:
+        raise NotImplementedError
+
+    def read_record(self) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def count(self) -> int:
+        raise NotImplementedError
+
+    def actual_dimension(self) -> int:
+        raise NotImplementedError
+
+    def drop(self) -> None:
+        raise NotImplementedError
+
+    def create(self, dimension: int, metric: str) -> None:
+        raise NotImplementedError
+
+    def upload(self, rows: np.ndarray, vectors: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def finish_build(self, record: dict[str, Any]) -> None:
+        """Write the record (and build the ANN index) once every vector is in."""
+        raise NotImplementedError
+
+    def reference_extra(self) -> dict[str, Any]:
+        return {}
+
+    def check_unchanged(self, reference: dict[str, Any]) -> None:
+        """Raise EngineError when the object was edited since the reference was written."""
+
+
+def describe_difference(found: dict[str, Any] | None, wanted: dict[str, Any]) -> str:
+    if found is None:
+        return "no dashrag record"
+    diffs = [f"{k}: {found.get(k)!r} instead of {wanted[k]!r}" for k in wanted if found.get(k) != wanted[k]]
+    shorten = {"corpus_fingerprint", "embedding_key"}
+    return "; ".join(d if d.split(":")[0] not in shorten else d[:90] for d in diffs) or "same record"
+
+
+def payload_of(chunks: ChunkSet, row: int) -> dict[str, Any]:
+    """What an engine stores beside a chunk's vector: enough to filter and to answer without the store."""
+    chunk = chunks.chunks[row]
+    return {"chunk_id": int(chunk.id), "source_id": chunk.document_id, "text": chunk.text,
+            "categories": {k: list(v) for k, v in chunk.metadata.items()}}

@@ -1,0 +1,112 @@
+"""The engine features as a user meets them on the command line: `dashrag pg`, `index`/`query` on Qdrant and
+PostgreSQL, `--store postgresql+psycopg://...`, `--overwrite`, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from typer.testing import CliRunner
+
+from dashrag.cli.main import app
+from dashrag.engines.local_postgres import free_port
+from tests.conftest import EXAMPLE_CORPUS
+
+runner = CliRunner()
+ONNX = {"component": "MiniLMOnnxEmbedding", "params": {"max_seq_length": 128}}
+
+
+def run(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def dense(index: dict) -> str:
+    return json.dumps({"component": "DenseEmbeddingRetriever", "params": {"embedding": ONNX, "index": index}})
+
+
+def sql(url: str, statement: str, autocommit: bool = False):
+    engine = create_engine(url, isolation_level="AUTOCOMMIT" if autocommit else None)
+    try:
+        with engine.begin() as connection:
+            result = connection.execute(text(statement))
+            return result.all() if result.returns_rows else None
+    finally:
+        engine.dispose()
+
+
+def test_pg_start_prints_a_loopback_url_and_stop_stops_it():
+    root = Path(tempfile.mkdtemp(prefix="dashrag-cli-pg-"))
+    root.chmod(0o755)
+    try:
+        started = run("pg", "start", "--data", root / "data")
+        assert started.exit_code == 0, started.output
+        url = started.output.strip()
+        assert url.startswith("postgresql+psycopg://postgres@127.0.0.1:")
+        assert sql(url, "SHOW listen_addresses") == [("127.0.0.1",)]
+        assert sql(url, "SELECT extname FROM pg_extension WHERE extname = 'vector'") == [("vector",)]
+        assert run("pg", "status", "--data", root / "data").output.strip() == url
+        stopped = run("pg", "stop", "--data", root / "data")
+        assert stopped.exit_code == 0 and "stopped" in stopped.output
+        assert run("pg", "status", "--data", root / "data").exit_code == 1
+    finally:
+        run("pg", "stop", "--data", root / "data")
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the server runs as another user only when dashrag runs as root")
+def test_pg_start_refuses_a_folder_the_server_user_cannot_enter(tmp_path):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    result = run("pg", "start", "--data", private / "data")
+    assert result.exit_code == 2 and "not enterable by the server's user" in result.output
+
+
+def test_index_and_query_on_embedded_qdrant(tmp_path):
+    out = tmp_path / "qdrant-tree"
+    built = run("index", dense({"component": "QdrantVectorIndex", "params": {"exact": True}}),
+                "--corpus", EXAMPLE_CORPUS, "--out", out)
+    assert built.exit_code == 0, built.output
+    assert (out / "qdrant").is_dir()  # the embedded collection travels with the saved tree
+    answer = run("query", out, "what is BM25", "--json")
+    assert answer.exit_code == 0, answer.output
+    assert json.loads(answer.output.splitlines()[0])["results"]
+
+
+def test_index_on_an_unreachable_postgresql_exits_2_naming_engine_and_table(tmp_path):
+    url = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/postgres"
+    result = run("index", dense({"component": "PgVectorIndex", "params": {"url": url, "table": "docs"}}),
+                 "--corpus", EXAMPLE_CORPUS, "--out", tmp_path / "t")
+    assert result.exit_code == 2
+    assert "PostgreSQL table 'docs'" in result.output and "Traceback" not in result.output
+
+
+def test_index_over_a_foreign_table_exits_2_and_overwrite_replaces_it(pg_url, tmp_path):
+    sql(pg_url, "CREATE TABLE IF NOT EXISTS cli_foreign (id int)")
+    config = dense({"component": "PgVectorIndex", "params": {"url": pg_url, "table": "cli_foreign"}})
+    refused = run("index", config, "--corpus", EXAMPLE_CORPUS, "--out", tmp_path / "a")
+    assert refused.exit_code == 2 and "--overwrite" in refused.output
+    assert sql(pg_url, "SELECT count(*) FROM cli_foreign") == [(0,)]
+    replaced = run("index", config, "--corpus", EXAMPLE_CORPUS, "--out", tmp_path / "b", "--overwrite")
+    assert replaced.exit_code == 0, replaced.output
+    answer = run("query", tmp_path / "b", "chunk overlap", "--json")
+    assert answer.exit_code == 0 and json.loads(answer.output)["results"]
+
+
+def test_the_document_store_on_postgresql_serves_index_and_query(pg_url, tmp_path):
+    sql(pg_url, "DROP DATABASE IF EXISTS cli_store", autocommit=True)
+    sql(pg_url, "CREATE DATABASE cli_store", autocommit=True)
+    store = pg_url.rsplit("/", 1)[0] + "/cli_store"
+    out = tmp_path / "tfidf"
+    built = run("index", '{"component": "TFIDFRetriever"}', "--corpus", EXAMPLE_CORPUS, "--out", out,
+                "--store", store)
+    assert built.exit_code == 0, built.output
+    assert not list(out.glob("store-*.sqlite"))  # the chunks live in PostgreSQL, not beside the tree
+    assert sql(store, "SELECT count(*) FROM documents")[0][0] == len(list(EXAMPLE_CORPUS.iterdir()))
+    answer = run("query", out, "cosine similarity of dense vectors", "--json", "--store", store)
+    assert answer.exit_code == 0, answer.output
+    assert json.loads(answer.output)["results"]

@@ -1,0 +1,51 @@
+"""Shared by the index tests: a SciFact subset embedded once (ONNX MiniLM), trees that differ only in their index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import dashrag
+from dashrag.evaluation.metrics import evaluate
+from dashrag.evaluation.runs import run_from_results
+from tests.fixtures.scifact import Subset
+
+FAST_ONNX = {"component": "MiniLMOnnxEmbedding", "params": {"max_seq_length": 128}}
+
+
+def dense_tree(index: dict | None = None, top_k: int = 10, metric: str = "cosine") -> dict:
+    params = {"top_k": top_k, "similarity_metric": metric, "embedding": FAST_ONNX}
+    if index is not None:
+        params["index"] = index
+    return {"component": "DenseEmbeddingRetriever", "params": params}
+
+
+def ranked_ids(retriever, queries: list[str], **kwargs) -> list[list[int]]:
+    return [[c.id for c in chunks] for chunks, _ in retriever.retrieve_batch(queries, **kwargs)]
+
+
+def ndcg_at_10(retriever, subset: Subset) -> float:
+    ids = list(subset.queries)
+    answers = retriever.retrieve_batch([subset.queries[q] for q in ids], top_k=10)
+    run = run_from_results({q: chunks for q, (chunks, _) in zip(ids, answers)})
+    return evaluate(subset.qrels, run, "ndcg@10").mean["ndcg@10"]
+
+
+@pytest.fixture(scope="session")
+def engine_subset(subset) -> Subset:
+    return subset
+
+
+@pytest.fixture(scope="session")
+def engine_cache(tmp_path_factory) -> Path:
+    """One embedding cache for every index test: the subset is embedded once per session."""
+    return tmp_path_factory.mktemp("engine-embedding-cache")
+
+
+@pytest.fixture(scope="session")
+def in_process(engine_subset, engine_cache, tmp_path_factory):
+    tree = dashrag.build(dense_tree(), engine_subset.corpus, tmp_path_factory.mktemp("in-process"),
+                         cache_dir=engine_cache)
+    yield tree
+    tree.close()

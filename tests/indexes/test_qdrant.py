@@ -1,0 +1,180 @@
+"""QdrantVectorIndex on Qdrant's embedded local mode: same answers as in-process, references not copies,
+and every mismatch a clear error naming Qdrant and the collection."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+import dashrag
+from dashrag.core.persistence import read_manifest
+from dashrag.engines.local_postgres import free_port
+from dashrag.errors import EngineError, PersistenceError
+from tests.indexes.conftest import dense_tree, ndcg_at_10, ranked_ids
+
+EXACT = {"component": "QdrantVectorIndex", "params": {"exact": True}}
+
+
+@pytest.fixture(scope="module")
+def qdrant_folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("qdrant-tree")
+
+
+@pytest.fixture(scope="module")
+def on_qdrant(engine_subset, engine_cache, qdrant_folder):
+    tree = dashrag.build(dense_tree(EXACT), engine_subset.corpus, qdrant_folder, cache_dir=engine_cache)
+    tree.save(qdrant_folder)
+    yield tree
+    tree.close()
+
+
+def test_exact_search_returns_the_in_process_ranking_and_scores(on_qdrant, in_process, engine_subset):
+    queries = list(engine_subset.queries.values())
+    assert ranked_ids(on_qdrant, queries) == ranked_ids(in_process, queries)
+    ours = [c.score for chunks, _ in on_qdrant.retrieve_batch(queries[:5]) for c in chunks]
+    theirs = [c.score for chunks, _ in in_process.retrieve_batch(queries[:5]) for c in chunks]
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)
+
+
+def test_exact_search_gives_the_in_process_ndcg_to_four_decimals(on_qdrant, in_process, engine_subset):
+    assert round(ndcg_at_10(on_qdrant, engine_subset), 4) == round(ndcg_at_10(in_process, engine_subset), 4)
+
+
+def test_a_saved_tree_holds_a_reference_not_the_vectors(on_qdrant, qdrant_folder):
+    files = read_manifest(qdrant_folder)["files"]
+    assert not any(name.endswith(".npy") for name in files)
+    snapshot = qdrant_folder / read_manifest(qdrant_folder)["snapshot"]
+    reference = json.loads((snapshot / "nodes/root/index.json").read_text())
+    assert reference["engine"] == "Qdrant" and reference["collection"].startswith("dashrag_")
+    assert reference["record"]["dimension"] == 384 and reference["record"]["count"] == len(on_qdrant.infra.chunks)
+
+
+def test_a_loaded_tree_answers_like_the_built_one(on_qdrant, qdrant_folder, engine_subset):
+    queries = list(engine_subset.queries.values())[:5]
+    expected = ranked_ids(on_qdrant, queries)
+    loaded = dashrag.load(qdrant_folder)
+    try:
+        assert ranked_ids(loaded, queries) == expected
+    finally:
+        loaded.close()
+
+
+def test_vectors_for_reads_the_stored_vectors_back(on_qdrant, in_process):
+    ids = [int(i) for i in in_process.require_infra().chunks.ids[:4]]
+    np.testing.assert_allclose(on_qdrant.vectors_for(ids), in_process.vectors_for(ids), atol=1e-6)
+
+
+def test_an_existing_foreign_collection_is_refused_and_left_untouched(engine_subset, engine_cache, tmp_path):
+    from qdrant_client import QdrantClient, models
+
+    storage = tmp_path / "qdrant"
+    client = QdrantClient(path=str(storage))
+    client.create_collection("theirs", vectors_config=models.VectorParams(size=4, distance=models.Distance.DOT))
+    client.upsert("theirs", points=[models.PointStruct(id=1, vector=[1, 0, 0, 0], payload={"x": 1})])
+    client.close()
+    config = dense_tree({"component": "QdrantVectorIndex", "params": {"collection": "theirs"}})
+    with pytest.raises(EngineError, match=r"Qdrant collection 'theirs' .* not written by dashrag.*--overwrite"):
+        dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache).close()
+    client = QdrantClient(path=str(storage))
+    assert client.count("theirs").count == 1
+    client.close()
+
+
+def test_overwrite_replaces_a_foreign_collection(engine_subset, engine_cache, tmp_path):
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(tmp_path / "qdrant"))
+    client.create_collection("theirs", vectors_config=models.VectorParams(size=4, distance=models.Distance.DOT))
+    client.close()
+    config = dense_tree({"component": "QdrantVectorIndex", "params": {"collection": "theirs", "exact": True}})
+    tree = dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache, overwrite=True)
+    try:
+        assert tree.index.count() == len(tree.infra.chunks) and tree.index.actual_dimension() == 384
+    finally:
+        tree.close()
+
+
+def test_loading_refuses_a_collection_of_another_dimension(engine_subset, engine_cache, tmp_path):
+    from qdrant_client import models
+
+    config = dense_tree({"component": "QdrantVectorIndex", "params": {"collection": "swapped"}})
+    tree = dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache)
+    tree.save(tmp_path)
+    client = tree.index.client
+    client.delete_collection("swapped")  # someone re-creates it with other vectors behind the tree's back
+    client.create_collection("swapped", vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE))
+    tree.close()
+    with pytest.raises(EngineError, match=r"Qdrant collection 'swapped' .* 8-dimensional vectors.* gives 384"):
+        dashrag.load(tmp_path)
+
+
+def test_loading_refuses_a_dropped_collection(engine_subset, engine_cache, tmp_path):
+    config = dense_tree({"component": "QdrantVectorIndex", "params": {"collection": "dropped"}})
+    tree = dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache)
+    tree.save(tmp_path)
+    tree.index.client.delete_collection("dropped")
+    tree.close()
+    with pytest.raises(EngineError, match=r"Qdrant collection 'dropped' .* does not exist"):
+        dashrag.load(tmp_path)
+
+
+def test_an_in_memory_collection_cannot_be_saved(engine_subset, engine_cache, tmp_path):
+    config = dense_tree({"component": "QdrantVectorIndex", "params": {"path": ":memory:"}})
+    tree = dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache)
+    try:
+        with pytest.raises(PersistenceError, match="in-memory collection cannot be saved"):
+            tree.save(tmp_path / "saved")
+    finally:
+        tree.close()
+
+
+def test_an_unreachable_server_is_an_error_naming_qdrant_and_the_collection(engine_subset, engine_cache, tmp_path):
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    config = dense_tree({"component": "QdrantVectorIndex", "params": {"url": url, "collection": "docs",
+                                                                      "timeout_s": 2}})
+    with pytest.raises(EngineError, match=rf"Qdrant collection 'docs' at {url}: .* failed"):
+        dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache)
+
+
+class RefusingQdrant(BaseHTTPRequestHandler):
+    """Answers every request the way a Qdrant server with an API key answers a wrong key."""
+
+    def _refuse(self) -> None:
+        body = json.dumps({"status": {"error": "Invalid api-key"}, "time": 0.0}).encode()
+        self.send_response(401 if self.headers.get("api-key") is None else 403)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = do_DELETE = _refuse
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture()
+def refusing_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), RefusingQdrant)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_wrong_api_key_is_an_error_that_never_shows_the_key(engine_subset, engine_cache, tmp_path,
+                                                              refusing_server, monkeypatch):
+    monkeypatch.setenv("DASHRAG_TEST_QDRANT_KEY", "s3cret-key-value")
+    config = dense_tree({"component": "QdrantVectorIndex", "params": {
+        "url": refusing_server, "collection": "docs",
+        "api_key": {"component": "EnvCredential", "params": {"var": "DASHRAG_TEST_QDRANT_KEY"}}}})
+    with pytest.raises(EngineError, match=r"Qdrant collection 'docs' .* refused the API key") as caught:
+        dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache)
+    assert "s3cret-key-value" not in str(caught.value)
