@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 import dashrag
 from dashrag.cli.eval_commands import register_eval_commands
@@ -43,7 +44,8 @@ def user_errors(command: Callable) -> Callable:
         try:
             return command(*args, **kwargs)
         except DashragError as exc:
-            err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+            # escaped: the message may quote a server's or a file's text, which is not markup
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(EXIT_USER_ERROR) from None
 
     return run
@@ -132,7 +134,13 @@ def query(
     fmt: str = typer.Option("text", "--format", help="text | json | trec (document-level TREC run)."),
     tag: str = typer.Option("dashrag", help="Run tag in TREC output."),
 ) -> None:
-    """Load a saved tree (no refitting) and answer one query or a queries file."""
+    """Load a saved tree (no refitting) and answer one query or a queries file.
+
+    With ``--queries`` every answer is written (and flushed) as soon as it is made, in
+    the file's order: when a query fails part-way (an LLM backend that stops
+    answering), the answers before it are already out, the error names the query, and
+    the exit code is 2.
+    """
     if fmt not in ("text", "json", "trec"):
         raise QueryError(f"--format must be text, json or trec, not {fmt!r}")
     fmt = "json" if as_json else fmt
@@ -142,21 +150,25 @@ def query(
     kwargs = {} if top_k is None else {"top_k": top_k}
     if queries is not None:
         pairs = _read_queries(queries)
-        answers = retriever.retrieve_batch([q for _, q in pairs], **kwargs)
-        rows = [(qid, chunks, node) for (qid, _), (chunks, node) in zip(pairs, answers)]
+        answers = retriever.stream_batch([q for _, q in pairs], query_ids=[qid for qid, _ in pairs], **kwargs)
+        for index, chunks, node in answers:
+            _write_answer(fmt, tag, trace, pairs[index][0], pairs[index][1], chunks, node)
     else:
         chunks, node = retriever.retrieve(text, **kwargs)
-        rows = [("1", chunks, node)]
+        _write_answer(fmt, tag, trace, "1", text, chunks, node)
+
+
+def _write_answer(fmt: str, tag: str, trace: bool, qid: str, text: str, chunks: list, node: dict) -> None:
+    """One query's answer in the chosen format, flushed at once (a batch writes each as it completes)."""
     if fmt == "trec":
-        sys.stdout.write(format_trec_run(run_from_results({qid: chunks for qid, chunks, _ in rows}), tag))
-        return
-    for (qid, chunks, node), q in zip(rows, [text] if queries is None else [q for _, q in pairs]):
-        if fmt == "json":
-            print(results_json(q, chunks, node if trace else None))
-        else:
-            print_table(console, q, chunks)
-            if trace:
-                console.print(format_trace(node), highlight=False)
+        sys.stdout.write(format_trec_run(run_from_results({qid: chunks}), tag))
+    elif fmt == "json":
+        print(results_json(text, chunks, node if trace else None))
+    else:
+        print_table(console, text, chunks)
+        if trace:
+            console.print(format_trace(node), highlight=False)
+    sys.stdout.flush()
 
 
 register_eval_commands(app)  # eval and tune (dashrag/cli/eval_commands.py)
