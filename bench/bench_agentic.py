@@ -41,12 +41,17 @@ SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 
 def scifact_subset(folder: Path, n_docs: int) -> tuple[Path, list[str]]:
     path = folder / "corpus.jsonl"
-    with gzip.open(SCIFACT / "corpus.jsonl.gz", "rt", encoding="utf-8") as src, open(path, "w", encoding="utf-8") as dst:
+    with (
+        gzip.open(SCIFACT / "corpus.jsonl.gz", "rt", encoding="utf-8") as src,
+        open(path, "w", encoding="utf-8") as dst,
+    ):
         for i, line in enumerate(src):
             if i == n_docs:
                 break
             dst.write(line)
-    queries = [json.loads(line)["text"] for line in (SCIFACT / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    queries = [
+        json.loads(line)["text"] for line in (SCIFACT / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     return path, queries
 
 
@@ -54,9 +59,14 @@ def tree(child: str, api_base: str, k1: int, top_k: int) -> dict:
     config = validate_and_transform({"component": "AgenticRerankerRetriever", "params": {"k1": k1, "top_k": top_k}})
     if child == "bm25":
         config["params"]["children"] = [{"component": "BM25Retriever", "params": {}}]
-    config["params"]["llm_model"] = {"component": "LiteLLMModel", "params": {
-        "model": "openai/bench-model", "api_base": api_base,
-        "credential": {"component": "EnvCredential", "params": {"var": "DASHRAG_BENCH_UNSET_KEY"}}}}
+    config["params"]["llm_model"] = {
+        "component": "LiteLLMModel",
+        "params": {
+            "model": "openai/bench-model",
+            "api_base": api_base,
+            "credential": {"component": "EnvCredential", "params": {"var": "DASHRAG_BENCH_UNSET_KEY"}},
+        },
+    }
     return config
 
 
@@ -101,8 +111,11 @@ def main() -> None:
             llm = selection["llm_ms"]
             rows.append((total, child, llm, total - child - llm, selection["llm_calls"]))
         retriever.close()
-    print(f"{len(rows)} queries ({skipped} more skipped the model: <= top_k candidates), k1={args.k1}, top_k={args.top_k}, "
-          f"LLM calls per query: {statistics.mean(r[4] for r in rows):.1f}  (times in ms)")
+    print(
+        f"{len(rows)} queries ({skipped} more skipped the model: <= top_k candidates), "
+        f"k1={args.k1}, top_k={args.top_k}, "
+        f"LLM calls per query: {statistics.mean(r[4] for r in rows):.1f}  (times in ms)"
+    )
     for name, column in (("total", 0), ("child", 1), ("llm round trips", 2), ("rest", 3)):
         print(f"  {name:16s} {summary([r[column] for r in rows])}")
 

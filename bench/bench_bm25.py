@@ -37,7 +37,7 @@ import time
 import tracemalloc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import bm25s
 import numpy as np
@@ -46,7 +46,8 @@ import rank_bm25
 import scipy.sparse as sp
 import Stemmer
 
-from dashrag.retrievers.bm25_scoring import BM25Parameters, bm25_weights, score_query, top_k, top_k_batch
+from dashrag.core.infra import Infra
+from dashrag.scoring.bm25 import BM25Parameters, bm25_weights, score_query, top_k, top_k_batch
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 MIB = 1024 * 1024
@@ -138,9 +139,12 @@ def dashrag(variant: str) -> Library:
     def batch(index, queries: list[list[str]], k: int) -> list[np.ndarray]:
         vocab, weights = index
         lengths = np.fromiter((sum(t in vocab for t in q) for q in queries), dtype=np.int64, count=len(queries))
-        ids = np.fromiter((vocab[t] for q in queries for t in q if t in vocab), dtype=np.int32, count=int(lengths.sum()))
+        known = (vocab[t] for q in queries for t in q if t in vocab)
+        ids = np.fromiter(known, dtype=np.int32, count=int(lengths.sum()))
         indptr = np.concatenate([[0], np.cumsum(lengths)])
-        query_counts = sp.csr_matrix((np.ones(ids.size, dtype=np.float32), ids, indptr), shape=(len(queries), len(vocab)))
+        query_counts = sp.csr_matrix(
+            (np.ones(ids.size, dtype=np.float32), ids, indptr), shape=(len(queries), len(vocab))
+        )
         return list(top_k_batch(query_counts, weights, k).ids)  # row views, as bm25s's list(documents)
 
     return Library("dashrag", variant, build, one, batch)
@@ -157,16 +161,23 @@ def dashrag_component(variant: str) -> Library:
     from dashrag.api import prepare_corpus
     from dashrag.documents.model import SourceDocument
 
-    config = {"component": "BM25Retriever", "params": {"variant": variant, "top_k": 10,
-              "vectorizer": {"component": "BagOfWordsConverter", "params": {"lowercase": False}}}}
-    prepared: dict[int, object] = {}
+    config = {
+        "component": "BM25Retriever",
+        "params": {
+            "variant": variant,
+            "top_k": 10,
+            "vectorizer": {"component": "BagOfWordsConverter", "params": {"lowercase": False}},
+        },
+    }
+    prepared: dict[int, Infra] = {}
 
     def build(corpus_tokens: list[list[str]]):
         key = id(corpus_tokens)
         if key not in prepared:
             docs = [SourceDocument(id=str(i), text=" ".join(t) or "_") for i, t in enumerate(corpus_tokens)]
-            prepared[key] = prepare_corpus(dashrag.Corpus(tuple(docs)), tempfile.mkdtemp(),
-                                           chunker={"component": "WholeDocumentChunker"})
+            prepared[key] = prepare_corpus(
+                dashrag.Corpus(tuple(docs)), tempfile.mkdtemp(), chunker={"component": "WholeDocumentChunker"}
+            )
         tree = dashrag.build_component(config)
         tree.inject_infra(prepared[key])
         tree.init_model()
@@ -220,8 +231,10 @@ def traced_mib(fn: Callable) -> tuple[float, float, object]:
 
 
 def ndcg_at_10(doc_ids: list[str], query_ids: list[str], found: list[np.ndarray], qrels) -> float:
-    run = {qid: {doc_ids[int(d)]: float(len(hits) - rank) for rank, d in enumerate(hits)}
-           for qid, hits in zip(query_ids, found)}
+    run = {
+        qid: {doc_ids[int(d)]: float(len(hits) - rank) for rank, d in enumerate(hits)}
+        for qid, hits in zip(query_ids, found)
+    }
     per_query = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
     return float(np.mean([m["ndcg_cut_10"] for m in per_query.values()]))
 
@@ -230,7 +243,7 @@ def measure_all(libs: list[Library], corpus_tokens, query_tokens, k: int, repeat
     """Time every library with the repeats interleaved (so a busy moment hurts all alike),
     then measure memory in separate passes under tracemalloc."""
     n = len(query_tokens)
-    rows = [{"library": lib.name, "formula": lib.formula} for lib in libs]
+    rows: list[dict[str, Any]] = [{"library": lib.name, "formula": lib.formula} for lib in libs]
     indexes: list[object] = [None] * len(libs)
     best = [{"build": float("inf"), "single": float("inf"), "batch": float("inf")} for _ in libs]
     for repeat in range(repeats):
@@ -246,12 +259,18 @@ def measure_all(libs: list[Library], corpus_tokens, query_tokens, k: int, repeat
                 best[i]["batch"] = min(best[i]["batch"], seconds)
     for i, lib in enumerate(libs):
         indexes[i] = None
-        build_peak, index_size, index = traced_mib(lambda: lib.build(corpus_tokens))
-        batch_peak = traced_mib(lambda: lib.batch(index, query_tokens, k))[0] if lib.has_batch else None
-        del index
+        build_peak, index_size, built = traced_mib(lambda: lib.build(corpus_tokens))
+        batch_peak = traced_mib(lambda: lib.batch(built, query_tokens, k))[0] if lib.has_batch else None
+        built = None  # free the index before the next library is measured
         batch_s = best[i]["batch"] if lib.has_batch else best[i]["single"]
-        rows[i].update(build_s=best[i]["build"], qps_single=n / best[i]["single"], qps_batch=n / batch_s,
-                       build_peak_mib=build_peak, index_mib=index_size, batch_peak_mib=batch_peak)
+        rows[i].update(
+            build_s=best[i]["build"],
+            qps_single=n / best[i]["single"],
+            qps_batch=n / batch_s,
+            build_peak_mib=build_peak,
+            index_mib=index_size,
+            batch_peak_mib=batch_peak,
+        )
     return rows
 
 
@@ -259,15 +278,24 @@ def ratios(rows: list[dict]) -> list[dict]:
     """dashrag / peer for the same formula; > 1 means dashrag is faster (qps, 1/seconds) or smaller (1/MiB)."""
     out = []
     ours_rows = [r for r in rows if r["library"].startswith("dashrag")]
-    pairs = [(peer, ours) for peer in rows if not peer["library"].startswith("dashrag")
-             for ours in ours_rows if ours["formula"] == peer["formula"]]
+    pairs = [
+        (peer, ours)
+        for peer in rows
+        if not peer["library"].startswith("dashrag")
+        for ours in ours_rows
+        if ours["formula"] == peer["formula"]
+    ]
     for peer, ours in pairs:
-        entry = {"ours": ours["library"], "peer": peer["library"], "formula": peer["formula"],
-                 "build_speedup": peer["build_s"] / ours["build_s"],
-                 "single_speedup": ours["qps_single"] / peer["qps_single"],
-                 "batch_speedup": ours["qps_batch"] / peer["qps_batch"],
-                 "build_peak_ratio": ours["build_peak_mib"] / peer["build_peak_mib"],
-                 "index_size_ratio": ours["index_mib"] / peer["index_mib"]}
+        entry = {
+            "ours": ours["library"],
+            "peer": peer["library"],
+            "formula": peer["formula"],
+            "build_speedup": peer["build_s"] / ours["build_s"],
+            "single_speedup": ours["qps_single"] / peer["qps_single"],
+            "batch_speedup": ours["qps_batch"] / peer["qps_batch"],
+            "build_peak_ratio": ours["build_peak_mib"] / peer["build_peak_mib"],
+            "index_size_ratio": ours["index_mib"] / peer["index_mib"],
+        }
         if peer["batch_peak_mib"] is not None:
             entry["batch_peak_ratio"] = ours["batch_peak_mib"] / peer["batch_peak_mib"]
         out.append(entry)
@@ -280,23 +308,48 @@ def print_tables(rows: list[dict], ratio_rows: list[dict], header: str) -> None:
 
     console = Console(width=132)  # wide enough for every column, also when piped
     table = Table(title=header)
-    for col in ("library", "formula", "build s", "q/s single", "q/s batch", "build peak MiB",
-                "index MiB", "batch peak MiB", "nDCG@10"):
+    for col in (
+        "library",
+        "formula",
+        "build s",
+        "q/s single",
+        "q/s batch",
+        "build peak MiB",
+        "index MiB",
+        "batch peak MiB",
+        "nDCG@10",
+    ):
         table.add_column(col, justify="left" if col in ("library", "formula") else "right")
     for r in rows:
         batch_peak = "n/a" if r["batch_peak_mib"] is None else f"{r['batch_peak_mib']:.2f}"
-        table.add_row(r["library"], r["formula"], f"{r['build_s']:.3f}", f"{r['qps_single']:,.0f}",
-                      f"{r['qps_batch']:,.0f}", f"{r['build_peak_mib']:.1f}", f"{r['index_mib']:.1f}",
-                      batch_peak, f"{r['ndcg@10']:.4f}")
+        table.add_row(
+            r["library"],
+            r["formula"],
+            f"{r['build_s']:.3f}",
+            f"{r['qps_single']:,.0f}",
+            f"{r['qps_batch']:,.0f}",
+            f"{r['build_peak_mib']:.1f}",
+            f"{r['index_mib']:.1f}",
+            batch_peak,
+            f"{r['ndcg@10']:.4f}",
+        )
     console.print(table)
     ratio_table = Table(title="dashrag vs peer, same formula (speed: x faster; memory: dashrag / peer)")
     for col in ("dashrag", "peer", "formula", "build", "q/s single", "q/s batch", "build peak", "index", "batch peak"):
         ratio_table.add_column(col, justify="left" if col in ("dashrag", "peer", "formula") else "right")
     for r in ratio_rows:
         batch_peak = f"{r['batch_peak_ratio']:.2f}" if "batch_peak_ratio" in r else "n/a"
-        ratio_table.add_row(r["ours"], r["peer"], r["formula"], f"{r['build_speedup']:.2f}x", f"{r['single_speedup']:.2f}x",
-                            f"{r['batch_speedup']:.2f}x", f"{r['build_peak_ratio']:.2f}",
-                            f"{r['index_size_ratio']:.2f}", batch_peak)
+        ratio_table.add_row(
+            r["ours"],
+            r["peer"],
+            r["formula"],
+            f"{r['build_speedup']:.2f}x",
+            f"{r['single_speedup']:.2f}x",
+            f"{r['batch_speedup']:.2f}x",
+            f"{r['build_peak_ratio']:.2f}",
+            f"{r['index_size_ratio']:.2f}",
+            batch_peak,
+        )
     console.print(ratio_table)
 
 
@@ -317,17 +370,29 @@ def main() -> None:
     for row in rows:
         row["ndcg@10"] = ndcg_at_10(doc_ids, query_ids, row.pop("found"), qrels)
     ratio_rows = ratios(rows)
-    header = (f"BM25 on SciFact: {len(doc_ids):,} documents, {len(query_ids)} test queries, "
-              f"top-{args.k}; {args.clock} time, best of {args.repeats}; memory by tracemalloc")
+    header = (
+        f"BM25 on SciFact: {len(doc_ids):,} documents, {len(query_ids)} test queries, "
+        f"top-{args.k}; {args.clock} time, best of {args.repeats}; memory by tracemalloc"
+    )
     print_tables(rows, ratio_rows, header)
     if args.json:
-        args.json.write_text(json.dumps({
-            "corpus": "scifact", "n_docs": len(doc_ids), "n_queries": len(query_ids), "k": args.k,
-            "clock": args.clock, "repeats": args.repeats,
-            "tokens": "bm25s.tokenize(stopwords='en', stemmer=PyStemmer english)",
-            "memory": "tracemalloc (Python objects + numpy buffers), MiB",
-            "results": rows, "ratios": ratio_rows,
-        }, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "corpus": "scifact",
+                    "n_docs": len(doc_ids),
+                    "n_queries": len(query_ids),
+                    "k": args.k,
+                    "clock": args.clock,
+                    "repeats": args.repeats,
+                    "tokens": "bm25s.tokenize(stopwords='en', stemmer=PyStemmer english)",
+                    "memory": "tracemalloc (Python objects + numpy buffers), MiB",
+                    "results": rows,
+                    "ratios": ratio_rows,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -81,21 +81,35 @@ def main() -> None:
             found, _ = index.retrieve(bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, show_progress=False,
                                                      return_ids=False), k=10, show_progress=False)
             return [list(row) for row in found]
-        return [list(index.retrieve(bm25s.tokenize([q], stopwords="en", stemmer=stemmer, show_progress=False,
-                                                   return_ids=False), k=10, show_progress=False)[0][0]) for q in queries]
+        return [
+            list(
+                index.retrieve(
+                    bm25s.tokenize([q], stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False),
+                    k=10,
+                    show_progress=False,
+                )[0][0]
+            )
+            for q in queries
+        ]
 
     work = Path(tempfile.mkdtemp())
 
     def dashrag_build():
-        return dashrag.build(resolve_config("keyword"), corpus, work / f"w{time.time_ns()}",
-                             chunker={"component": "WholeDocumentChunker"})
+        return dashrag.build(
+            resolve_config("keyword"),
+            corpus,
+            work / f"w{time.time_ns()}",
+            chunker={"component": "WholeDocumentChunker"},
+        )
 
     def dashrag_answers(tree, batch):
         answers = tree.retrieve_batch(queries) if batch else [tree.retrieve(q) for q in queries]
         return [[c.document_id for c in chunks] for chunks, _ in answers]
 
-    libraries = {"bm25s": (bm25s_build, bm25s_answers, lambda i: doc_ids[i]),
-                 "dashrag": (dashrag_build, dashrag_answers, lambda d: d)}
+    libraries = {
+        "bm25s": (bm25s_build, bm25s_answers, lambda i: doc_ids[i]),
+        "dashrag": (dashrag_build, dashrag_answers, lambda d: d),
+    }
     # the repeats are interleaved (bm25s, dashrag, bm25s, ...) so a slow moment hits both alike
     seconds = {name: {"build": math.inf, "single": math.inf, "batch": math.inf} for name in libraries}
     indexes, found = {}, {}
@@ -111,21 +125,32 @@ def main() -> None:
         build_peak, _ = peak_mib(build)
         batch_peak, _ = peak_mib(lambda: answers(indexes[name], True))
         run = {qid: {to_doc(d): 10.0 - r for r, d in enumerate(docs)} for qid, docs in zip(qids, found[name])}
-        rows[name] = {"build_s": round(seconds[name]["build"], 3),
-                      "qps_single": round(len(queries) / seconds[name]["single"], 1),
-                      "qps_batch": round(len(queries) / seconds[name]["batch"], 1), "build_peak_mib": round(build_peak, 1),
-                      "batch_peak_mib": round(batch_peak, 2), "ndcg@10": round(evaluator.evaluate(run).mean["ndcg@10"], 4)}
-    ratio = {"build_speed": rows["bm25s"]["build_s"] / rows["dashrag"]["build_s"],
-             "qps_single": rows["dashrag"]["qps_single"] / rows["bm25s"]["qps_single"],
-             "qps_batch": rows["dashrag"]["qps_batch"] / rows["bm25s"]["qps_batch"],
-             "build_peak": rows["dashrag"]["build_peak_mib"] / rows["bm25s"]["build_peak_mib"],
-             "batch_peak": rows["dashrag"]["batch_peak_mib"] / max(rows["bm25s"]["batch_peak_mib"], 1e-9)}
+        rows[name] = {
+            "build_s": round(seconds[name]["build"], 3),
+            "qps_single": round(len(queries) / seconds[name]["single"], 1),
+            "qps_batch": round(len(queries) / seconds[name]["batch"], 1),
+            "build_peak_mib": round(build_peak, 1),
+            "batch_peak_mib": round(batch_peak, 2),
+            "ndcg@10": round(evaluator.evaluate(run).mean["ndcg@10"], 4),
+        }
+    ratio = {
+        "build_speed": rows["bm25s"]["build_s"] / rows["dashrag"]["build_s"],
+        "qps_single": rows["dashrag"]["qps_single"] / rows["bm25s"]["qps_single"],
+        "qps_batch": rows["dashrag"]["qps_batch"] / rows["bm25s"]["qps_batch"],
+        "build_peak": rows["dashrag"]["build_peak_mib"] / rows["bm25s"]["build_peak_mib"],
+        "batch_peak": rows["dashrag"]["batch_peak_mib"] / max(rows["bm25s"]["batch_peak_mib"], 1e-9),
+    }
     print(f"{'':10}{'build s':>9}{'q/s one':>10}{'q/s batch':>11}{'build MiB':>11}{'batch MiB':>11}{'nDCG@10':>9}")
     for name, r in rows.items():
-        print(f"{name:10}{r['build_s']:>9.3f}{r['qps_single']:>10.0f}{r['qps_batch']:>11.0f}"
-              f"{r['build_peak_mib']:>11.1f}{r['batch_peak_mib']:>11.2f}{r['ndcg@10']:>9.4f}")
-    print("dashrag / bm25s: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratio.items())
-          + "  (speeds: >1 is faster; memory: <1 is less)")
+        print(
+            f"{name:10}{r['build_s']:>9.3f}{r['qps_single']:>10.0f}{r['qps_batch']:>11.0f}"
+            f"{r['build_peak_mib']:>11.1f}{r['batch_peak_mib']:>11.2f}{r['ndcg@10']:>9.4f}"
+        )
+    print(
+        "dashrag / bm25s: "
+        + ", ".join(f"{k} {v:.2f}x" for k, v in ratio.items())
+        + "  (speeds: >1 is faster; memory: <1 is less)"
+    )
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "ratios": ratio}, indent=2) + "\n")
 

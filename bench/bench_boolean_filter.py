@@ -41,6 +41,7 @@ from dashrag.boolean.lexer import escape_literal
 from dashrag.core.restriction import Restriction
 from dashrag.documents.corpus import Corpus
 from dashrag.documents.model import SourceDocument
+from dashrag.retrievers.boolean_query import BooleanQueryRetriever
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 BUCKETS = 5
@@ -65,7 +66,9 @@ def test_queries(root: Path) -> list[tuple[str, str]]:
     for line in (root / "queries.jsonl").open(encoding="utf-8"):
         record = json.loads(line)
         texts[record["_id"]] = record["text"]
-    ids = list(dict.fromkeys(line.split("\t")[0] for line in (root / "qrels" / "test.tsv").read_text().splitlines()[1:]))
+    ids = list(
+        dict.fromkeys(line.split("\t")[0] for line in (root / "qrels" / "test.tsv").read_text().splitlines()[1:])
+    )
     return [(qid, texts[qid]) for qid in ids]
 
 
@@ -104,6 +107,7 @@ def main() -> None:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="dashrag-bench-boolean-"))
     start = time.perf_counter()
     retriever = dashrag.build({"component": "BooleanQueryRetriever", "params": {"children": [CHILD]}}, corpus, workdir)
+    assert isinstance(retriever, BooleanQueryRetriever)
     build_s = time.perf_counter() - start
     chunks = retriever.require_infra().chunks
 
@@ -112,14 +116,24 @@ def main() -> None:
     for plain, filtered, _ in pairs[:20]:  # warm caches and code paths
         retriever.retrieve(plain), retriever.retrieve(filtered)
     best_plain, best_filtered = side_by_side(
-        [(lambda p=plain: timed(retriever, p)[0], lambda f=filtered: timed(retriever, f)[0]) for plain, filtered, _ in pairs],
-        args.repeats)
+        [
+            (lambda p=plain: timed(retriever, p)[0], lambda f=filtered: timed(retriever, f)[0])
+            for plain, filtered, _ in pairs
+        ],
+        args.repeats,
+    )
     child, k = retriever.child, retriever.params.semantic_top_k
     restrictions = {f"b{i}": Restriction.where_categories(YEAR_BUCKET=f"b{i}") for i in range(BUCKETS)}
     child_plain, child_filtered = side_by_side(
-        [(lambda t=text: timed(child, t, top_k=k)[0],
-          lambda t=text, r=restrictions[bucket(qid)]: timed(child, t, top_k=k, restriction=r)[0])
-         for qid, text in queries], args.repeats)
+        [
+            (
+                lambda t=text: timed(child, t, top_k=k)[0],
+                lambda t=text, r=restrictions[bucket(qid)]: timed(child, t, top_k=k, restriction=r)[0],
+            )
+            for qid, text in queries
+        ],
+        args.repeats,
+    )
 
     inside = total = 0
     filtered_counts, post_filter_counts = [], []
@@ -135,29 +149,49 @@ def main() -> None:
     mean_filtered = statistics.fmean(best_filtered) * 1000
     overhead = mean_filtered / mean_plain - 1
     figures = {
-        "documents": len(corpus), "chunks": len(chunks), "queries": len(pairs), "repeats": args.repeats,
+        "documents": len(corpus),
+        "chunks": len(chunks),
+        "queries": len(pairs),
+        "repeats": args.repeats,
         "build_s": round(build_s, 2),
-        "unfiltered_ms_mean": round(mean_plain, 4), "filtered_ms_mean": round(mean_filtered, 4),
+        "unfiltered_ms_mean": round(mean_plain, 4),
+        "filtered_ms_mean": round(mean_filtered, 4),
         "unfiltered_ms_median": round(statistics.median(best_plain) * 1000, 4),
         "filtered_ms_median": round(statistics.median(best_filtered) * 1000, 4),
-        "overhead": round(overhead, 4), "target_overhead": TARGET_OVERHEAD, "within_target": overhead < TARGET_OVERHEAD,
+        "overhead": round(overhead, 4),
+        "target_overhead": TARGET_OVERHEAD,
+        "within_target": overhead < TARGET_OVERHEAD,
         "child_unrestricted_ms_mean": round(statistics.fmean(child_plain) * 1000, 4),
         "child_restricted_ms_mean": round(statistics.fmean(child_filtered) * 1000, 4),
         "filtered_results_inside_bucket": round(inside / total, 4) if total else None,
         "fragments_per_query_filtered": round(statistics.fmean(filtered_counts), 2),
         "fragments_per_query_filtering_afterwards": round(statistics.fmean(post_filter_counts), 2),
     }
-    print(f"SciFact: {figures['documents']} documents, {figures['chunks']} chunks, {figures['queries']} test queries, "
-          f"best of {args.repeats}; built in {figures['build_s']} s")
-    print(f"  unfiltered  \"q\"                       {mean_plain:8.3f} ms mean  ({figures['unfiltered_ms_median']:.3f} median)")
-    print(f"  filtered    \"q\" AND YEAR_BUCKET=b     {mean_filtered:8.3f} ms mean  ({figures['filtered_ms_median']:.3f} median)")
-    print(f"  overhead    {overhead * 100:+.2f}%   (target < {TARGET_OVERHEAD * 100:.0f}%: "
-          f"{'met' if figures['within_target'] else 'NOT met'})")
-    print(f"  of which the child alone: {figures['child_unrestricted_ms_mean']:.3f} ms unrestricted, "
-          f"{figures['child_restricted_ms_mean']:.3f} ms restricted to the bucket")
-    print(f"  filtered results inside their bucket: {figures['filtered_results_inside_bucket']}; fragments per query: "
-          f"{figures['fragments_per_query_filtered']} filtered vs {figures['fragments_per_query_filtering_afterwards']} "
-          "when the unfiltered results are filtered afterwards")
+    print(
+        f"SciFact: {figures['documents']} documents, {figures['chunks']} chunks, {figures['queries']} test queries, "
+        f"best of {args.repeats}; built in {figures['build_s']} s"
+    )
+    print(
+        f'  unfiltered  "q"                       {mean_plain:8.3f} ms mean  '
+        f'({figures["unfiltered_ms_median"]:.3f} median)'
+    )
+    print(
+        f'  filtered    "q" AND YEAR_BUCKET=b     {mean_filtered:8.3f} ms mean  '
+        f'({figures["filtered_ms_median"]:.3f} median)'
+    )
+    print(
+        f"  overhead    {overhead * 100:+.2f}%   (target < {TARGET_OVERHEAD * 100:.0f}%: "
+        f"{'met' if figures['within_target'] else 'NOT met'})"
+    )
+    print(
+        f"  of which the child alone: {figures['child_unrestricted_ms_mean']:.3f} ms unrestricted, "
+        f"{figures['child_restricted_ms_mean']:.3f} ms restricted to the bucket"
+    )
+    print(
+        f"  filtered results inside their bucket: {figures['filtered_results_inside_bucket']}; fragments per query: "
+        f"{figures['fragments_per_query_filtered']} filtered vs {figures['fragments_per_query_filtering_afterwards']} "
+        "when the unfiltered results are filtered afterwards"
+    )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
 

@@ -36,7 +36,7 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 
@@ -121,8 +121,9 @@ def scifact(args: argparse.Namespace) -> None:
     split = load_split(SCIFACT, "test")
     config = {"component": "DenseEmbeddingRetriever", "params": {"similarity_metric": "cosine", "top_k": 100}}
     start = time.perf_counter()
-    retriever = dashrag.build(config, dashrag.Corpus.from_path(SCIFACT), args.workdir,
-                              chunker={"component": "WholeDocumentChunker", "params": {}})
+    retriever = cast(DenseEmbeddingRetriever, dashrag.build(
+        config, dashrag.Corpus.from_path(SCIFACT), args.workdir,
+        chunker={"component": "WholeDocumentChunker", "params": {}}))
     built = time.perf_counter() - start
     embedded = retriever.embedding.documents_embedded
     query_ids = list(split.queries)

@@ -127,8 +127,10 @@ def main() -> None:
     for key in ("build_s", "retrieval_s", "eval_s", "pool_s"):
         print(f"  {key:<12} {figures[key]:8.3f}")
     verdict = "under" if figures["overhead_pct_of_run"] < TARGET_PCT else "OVER"
-    print(f"  overhead {figures['overhead_pct_of_run']:.2f}% of the whole run ({verdict} the {TARGET_PCT:.0f}% target); "
-          f"{figures['overhead_pct_of_queries']:.2f}% of the query phase alone")
+    print(
+        f"  overhead {figures['overhead_pct_of_run']:.2f}% of the whole run ({verdict} the {TARGET_PCT:.0f}% target); "
+        f"{figures['overhead_pct_of_queries']:.2f}% of the query phase alone"
+    )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")

@@ -35,7 +35,7 @@ import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import dashrag
 from dashrag.cli.config_files import resolve_config
@@ -46,7 +46,7 @@ SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 
 # Two children of similar cost that both run without the GIL: the same ONNX MiniLM vectors
 # searched by cosine and by dot product (equal rankings; each child embeds the query itself).
-ONNX_DENSE = {"component": "DenseEmbeddingRetriever", "params": {
+ONNX_DENSE: dict[str, Any] = {"component": "DenseEmbeddingRetriever", "params": {
     "top_k": 10, "embedding": {"component": "MiniLMOnnxEmbedding", "params": {}}}}
 TWO_DENSE_ONNX = {"component": "ParallelRetriever", "params": {"merge_strategy": "rrf", "children": [
     {**ONNX_DENSE, "params": {**ONNX_DENSE["params"], "similarity_metric": "cosine"}},
@@ -58,7 +58,7 @@ def describe(child) -> str:
     return child.component_name + (f"[{embedding.component_name}]" if embedding is not None else "")
 
 
-def interleaved_best_ms(variants: dict[str, Callable[[str], Any]], queries: list[str],
+def interleaved_best_ms(variants: dict[str, Callable[[Any], Any]], queries: Sequence[Any],
                         rounds: int) -> dict[str, list[float]]:
     """Per variant, per query: the fastest of ``rounds`` answers, in ms (order rotated per query)."""
     names = list(variants)

@@ -1,36 +1,32 @@
 """The Python entry points: build a tree on a corpus, save it, load it back.
 
 ``build`` = validate the whole config → construct (pure) → chunk the corpus and
-write it to the store → ``inject_infra`` → ``init_model`` (fit). ``load`` never
-fits: it reads the config and the corpus from the saved folder, checks the corpus
-is the one the tree was built on, and restores each node's state.
+write it to the store → ``inject_infra`` → ``init_model`` (fit). ``save`` and
+``load`` live in :mod:`dashrag.core.saved_tree` (a retriever's ``save`` method needs
+them, and core does not import this module); they are re-exported here.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from dashrag.core.component import ConfigObject
-from dashrag.core.factory import build_component
+from dashrag.chunkers.base import Chunker
+from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
-from dashrag.core.persistence import node_dirname, read_manifest, verify_snapshot, write_saved_folder
 from dashrag.core.retriever import Retriever
+from dashrag.core.saved_tree import load, save, store_filename
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.corpus import Corpus
-from dashrag.errors import ConfigError, PersistenceError
+from dashrag.errors import PersistenceError
 from dashrag.store.store import Store, sqlite_url
 
-DEFAULT_CHUNKER: dict[str, Any] = {"component": "RecursiveCharacterChunker", "params": {"chunk_size": 2000, "chunk_overlap": 200}}
-SQLITE_PREFIX = "sqlite:///"
-
-
-def store_filename(fingerprint: str) -> str:
-    return f"store-{fingerprint[:16]}.sqlite"
+DEFAULT_CHUNKER: dict[str, Any] = {
+    "component": "RecursiveCharacterChunker",
+    "params": {"chunk_size": 2000, "chunk_overlap": 200},
+}
 
 
 def _write_sqlite_store(folder: Path, corpus: Corpus, chunk_set: ChunkSet) -> str:
@@ -50,8 +46,13 @@ def _write_sqlite_store(folder: Path, corpus: Corpus, chunk_set: ChunkSet) -> st
     return sqlite_url(target)
 
 
-def prepare_corpus(corpus: Corpus | str | Path, workdir: str | Path, chunker: dict | None = None,
-                   store_url: str | None = None, cache_dir: str | Path | None = None) -> Infra:
+def prepare_corpus(
+    corpus: Corpus | str | Path,
+    workdir: str | Path,
+    chunker: dict | None = None,
+    store_url: str | None = None,
+    cache_dir: str | Path | None = None,
+) -> Infra:
     """Chunk the corpus, write it to the store, and return the infrastructure a tree runs on.
 
     Caches (embeddings) go in ``cache_dir``, default ``workdir``: point several builds
@@ -61,7 +62,7 @@ def prepare_corpus(corpus: Corpus | str | Path, workdir: str | Path, chunker: di
     workdir.mkdir(parents=True, exist_ok=True)
     if not isinstance(corpus, Corpus):
         corpus = Corpus.from_path(corpus)
-    chunk_set = ChunkSet(build_component(chunker or DEFAULT_CHUNKER, "chunker").chunk(corpus.documents))
+    chunk_set = ChunkSet(build_as(chunker or DEFAULT_CHUNKER, Chunker, "chunker").chunk(corpus.documents))
     if store_url is None:
         store_url = _write_sqlite_store(workdir, corpus, chunk_set)
     else:
@@ -74,77 +75,21 @@ def prepare_corpus(corpus: Corpus | str | Path, workdir: str | Path, chunker: di
     return Infra(env_path=Path(cache_dir) if cache_dir else workdir, chunks=chunk_set, store_url=store_url)
 
 
-def build(config: dict | Retriever, corpus: Corpus | str | Path, workdir: str | Path,
-          chunker: dict | None = None, store_url: str | None = None, cache_dir: str | Path | None = None) -> Retriever:
+def build(
+    config: dict | Retriever,
+    corpus: Corpus | str | Path,
+    workdir: str | Path,
+    chunker: dict | None = None,
+    store_url: str | None = None,
+    cache_dir: str | Path | None = None,
+) -> Retriever:
     """Validate and build ``config`` (a JSON tree), fit it on ``corpus``; the store goes in
     ``workdir``, caches in ``cache_dir`` (default: ``workdir``)."""
-    root = build_component(config, "retriever") if isinstance(config, dict) else config
+    root = build_as(config, Retriever, "retriever") if isinstance(config, dict) else config
     infra = prepare_corpus(corpus, workdir, chunker, store_url, cache_dir)
     root.inject_infra(infra)
     root.init_model()
-    return root  # type: ignore[return-value]
+    return root
 
 
-def save(root: ConfigObject, folder: str | Path) -> Path:
-    """Save a fitted tree to ``folder`` atomically (the previous save survives a crash)."""
-    folder = Path(folder)
-    infra = root.require_infra()
-    folder.mkdir(parents=True, exist_ok=True)
-    store_ref = infra.store_url
-    if store_ref and store_ref.startswith(SQLITE_PREFIX):
-        source = Path(store_ref[len(SQLITE_PREFIX):])
-        target = folder / store_filename(infra.chunks.fingerprint)
-        if source.resolve() != target.resolve() and not target.exists():
-            tmp = target.with_name(f".{target.name}.tmp")
-            shutil.copyfile(source, tmp)
-            os.replace(tmp, target)
-        store_ref = target.name  # relative: the folder can be moved
-
-    def write_nodes(snapshot: Path) -> None:
-        for path, node in root.iter_nodes():
-            node_dir = snapshot / "nodes" / node_dirname(path)
-            node_dir.mkdir(parents=True)
-            node.save_state(node_dir)
-
-    write_saved_folder(folder, write_nodes, {
-        "config": root.to_config(),
-        "corpus_fingerprint": infra.chunks.fingerprint,
-        "store": store_ref,
-        "saved_at": datetime.now(timezone.utc).isoformat(),
-    })
-    return folder
-
-
-def load(folder: str | Path, store_url: str | None = None) -> Retriever:
-    """Load a saved tree without refitting; refuses a folder whose corpus or format does not match."""
-    folder = Path(folder)
-    manifest = read_manifest(folder)
-    snapshot = verify_snapshot(folder, manifest)
-    try:
-        root = build_component(manifest["config"], "retriever")
-    except ConfigError as exc:
-        raise PersistenceError(f"{folder}: the saved config is not valid here: {exc}") from None
-    if store_url is None:
-        ref = manifest.get("store")
-        if not ref:
-            raise PersistenceError(f"{folder}: the manifest names no store; pass store_url")
-        store_url = ref if "://" in ref else sqlite_url(folder / ref)
-        if "://" not in ref and not (folder / ref).is_file():
-            raise PersistenceError(f"{folder / ref}: the store file named in the manifest is missing")
-    store = Store(store_url)
-    try:
-        chunk_set = store.read_chunk_set()
-    finally:
-        store.close()
-    if chunk_set.fingerprint != manifest["corpus_fingerprint"]:
-        raise PersistenceError(
-            f"{folder}: saved for corpus {manifest['corpus_fingerprint'][:12]}, but the store holds corpus "
-            f"{chunk_set.fingerprint[:12]} (a folder saved for another corpus)"
-        )
-    root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=store_url))
-    for path, node in reversed(list(root.iter_nodes())):  # children before their parents
-        node_dir = snapshot / "nodes" / node_dirname(path)
-        if not node_dir.is_dir():
-            raise PersistenceError(f"{node_dir}: state folder of node {path} is missing")
-        node.load_state(node_dir)
-    return root  # type: ignore[return-value]
+__all__ = ["build", "load", "prepare_corpus", "save"]

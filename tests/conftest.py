@@ -1,8 +1,7 @@
-"""Shared fixtures: the shipped example corpus and a SciFact subset read from ../shared/data."""
+"""Session set-up for every test: offline model hubs, the example corpus, the shared fixture plugins."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from pathlib import Path
@@ -17,31 +16,15 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_CORPUS = REPO / "examples" / "corpus"
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 
+# Shared fixtures live in tests/fixtures/ and are plugins, so a test names them without importing them.
+pytest_plugins = ["tests.fixtures.scifact", "tests.fixtures.models"]
+
 
 @pytest.fixture(scope="session")
 def example_corpus():
     import dashrag
 
     return dashrag.Corpus.from_folder(EXAMPLE_CORPUS)
-
-
-@pytest.fixture(scope="session")
-def scifact_dir() -> Path:
-    if not (SCIFACT / "corpus.jsonl.gz").is_file():
-        pytest.fail(f"SciFact data missing at {SCIFACT} (the project reads it from ../shared/data)")
-    return SCIFACT
-
-
-@pytest.fixture(scope="session")
-def scifact_subset_file(tmp_path_factory, scifact_dir) -> Path:
-    """The first 400 SciFact documents as a BEIR corpus.jsonl (fast to fit, real text)."""
-    path = tmp_path_factory.mktemp("scifact") / "corpus.jsonl"
-    with gzip.open(scifact_dir / "corpus.jsonl.gz", "rt", encoding="utf-8") as src, open(path, "w", encoding="utf-8") as dst:
-        for i, line in enumerate(src):
-            if i == 400:
-                break
-            dst.write(line)
-    return path
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -51,6 +51,12 @@ def _RANK_KEY(fragment: ScoredChunk) -> tuple[float, int]:
     return (-fragment.score, fragment.chunk.id)
 
 
+def memo_of(result: FragmentSet) -> dict[Any, Any]:
+    """Where a frozen ``FragmentSet`` keeps values derived from it (rankings, listings), computed
+    once: its instance dictionary, which ``frozen`` leaves writable to the class's own code."""
+    return result.__dict__
+
+
 @dataclass(frozen=True)
 class FragmentSet:
     """One branch's fragments by chunk id, and whether the branch is a pure document filter.
@@ -65,7 +71,7 @@ class FragmentSet:
     known_documents: frozenset[str] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def of(cls, fragments: Iterable[ScoredChunk], is_filter: bool = False) -> "FragmentSet":
+    def of(cls, fragments: Iterable[ScoredChunk], is_filter: bool = False) -> FragmentSet:
         """Build from fragments; a chunk id seen twice keeps its best score (the OR rule)."""
         best: dict[int, ScoredChunk] = {}
         for fragment in fragments:
@@ -95,7 +101,12 @@ class FragmentSet:
         selection all ask for it); a small ``limit`` of a large set is a partial sort.
         """
         cached = self.__dict__.get("_ranking")
-        if cached is None and limit is not None and len(self.fragments) > PARTIAL_SORT_FROM and limit * 4 < len(self.fragments):
+        if (
+            cached is None
+            and limit is not None
+            and len(self.fragments) > PARTIAL_SORT_FROM
+            and limit * 4 < len(self.fragments)
+        ):
             return heapq.nsmallest(limit, self.fragments.values(), key=_RANK_KEY)
         if cached is None:
             cached = self.__dict__["_ranking"] = sorted(self.fragments.values(), key=_RANK_KEY)
@@ -105,10 +116,11 @@ class FragmentSet:
         """The ``limit`` best scores; a category filter not yet built answers without building it."""
         if isinstance(self.fragments, FilterFragments) and not self.fragments.built:
             return [FILTER_SCORE] * min(limit, len(self.fragments))
+        memo = memo_of(self)
         key = ("_top_scores", limit)
-        found = self.__dict__.get(key)
+        found = memo.get(key)
         if found is None:
-            found = self.__dict__[key] = [f.score for f in self.ranked(limit)]
+            found = memo[key] = [f.score for f in self.ranked(limit)]
         return list(found)
 
     def max_score(self) -> float:
@@ -117,7 +129,7 @@ class FragmentSet:
     def min_score(self) -> float:
         return min((f.score for f in self.fragments.values()), default=0.0)
 
-    def restricted_to(self, document_ids: frozenset[str]) -> "FragmentSet":
+    def restricted_to(self, document_ids: frozenset[str]) -> FragmentSet:
         if self.document_ids <= document_ids:
             return self
         kept = {cid: f for cid, f in self.fragments.items() if f.document_id in document_ids}
@@ -138,9 +150,14 @@ class IndexedDocuments(frozenset):
     """
 
     __slots__ = ("mask", "chunk_count", "universe", "memo")
+    mask: Any
+    chunk_count: int | None
+    universe: Any
+    memo: dict[Any, Any]
 
-    def __new__(cls, ids: Iterable[str], mask: Any = None, chunk_count: int | None = None,
-                universe: Any = None) -> "IndexedDocuments":
+    def __new__(
+        cls, ids: Iterable[str], mask: Any = None, chunk_count: int | None = None, universe: Any = None
+    ) -> IndexedDocuments:
         made = super().__new__(cls, ids)
         made.mask = mask
         made.chunk_count = chunk_count
@@ -152,7 +169,7 @@ class IndexedDocuments(frozenset):
         super().__init__()
 
 
-def _within(documents: frozenset[str], scope: "Scope") -> bool:
+def _within(documents: frozenset[str], scope: Scope) -> bool:
     """``documents <= scope.document_ids``, answered without a pass when the set says it was made
     from the scope's whole universe."""
     if scope.documents is None and getattr(documents, "universe", None) is scope.universe:
@@ -231,7 +248,7 @@ class Scope:
         object.__setattr__(self, "document_ids", frozenset(self.universe) if self.documents is None else self.documents)
 
     @classmethod
-    def from_chunks(cls, chunks: Iterable[Chunk]) -> "Scope":
+    def from_chunks(cls, chunks: Iterable[Chunk]) -> Scope:
         grouped: dict[str, list[Chunk]] = {}
         for chunk in chunks:
             grouped.setdefault(chunk.document_id, []).append(chunk)
@@ -248,7 +265,7 @@ class Scope:
             return self.universe
         return {doc: self.universe[doc] for doc in self.documents}
 
-    def restricted_to(self, document_ids: Iterable[str]) -> "Scope":
+    def restricted_to(self, document_ids: Iterable[str]) -> Scope:
         allowed = document_ids if isinstance(document_ids, frozenset) else frozenset(document_ids)
         if _within(allowed, self):
             return Scope(self.universe, allowed)
@@ -301,8 +318,8 @@ def combine_and(operands: Sequence[FragmentSet]) -> FragmentSet:
 def _lazy_filter_and(operands: Sequence[FragmentSet], shared: frozenset[str]) -> FragmentSet | None:
     """AND of unbuilt category/NOT filters over one universe, still unbuilt: every chunk of
     the shared documents at 1.0, sourced like the first operand (what ``FragmentSet.of`` keeps)."""
-    parts = [o.fragments for o in operands]
-    if not all(isinstance(p, FilterFragments) and not p.built for p in parts):
+    parts = [o.fragments for o in operands if isinstance(o.fragments, FilterFragments) and not o.fragments.built]
+    if len(parts) != len(operands):
         return None
     first = parts[0]
     if any(p.universe is not first.universe for p in parts):

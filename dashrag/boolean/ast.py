@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Union
 
 from dashrag.boolean.normalise_text import normalise_words
 from dashrag.errors import QueryError
@@ -101,7 +100,7 @@ def _require_operands(kind: str, operands: tuple, minimum: int) -> None:
 class And:
     """All operands hold; see ``algebra.combine_and`` for the scores."""
 
-    operands: tuple["Node", ...]
+    operands: tuple[Node, ...]
 
     def __post_init__(self) -> None:
         _require_operands("AND", self.operands, 2)
@@ -111,7 +110,7 @@ class And:
 class Or:
     """Any operand holds; a fragment keeps its best score."""
 
-    operands: tuple["Node", ...]
+    operands: tuple[Node, ...]
 
     def __post_init__(self) -> None:
         _require_operands("OR", self.operands, 2)
@@ -121,7 +120,7 @@ class Or:
 class Not:
     """The documents in scope that the operand does not reach."""
 
-    operand: "Node"
+    operand: Node
 
     def __post_init__(self) -> None:
         _require_operands("NOT", (self.operand,), 1)
@@ -132,16 +131,17 @@ class TrueNode:
     """The empty query: every fragment in scope, as a pure filter."""
 
 
-Clause = Union[Semantic, Text, Category]
-Node = Union[Semantic, Text, Category, And, Or, Not]
-Query = Union[Node, TrueNode]
+Clause = Semantic | Text | Category
+Node = Semantic | Text | Category | And | Or | Not
+Query = Node | TrueNode
 
 _OPERAND_TYPES = (Semantic, Text, Category, And, Or, Not)
 CLAUSE_TYPES = (Semantic, Text, Category)
 
 
 def iter_clauses(node: Query, negated: bool = False):
-    """Yield ``(clause, negated)`` for every clause in reading order; ``negated`` is true under an odd number of NOTs."""
+    """Yield ``(clause, negated)`` for every clause in reading order;
+    ``negated`` is true under an odd number of NOTs."""
     if isinstance(node, CLAUSE_TYPES):
         yield node, negated
     elif isinstance(node, (And, Or)):

@@ -26,7 +26,15 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Iterable
 
-from dashrag.boolean.algebra import FilterFragments, FragmentSet, Scope, combine_and, combine_or, complement
+from dashrag.boolean.algebra import (
+    FilterFragments,
+    FragmentSet,
+    Scope,
+    combine_and,
+    combine_or,
+    complement,
+    memo_of,
+)
 from dashrag.boolean.ast import And, Category, Clause, Not, Or, Query, Semantic, Text, TrueNode, is_filter_only
 from dashrag.boolean.serialise import serialise
 from dashrag.documents.model import ScoredChunk
@@ -35,7 +43,15 @@ LeafEvaluator = Callable[[Clause, Scope], "Iterable[ScoredChunk] | FragmentSet"]
 BranchReranker = Callable[[str, FragmentSet], Iterable[ScoredChunk]]
 
 TOP_SCORES_IN_TRACE = 5
-_NODE_TYPES = {Semantic: "semantic", Text: "text", Category: "category", And: "and", Or: "or", Not: "not", TrueNode: "true"}
+_NODE_TYPES = {
+    Semantic: "semantic",
+    Text: "text",
+    Category: "category",
+    And: "and",
+    Or: "or",
+    Not: "not",
+    TrueNode: "true",
+}
 
 
 def evaluate(
@@ -140,9 +156,10 @@ def _listed_fragments(result: FragmentSet, limit: int) -> list[list]:
     if limit <= 0 or (isinstance(result.fragments, FilterFragments) and not result.fragments.built):
         return []
     key = ("_listed", limit)  # an AND that keeps its scored operand's set lists it again: list it once
-    listed = result.__dict__.get(key)
+    memo = memo_of(result)
+    listed = memo.get(key)
     if listed is None:
-        listed = result.__dict__[key] = [[f.id, f.document_id, round(f.score, 6)] for f in result.ranked(limit)]
+        listed = memo[key] = [[f.id, f.document_id, round(f.score, 6)] for f in result.ranked(limit)]
     return listed  # shared by the records of one set: a trace is read, not edited
 
 

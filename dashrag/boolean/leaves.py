@@ -28,34 +28,52 @@ It also adapts any reranker component to the function ``rerank_in_rounds`` calls
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from dashrag.boolean.algebra import FragmentSet, Scope
 from dashrag.boolean.ast import Category, Clause, Semantic, Text
 from dashrag.boolean.category_index import CategoryIndex
+from dashrag.boolean.rerank import RerankFunction
 from dashrag.boolean.serialise import serialise
 from dashrag.boolean.text_index import TextIndex
 from dashrag.core.restriction import Restriction
+from dashrag.core.retriever import Retriever
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import ConfigError
 
 if TYPE_CHECKING:
-    from dashrag.core.retriever import Retriever
     from dashrag.documents.chunk_set import ChunkSet
-    from dashrag.retrievers.dense import DenseEmbeddingRetriever
 
 SCORE_MODES = ("auto", "dense_cosine", "max_normalised", "child")
 
 
-def find_dense_node(child: "Retriever") -> "DenseEmbeddingRetriever | None":
-    """The first dense retriever in the child's subtree (the child itself, or the hybrid's dense half)."""
-    from dashrag.retrievers.dense import DenseEmbeddingRetriever
+@runtime_checkable
+class DenseNode(Protocol):
+    """What a semantic clause needs from a dense retriever (``DenseEmbeddingRetriever`` is one).
 
+    A protocol rather than the class, so ``boolean/`` imports no concrete retriever
+    (docs/design.md, import contracts): retrieve like any retriever, embed a phrase,
+    and score query vectors against every chunk under the node's own metric.
+    """
+
+    component_name: str
+
+    def retrieve(self, query: str, **kwargs: Any) -> tuple[list[ScoredChunk], dict]: ...
+
+    def embed_queries(self, queries: Sequence[str]) -> np.ndarray: ...
+
+    def score_vectors(self, query_vectors: np.ndarray) -> np.ndarray: ...
+
+
+def find_dense_node(child: Retriever) -> DenseNode | None:
+    """The first dense node in the child's subtree (the child itself, or the hybrid's dense half):
+    a retriever that embeds queries and scores vectors."""
     for _, node in child.iter_nodes():
-        if isinstance(node, DenseEmbeddingRetriever):
+        if isinstance(node, Retriever) and isinstance(node, DenseNode):
             return node
     return None
 
@@ -87,12 +105,12 @@ class DocumentMaskRestriction(Restriction):
     documents, so it hands leaves the finished mask (and the set, for any other chunk set).
     """
 
-    def __init__(self, documents: frozenset[str], chunks: "ChunkSet", mask: np.ndarray):
+    def __init__(self, documents: frozenset[str], chunks: ChunkSet, mask: np.ndarray):
         super().__init__(documents=documents)
         self._cache[id(chunks)] = mask
         self._chunks_id = id(chunks)
 
-    def row_mask(self, chunks: "ChunkSet") -> np.ndarray:
+    def row_mask(self, chunks: ChunkSet) -> np.ndarray:
         """As ``Restriction.row_mask``; for a category index's set, computed once and kept on the set."""
         memo = getattr(self.documents, "memo", None)
         if memo is None or id(chunks) != self._chunks_id:
@@ -116,10 +134,10 @@ class SemanticSettings:
 class ClauseRunner:
     """The leaf evaluator of one query (module docstring)."""
 
-    chunks: "ChunkSet"
+    chunks: ChunkSet
     texts: Sequence[str]
-    child: "Retriever"
-    dense: "DenseEmbeddingRetriever | None"
+    child: Retriever
+    dense: DenseNode | None
     text_index: TextIndex
     categories: CategoryIndex
     semantic: SemanticSettings
@@ -147,8 +165,10 @@ class ClauseRunner:
     def semantic_clause(self, clause: Semantic, scope: Scope) -> list[ScoredChunk]:
         s = self.semantic
         words = len(clause.phrase.split())
-        hybrid = self.dense is None or words <= s.max_words_for_hybrid
-        retriever = self.child if hybrid else self.dense
+        retriever: Retriever | DenseNode = (
+            self.dense if self.dense is not None and words > s.max_words_for_hybrid else self.child
+        )
+        hybrid = retriever is self.child
         kwargs: dict[str, Any] = {"top_k": s.top_k}
         restriction = self.restriction_for(scope)
         if restriction is not None:
@@ -179,8 +199,8 @@ class ClauseRunner:
         return np.asarray(self.dense.score_vectors(self.dense.embed_queries([phrase]))[0][rows], dtype=np.float64)
 
 
-def reranker_function(component: Any) -> tuple[Callable[..., Sequence[float]], bool]:
-    """``(rerank, with_fragments)`` for ``rerank_in_rounds``: higher is better.
+def reranker_function(component: Any) -> RerankFunction:
+    """The function ``rerank_in_rounds`` calls for ``component``: higher is better.
 
     A component that scores texts (``rerank_texts(query, texts)``, the HTTP reranker;
     ``predict(pairs)``, the cross-encoder) gets the truncated texts. Any other
@@ -188,12 +208,12 @@ def reranker_function(component: Any) -> tuple[Callable[..., Sequence[float]], b
     and its distance negated: it reads the chunks' full texts itself.
     """
     if callable(getattr(component, "rerank_texts", None)):
-        return (lambda query, texts: component.rerank_texts(query, list(texts))), False
+        return lambda query, texts, _fragments: component.rerank_texts(query, list(texts))
     if callable(getattr(component, "predict", None)):
-        return (lambda query, texts: np.asarray(component.predict([(query, t) for t in texts])).tolist()), False
+        return lambda query, texts, _fragments: np.asarray(component.predict([(query, t) for t in texts])).tolist()
 
     def by_ids(query: str, texts: Sequence[str], fragments: Sequence[ScoredChunk]) -> list[float]:
         distances = dict(component.score_chunks([f.id for f in fragments], query))
         return [-distances[f.id] for f in fragments]
 
-    return by_ids, True
+    return by_ids

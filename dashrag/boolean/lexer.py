@@ -14,8 +14,8 @@ is a keyword, a category name or a category value.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 from enum import Enum
+from typing import NamedTuple
 
 from dashrag.errors import QuerySyntaxError
 
@@ -82,7 +82,9 @@ def _read_quoted(query: str, start: int, quote: str) -> tuple[str, int]:
     while True:
         found = stops.search(query, i)
         if found is None:
-            raise ExpressionSyntaxError(query, n + 1, f"missing closing {quote} for the literal opened at col {start + 1}")
+            raise ExpressionSyntaxError(
+                query, n + 1, f"missing closing {quote} for the literal opened at col {start + 1}"
+            )
         j = found.start()
         out.append(query[i:j])
         if query[j] == "\\":
@@ -99,6 +101,14 @@ def _read_quoted(query: str, start: int, quote: str) -> tuple[str, int]:
             return "".join(out), j + 1
 
 
+def _run_end(pattern: re.Pattern[str], query: str, start: int) -> int:
+    """End of the run of ``pattern`` at ``start``; the caller has seen its first character match."""
+    found = pattern.match(query, start)
+    if found is None:
+        raise AssertionError(f"no {pattern.pattern} run at {start}")
+    return found.end()
+
+
 def tokenize(query: str) -> list[Token]:
     """Split ``query`` into tokens ending with one END token; unterminated literals are errors."""
     tokens: list[Token] = []
@@ -107,7 +117,7 @@ def tokenize(query: str) -> list[Token]:
     while i < n:
         ch = query[i]
         if ch.isspace():
-            i = _SPACES.match(query, i).end()
+            i = _run_end(_SPACES, query, i)
         elif ch in _PUNCTUATION:
             tokens.append(Token(_PUNCTUATION[ch], ch, i + 1))
             i += 1
@@ -124,7 +134,7 @@ def tokenize(query: str) -> list[Token]:
             tokens.append(Token(Kind.CASED_TEXT, text, i + 1))
             i = end
         else:
-            end = _BARE_RUN.match(query, i).end()
+            end = _run_end(_BARE_RUN, query, i)
             tokens.append(Token(Kind.BARE, query[i:end], i + 1))
             i = end
     tokens.append(Token(Kind.END, "", n + 1))

@@ -17,10 +17,10 @@ number and ids of its selected fragments in the provenance.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from dashrag.boolean.ast import Query
-from dashrag.boolean.rerank import rerank_in_rounds, rerank_query
+from dashrag.boolean.rerank import RerankFunction, rerank_in_rounds, rerank_query
 from dashrag.boolean.selection import (
     SelectionThresholds,
     aggregate_documents,
@@ -45,14 +45,14 @@ def select_output(
     ranked: list[ScoredChunk],
     thresholds: SelectionThresholds,
     return_documents: bool,
-    reranker: tuple[Callable[..., Sequence[float]], bool] | None,
+    reranker: RerankFunction | None,
     rerank_source: str = "rerank",
 ) -> tuple[list[ScoredChunk], dict[str, Any]]:
     """The returned fragments (or documents), best first, and the record of every decision."""
     t = thresholds
     query = rerank_query(tree) if reranker is not None else ""
     record: dict[str, Any] = {"candidates": len(ranked)}
-    if not query:
+    if not query or reranker is None:
         record["path"] = "fast"
         if reranker is not None:
             record["why_not_reranked"] = "the query has no semantic clause outside a NOT to rerank towards"
@@ -61,10 +61,9 @@ def select_output(
         out = as_documents(selected) if return_documents else selected
         return out, record
     record["path"] = "reranked"
-    rerank, with_fragments = reranker
     started = time.perf_counter()
-    reranked, info = rerank_in_rounds(query, ranked, rerank, t.rerank_round_size, t.rerank_max_chars,
-                                      source=rerank_source, with_fragments=with_fragments)
+    reranked, info = rerank_in_rounds(query, ranked, reranker, t.rerank_round_size, t.rerank_max_chars,
+                                      source=rerank_source)
     record["rerank"] = {**info, "elapsed_ms": round((time.perf_counter() - started) * 1000.0, 3)}
     if return_documents:
         hits = select_documents(reranked, t)

@@ -12,7 +12,19 @@ a lower-case ``and`` is an error that says so, never a silent category name.
 
 from __future__ import annotations
 
-from dashrag.boolean.ast import KEYWORDS, And, Category, Node, Not, Or, Query, Semantic, Text, TrueNode, is_category_name
+from dashrag.boolean.ast import (
+    KEYWORDS,
+    And,
+    Category,
+    Node,
+    Not,
+    Or,
+    Query,
+    Semantic,
+    Text,
+    TrueNode,
+    is_category_name,
+)
 from dashrag.boolean.lexer import ExpressionSyntaxError, Kind, Token, tokenize
 from dashrag.boolean.normalise_text import normalise_words
 
@@ -104,7 +116,9 @@ class _Parser:
             self.advance()
             node = self.parse_or(depth + 1)
             if self.current.kind is not Kind.RPAREN:
-                raise self.error(f"expected ')' to close the '(' at col {token.column}, found {self.current.describe()}")
+                raise self.error(
+                    f"expected ')' to close the '(' at col {token.column}, found {self.current.describe()}"
+                )
             self.advance()
             return node
         if token.kind is Kind.PHRASE:
@@ -131,7 +145,8 @@ class _Parser:
             raise self.error(f"expected '=' after the category name {name.value!r}")
         if not is_category_name(name.value):
             raise self.error(
-                f"{name.value!r} is not a category name (a letter or '_' first, then letters, digits, '_', '.' or '-')", name
+                f"{name.value!r} is not a category name (a letter or '_' first, then letters, digits, '_', '.' or '-')",
+                name,
             )
         values = [self.parse_value(after=self.advance())]
         while self.current.kind is Kind.COMMA:

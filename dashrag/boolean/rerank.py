@@ -21,7 +21,9 @@ from dashrag.boolean.ast import Query, Semantic, iter_clauses
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import RetrievalError
 
-RerankFunction = Callable[[str, Sequence[str]], Sequence[float]]
+# (query, truncated texts, the fragments they come from) -> one score per text, higher is better.
+# Text rerankers ignore the fragments; retrievers address chunks by id through them.
+RerankFunction = Callable[[str, Sequence[str], Sequence[ScoredChunk]], Sequence[float]]
 
 
 def semantic_clauses(node: Query) -> list[Semantic]:
@@ -54,12 +56,10 @@ def rerank_in_rounds(
     round_size: int = 5000,
     max_chars: int = 24000,
     source: str = "rerank",
-    with_fragments: bool = False,
 ) -> tuple[list[ScoredChunk], dict[str, Any]]:
-    """Rescore ``fragments`` with ``rerank(query, texts) -> scores``; return them best first and a trace record.
-
-    With ``with_fragments`` the call is ``rerank(query, texts, round_fragments)``, for
-    rerankers that address chunks by id rather than read the (truncated) texts.
+    """Rescore ``fragments`` with ``rerank(query, texts, round_fragments) -> scores``; return them
+    best first and a trace record. Text rerankers read the (truncated) texts; rerankers that
+    address chunks by id read the round's fragments.
 
     Duplicates (same chunk id) are reranked once, from their best-scored copy. A
     reranker that returns the wrong number of scores, or a non-finite one, is an error.
@@ -78,13 +78,17 @@ def rerank_in_rounds(
         batch = candidates[start:end]
         texts = [f.chunk.text[:max_chars] for f in batch]
         truncated += sum(len(f.chunk.text) > max_chars for f in batch)
-        scores = list(rerank(query, texts, batch) if with_fragments else rerank(query, texts))
+        scores = list(rerank(query, texts, batch))
         if len(scores) != len(batch):
-            raise RetrievalError(f"the reranker returned {len(scores)} scores for {len(batch)} texts in round {number + 1}")
+            raise RetrievalError(
+                f"the reranker returned {len(scores)} scores for {len(batch)} texts in round {number + 1}"
+            )
         for fragment, score in zip(batch, scores):
             if not math.isfinite(float(score)):
                 raise RetrievalError(f"the reranker returned a non-finite score {score!r} in round {number + 1}")
-            rescored = fragment.rescored(float(score), source=source, pre_rerank_score=fragment.score, rerank_round=number + 1)
+            rescored = fragment.rescored(
+                float(score), source=source, pre_rerank_score=fragment.score, rerank_round=number + 1
+            )
             kept = merged.get(fragment.id)
             if kept is None or rescored.score > kept.score:
                 merged[fragment.id] = rescored

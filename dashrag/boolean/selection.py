@@ -96,7 +96,9 @@ def fast_path_select(fragments: Sequence[ScoredChunk], t: SelectionThresholds) -
     return rank(kept)[: t.top_m]
 
 
-def three_tier_select(fragments: Sequence[ScoredChunk], t: SelectionThresholds) -> tuple[list[ScoredChunk], dict[str, Any]]:
+def three_tier_select(
+    fragments: Sequence[ScoredChunk], t: SelectionThresholds
+) -> tuple[list[ScoredChunk], dict[str, Any]]:
     """Tiers 1 and 2 (module docstring); returns the selection and a trace record saying which tier decided."""
     ranked = rank(fragments)
     above = [f for f in ranked if f.score >= t.min_score]

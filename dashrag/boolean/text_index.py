@@ -20,7 +20,7 @@ normalised words the matcher compares:
 
 Scores are Lucene's BM25 (``idf = log(1 + (N - df + 0.5) / (df + 0.5))``, always
 positive, so every match scores above 0) over the chunk set, by the pure
-functions of :mod:`dashrag.retrievers.bm25_scoring`; its posting lists double as
+functions of :mod:`dashrag.scoring.bm25`; its posting lists double as
 the candidate lists.
 """
 
@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from dashrag.boolean.normalise_text import PhraseMatcher, normalise_words
 from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
 from dashrag.errors import PersistenceError
-from dashrag.retrievers import bm25_scoring as scoring
+from dashrag.scoring import bm25 as scoring
 
 STATE_ARRAYS = ("data", "doc_ids", "term_ptr", "nonoccurrence")
 EMPTY_ROWS = np.empty(0, dtype=np.int64)
@@ -66,9 +66,10 @@ class TextIndex:
     extra_postings: dict[str, np.ndarray]
 
     @classmethod
-    def build(cls, texts: Sequence[str], k1: float = 1.2, b: float = 0.75) -> "TextIndex":
+    def build(cls, texts: Sequence[str], k1: float = 1.2, b: float = 0.75) -> TextIndex:
         vocabulary: dict[str, int] = {}
-        indptr, indices = [0], []
+        indptr: list[int] = [0]
+        indices: list[int] = []
         extra: dict[str, list[int]] = {}
         for row, text in enumerate(texts):
             words, extra_keys = chunk_keys(text)
@@ -77,7 +78,11 @@ class TextIndex:
             for key in extra_keys:
                 extra.setdefault(key, []).append(row)
         counts = sp.csr_matrix(
-            (np.ones(len(indices), dtype=np.float32), np.asarray(indices, dtype=np.int64), np.asarray(indptr, dtype=np.int64)),
+            (
+                np.ones(len(indices), dtype=np.float32),
+                np.asarray(indices, dtype=np.int64),
+                np.asarray(indptr, dtype=np.int64),
+            ),
             shape=(len(texts), max(len(vocabulary), 1)),
         )
         weights = scoring.bm25_weights(counts, scoring.BM25Parameters(variant="lucene", k1=k1, b=b))
@@ -93,7 +98,7 @@ class TextIndex:
         rows = EMPTY_ROWS
         if term is not None:
             w = self.weights
-            rows = np.asarray(w.doc_ids[w.term_ptr[term]:w.term_ptr[term + 1]], dtype=np.int64)
+            rows = np.asarray(w.doc_ids[w.term_ptr[term] : w.term_ptr[term + 1]], dtype=np.int64)
         extra = self.extra_postings.get(key) if with_extra else None
         return rows if extra is None else np.union1d(rows, extra)
 
@@ -119,8 +124,9 @@ class TextIndex:
         ids, counts = np.unique(np.asarray(terms, dtype=np.int64), return_counts=True)
         return scoring.score_query(ids, self.weights, counts.astype(np.float64))
 
-    def search(self, phrase: str, case_sensitive: bool, texts: Sequence[str],
-               allowed_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, phrase: str, case_sensitive: bool, texts: Sequence[str], allowed_rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, scores)`` of the rows (of those allowed) whose text contains the phrase, best first
         (ties to the lower row). ``texts`` are the indexed texts, by row."""
         rows = self.candidates(phrase, case_sensitive)
@@ -141,14 +147,17 @@ class TextIndex:
         for name, array in self.weights.to_arrays().items():
             save_array(folder / f"text_{name}.npy", array)
         words = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
-        atomic_write_json(folder / "text_index.json", {
-            "weights": self.weights.meta(),
-            "vocabulary": words,
-            "extra_postings": {k: v.tolist() for k, v in self.extra_postings.items()},
-        })
+        atomic_write_json(
+            folder / "text_index.json",
+            {
+                "weights": self.weights.meta(),
+                "vocabulary": words,
+                "extra_postings": {k: v.tolist() for k, v in self.extra_postings.items()},
+            },
+        )
 
     @classmethod
-    def load(cls, folder: Path, n_rows: int) -> "TextIndex":
+    def load(cls, folder: Path, n_rows: int) -> TextIndex:
         meta = load_json(folder / "text_index.json")
         try:
             words, extra = meta["vocabulary"], meta["extra_postings"]

@@ -19,7 +19,7 @@ from dashrag.documents.model import Chunk, SourceDocument
 P = TypeVar("P", bound=ComponentParams)
 
 
-def _overlap_smaller(params: "SizedChunkParams") -> str | None:
+def _overlap_smaller(params: SizedChunkParams) -> str | None:
     if params.chunk_overlap >= params.chunk_size:
         return f"chunk_overlap ({params.chunk_overlap}) must be < chunk_size ({params.chunk_size})"
     return None

@@ -39,7 +39,9 @@ def split_pieces(text: str, span: Span, separators: list[str], size: int) -> lis
                 cursor = stop
             out: list[Span] = []
             for piece in pieces:
-                out.extend(split_pieces(text, piece, separators[i + 1:], size) if piece[1] - piece[0] > size else [piece])
+                out.extend(
+                    split_pieces(text, piece, separators[i + 1 :], size) if piece[1] - piece[0] > size else [piece]
+                )
             return out
     return [(start + a, start + b) for a, b in sliding_windows(end - start, size, 0)]
 
@@ -63,10 +65,14 @@ def pack(pieces: list[Span], size: int, overlap: int) -> list[Span]:
     return chunks
 
 
-@register(kind="chunker", icon="Scissors", category="chunking",
-          en=("Recursive character chunker", "Cuts at paragraphs, then lines, sentences and words, up to a size."),
-          es=("Fragmentador recursivo", "Corta en párrafos, luego líneas, frases y palabras, hasta un tamaño."),
-          representation="≤{chunk_size} chars, overlap {chunk_overlap}")
+@register(
+    kind="chunker",
+    icon="Scissors",
+    category="chunking",
+    en=("Recursive character chunker", "Cuts at paragraphs, then lines, sentences and words, up to a size."),
+    es=("Fragmentador recursivo", "Corta en párrafos, luego líneas, frases y palabras, hasta un tamaño."),
+    representation="≤{chunk_size} chars, overlap {chunk_overlap}",
+)
 class RecursiveCharacterChunker(Chunker[RecursiveCharacterChunkParams]):
     SCHEMA = RecursiveCharacterChunkParams
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -29,6 +29,7 @@ from rich.table import Table
 import dashrag
 from dashrag.api import prepare_corpus
 from dashrag.cli.config_files import resolve_component, resolve_config
+from dashrag.cli.console import console, user_errors
 from dashrag.core.persistence import atomic_write_json, read_manifest
 from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError, ConfigIssue, CorpusError
@@ -69,7 +70,9 @@ def check_saved_corpus(retriever: Retriever, corpus: dashrag.Corpus, folder: Pat
                           f"{dataset} (e.g. {sorted(foreign)[0]!r})")
     missing = len(known - saved)
     if missing:
-        log.warning("%s lacks %d of the %d documents of %s: they can never be found", folder, missing, len(known), dataset)
+        log.warning(
+            "%s lacks %d of the %d documents of %s: they can never be found", folder, missing, len(known), dataset
+        )
 
 
 def checked_chunker(chunker: str | None) -> dict | None:
@@ -90,13 +93,20 @@ def print_wide(console: Any, renderable: Any) -> None:
 
 
 def progress_bar(console: Any) -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, transient=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 def read_tune_params(specs: list[str]) -> list:
     """Every ``--param``, with the problems of all of them in one ConfigError."""
-    params, issues = [], []
+    params: list = []
+    issues: list[ConfigIssue] = []
     for spec in specs:
         try:
             params.append(parse_param(spec))
@@ -116,7 +126,9 @@ def points_table(result: TuningResult) -> Table:
     for i in order[:SHOWN_POINTS]:
         point = result.points[i]
         style = "bold green" if i == result.best else None
-        table.add_row(*(str(point.values[p.path]) for p in result.params), f"{point.train[result.metric]:.4f}", style=style)
+        table.add_row(
+            *(str(point.values[p.path]) for p in result.params), f"{point.train[result.metric]:.4f}", style=style
+        )
     if len(order) > SHOWN_POINTS:
         table.caption = f"{len(order) - SHOWN_POINTS} more points in the --json report"
     return table
@@ -135,20 +147,25 @@ def comparison_table(result: TuningResult) -> Table:
 
 def register_eval_commands(app: typer.Typer) -> None:
     """Add ``eval`` and ``tune`` to the ``dashrag`` app (main.py calls this once)."""
-    from dashrag.cli.main import console, user_errors
 
     @app.command("eval")
     @user_errors
     def eval_command(
         config: str = typer.Argument(..., help=CONFIG_HELP),
-        dataset: Path = typer.Option(..., "--dataset", help="A BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv."),
+        dataset: Path = typer.Option(
+            ..., "--dataset", help="A BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv."
+        ),
         split: str = typer.Option("test", help="Which qrels/<split>.tsv to score."),
-        metrics: str = typer.Option(DEFAULT_METRICS, help="Comma-separated: ndcg@k, recall@k, mrr@k, map@k, precision@k."),
-        json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
-        plot: Optional[Path] = typer.Option(None, help="Write a PNG of the per-node metrics here."),
+        metrics: str = typer.Option(
+            DEFAULT_METRICS, help="Comma-separated: ndcg@k, recall@k, mrr@k, map@k, precision@k."
+        ),
+        json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
+        plot: Path | None = typer.Option(None, help="Write a PNG of the per-node metrics here."),
         top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", min=0, help=TOP_K_HELP),
-        chunker: Optional[str] = typer.Option(None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."),
-        workdir: Optional[Path] = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
+        chunker: str | None = typer.Option(
+            None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."
+        ),
+        workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
         batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, min=1, help="Queries per retrieve_batch call."),
     ) -> None:
         """Build (or load) a tree, run a split's judged queries, print every node's metrics."""
@@ -175,14 +192,23 @@ def register_eval_commands(app: typer.Typer) -> None:
         build_s = time.perf_counter() - started
         with progress_bar(console) as progress:
             task = progress.add_task(f"{evaluation_split.dataset} {split}", total=len(evaluation_split))
-            report = evaluate_tree(retriever, evaluation_split, ",".join(metric_list), top_k=top_k,
-                                   batch_size=batch_size, on_batch=lambda n: progress.advance(task, n))
+            report = evaluate_tree(
+                retriever,
+                evaluation_split,
+                ",".join(metric_list),
+                top_k=top_k,
+                batch_size=batch_size,
+                on_batch=lambda n: progress.advance(task, n),
+            )
         report["config"] = retriever.to_config()
         report["timings"]["build_s"] = build_s
         print_wide(console, per_node_table(report))
         timings = report["timings"]
-        console.print(f"{'loaded' if saved else 'built'} in {build_s:.1f}s · retrieval {timings['retrieval_s']:.2f}s · "
-                      f"evaluation {timings['eval_s']:.3f}s", highlight=False)
+        console.print(
+            f"{'loaded' if saved else 'built'} in {build_s:.1f}s · retrieval {timings['retrieval_s']:.2f}s · "
+            f"evaluation {timings['eval_s']:.3f}s",
+            highlight=False,
+        )
         if json_out is not None:
             atomic_write_json(json_out, report)
             console.print(f"wrote {json_out}")
@@ -196,15 +222,19 @@ def register_eval_commands(app: typer.Typer) -> None:
     def tune_command(
         config: str = typer.Argument(..., help=CONFIG_HELP + " (a saved folder's config is refitted)"),
         dataset: Path = typer.Option(..., "--dataset", help="A BEIR folder with qrels for both splits."),
-        param: list[str] = typer.Option(..., "--param", help="PATH=v1,v2,... e.g. params.children[0].params.k1=0.9,1.2 (repeat)."),
+        param: list[str] = typer.Option(
+            ..., "--param", help="PATH=v1,v2,... e.g. params.children[0].params.k1=0.9,1.2 (repeat)."
+        ),
         metric: str = typer.Option("ndcg@10", help="The metric the search maximises on the train split."),
         metrics: str = typer.Option(DEFAULT_METRICS, help="The metrics of the test reports."),
         out: Path = typer.Option(Path("tuned.json"), "--out", help="Write the tuned (normalised) config here."),
-        json_out: Optional[Path] = typer.Option(None, "--json", help="Write the tuning report (every point) here."),
-        plot: Optional[Path] = typer.Option(None, help="Write a PNG of the metric against each parameter here."),
+        json_out: Path | None = typer.Option(None, "--json", help="Write the tuning report (every point) here."),
+        plot: Path | None = typer.Option(None, help="Write a PNG of the metric against each parameter here."),
         top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", min=0, help=TOP_K_HELP),
-        chunker: Optional[str] = typer.Option(None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."),
-        workdir: Optional[Path] = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
+        chunker: str | None = typer.Option(
+            None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."
+        ),
+        workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
         train_split: str = typer.Option("train", help="The split the search runs on."),
         test_split: str = typer.Option("test", help="The split the best point is reported on."),
     ) -> None:
@@ -216,18 +246,32 @@ def register_eval_commands(app: typer.Typer) -> None:
         parse_metric(metric)
         parse_metrics(metrics)
         if train_split == test_split:
-            raise ConfigError([ConfigIssue("--train-split", f"is the test split {test_split!r}: tune on other queries")])
+            raise ConfigError(
+                [ConfigIssue("--train-split", f"is the test split {test_split!r}: tune on other queries")]
+            )
         train, test = load_split(dataset, train_split), load_split(dataset, test_split)
         with console.status("reading, chunking and storing the corpus"):
             infra = prepare_corpus(dashrag.Corpus.from_beir(dataset), workdir or default_workdir(dataset), chunker_spec)
         with progress_bar(console) as progress:
             task = progress.add_task(f"{len(points)} points on {train_split}", total=len(points))
-            result = tune(raw, params, infra=infra, train=train, test=test, metric=metric, metrics=metrics,
-                          top_k=top_k, on_point=lambda _: progress.advance(task))
+            result = tune(
+                raw,
+                params,
+                infra=infra,
+                train=train,
+                test=test,
+                metric=metric,
+                metrics=metrics,
+                top_k=top_k,
+                on_point=lambda _: progress.advance(task),
+            )
         print_wide(console, points_table(result))
         print_wide(console, comparison_table(result))
-        console.print(f"{len(result.points)} points, {len(result.fitted)} retriever fits, "
-                      f"search {result.timings['search_s']:.1f}s", highlight=False)
+        console.print(
+            f"{len(result.points)} points, {len(result.fitted)} retriever fits, "
+            f"search {result.timings['search_s']:.1f}s",
+            highlight=False,
+        )
         atomic_write_json(out, result.best_point.config)
         console.print(f"wrote the tuned config to {out}")
         if json_out is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from typing import Any, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -25,7 +25,7 @@ def print_table(console: Console, query: str, chunks: Sequence[ScoredChunk], wid
 
 
 def results_json(query: str, chunks: Sequence[ScoredChunk], trace: dict | None) -> str:
-    payload = {"query": query, "results": [c.to_json() for c in chunks]}
+    payload: dict[str, Any] = {"query": query, "results": [c.to_json() for c in chunks]}
     if trace is not None:
         payload["trace"] = trace
     return json.dumps(payload, ensure_ascii=False)

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Iterator, TypeVar
 
 from dashrag.core.params import ComponentParams, NoParams
+from dashrag.core.registry import get_component
+from dashrag.core.validation import validate_and_transform
 from dashrag.errors import RetrievalError
 
 if TYPE_CHECKING:
@@ -30,7 +32,7 @@ PLACEHOLDER = re.compile(r"\{([\w.]+)\}")  # {param} or {nested.param}; an unkno
 
 class ConfigObject(Generic[P]):
     SCHEMA: ClassVar[type[ComponentParams]] = NoParams
-    META: ClassVar["ComponentMeta"]
+    META: ClassVar[ComponentMeta]
     component_name: ClassVar[str]
 
     def __init__(self, params: P | dict[str, Any] | None = None, *, nested: dict[str, Any] | None = None):
@@ -39,17 +41,15 @@ class ConfigObject(Generic[P]):
         ``BM25Retriever({"k1": 1.2})`` validates the whole subtree like a JSON config would.
         """
         if not isinstance(params, ComponentParams) or nested is None:
-            from dashrag.core.factory import build_component
-
             raw = params.model_dump(mode="json") if isinstance(params, ComponentParams) else (params or {})
-            built = build_component({"component": self.component_name, "params": raw})
+            built = construct(validate_and_transform({"component": self.component_name, "params": raw}))
             params, nested = built.params, built.nested
         self.params: P = params  # type: ignore[assignment]
         self.nested: dict[str, Any] = nested
-        self.infra: "Infra | None" = None
+        self.infra: Infra | None = None
 
     # -- tree --------------------------------------------------------------
-    def nested_objects(self) -> Iterator[tuple[str, "ConfigObject"]]:
+    def nested_objects(self) -> Iterator[tuple[str, ConfigObject]]:
         """(relative path, component) for each directly nested component, in field order."""
         for field_name, value in self.nested.items():
             if isinstance(value, list):
@@ -58,7 +58,7 @@ class ConfigObject(Generic[P]):
             else:
                 yield field_name, value
 
-    def iter_nodes(self, path: str = "root") -> Iterator[tuple[str, "ConfigObject"]]:
+    def iter_nodes(self, path: str = "root") -> Iterator[tuple[str, ConfigObject]]:
         """Every node of the tree, depth first, with a stable path (``root.children[0]``)."""
         yield path, self
         for rel, child in self.nested_objects():
@@ -82,7 +82,7 @@ class ConfigObject(Generic[P]):
         return {"component": self.component_name, "params": ordered}
 
     # -- lifecycle ---------------------------------------------------------
-    def inject_infra(self, infra: "Infra") -> None:
+    def inject_infra(self, infra: Infra) -> None:
         for _, child in self.nested_objects():
             child.inject_infra(infra)
         self.infra = infra
@@ -119,9 +119,11 @@ class ConfigObject(Generic[P]):
     def _close(self) -> None:
         """Override to release resources."""
 
-    def require_infra(self) -> "Infra":
+    def require_infra(self) -> Infra:
         if self.infra is None:
-            raise RetrievalError(f"{self.component_name}: no corpus injected yet (call inject_infra, or use dashrag.build)")
+            raise RetrievalError(
+                f"{self.component_name}: no corpus injected yet (call inject_infra, or use dashrag.build)"
+            )
         return self.infra
 
     # -- UI ----------------------------------------------------------------
@@ -129,7 +131,9 @@ class ConfigObject(Generic[P]):
         summary: dict[str, Any] = {"class": self.component_name, "params": self.own_params()}
         nested = {}
         for field_name, value in self.nested.items():
-            nested[field_name] = [c.get_schema_summary() for c in value] if isinstance(value, list) else value.get_schema_summary()
+            nested[field_name] = (
+                [c.get_schema_summary() for c in value] if isinstance(value, list) else value.get_schema_summary()
+            )
         if "children" in nested:
             summary["children"] = nested.pop("children")
         summary.update(nested)
@@ -156,3 +160,17 @@ def _flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[name] = value
     return flat
+
+
+def construct(node: dict[str, Any]) -> ConfigObject:
+    """Build a validated tree (``validate_and_transform``'s output) bottom-up: children
+    before parents, each parent handed its built children. Pure: no I/O, no fitting."""
+    cls = get_component(node["component"])
+    params = dict(node["params"])
+    nested: dict[str, Any] = {}
+    for field_name, (_, is_list) in cls.SCHEMA.component_fields().items():
+        value = params[field_name]
+        if value is None:
+            continue  # an optional component that is not configured
+        nested[field_name] = [construct(v) for v in value] if is_list else construct(value)
+    return cls(cls.SCHEMA.model_validate(params), nested=nested)

@@ -21,5 +21,5 @@ class Infra:
     ``store_url``: the SQL store those chunks were read from or written to (None: in memory only)."""
 
     env_path: Path
-    chunks: "ChunkSet"
+    chunks: ChunkSet
     store_url: str | None = None

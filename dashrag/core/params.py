@@ -45,7 +45,11 @@ def component_field(kind: str, default: ComponentSpec | None, optional: bool = F
     """
     extra = {COMPONENT_KIND_KEY: kind, **field_kwargs.pop("json_schema_extra", {})}
     if default is None:
-        return Field(None, json_schema_extra=extra, **field_kwargs) if optional else Field(json_schema_extra=extra, **field_kwargs)
+        return (
+            Field(None, json_schema_extra=extra, **field_kwargs)
+            if optional
+            else Field(json_schema_extra=extra, **field_kwargs)
+        )
     return Field(default_factory=lambda: default.model_copy(), json_schema_extra=extra, **field_kwargs)
 
 
@@ -96,8 +100,12 @@ def same_length(optional_list: str, reference_list: str) -> Rule:
             return f"{optional_list} has {len(a)} entries but there are {len(b)} {reference_list}"
         return None
 
-    return Rule("same_length", (optional_list, reference_list),
-                f"{optional_list}, when given, has one entry per item of {reference_list}", check)
+    return Rule(
+        "same_length",
+        (optional_list, reference_list),
+        f"{optional_list}, when given, has one entry per item of {reference_list}",
+        check,
+    )
 
 
 class ComponentParams(BaseModel):
@@ -112,7 +120,7 @@ class ComponentParams(BaseModel):
     RULES: ClassVar[tuple[Rule, ...]] = ()
 
     @model_validator(mode="after")
-    def _check_rules(self) -> "ComponentParams":
+    def _check_rules(self) -> ComponentParams:
         problems = [p for rule in self.RULES if (p := rule.check(self))]
         if problems:
             raise ValueError("; ".join(problems))

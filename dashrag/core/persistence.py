@@ -163,13 +163,14 @@ def verify_snapshot(folder: Path, manifest: dict[str, Any]) -> Path:
         if not path.is_file():
             raise PersistenceError(f"{path}: state file missing")
         if path.stat().st_size != expected["bytes"]:
-            raise PersistenceError(f"{path}: state file is {path.stat().st_size} bytes, expected {expected['bytes']} (truncated or edited)")
+            raise PersistenceError(f"{path}: state file is {path.stat().st_size} bytes, "
+                                   f"expected {expected['bytes']} (truncated or edited)")
         if _sha256(path) != expected["sha256"]:
             raise PersistenceError(f"{path}: state file checksum differs from the manifest (edited or corrupted)")
     return snapshot
 
 
-def save_sparse(folder: Path, name: str, matrix: "Any") -> None:
+def save_sparse(folder: Path, name: str, matrix: Any) -> None:
     """A CSR matrix as three ``.npy`` arrays plus its shape (no pickle, memory-mappable)."""
     import scipy.sparse as sp
 
@@ -180,7 +181,7 @@ def save_sparse(folder: Path, name: str, matrix: "Any") -> None:
     save_array(folder / f"{name}.shape.npy", np.asarray(matrix.shape, dtype=np.int64))
 
 
-def load_sparse(folder: Path, name: str) -> "Any":
+def load_sparse(folder: Path, name: str) -> Any:
     import scipy.sparse as sp
 
     parts = [load_array(folder / f"{name}.{part}.npy") for part in ("data", "indices", "indptr", "shape")]

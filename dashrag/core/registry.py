@@ -61,7 +61,7 @@ class ComponentMeta:
         }
 
 
-_REGISTRY: dict[str, type["ConfigObject"]] = {}
+_REGISTRY: dict[str, type[ConfigObject]] = {}
 _plugins_loaded = False
 
 C = TypeVar("C", bound="type[ConfigObject]")
@@ -118,7 +118,7 @@ def _load_plugins() -> None:
             log.warning("could not load dashrag plugin %s (%s): %s", ep.name, ep.value, exc)
 
 
-def get_component(name: str, path: str = "component") -> type["ConfigObject"]:
+def get_component(name: str, path: str = "component") -> type[ConfigObject]:
     """The class registered as ``name``; an unknown name suggests the close matches."""
     _load_plugins()
     try:
@@ -129,7 +129,7 @@ def get_component(name: str, path: str = "component") -> type["ConfigObject"]:
         raise UnknownComponentError([ConfigIssue(path, f"unknown component {name!r}{hint}")]) from None
 
 
-def all_components() -> Iterator[tuple[str, type["ConfigObject"]]]:
+def all_components() -> Iterator[tuple[str, type[ConfigObject]]]:
     """Every registered component, sorted by name."""
     _load_plugins()
     yield from sorted(_REGISTRY.items())

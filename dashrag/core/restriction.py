@@ -27,16 +27,16 @@ class Restriction:
     _cache: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def to_documents(cls, document_ids: Iterable[str]) -> "Restriction":
+    def to_documents(cls, document_ids: Iterable[str]) -> Restriction:
         return cls(documents=frozenset(document_ids))
 
     @classmethod
-    def where_categories(cls, **required: str | Iterable[str]) -> "Restriction":
+    def where_categories(cls, **required: str | Iterable[str]) -> Restriction:
         """``where_categories(COUNTRY=["IQ", "SY"])``: every named category has one of the values."""
         wanted = {k: {v} if isinstance(v, str) else set(v) for k, v in required.items()}
         return cls(predicate=lambda cats: all(wanted[k] & set(cats.get(k, ())) for k in wanted))
 
-    def document_mask(self, chunks: "ChunkSet") -> np.ndarray:
+    def document_mask(self, chunks: ChunkSet) -> np.ndarray:
         """Boolean mask over the chunk set's documents (cached per chunk set)."""
         key = id(chunks)
         if key not in self._cache:
@@ -48,6 +48,6 @@ class Restriction:
             self._cache[key] = mask
         return self._cache[key]
 
-    def row_mask(self, chunks: "ChunkSet") -> np.ndarray:
+    def row_mask(self, chunks: ChunkSet) -> np.ndarray:
         """Boolean mask over the chunk set's rows."""
         return self.document_mask(chunks)[chunks.document_index]

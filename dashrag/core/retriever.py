@@ -17,7 +17,7 @@ dedup of ids, batch splitting), so a component implements only its scoring.
 from __future__ import annotations
 
 import time
-from typing import Any, Generic, Iterator, Sequence, TypeVar
+from typing import Any, Generic, Iterator, Protocol, Sequence, TypeVar, cast
 
 import numpy as np
 
@@ -31,6 +31,10 @@ from dashrag.documents.model import ScoredChunk
 from dashrag.errors import BatchQueryError, DashragError, QueryError
 
 P = TypeVar("P", bound=ComponentParams)
+
+
+class _LeafParams(Protocol):
+    top_k: int  # every leaf's params declare how many chunks it returns
 Result = tuple[list[ScoredChunk], list[dict], dict | None]  # chunks, children's trace nodes, selection
 
 
@@ -119,12 +123,12 @@ class Retriever(ConfigObject[P], Generic[P]):
         raise NotImplementedError
 
     def save(self, folder: Any) -> Any:
-        """Save this fitted tree to ``folder`` (see :func:`dashrag.api.save`)."""
-        from dashrag.api import save
+        """Save this fitted tree to ``folder`` (see :func:`dashrag.core.saved_tree.save`)."""
+        from dashrag.core.saved_tree import save  # saved_tree builds Retrievers: imported when used
 
         return save(self, folder)
 
-    def get_children(self) -> list["Retriever"]:
+    def get_children(self) -> list[Retriever]:
         """The retrievers nested in this one (a copy: changing it changes nothing)."""
         return [node for _, node in self.nested_objects() if isinstance(node, Retriever)]
 
@@ -167,7 +171,7 @@ class UnitRetriever(Retriever[P], Generic[P]):
 
     def top_k(self, kwargs: dict[str, Any]) -> int:
         hint = kwargs.get("top_k")
-        return int(hint) if hint is not None else int(getattr(self.params, "top_k"))
+        return int(hint) if hint is not None else int(cast(_LeafParams, self.params).top_k)
 
     def _score_block(self, queries: list[str]) -> np.ndarray:
         raise NotImplementedError

@@ -52,7 +52,10 @@ def format_trace(node: dict[str, Any], indent: int = 0) -> str:
     pad = "  " * indent
     lines = [f"{pad}{node['component']}  {node['elapsed_ms']:.1f} ms  -> {len(node['output'])} chunks"]
     for item in node["output"][:5]:
-        lines.append(f"{pad}  · chunk {item['chunk_id']} (doc {item['document_id']}#{item['position']}) score {item['score']:.4f}")
+        lines.append(
+            f"{pad}  · chunk {item['chunk_id']} (doc {item['document_id']}#{item['position']}) "
+            f"score {item['score']:.4f}"
+        )
     if "selection" in node:
         lines.append(f"{pad}  selection: {node['selection'].get('summary', node['selection'])}")
     for child in node["children"]:

@@ -64,11 +64,18 @@ def _replace_failed(params: dict, schema: Any) -> bool:
 
 def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[ConfigIssue]) -> dict | None:
     if not isinstance(raw, dict):
-        issues.append(ConfigIssue(path, f"expected an object {{\"component\": ..., \"params\": ...}}, got {type(raw).__name__}"))
+        issues.append(
+            ConfigIssue(path, f'expected an object {{"component": ..., "params": ...}}, got {type(raw).__name__}')
+        )
         return None
     unknown = set(raw) - NODE_KEYS
     if unknown:
-        issues.append(ConfigIssue(path, f"unexpected key(s) {', '.join(sorted(map(repr, unknown)))}; a node has only 'component' and 'params'"))
+        issues.append(
+            ConfigIssue(
+                path,
+                f"unexpected key(s) {', '.join(sorted(map(repr, unknown)))}; a node has only 'component' and 'params'",
+            )
+        )
     name = raw.get("component")
     if not isinstance(name, str):
         issues.append(ConfigIssue(join_path(path, "component"), "missing or not a string"))
@@ -80,7 +87,9 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
         return None
     kind = cls.META.kind
     if expected_kind is not None and kind != expected_kind:
-        issues.append(ConfigIssue(join_path(path, "component"), f"{name!r} is a {kind}, but a {expected_kind} is expected here"))
+        issues.append(
+            ConfigIssue(join_path(path, "component"), f"{name!r} is a {kind}, but a {expected_kind} is expected here")
+        )
         return None
     params = raw.get("params", {})
     params_path = join_path(path, "params")
@@ -97,9 +106,13 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
         field_path = join_path(params_path, field_name)
         if is_list:
             if not isinstance(value, list):
-                issues.append(ConfigIssue(field_path, f"expected a list of {field_kind} components, got {type(value).__name__}"))
+                issues.append(
+                    ConfigIssue(field_path, f"expected a list of {field_kind} components, got {type(value).__name__}")
+                )
                 continue
-            params[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues) for i, v in enumerate(value)]
+            params[field_name] = [
+                _validate_node(v, join_path(field_path, i), field_kind, issues) for i, v in enumerate(value)
+            ]
         elif value is not None or not _accepts_none(schema, field_name):
             params[field_name] = _validate_node(value, field_path, field_kind, issues)
 
@@ -122,7 +135,9 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
         if default is None:
             continue
         if is_list:
-            normalised[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues) for i, v in enumerate(default)]
+            normalised[field_name] = [
+                _validate_node(v, join_path(field_path, i), field_kind, issues) for i, v in enumerate(default)
+            ]
         else:
             normalised[field_name] = _validate_node(default, field_path, field_kind, issues)
     return {"component": name, "params": normalised}

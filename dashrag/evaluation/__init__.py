@@ -6,7 +6,15 @@ runs, and scores them; building and querying trees is the caller's work (the
 """
 
 from dashrag.evaluation.beir import EvaluationSplit, load_split, read_qrels, read_queries
-from dashrag.evaluation.metrics import KNOWN_METRICS, Evaluator, Metric, MetricResult, evaluate, parse_metric, parse_metrics
+from dashrag.evaluation.metrics import (
+    KNOWN_METRICS,
+    Evaluator,
+    Metric,
+    MetricResult,
+    evaluate,
+    parse_metric,
+    parse_metrics,
+)
 from dashrag.evaluation.per_node import NodeEvaluation, NodeRun, collect_node_runs, evaluate_nodes, walk
 from dashrag.evaluation.report import build_report, per_node_table, plot_per_node
 from dashrag.evaluation.runs import (

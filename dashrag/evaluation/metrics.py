@@ -132,6 +132,7 @@ class Evaluator:
         per_query: dict[str, dict[str, float]] = {}
         for metric in self.metrics:
             if metric.truncates_run:
+                assert self._rank_evaluator is not None  # built whenever a metric truncates the run
                 scored = self._rank_evaluator.evaluate(cut(clean, metric.cutoff))
             else:
                 scored = answers

@@ -93,7 +93,9 @@ def format_trec_run(run: Mapping[str, Mapping[str, float]], tag: str = "dashrag"
     return "".join(lines)
 
 
-def write_trec_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str = "dashrag", depth: int | None = None) -> Path:
+def write_trec_run(
+    run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str = "dashrag", depth: int | None = None
+) -> Path:
     """Write :func:`format_trec_run` to ``path`` atomically (temporary file, then rename)."""
     path = Path(path)
     atomic_write_text(path, format_trec_run(run, tag=tag, depth=depth))
@@ -131,6 +133,8 @@ def read_trec_run(path: str | Path) -> Run:
                 raise PersistenceError(f"{path}:{line_number}: score is NaN")
             documents = run.setdefault(query_id, {})
             if document_id in documents:
-                raise PersistenceError(f"{path}:{line_number}: document {document_id!r} listed twice for query {query_id!r}")
+                raise PersistenceError(
+                    f"{path}:{line_number}: document {document_id!r} listed twice for query {query_id!r}"
+                )
             documents[document_id] = score
     return run

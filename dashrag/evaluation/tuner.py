@@ -100,7 +100,9 @@ def lookup(tree: Any, keys: Sequence[Key], path: str) -> Any:
     for key in keys:
         if isinstance(key, int):
             if node is None:
-                raise ConfigError([ConfigIssue(path, f"{walked} is null (its default); set it in the config to tune its elements")])
+                raise ConfigError(
+                    [ConfigIssue(path, f"{walked} is null (its default); set it in the config to tune its elements")]
+                )
             if not isinstance(node, list) or key >= len(node):
                 size = f"has {len(node)} elements" if isinstance(node, list) else "is not a list"
                 raise ConfigError([ConfigIssue(path, f"no element [{key}]: {walked} {size}")])
@@ -166,15 +168,21 @@ def plan_grid(config: Any, params: Sequence[TunedParam], top_k: int | None = DEF
             continue
         present.append(param)
         if param.keys[-1] == "top_k" and retrieval_kwargs(top_k):
-            add(ConfigIssue(param.path, f"has no effect while the top_k hint {top_k} overrides every "
-                                        "node's top_k; pass --top-k 0 to use the tree's own"))
+            add(
+                ConfigIssue(
+                    param.path,
+                    f"has no effect while the top_k hint {top_k} overrides every "
+                    "node's top_k; pass --top-k 0 to use the tree's own",
+                )
+            )
     by_path = {_written(p.keys): p for p in present}
     points, broken_combinations = [], 0
     for combination in itertools.product(*(p.values for p in present)):
         values = {p.path: v for p, v in zip(present, combination)}
         try:
-            tree = validate_and_transform(with_values(normalised, {p.keys: v for p, v in zip(present, combination)}),
-                                          "retriever")
+            tree = validate_and_transform(
+                with_values(normalised, {p.keys: v for p, v in zip(present, combination)}), "retriever"
+            )
         except ConfigError as exc:
             rules = [issue for issue in exc.issues if issue.path not in by_path]
             for issue in exc.issues:
@@ -263,7 +271,9 @@ class SubtreeCache:
             self._assembled.extend(n for _, n in node.iter_nodes())
         else:
             for name, value in node.nested.items():
-                node.nested[name] = [self._assemble(c) for c in value] if isinstance(value, list) else self._assemble(value)
+                node.nested[name] = (
+                    [self._assemble(c) for c in value] if isinstance(value, list) else self._assemble(value)
+                )
             node._fit()
             self._assembled.append(node)
         if isinstance(node, Retriever):
@@ -304,7 +314,11 @@ class TuningResult:
             "train_split": self.train_split,
             "params": {p.path: list(p.values) for p in self.params},
             "points": [{"values": p.values, "train": p.train, "seconds": p.seconds} for p in self.points],
-            "best": {"values": self.best_point.values, "train": self.best_point.train, "config": self.best_point.config},
+            "best": {
+                "values": self.best_point.values,
+                "train": self.best_point.train,
+                "config": self.best_point.config,
+            },
             "test": self.test,
             "baseline_test": self.baseline_test,
             "fitted_retrievers": len(self.fitted),
@@ -356,13 +370,22 @@ def tune(
             test_evaluator = Evaluator(test.qrels, test_metrics)
             tuned_report = evaluate_tree(cache.build(points[best].config), test, test_evaluator, top_k=top_k)
             sweep()
-            baseline_report = evaluate_tree(cache.build(validate_and_transform(config, "retriever")), test,
-                                            test_evaluator, top_k=top_k)
+            baseline_report = evaluate_tree(
+                cache.build(validate_and_transform(config, "retriever")), test, test_evaluator, top_k=top_k
+            )
         finally:
             cache.close()
-    return TuningResult(metric=label, train_split=train.split, params=list(params), points=points, best=best,
-                        test=tuned_report, baseline_test=baseline_report, fitted=cache.fitted,
-                        timings={"search_s": search_s, "total_s": time.perf_counter() - began})
+    return TuningResult(
+        metric=label,
+        train_split=train.split,
+        params=list(params),
+        points=points,
+        best=best,
+        test=tuned_report,
+        baseline_test=baseline_report,
+        fitted=cache.fitted,
+        timings={"search_s": search_s, "total_s": time.perf_counter() - began},
+    )
 
 
 def plot_tuning(result: TuningResult, path: str | Path) -> Path:
@@ -383,8 +406,15 @@ def plot_tuning(result: TuningResult, path: str | Path) -> Path:
         best_per_value = {x: max(y for xx, y in zip(xs, ys) if xx == x) for x in sorted(set(xs))}
         axes.plot(list(best_per_value), list(best_per_value.values()), marker="o", label="best over the others")
         chosen = result.best_point
-        axes.scatter([position[json.dumps(chosen.values[param.path])]], [chosen.train[result.metric]],
-                     marker="*", s=160, color="crimson", zorder=3, label="chosen")
+        axes.scatter(
+            [position[json.dumps(chosen.values[param.path])]],
+            [chosen.train[result.metric]],
+            marker="*",
+            s=160,
+            color="crimson",
+            zorder=3,
+            label="chosen",
+        )
         if not numeric:
             axes.set_xticks(range(len(param.values)), [str(v) for v in param.values], rotation=20)
         axes.set_xlabel(param.path, fontsize=8)

@@ -99,7 +99,8 @@ def _turn_clock(w: Sequence[float]) -> Callable[[int, int], Fraction | int]:
     each weight to a Fraction per hit cost more than the BM25 child of a hybrid."""
     if len(set(w)) == 1:
         return lambda rank, child: rank
-    half_inverse = [_half_inverse(x) if x > 0 else None for x in w]
+    # a child of weight 0 contributes no hit (``_contributing``), so its clock is never read
+    half_inverse = [_half_inverse(x) if x > 0 else Fraction(0) for x in w]
     return lambda rank, child: (2 * rank - 1) * half_inverse[child]
 
 
@@ -108,7 +109,7 @@ def rrf(results: Results, weights: Sequence[float] | None = None, k: float = DEF
     """Reciprocal rank fusion: ``score = sum_i w_i / (k + rank_i)`` over the children that returned the chunk."""
     w = resolve_weights(weights, len(results))
     _check_rrf_k(k)
-    keyed = []
+    keyed: list[tuple[float, Candidate, dict]] = []
     for candidate in gather(results):
         hits = _contributing(candidate, w)
         if hits:
@@ -135,7 +136,7 @@ def weighted_max(results: Results, weights: Sequence[float] | None = None,
     w = resolve_weights(weights, len(results))
     candidates = gather(results)
     normalised = _normalised_scores(candidates, w, min_max_normalise)
-    keyed = []
+    keyed: list[tuple[float, Candidate, dict]] = []
     for candidate in candidates:
         hits = _contributing(candidate, w)
         if hits:
@@ -184,7 +185,7 @@ def _weighted_mean_fusion(results: Results, weights: Sequence[float] | None, nor
     w = resolve_weights(weights, len(results))
     candidates = gather(results)
     normalised = _normalised_scores(candidates, w, normalise)
-    keyed = []
+    keyed: list[tuple[float, Candidate, dict]] = []
     for candidate in candidates:
         hits = _contributing(candidate, w)
         if hits:

@@ -32,10 +32,14 @@ class EnvCredentialParams(ComponentParams):
                      description="Name of the environment variable that holds the secret (never the secret itself).")
 
 
-@register(kind="credential", icon="KeyRound", category="llm",
-          en=("Environment variable", "Reads an API key from an environment variable when a request needs it."),
-          es=("Variable de entorno", "Lee una clave de API de una variable de entorno cuando una petición la necesita."),
-          representation="${var}")
+@register(
+    kind="credential",
+    icon="KeyRound",
+    category="llm",
+    en=("Environment variable", "Reads an API key from an environment variable when a request needs it."),
+    es=("Variable de entorno", "Lee una clave de API de una variable de entorno cuando una petición la necesita."),
+    representation="${var}",
+)
 class EnvCredential(ConfigObject[EnvCredentialParams]):
     SCHEMA = EnvCredentialParams
 

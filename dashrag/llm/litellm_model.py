@@ -86,10 +86,17 @@ class LiteLLMParams(ComponentParams):
         description="Where the API key is read from when a request is sent (a reference, never the key).")
 
 
-@register(kind="llm", icon="Bot", category="llm",
-          en=("LLM (litellm)", "A function-calling chat model from any provider, or any OpenAI-compatible server."),
-          es=("LLM (litellm)", "Un modelo de chat con llamada a funciones de cualquier proveedor o servidor compatible con OpenAI."),
-          representation="{model}")
+@register(
+    kind="llm",
+    icon="Bot",
+    category="llm",
+    en=("LLM (litellm)", "A function-calling chat model from any provider, or any OpenAI-compatible server."),
+    es=(
+        "LLM (litellm)",
+        "Un modelo de chat con llamada a funciones de cualquier proveedor o servidor compatible con OpenAI.",
+    ),
+    representation="{model}",
+)
 class LiteLLMModel(ConfigObject[LiteLLMParams]):
     SCHEMA = LiteLLMParams
 
@@ -135,8 +142,10 @@ class LiteLLMModel(ConfigObject[LiteLLMParams]):
                 except Exception:
                     supports = False
             if known and not supports:
-                raise ConfigError(f"{self.component_name}: model {model!r} does not support function calling "
-                                  "(litellm's model list); the selection needs a model that does")
+                raise ConfigError(
+                    f"{self.component_name}: model {model!r} does not support function calling "
+                    "(litellm's model list); the selection needs a model that does"
+                )
             self._checked = True
 
     def call_tool(self, messages: Sequence[Mapping[str, Any]], tool_schema: Mapping[str, Any]) -> ToolCallResult:
@@ -147,8 +156,16 @@ class LiteLLMModel(ConfigObject[LiteLLMParams]):
         p = self.params
         key = self.api_key()
         logger.debug("calling %s%s", p.model, f" at {p.api_base}" if p.api_base else "")
-        result = call_tool(p.model, messages, tool_schema, api_base=p.api_base, api_key=key,
-                           temperature=p.temperature, timeout=p.timeout, max_tokens=p.max_tokens)
+        result = call_tool(
+            p.model,
+            messages,
+            tool_schema,
+            api_base=p.api_base,
+            api_key=key,
+            temperature=p.temperature,
+            timeout=p.timeout,
+            max_tokens=p.max_tokens,
+        )
         # the answer goes into traces and errors: a model (or a proxy) echoing the key must not put it there
         return result._replace(tool_calls=redact(result.tool_calls, key), content=redact(result.content, key))
 

@@ -55,7 +55,9 @@ def check_template(template: str) -> str:
     try:
         fields = template_fields(template)
     except ValueError as exc:
-        raise ValueError(f"the template is not a valid format string ({exc}); write literal braces as {{{{ and }}}}") from None
+        raise ValueError(
+            f"the template is not a valid format string ({exc}); write literal braces as {{{{ and }}}}"
+        ) from None
     missing = [p for p in PLACEHOLDERS if p not in fields]
     unknown = sorted({f for f in fields if f not in PLACEHOLDERS})
     problems = []
@@ -71,9 +73,14 @@ def check_template(template: str) -> str:
 
 class SelectionPromptParams(ComponentParams):
     system: str = Field(DEFAULT_SYSTEM, min_length=1, description="The system message: the model's role and rules.")
-    template: str = Field(DEFAULT_TEMPLATE, min_length=1, description=(
-        "The user message. Must use {query}, {candidates} and {top_k}, and no other placeholder; "
-        "write literal braces as {{ and }}."))
+    template: str = Field(
+        DEFAULT_TEMPLATE,
+        min_length=1,
+        description=(
+            "The user message. Must use {query}, {candidates} and {top_k}, and no other placeholder; "
+            "write literal braces as {{ and }}."
+        ),
+    )
 
     @field_validator("template")
     @classmethod
@@ -81,15 +88,20 @@ class SelectionPromptParams(ComponentParams):
         return check_template(template)
 
 
-@register(kind="prompt", icon="MessageSquareText", category="llm",
-          en=("Selection prompt", "Asks the model to select the best numbered candidates for a query."),
-          es=("Prompt de selección", "Pide al modelo que elija los mejores candidatos numerados para una consulta."),
-          representation="Selection prompt")
+@register(
+    kind="prompt",
+    icon="MessageSquareText",
+    category="llm",
+    en=("Selection prompt", "Asks the model to select the best numbered candidates for a query."),
+    es=("Prompt de selección", "Pide al modelo que elija los mejores candidatos numerados para una consulta."),
+    representation="Selection prompt",
+)
 class SelectionPrompt(ConfigObject[SelectionPromptParams]):
     SCHEMA = SelectionPromptParams
 
     def render(self, query: str, candidate_texts: Sequence[str], top_k: int) -> list[dict[str, Any]]:
         """The chat messages for one selection call (``top_k`` as the model may use it: at most the count)."""
         user = self.params.template.format(
-            query=query, candidates=render_candidates(candidate_texts), top_k=min(top_k, len(candidate_texts)))
+            query=query, candidates=render_candidates(candidate_texts), top_k=min(top_k, len(candidate_texts))
+        )
         return [{"role": "system", "content": self.params.system}, {"role": "user", "content": user}]

@@ -35,7 +35,8 @@ def scrub_exception(exc: BaseException, secret: str) -> BaseException:
     """Mask ``secret`` in ``exc`` and in every exception chained to it (``__cause__``/``__context__``), in place."""
     if not secret:
         return exc
-    pending, seen = [exc], set()
+    pending: list[BaseException | None] = [exc]
+    seen: set[int] = set()
     while pending:
         current = pending.pop()
         if current is None or id(current) in seen:

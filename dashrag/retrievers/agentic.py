@@ -41,7 +41,15 @@ from typing import Any, Sequence
 
 from pydantic import Field
 
-from dashrag.core.params import ComponentParams, ComponentSpec, Rule, component_field, components_field, less_or_equal, spec
+from dashrag.core.params import (
+    ComponentParams,
+    ComponentSpec,
+    Rule,
+    component_field,
+    components_field,
+    less_or_equal,
+    spec,
+)
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result, Retriever
 from dashrag.documents.chunk_set import ChunkSet
@@ -66,7 +74,7 @@ DEFAULT_DENSE = {"component": "DenseEmbeddingRetriever", "params": {
 DEFAULT_CHILD = spec("ParallelRetriever", merge_strategy="round_robin", children=[DEFAULT_BM25, DEFAULT_DENSE])
 
 
-def _window_problem(p: "AgenticParams") -> str | None:
+def _window_problem(p: AgenticParams) -> str | None:
     if p.window_size is None:
         return None
     stride = p.window_stride if p.window_stride is not None else p.window_size - p.top_k
@@ -202,11 +210,18 @@ def dedupe_and_cap(chunks: Sequence[ScoredChunk], k1: int) -> list[ScoredChunk]:
     return kept
 
 
-@register(kind="retriever", icon="Sparkles", category="rerank",
-          en=("Agentic LLM reranker", "An LLM selects the best of a retriever's candidates through a function call."),
-          es=("Reordenador agéntico con LLM", "Un LLM elige los mejores candidatos de un recuperador mediante una llamada a función."),
-          representation="LLM selects top {top_k} of {k1}",
-          operation="Asks the child for k1 candidates and lets the LLM select up to top_k of them, best first.")
+@register(
+    kind="retriever",
+    icon="Sparkles",
+    category="rerank",
+    en=("Agentic LLM reranker", "An LLM selects the best of a retriever's candidates through a function call."),
+    es=(
+        "Reordenador agéntico con LLM",
+        "Un LLM elige los mejores candidatos de un recuperador mediante una llamada a función.",
+    ),
+    representation="LLM selects top {top_k} of {k1}",
+    operation="Asks the child for k1 candidates and lets the LLM select up to top_k of them, best first.",
+)
 class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
     SCHEMA = AgenticParams
     stream_block = 1  # an LLM call per query (seconds each): a streamed batch hands out every answer as it is made
@@ -225,8 +240,10 @@ class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
 
     # -- the tree is fixed -----------------------------------------------------------
     def add(self, child: Retriever) -> None:
-        raise ConfigError(f"{self.component_name} has exactly one child, fixed when it is built; "
-                          "build a new tree to use another child")
+        raise ConfigError(
+            f"{self.component_name} has exactly one child, fixed when it is built; "
+            "build a new tree to use another child"
+        )
 
     def remove(self, index: int) -> Retriever:
         raise ConfigError(f"{self.component_name} cannot remove its child; build a new tree instead")
@@ -272,14 +289,19 @@ class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
                 chosen = candidates[: p.top_k]  # the child's order, unchanged
         if p.enable_retrieve_then_expand and chosen:
             expanded = self.merge_expanded_chunks(self.expand_retrieved_chunks(chosen, p.expand_window))
-            record.expansion = {"window": p.expand_window, "chunks_in": len(chosen), "chunks_out": len(expanded),
-                                "merged_ids": [c.provenance["window"]["chunk_ids"] for c in expanded]}
+            record.expansion = {
+                "window": p.expand_window,
+                "chunks_in": len(chosen),
+                "chunks_out": len(expanded),
+                "merged_ids": [c.provenance["window"]["chunk_ids"] for c in expanded],
+            }
             chosen = expanded
         return chosen, [child_node], record.to_json()
 
     def _ranked(self, chunk: ScoredChunk, child_index: int, rank: int) -> ScoredChunk:
-        return chunk.rescored(1.0 / rank, self.component_name, llm_rank=rank, child_rank=child_index + 1,
-                              child_score=chunk.score)
+        return chunk.rescored(
+            1.0 / rank, self.component_name, llm_rank=rank, child_rank=child_index + 1, child_score=chunk.score
+        )
 
     def _choose(self, query: str, candidates: list[ScoredChunk], record: SelectionRecord) -> list[int]:
         """Indices into ``candidates`` the model chose, best first (one call, or a sliding window)."""
@@ -297,8 +319,9 @@ class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
         record.windows = [list(w) for w in result.windows]
         return list(result.selected)
 
-    def _select_once(self, query: str, candidates: list[ScoredChunk], shown: list[int],
-                     record: SelectionRecord, window: int) -> list[int]:
+    def _select_once(
+        self, query: str, candidates: list[ScoredChunk], shown: list[int], record: SelectionRecord, window: int
+    ) -> list[int]:
         """One validated selection among ``candidates[i] for i in shown``; returns chosen ``shown`` entries."""
         p = self.params
         n, k = len(shown), p.top_k
@@ -312,10 +335,14 @@ class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
             if verdict.accepted:
                 return [shown[i] for i in verdict.indices or ()]
             problems.append(f"trial {trial}: {verdict.problem}")
-            messages = messages + follow_up_messages(answer.tool_calls, answer.content, verdict.problem or "", n, k,
-                                                     feedback=self.llm.feedback_mode)
-        raise SelectionError(f"{self.component_name}: no valid selection in {p.function_call_max_trials} "
-                             f"trial(s) ({'; '.join(problems)})", record.attempts)
+            messages = messages + follow_up_messages(
+                answer.tool_calls, answer.content, verdict.problem or "", n, k, feedback=self.llm.feedback_mode
+            )
+        raise SelectionError(
+            f"{self.component_name}: no valid selection in {p.function_call_max_trials} "
+            f"trial(s) ({'; '.join(problems)})",
+            record.attempts,
+        )
 
     # -- neighbour windows ---------------------------------------------------------------
     def expand_retrieved_chunks(self, chunks: Sequence[ScoredChunk], window_size: int) -> list[ChunkWindow]:

@@ -2,7 +2,7 @@
 
 The score of a chunk is the sum, over the query's terms, of the variant's
 term weight (Okapi/Robertson, BM25L, BM25+, Lucene; formulas and their parity
-with rank-bm25 in :mod:`dashrag.retrievers.bm25_scoring`). Weights are computed
+with rank-bm25 in :mod:`dashrag.scoring.bm25`). Weights are computed
 once at fit time into posting lists, so a query is one scatter-add of each of
 its terms' posting lists.
 
@@ -27,7 +27,7 @@ from dashrag.core.persistence import atomic_write_json, load_array, load_json, s
 from dashrag.core.registry import register
 from dashrag.core.retriever import UnitRetriever
 from dashrag.errors import PersistenceError
-from dashrag.retrievers import bm25_scoring as scoring
+from dashrag.scoring import bm25 as scoring
 
 STATE_ARRAYS = ("data", "doc_ids", "term_ptr", "nonoccurrence")
 
@@ -41,15 +41,24 @@ class BM25Params(ComponentParams):
     delta: float = Field(0.0, ge=0, description="Lower bound added to a term's weight (BM25L and BM25+ only).")
     epsilon: float = Field(0.25, ge=0, description="Okapi only: a negative idf becomes epsilon times the mean idf.")
     similarity_function: Literal["bm25", "cosine", "dot"] = Field(
-        "bm25", description="bm25: true BM25 ranking. cosine/dot: the reference's vector similarity (kept for old configs).")
-    vectorizer: ComponentSpec = component_field("vectorizer", spec("BagOfWordsConverter"),
-                                                description="How texts become term counts (tokens, stop words, stemming).")
+        "bm25",
+        description="bm25: true BM25 ranking. cosine/dot: the reference's vector similarity (kept for old configs).",
+    )
+    vectorizer: ComponentSpec = component_field(
+        "vectorizer",
+        spec("BagOfWordsConverter"),
+        description="How texts become term counts (tokens, stop words, stemming).",
+    )
 
 
-@register(kind="retriever", icon="Search", category="keyword",
-          en=("BM25", "Ranks chunks by BM25 over the query's terms (Okapi, BM25L, BM25+, Lucene)."),
-          es=("BM25", "Ordena fragmentos por BM25 sobre los términos de la consulta (Okapi, BM25L, BM25+, Lucene)."),
-          representation="BM25 {variant} k1={k1} b={b} top {top_k}")
+@register(
+    kind="retriever",
+    icon="Search",
+    category="keyword",
+    en=("BM25", "Ranks chunks by BM25 over the query's terms (Okapi, BM25L, BM25+, Lucene)."),
+    es=("BM25", "Ordena fragmentos por BM25 sobre los términos de la consulta (Okapi, BM25L, BM25+, Lucene)."),
+    representation="BM25 {variant} k1={k1} b={b} top {top_k}",
+)
 class BM25Retriever(UnitRetriever[BM25Params]):
     SCHEMA = BM25Params
 
@@ -74,8 +83,10 @@ class BM25Retriever(UnitRetriever[BM25Params]):
         q = self.nested["vectorizer"].transform(queries)
         floors = np.zeros(len(queries))
         if self.params.similarity_function == "bm25":
-            floors[:] = [scoring.absent_term_score(self._weights, q.indices[lo:hi], q.data[lo:hi])
-                         for lo, hi in zip(q.indptr[:-1], q.indptr[1:])]
+            floors[:] = [
+                scoring.absent_term_score(self._weights, q.indices[lo:hi], q.data[lo:hi])
+                for lo, hi in zip(q.indptr[:-1], q.indptr[1:])
+            ]
         return self._score_matrix(q), floors
 
     def _score_one(self, query: str) -> tuple[np.ndarray, np.ndarray]:
@@ -90,6 +101,7 @@ class BM25Retriever(UnitRetriever[BM25Params]):
     def _score_matrix(self, q) -> np.ndarray:
         mode = self.params.similarity_function
         if mode == "cosine":
+            assert self._norms is not None  # set by _set_weights for the cosine function
             return scoring.cosine_scores(q, self._weights, self._norms)
         if mode == "dot":  # the query-document inner product, without BM25+'s absent-term constant
             return scoring.score_queries(q, self._dot_weights)
@@ -104,7 +116,10 @@ class BM25Retriever(UnitRetriever[BM25Params]):
         arrays = {name: load_array(folder / f"{name}.npy", mmap=True) for name in STATE_ARRAYS}
         weights = scoring.BM25Weights.from_arrays(arrays, load_json(folder / "weights.json"))
         if weights.n_docs != len(self.require_infra().chunks):
-            raise PersistenceError(f"{folder}: BM25 state covers {weights.n_docs} chunks, the corpus has {len(self.require_infra().chunks)}")
+            raise PersistenceError(
+                f"{folder}: BM25 state covers {weights.n_docs} chunks, "
+                f"the corpus has {len(self.require_infra().chunks)}"
+            )
         if weights.vocab_size != len(self.nested["vectorizer"].vocabulary):
             raise PersistenceError(f"{folder}: BM25 state and vocabulary disagree on the number of terms")
         self._set_weights(weights)

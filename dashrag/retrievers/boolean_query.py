@@ -30,8 +30,8 @@ import numpy as np
 from pydantic import Field
 
 from dashrag.boolean.algebra import Scope
-from dashrag.boolean.category_index import CategoryIndex
 from dashrag.boolean.categories import validate_categories
+from dashrag.boolean.category_index import CategoryIndex
 from dashrag.boolean.evaluate import evaluate, tree_summary
 from dashrag.boolean.leaves import (
     ClauseRunner,
@@ -43,7 +43,7 @@ from dashrag.boolean.leaves import (
 )
 from dashrag.boolean.output import select_output
 from dashrag.boolean.parser import parse
-from dashrag.boolean.rerank import rerank_in_rounds
+from dashrag.boolean.rerank import RerankFunction, rerank_in_rounds
 from dashrag.boolean.selection import SelectionThresholds
 from dashrag.boolean.text_index import TextIndex
 from dashrag.core.params import ComponentParams, ComponentSpec, Rule, components_field, less_or_equal, spec
@@ -54,10 +54,12 @@ from dashrag.documents.model import ScoredChunk
 from dashrag.errors import QueryError, RetrievalError
 
 _T = SelectionThresholds()  # the one place the selection defaults live
-HYBRID = spec("ParallelRetriever", children=[spec("BM25Retriever"), spec("DenseEmbeddingRetriever")], merge_strategy="rrf")
+HYBRID = spec(
+    "ParallelRetriever", children=[spec("BM25Retriever"), spec("DenseEmbeddingRetriever")], merge_strategy="rrf"
+)
 
 
-def _rerank_needs_reranker(params: "BooleanQueryParams") -> str | None:
+def _rerank_needs_reranker(params: BooleanQueryParams) -> str | None:
     if params.automatically_rerank and not params.reranker:
         return "automatically_rerank needs a reranker (set the reranker field)"
     return None
@@ -65,49 +67,113 @@ def _rerank_needs_reranker(params: "BooleanQueryParams") -> str | None:
 
 class BooleanQueryParams(ComponentParams):
     children: list[ComponentSpec] = components_field(
-        "retriever", [HYBRID], min_length=1, max_length=1,
-        description="The retriever that answers semantic clauses (default: the BM25 + dense hybrid).")
-    semantic_top_k: int = Field(100, ge=1, description="Fragments a semantic clause asks the child for (within its scope).")
-    max_words_for_hybrid: int = Field(10, ge=0, description=(
-        "Phrases of at most this many words use the whole child (dense and keyword search); longer ones the dense node only."))
-    min_semantic_score: float = Field(0.10, description="Semantic hits scoring below this (see semantic_score) are dropped.")
-    semantic_score: Literal["auto", "dense_cosine", "max_normalised", "child"] = Field("auto", description=(
-        "How a semantic hit is scored: dense_cosine (the child's dense node's similarity), max_normalised "
-        "(child score / clause best), child (as the child scored it); auto: dense_cosine when the child has a dense node."))
+        "retriever",
+        [HYBRID],
+        min_length=1,
+        max_length=1,
+        description="The retriever that answers semantic clauses (default: the BM25 + dense hybrid).",
+    )
+    semantic_top_k: int = Field(
+        100, ge=1, description="Fragments a semantic clause asks the child for (within its scope)."
+    )
+    max_words_for_hybrid: int = Field(
+        10,
+        ge=0,
+        description=(
+            "Phrases of at most this many words use the whole child (dense and keyword search); "
+            "longer ones the dense node only."
+        ),
+    )
+    min_semantic_score: float = Field(
+        0.10, description="Semantic hits scoring below this (see semantic_score) are dropped."
+    )
+    semantic_score: Literal["auto", "dense_cosine", "max_normalised", "child"] = Field(
+        "auto",
+        description=(
+            "How a semantic hit is scored: dense_cosine (the child's dense node's similarity), max_normalised "
+            "(child score / clause best), child (as the child scored it); "
+            "auto: dense_cosine when the child has a dense node."
+        ),
+    )
     text_k1: float = Field(1.2, gt=0, description="BM25 k1 of the text clause's scores.")
     text_b: float = Field(0.75, ge=0, le=1, description="BM25 b of the text clause's scores.")
-    min_document_score: float = Field(_T.min_document_score, description="Fast path: documents whose best fragment scores below this are dropped.")
-    max_fragments_per_document: int = Field(_T.max_fragments_per_document, ge=1, description="Fast path: fragments kept per document.")
+    min_document_score: float = Field(
+        _T.min_document_score, description="Fast path: documents whose best fragment scores below this are dropped."
+    )
+    max_fragments_per_document: int = Field(
+        _T.max_fragments_per_document, ge=1, description="Fast path: fragments kept per document."
+    )
     top_m: int = Field(_T.top_m, ge=1, description="Fast path: fragments kept in all.")
-    rerank_round_size: int = Field(_T.rerank_round_size, ge=1, description="Fragments per reranking round (larger inputs run in rounds).")
-    rerank_max_chars: int = Field(_T.rerank_max_chars, ge=1, description="Characters of a fragment's text the reranker reads.")
+    rerank_round_size: int = Field(
+        _T.rerank_round_size, ge=1, description="Fragments per reranking round (larger inputs run in rounds)."
+    )
+    rerank_max_chars: int = Field(
+        _T.rerank_max_chars, ge=1, description="Characters of a fragment's text the reranker reads."
+    )
     min_score: float = Field(_T.min_score, description="Three-tier selection: fragments at or above this are kept.")
-    fallback_top_n: int = Field(_T.fallback_top_n, ge=1, description="Three-tier selection: fragments taken when none reaches min_score.")
-    min_documents: int = Field(_T.min_documents, ge=1, description="Three-tier selection: distinct documents to cover at least.")
-    max_fragments: int = Field(_T.max_fragments, ge=1, description="Three-tier selection: the most fragments the diversity tier holds.")
-    fill_up_target_documents: int = Field(_T.fill_up_target_documents, ge=1, description="Fill-up: documents to top a result up to.")
-    fill_up_max_chars: int = Field(_T.fill_up_max_chars, ge=1, description="Fill-up: character budget of the whole selection.")
-    automatically_rerank: bool = Field(False, description="Rerank each AND/OR operand with its own text before combining.")
+    fallback_top_n: int = Field(
+        _T.fallback_top_n, ge=1, description="Three-tier selection: fragments taken when none reaches min_score."
+    )
+    min_documents: int = Field(
+        _T.min_documents, ge=1, description="Three-tier selection: distinct documents to cover at least."
+    )
+    max_fragments: int = Field(
+        _T.max_fragments, ge=1, description="Three-tier selection: the most fragments the diversity tier holds."
+    )
+    fill_up_target_documents: int = Field(
+        _T.fill_up_target_documents, ge=1, description="Fill-up: documents to top a result up to."
+    )
+    fill_up_max_chars: int = Field(
+        _T.fill_up_max_chars, ge=1, description="Fill-up: character budget of the whole selection."
+    )
+    automatically_rerank: bool = Field(
+        False, description="Rerank each AND/OR operand with its own text before combining."
+    )
     reranker: list[ComponentSpec] = components_field(
-        "retriever", [], max_length=1, description=(
+        "retriever",
+        [],
+        max_length=1,
+        description=(
             "At most one reranker (HttpReranker, CrossEncoderRetriever, any retriever): reranks the result with the "
-            "query's semantic clauses; only its scoring is used, never its own children. Empty: no reranking."))
-    return_documents: bool = Field(False, description="Return one entry per document (its best fragment) instead of fragments.")
+            "query's semantic clauses; only its scoring is used, never its own children. Empty: no reranking."
+        ),
+    )
+    return_documents: bool = Field(
+        False, description="Return one entry per document (its best fragment) instead of fragments."
+    )
     trace_fragments: int = Field(10, ge=0, description="Fragments listed per syntax-tree node in the trace.")
 
-    RULES = (less_or_equal("fallback_top_n", "max_fragments"),
-             Rule("requires", ("automatically_rerank", "reranker"), "automatically_rerank needs a reranker", _rerank_needs_reranker))
+    RULES = (
+        less_or_equal("fallback_top_n", "max_fragments"),
+        Rule(
+            "requires",
+            ("automatically_rerank", "reranker"),
+            "automatically_rerank needs a reranker",
+            _rerank_needs_reranker,
+        ),
+    )
 
     def thresholds(self) -> SelectionThresholds:
         return SelectionThresholds(**{name: getattr(self, name) for name in SelectionThresholds.__dataclass_fields__})
 
 
-@register(kind="retriever", icon="Filter", category="composite",
-          en=("Boolean query", 'Answers queries like "asylum seeker" AND COUNTRY=IQ: semantic, text and category clauses with AND/OR/NOT.'),
-          es=("Consulta booleana", 'Responde consultas como "solicitante de asilo" AND PAIS=IQ: cláusulas semánticas, de texto y de categoría con AND/OR/NOT.'),
-          representation="Boolean over [{children}]",
-          operation="Parses the expression, answers semantic clauses with the child (restricted before top-k), "
-                    "text and category clauses with its indexes, combines fragments with AND/OR/NOT, then reranks and selects.")
+@register(
+    kind="retriever",
+    icon="Filter",
+    category="composite",
+    en=(
+        "Boolean query",
+        'Answers queries like "asylum seeker" AND COUNTRY=IQ: semantic, text and category clauses with AND/OR/NOT.',
+    ),
+    es=(
+        "Consulta booleana",
+        'Responde consultas como "solicitante de asilo" AND PAIS=IQ: '
+        "cláusulas semánticas, de texto y de categoría con AND/OR/NOT.",
+    ),
+    representation="Boolean over [{children}]",
+    operation="Parses the expression, answers semantic clauses with the child (restricted before top-k), "
+    "text and category clauses with its indexes, combines fragments with AND/OR/NOT, then reranks and selects.",
+)
 class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
     SCHEMA = BooleanQueryParams
 
@@ -130,8 +196,9 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
         self._text_index = text_index
         self._texts = chunks.texts
         self._universe = Scope.from_chunks(chunks.chunks)
-        self._categories = CategoryIndex(chunks.document_ids, chunks.document_categories, chunks.document_sizes,
-                                         universe=self._universe.universe)
+        self._categories = CategoryIndex(
+            chunks.document_ids, chunks.document_categories, chunks.document_sizes, universe=self._universe.universe
+        )
         self._document_number = {d: i for i, d in enumerate(chunks.document_ids)}
         self._dense = find_dense_node(self.child)
         self._score_mode = resolve_score_mode(self.params.semantic_score, self._dense is not None)
@@ -188,10 +255,15 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
         validate_categories(tree, self._categories.names)
         timings["parse_ms"] = _ms(started)
         runner = ClauseRunner(
-            chunks=self.require_infra().chunks, texts=self._texts, child=self.child, dense=self._dense,
-            text_index=self._text_index, categories=self._categories,
+            chunks=self.require_infra().chunks,
+            texts=self._texts,
+            child=self.child,
+            dense=self._dense,
+            text_index=self._text_index,
+            categories=self._categories,
             semantic=SemanticSettings(p.semantic_top_k, p.max_words_for_hybrid, p.min_semantic_score, self._score_mode),
-            restriction_for=self._restriction_for)
+            restriction_for=self._restriction_for,
+        )
         scope = self._scope(kwargs.get("restriction"))
         reranker = reranker_function(self.reranker) if self.reranker is not None else None
         branch = self._branch_reranker(reranker) if p.automatically_rerank and reranker is not None else None
@@ -207,20 +279,31 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
         if hint is not None:
             output = output[: int(hint)]
         selection = {
-            "summary": (f"{decisions['path']} path, {len(output)} {'documents' if p.return_documents else 'fragments'} "
-                        f"returned | {tree_summary(tree_trace)}"),
-            "expression": query, "scope_documents": len(scope.document_ids), "tree": tree_trace,
-            "clauses": runner.clauses, "decisions": decisions, "timings": timings,
+            "summary": (
+                f"{decisions['path']} path, {len(output)} {'documents' if p.return_documents else 'fragments'} "
+                f"returned | {tree_summary(tree_trace)}"
+            ),
+            "expression": query,
+            "scope_documents": len(scope.document_ids),
+            "tree": tree_trace,
+            "clauses": runner.clauses,
+            "decisions": decisions,
+            "timings": timings,
         }
         return output, runner.child_traces, selection
 
-    def _branch_reranker(self, reranker: tuple) -> Any:
-        rerank, with_fragments = reranker
+    def _branch_reranker(self, rerank: RerankFunction) -> Any:
         t = self.params.thresholds()
 
         def rerank_branch(text: str, fragments: Any) -> list[ScoredChunk]:
-            ranked, _ = rerank_in_rounds(text, fragments.ranked(), rerank, t.rerank_round_size, t.rerank_max_chars,
-                                         source="branch_rerank", with_fragments=with_fragments)
+            ranked, _ = rerank_in_rounds(
+                text,
+                fragments.ranked(),
+                rerank,
+                t.rerank_round_size,
+                t.rerank_max_chars,
+                source="branch_rerank",
+            )
             return ranked
 
         return rerank_branch

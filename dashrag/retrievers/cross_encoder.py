@@ -70,11 +70,18 @@ class CrossEncoderParams(ComponentParams):
     RULES = (less_or_equal("top_k", "fetch_k"),)
 
 
-@register(kind="retriever", icon="ListOrdered", category="rerank",
-          en=("Cross-encoder reranker", "Re-scores a retriever's candidates by reading query and chunk together."),
-          es=("Reordenador cross-encoder", "Vuelve a puntuar los candidatos de un recuperador leyendo consulta y fragmento juntos."),
-          representation="Cross-encoder top {top_k} of {fetch_k} ({model})",
-          operation="Scores each of the child's fetch_k candidates with the cross-encoder and keeps the top_k.")
+@register(
+    kind="retriever",
+    icon="ListOrdered",
+    category="rerank",
+    en=("Cross-encoder reranker", "Re-scores a retriever's candidates by reading query and chunk together."),
+    es=(
+        "Reordenador cross-encoder",
+        "Vuelve a puntuar los candidatos de un recuperador leyendo consulta y fragmento juntos.",
+    ),
+    representation="Cross-encoder top {top_k} of {fetch_k} ({model})",
+    operation="Scores each of the child's fetch_k candidates with the cross-encoder and keeps the top_k.",
+)
 class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):
     SCHEMA = CrossEncoderParams
 
@@ -103,8 +110,9 @@ class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):
         """The model's score of each (query, text) pair, in ``batch_size`` batches."""
         if not pairs:
             return np.empty(0, dtype=np.float32)
-        scores = self.model().predict(pairs, batch_size=self.params.batch_size, convert_to_numpy=True,
-                                      show_progress_bar=False)
+        scores = self.model().predict(
+            pairs, batch_size=self.params.batch_size, convert_to_numpy=True, show_progress_bar=False
+        )
         return np.asarray(scores, dtype=np.float32).reshape(len(pairs))
 
     def _retrieve(self, query: str, **kwargs: Any) -> Result:
@@ -117,7 +125,7 @@ class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):
         scores = self.predict(pairs)  # every query's pairs in one call
         results, start = [], 0
         for chunks, trace in answers:
-            results.append(self._ranked(chunks, scores[start:start + len(chunks)], trace, k))
+            results.append(self._ranked(chunks, scores[start : start + len(chunks)], trace, k))
             start += len(chunks)
         return results
 
@@ -126,8 +134,10 @@ class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):
         selection = {
             "summary": f"cross-encoder kept {len(chosen)} of {len(candidates)} candidates",
             "candidates": len(candidates),
-            "moves": [{"chunk_id": candidates[i].id, "child_rank": int(i) + 1, "rank": r + 1, "score": float(scores[i])}
-                      for r, i in enumerate(order)],
+            "moves": [
+                {"chunk_id": candidates[i].id, "child_rank": int(i) + 1, "rank": r + 1, "score": float(scores[i])}
+                for r, i in enumerate(order)
+            ],
         }
         return chosen, [child_trace], selection
 

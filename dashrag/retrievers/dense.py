@@ -106,10 +106,17 @@ class DenseParams(ComponentParams):
                                                description="The model that embeds chunks and queries.")
 
 
-@register(kind="retriever", icon="Brain", category="semantic",
-          en=("Dense embeddings", "Ranks chunks by the similarity of their embedding to the query's (exact search)."),
-          es=("Embeddings densos", "Ordena fragmentos por la similitud de su embedding con el de la consulta (búsqueda exacta)."),
-          representation="Dense {similarity_metric} top {top_k} ({embedding})")
+@register(
+    kind="retriever",
+    icon="Brain",
+    category="semantic",
+    en=("Dense embeddings", "Ranks chunks by the similarity of their embedding to the query's (exact search)."),
+    es=(
+        "Embeddings densos",
+        "Ordena fragmentos por la similitud de su embedding con el de la consulta (búsqueda exacta).",
+    ),
+    representation="Dense {similarity_metric} top {top_k} ({embedding})",
+)
 class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
     SCHEMA = DenseParams
 
@@ -131,26 +138,35 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
     def _use_vectors(self, vectors: np.ndarray, norms: np.ndarray | None = None) -> None:
         vectors = np.asarray(vectors)
         if vectors.dtype != np.float32 or vectors.ndim != 2:
-            raise RetrievalError(f"{self.component_name}: chunk vectors must be a 2-d float32 matrix, got {vectors.dtype} {vectors.shape}")
+            raise RetrievalError(
+                f"{self.component_name}: chunk vectors must be a 2-d float32 matrix, "
+                f"got {vectors.dtype} {vectors.shape}"
+            )
         if vectors.shape[0] != len(self.require_infra().chunks):
-            raise RetrievalError(f"{self.component_name}: {vectors.shape[0]} vectors for {len(self.require_infra().chunks)} chunks")
+            raise RetrievalError(
+                f"{self.component_name}: {vectors.shape[0]} vectors for {len(self.require_infra().chunks)} chunks"
+            )
         self._vectors = vectors
         self._norms = np.linalg.norm(vectors, axis=1).astype(np.float32) if norms is None else norms
         self._unit_length = is_unit_length(self._norms)
 
     def _save(self, folder: Path) -> None:
         save_array(folder / "vectors.npy", self._matrix())
-        save_array(folder / "norms.npy", self._norms)
-        atomic_write_json(folder / "dense.json", {"dimension": int(self._matrix().shape[1]),
-                                                  "embedding_cache_key": self.embedding.cache_key()})
+        save_array(folder / "norms.npy", self._vector_norms())
+        atomic_write_json(
+            folder / "dense.json",
+            {"dimension": int(self._matrix().shape[1]), "embedding_cache_key": self.embedding.cache_key()},
+        )
 
     def _load(self, folder: Path) -> None:
         state = load_json(folder / "dense.json")
         vectors = np.asarray(load_array(folder / "vectors.npy", mmap=True))
         norms = load_array(folder / "norms.npy")
         if vectors.ndim != 2 or norms.shape != (vectors.shape[0],) or vectors.shape[1] != state.get("dimension"):
-            raise PersistenceError(f"{folder}: vectors {vectors.shape}, norms {norms.shape} and the recorded "
-                                   f"dimension {state.get('dimension')} do not match")
+            raise PersistenceError(
+                f"{folder}: vectors {vectors.shape}, norms {norms.shape} and the recorded "
+                f"dimension {state.get('dimension')} do not match"
+            )
         try:
             self._use_vectors(vectors, norms)
         except RetrievalError as exc:
@@ -161,13 +177,20 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
             raise RetrievalError(f"{self.component_name}: not fitted (call init_model, or use dashrag.build / load)")
         return self._vectors
 
+    def _vector_norms(self) -> np.ndarray:
+        """The chunk vectors' lengths (set with the vectors, so fitted whenever ``_matrix`` is)."""
+        self._matrix()
+        assert self._norms is not None
+        return self._norms
+
     # -- vectors, for this node and for others (MMR) ---------------------------
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
         vectors = self.embedding.embed_queries(queries)
         if vectors.shape[1] != self._matrix().shape[1]:
             raise RetrievalError(
                 f"{self.component_name}: the query vectors have {vectors.shape[1]} dimensions but the chunk "
-                f"vectors {self._matrix().shape[1]} (the saved vectors come from another model)")
+                f"vectors {self._matrix().shape[1]} (the saved vectors come from another model)"
+            )
         return vectors
 
     @property
@@ -186,7 +209,8 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
 
     def score_vectors(self, query_vectors: np.ndarray) -> np.ndarray:
         """(n_queries, n_chunks) scores of precomputed query vectors under this node's metric."""
-        return similarity(query_vectors, self._matrix(), self._norms, self.params.similarity_metric, self._unit_length)
+        return similarity(query_vectors, self._matrix(), self._vector_norms(), self.params.similarity_metric,
+                          self._unit_length)
 
     def retrieve_vectors(self, query_vectors: np.ndarray, **kwargs: Any) -> list[list[ScoredChunk]]:
         """Rank by precomputed query vectors: the path ``retrieve_batch`` takes once it has embedded the queries."""
@@ -205,15 +229,21 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
         euclidean = self.params.similarity_metric == "euclidean"
         results: list[Result] = []
         for start in range(0, len(query_vectors), self.query_block):
-            block = query_vectors[start:start + self.query_block]
+            block = query_vectors[start : start + self.query_block]
             # euclidean: select on a cheaper score of the same order, take the square root of the k kept only
-            ranking = euclidean_ranking(block, self._matrix(), self._norms) if euclidean else self.score_vectors(block)
+            ranking = (euclidean_ranking(block, self._matrix(), self._vector_norms()) if euclidean
+                       else self.score_vectors(block))
             lengths = squared_lengths(block) if euclidean else None
             for i, row in enumerate(ranking):
                 rows = top_k_rows(row, k, allowed)
-                scores = euclidean_from_ranking(row[rows], lengths[i]) if euclidean else row[rows]
-                results.append(([ScoredChunk(chunks.chunks[r], float(x), self.component_name)
-                                 for r, x in zip(rows, scores)], [], None))
+                scores = euclidean_from_ranking(row[rows], lengths[i]) if lengths is not None else row[rows]
+                results.append(
+                    (
+                        [ScoredChunk(chunks.chunks[r], float(x), self.component_name) for r, x in zip(rows, scores)],
+                        [],
+                        None,
+                    )
+                )
         return results
 
     def to_distance(self, scores: np.ndarray) -> np.ndarray:
@@ -223,7 +253,12 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
         query = check_query(query)
         rows = self.require_infra().chunks.rows_of(chunk_ids)
         matrix = self._matrix()
-        scores = similarity(self.embed_queries([query]), matrix[rows], self._norms[rows],
-                            self.params.similarity_metric, self._unit_length)[0]
+        scores = similarity(
+            self.embed_queries([query]),
+            matrix[rows],
+            self._vector_norms()[rows],
+            self.params.similarity_metric,
+            self._unit_length,
+        )[0]
         distances = self.to_distance(scores)
         return by_distance(chunk_ids, rows, distances)

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import socket
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -88,14 +87,28 @@ def plan_batches(count: int, batch_size: int) -> list[tuple[int, int]]:
 
 class HttpRerankerParams(ComponentParams):
     children: list[ComponentSpec] = components_field(
-        "retriever", [], max_length=1,
-        description="The retriever whose candidates are reranked; none when used only as a reranker (the boolean component's slot).")
-    api_base: str = Field("http://localhost:8080", pattern=r"^https?://\S+$",
-                          description="Base URL of the server; requests go to {api_base}/rerank.")
-    credential: ComponentSpec = component_field("credential", spec("EnvCredential", var="DASHRAG_RERANKER_API_KEY"), description=(
-        "Where the API key comes from (EnvCredential: an environment variable's name); sent as a bearer token "
-        "when set. The key itself is never stored."))
-    api_key_required: bool = Field(False, description="Refuse to send a request when the credential's variable is unset.")
+        "retriever",
+        [],
+        max_length=1,
+        description="The retriever whose candidates are reranked; "
+        "none when used only as a reranker (the boolean component's slot).",
+    )
+    api_base: str = Field(
+        "http://localhost:8080",
+        pattern=r"^https?://\S+$",
+        description="Base URL of the server; requests go to {api_base}/rerank.",
+    )
+    credential: ComponentSpec = component_field(
+        "credential",
+        spec("EnvCredential", var="DASHRAG_RERANKER_API_KEY"),
+        description=(
+            "Where the API key comes from (EnvCredential: an environment variable's name); sent as a bearer token "
+            "when set. The key itself is never stored."
+        ),
+    )
+    api_key_required: bool = Field(
+        False, description="Refuse to send a request when the credential's variable is unset."
+    )
     truncate: bool = Field(True, description="Ask the server to truncate texts longer than its model reads.")
     batch_size: int = Field(32, ge=1, description="Texts per request.")
     max_workers: int = Field(4, ge=1, description="Requests in flight at once.")
@@ -106,11 +119,18 @@ class HttpRerankerParams(ComponentParams):
     RULES = (less_or_equal("top_k", "fetch_k"),)
 
 
-@register(kind="retriever", icon="Globe", category="rerank",
-          en=("HTTP reranker", "Re-scores candidates with a Text Embeddings Inference-style /rerank endpoint."),
-          es=("Reordenador HTTP", "Vuelve a puntuar candidatos con un endpoint /rerank al estilo de Text Embeddings Inference."),
-          representation="HTTP rerank top {top_k} of {fetch_k} ({api_base})",
-          operation="Sends the child's fetch_k candidates to the /rerank endpoint in parallel batches and keeps the top_k.")
+@register(
+    kind="retriever",
+    icon="Globe",
+    category="rerank",
+    en=("HTTP reranker", "Re-scores candidates with a Text Embeddings Inference-style /rerank endpoint."),
+    es=(
+        "Reordenador HTTP",
+        "Vuelve a puntuar candidatos con un endpoint /rerank al estilo de Text Embeddings Inference.",
+    ),
+    representation="HTTP rerank top {top_k} of {fetch_k} ({api_base})",
+    operation="Sends the child's fetch_k candidates to the /rerank endpoint in parallel batches and keeps the top_k.",
+)
 class HttpReranker(CompositeRetriever[HttpRerankerParams]):
     SCHEMA = HttpRerankerParams
 
@@ -152,15 +172,19 @@ class HttpReranker(CompositeRetriever[HttpRerankerParams]):
                 raw = response.read()
         except urllib.error.HTTPError as exc:
             detail = _body_excerpt(exc)
-            raise RetrievalError(_redact(f"{where} answered HTTP {exc.code}" + (f": {detail}" if detail else ""), key)) from None
-        except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as exc:
+            raise RetrievalError(
+                _redact(f"{where} answered HTTP {exc.code}" + (f": {detail}" if detail else ""), key)
+            ) from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
             reason = getattr(exc, "reason", exc)
             raise RetrievalError(_redact(f"{where}: request failed ({reason})", key)) from None
         try:
             answer = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             excerpt = raw[:ERROR_BODY_CHARS].decode("utf-8", "replace")
-            raise RerankerAnswerError(_redact(f"{where} answered something that is not JSON: {excerpt!r}", key)) from None
+            raise RerankerAnswerError(
+                _redact(f"{where} answered something that is not JSON: {excerpt!r}", key)
+            ) from None
         try:
             return parse_scores(answer, len(texts))
         except RerankerAnswerError as exc:
@@ -173,17 +197,22 @@ class HttpReranker(CompositeRetriever[HttpRerankerParams]):
     def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
         children = self.nested.get("children", [])
         if not children:
-            raise RetrievalError(f"{self.component_name} has no child retriever: it can only rerank (rerank_texts, "
-                                 "score_chunks, or the reranker slot of a BooleanQueryRetriever)")
+            raise RetrievalError(
+                f"{self.component_name} has no child retriever: it can only rerank (rerank_texts, "
+                "score_chunks, or the reranker slot of a BooleanQueryRetriever)"
+            )
         k = int(kwargs.get("top_k") or self.params.top_k)
         answers = children[0].retrieve_batch(queries, **{**kwargs, "top_k": max(self.params.fetch_k, k)})
-        results = []
+        results: list[Result] = []
         for query, (candidates, child_trace) in zip(queries, answers):
             scores = np.asarray(self.rerank_texts(query, [c.chunk.text for c in candidates]), dtype=np.float64)
             chosen, _ = rerank_by_scores(candidates, scores, k, self.component_name)
-            selection = {"summary": f"HTTP reranker kept {len(chosen)} of {len(candidates)} candidates",
-                         "candidates": len(candidates), "url": self.url,
-                         "batches": len(plan_batches(len(candidates), self.params.batch_size))}
+            selection = {
+                "summary": f"HTTP reranker kept {len(chosen)} of {len(candidates)} candidates",
+                "candidates": len(candidates),
+                "url": self.url,
+                "batches": len(plan_batches(len(candidates), self.params.batch_size)),
+            }
             results.append((chosen, [child_trace], selection))
         return results
 

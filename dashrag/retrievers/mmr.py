@@ -36,7 +36,6 @@ from dashrag.embeddings.base import EmbeddingModel
 from dashrag.embeddings.overflow import unit_rows
 from dashrag.retrievers.dense import DenseEmbeddingRetriever
 
-
 NO_REDUNDANCY = -1.0  # the max similarity to nothing: the least a cosine can be
 
 
@@ -87,11 +86,15 @@ class MMRParams(ComponentParams):
     RULES = (less_or_equal("top_k", "fetch_k"),)
 
 
-@register(kind="retriever", icon="Shuffle", category="rerank",
-          en=("MMR reranker", "Re-orders a retriever's candidates to be relevant yet diverse (maximal marginal relevance)."),
-          es=("Reordenador MMR", "Reordena los candidatos de un recuperador para que sean relevantes y diversos (MMR)."),
-          representation="MMR λ={lambda_mult} top {top_k} of {fetch_k}",
-          operation="Picks top_k of the child's fetch_k candidates, trading relevance against similarity to earlier picks.")
+@register(
+    kind="retriever",
+    icon="Shuffle",
+    category="rerank",
+    en=("MMR reranker", "Re-orders a retriever's candidates to be relevant yet diverse (maximal marginal relevance)."),
+    es=("Reordenador MMR", "Reordena los candidatos de un recuperador para que sean relevantes y diversos (MMR)."),
+    representation="MMR λ={lambda_mult} top {top_k} of {fetch_k}",
+    operation="Picks top_k of the child's fetch_k candidates, trading relevance against similarity to earlier picks.",
+)
 class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
     SCHEMA = MMRParams
 
@@ -150,24 +153,52 @@ class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
         query_vectors = self._query_vectors(queries)
         candidate_ids = sorted({c.id for chunks, _ in answers for c in chunks})
         vectors = dict(zip(candidate_ids, self._chunk_vectors(candidate_ids))) if candidate_ids else {}
-        return [self._select(q_vector, chunks, trace, vectors, k)
-                for q_vector, (chunks, trace) in zip(query_vectors, answers)]
+        return [
+            self._select(q_vector, chunks, trace, vectors, k)
+            for q_vector, (chunks, trace) in zip(query_vectors, answers)
+        ]
 
-    def _select(self, query_vector: np.ndarray, candidates: list[ScoredChunk], child_trace: dict,
-                vectors: dict[int, np.ndarray], k: int) -> Result:
-        matrix = np.stack([vectors[c.id] for c in candidates]) if candidates else np.empty((0, len(query_vector)), np.float32)
+    def _select(
+        self,
+        query_vector: np.ndarray,
+        candidates: list[ScoredChunk],
+        child_trace: dict,
+        vectors: dict[int, np.ndarray],
+        k: int,
+    ) -> Result:
+        matrix = (
+            np.stack([vectors[c.id] for c in candidates])
+            if candidates
+            else np.empty((0, len(query_vector)), np.float32)
+        )
         picks = mmr_select(matrix @ query_vector, matrix @ matrix.T, self.params.lambda_mult, k)
-        chosen = [candidates[p.index].rescored(
-            p.score, self.component_name, relevance=p.relevance, max_similarity=p.max_similarity,
-            child_rank=p.index + 1, child_score=candidates[p.index].score) for p in picks]
+        chosen = [
+            candidates[p.index].rescored(
+                p.score,
+                self.component_name,
+                relevance=p.relevance,
+                max_similarity=p.max_similarity,
+                child_rank=p.index + 1,
+                child_score=candidates[p.index].score,
+            )
+            for p in picks
+        ]
         _, how = self.vector_source()
         selection = {
             "summary": f"MMR λ={self.params.lambda_mult}: picked {len(picks)} of {len(candidates)} candidates",
             "lambda_mult": self.params.lambda_mult,
             "candidates": len(candidates),
             "vectors": how,
-            "order": [{"chunk_id": candidates[p.index].id, "child_rank": p.index + 1, "mmr": p.score,
-                       "relevance": p.relevance, "max_similarity": p.max_similarity} for p in picks],
+            "order": [
+                {
+                    "chunk_id": candidates[p.index].id,
+                    "child_rank": p.index + 1,
+                    "mmr": p.score,
+                    "relevance": p.relevance,
+                    "max_similarity": p.max_similarity,
+                }
+                for p in picks
+            ],
         }
         return chosen, [child_trace], selection
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
+from functools import partial
 from typing import Any, Callable, Sequence
 
 from pydantic import Field, field_validator
@@ -110,7 +111,7 @@ class ParallelRetriever(CompositeRetriever[ParallelParams]):
 
     def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
         children = self.get_children()
-        per_child = run_concurrently([lambda c=c: c.retrieve_batch(queries, **kwargs) for c in children],
+        per_child = run_concurrently([partial(c.retrieve_batch, queries, **kwargs) for c in children],
                                      self._threads())
         results: list[Result] = []
         for i in range(len(queries)):
@@ -121,7 +122,7 @@ class ParallelRetriever(CompositeRetriever[ParallelParams]):
 
     def _retrieve(self, query: str, **kwargs: Any) -> Result:
         children = self.get_children()
-        answers = run_concurrently([lambda c=c: c.retrieve(query, **kwargs) for c in children], self._threads())
+        answers = run_concurrently([partial(c.retrieve, query, **kwargs) for c in children], self._threads())
         fused, selection = self._fuse([a[0] for a in answers], kwargs)
         return fused, [a[1] for a in answers], selection
 

@@ -48,7 +48,7 @@ def should_exit_early(scores: Sequence[float], mode: str, margin: float, thresho
     return (gap >= margin, f"top leads runner-up by {gap:.1%} ({'>=' if gap >= margin else '<'} margin {margin:.1%})")
 
 
-def _threshold_given(params: "RerankCascadeParams") -> str | None:
+def _threshold_given(params: RerankCascadeParams) -> str | None:
     if params.early_exit == "threshold" and params.exit_threshold is None:
         return "early_exit 'threshold' needs exit_threshold"
     return None
@@ -57,20 +57,33 @@ def _threshold_given(params: "RerankCascadeParams") -> str | None:
 class RerankCascadeParams(ComponentParams):
     fast: ComponentSpec = component_field("retriever", spec("BM25Retriever", top_k=50),
                                           description="The cheap first stage that proposes candidates.")
-    precise: ComponentSpec = component_field("retriever", spec("DenseEmbeddingRetriever", top_k=10),
-                                             description="The expensive stage that re-scores the candidates (via score_chunks).")
+    precise: ComponentSpec = component_field(
+        "retriever",
+        spec("DenseEmbeddingRetriever", top_k=10),
+        description="The expensive stage that re-scores the candidates (via score_chunks).",
+    )
     stage1_top_n: int = Field(50, ge=1, description="How many candidates the fast stage passes on.")
     top_k: int = Field(10, ge=1, description="How many chunks to return.")
     early_exit: Literal["never", "margin", "threshold"] = Field(
-        "never", description="When to skip the precise stage: never, on a decisive margin, or above a score threshold.")
-    exit_margin: float = Field(0.5, ge=0, description="Relative lead of the top first-stage score over the runner-up that counts as decisive.")
-    exit_threshold: float | None = Field(None, description="First-stage score at or above which the top is decisive (threshold mode).")
-    mmr_lambda: float | None = Field(None, ge=0, le=1, description="Re-order the survivors with MMR at this λ (None: no MMR stage).")
-    mmr_embedding: ComponentSpec = component_field("embedding", spec("MiniLMEmbedding"),
-                                                   description="Embeds the survivors for the MMR stage.")
+        "never", description="When to skip the precise stage: never, on a decisive margin, or above a score threshold."
+    )
+    exit_margin: float = Field(
+        0.5, ge=0, description="Relative lead of the top first-stage score over the runner-up that counts as decisive."
+    )
+    exit_threshold: float | None = Field(
+        None, description="First-stage score at or above which the top is decisive (threshold mode)."
+    )
+    mmr_lambda: float | None = Field(
+        None, ge=0, le=1, description="Re-order the survivors with MMR at this λ (None: no MMR stage)."
+    )
+    mmr_embedding: ComponentSpec = component_field(
+        "embedding", spec("MiniLMEmbedding"), description="Embeds the survivors for the MMR stage."
+    )
 
-    RULES = (less_or_equal("top_k", "stage1_top_n"),
-             Rule("requires", ("early_exit", "exit_threshold"), "threshold mode needs exit_threshold", _threshold_given))
+    RULES = (
+        less_or_equal("top_k", "stage1_top_n"),
+        Rule("requires", ("early_exit", "exit_threshold"), "threshold mode needs exit_threshold", _threshold_given),
+    )
 
 
 @contextmanager
@@ -87,11 +100,19 @@ def stage(name: str, timings: dict[str, float]) -> Iterator[None]:
         timings[name] = round((time.perf_counter() - start) * 1000, 3)
 
 
-@register(kind="retriever", icon="Layers", category="rerank",
-          en=("Rerank cascade", "A cheap stage narrows, an expensive stage re-scores unless the first is decisive."),
-          es=("Cascada de reordenación", "Una etapa barata filtra y otra costosa re-puntúa salvo que la primera sea concluyente."),
-          representation="{fast} → {precise} (top {stage1_top_n} → {top_k}, early exit {early_exit})",
-          operation="Retrieves stage1_top_n with fast, exits early when decisive, else re-scores with precise, optionally MMR.")
+@register(
+    kind="retriever",
+    icon="Layers",
+    category="rerank",
+    en=("Rerank cascade", "A cheap stage narrows, an expensive stage re-scores unless the first is decisive."),
+    es=(
+        "Cascada de reordenación",
+        "Una etapa barata filtra y otra costosa re-puntúa salvo que la primera sea concluyente.",
+    ),
+    representation="{fast} → {precise} (top {stage1_top_n} → {top_k}, early exit {early_exit})",
+    operation="Retrieves stage1_top_n with fast, exits early when decisive, "
+    "else re-scores with precise, optionally MMR.",
+)
 class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
     SCHEMA = RerankCascadeParams
 
@@ -103,7 +124,9 @@ class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
             candidates, fast_node = self.nested["fast"].retrieve(query, **{**kwargs, "top_k": p.stage1_top_n})
         nodes = [fast_node]
         with stage("early_exit", timings):
-            exit_now, why = should_exit_early([c.score for c in candidates], p.early_exit, p.exit_margin, p.exit_threshold)
+            exit_now, why = should_exit_early(
+                [c.score for c in candidates], p.early_exit, p.exit_margin, p.exit_threshold
+            )
         if exit_now:
             chosen = candidates[:k]
         else:
@@ -114,25 +137,42 @@ class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
                 precise = self.nested["precise"]
                 start = time.perf_counter()
                 ranked = precise.score_chunks(list(by_id), query)
-                chosen = [by_id[cid].rescored(-dist, precise.component_name, fast_score=by_id[cid].score, precise_distance=dist)
-                          for cid, dist in ranked]
-                nodes.append(precise._node(query, chosen, (time.perf_counter() - start) * 1000, [], None, rescored=True))
-            chosen = chosen[:k] if p.mmr_lambda is None else self._mmr(query, chosen, k, timings)
+                chosen = [
+                    by_id[cid].rescored(
+                        -dist, precise.component_name, fast_score=by_id[cid].score, precise_distance=dist
+                    )
+                    for cid, dist in ranked
+                ]
+                nodes.append(
+                    precise._node(query, chosen, (time.perf_counter() - start) * 1000, [], None, rescored=True)
+                )
+            chosen = chosen[:k] if p.mmr_lambda is None else self._mmr(query, chosen, k, p.mmr_lambda, timings)
         path = "early_exit" if exit_now else ("precise+mmr" if p.mmr_lambda is not None else "precise")
-        selection = {"path": path, "reason": why, "candidates": len(candidates), "returned": len(chosen),
-                     "stage_ms": timings, "summary": f"{path}: {why}"}
+        selection = {
+            "path": path,
+            "reason": why,
+            "candidates": len(candidates),
+            "returned": len(chosen),
+            "stage_ms": timings,
+            "summary": f"{path}: {why}",
+        }
         return chosen, nodes, selection
 
-    def _mmr(self, query: str, chosen: list[ScoredChunk], k: int, timings: dict[str, float]) -> list[ScoredChunk]:
+    def _mmr(self, query: str, chosen: list[ScoredChunk], k: int, lambda_: float,
+             timings: dict[str, float]) -> list[ScoredChunk]:
         with stage("mmr", timings):
             if not chosen:
                 return []
             embedding = self.nested["mmr_embedding"]
             vectors = unit_rows(embedding.embed_documents([c.chunk.text for c in chosen]))
             query_vector = unit_rows(embedding.embed_queries([query]))[0]
-            picks = mmr_select(vectors @ query_vector, vectors @ vectors.T, float(self.params.mmr_lambda), k)
-            return [chosen[pk.index].rescored(pk.score, self.component_name, mmr_relevance=pk.relevance,
-                                              mmr_max_similarity=pk.max_similarity) for pk in picks]
+            picks = mmr_select(vectors @ query_vector, vectors @ vectors.T, float(lambda_), k)
+            return [
+                chosen[pk.index].rescored(
+                    pk.score, self.component_name, mmr_relevance=pk.relevance, mmr_max_similarity=pk.max_similarity
+                )
+                for pk in picks
+            ]
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
         """The precise stage's distances: it is the cascade's judgement of a chunk."""

@@ -19,7 +19,6 @@ from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result
 from dashrag.documents.model import ScoredChunk
 
-
 DEFAULT_STAGES = (spec("BM25Retriever", top_k=50), spec("DenseEmbeddingRetriever", top_k=10))
 
 
@@ -28,28 +27,39 @@ def _top_k_of(child: ComponentSpec) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _non_increasing_top_k(params: "SequentialParams") -> str | None:
+def _non_increasing_top_k(params: SequentialParams) -> str | None:
     sizes = [_top_k_of(c) for c in params.children]
-    for i in range(1, len(sizes)):
-        if sizes[i] is not None and sizes[i - 1] is not None and sizes[i] > sizes[i - 1]:
-            return (f"children[{i}].params.top_k ({sizes[i]}) is larger than children[{i - 1}].params.top_k "
-                    f"({sizes[i - 1]}): a cascade cannot grow")
+    for i, (before, size) in enumerate(zip(sizes, sizes[1:]), start=1):
+        if size is not None and before is not None and size > before:
+            return (f"children[{i}].params.top_k ({size}) is larger than children[{i - 1}].params.top_k "
+                    f"({before}): a cascade cannot grow")
     return None
 
 
 class SequentialParams(ComponentParams):
-    children: list[ComponentSpec] = components_field("retriever", DEFAULT_STAGES, min_length=2,
-                                                     description="Stages in order: the first proposes, the rest re-score.")
+    children: list[ComponentSpec] = components_field(
+        "retriever", DEFAULT_STAGES, min_length=2, description="Stages in order: the first proposes, the rest re-score."
+    )
 
-    RULES = (Rule("non_increasing", ("children.*.params.top_k",), "each stage's top_k is at most the previous stage's",
-                  _non_increasing_top_k),)
+    RULES = (
+        Rule(
+            "non_increasing",
+            ("children.*.params.top_k",),
+            "each stage's top_k is at most the previous stage's",
+            _non_increasing_top_k,
+        ),
+    )
 
 
-@register(kind="retriever", icon="ListOrdered", category="composite",
-          en=("Sequential cascade", "The first retriever proposes candidates; each next one re-scores and narrows them."),
-          es=("Cascada secuencial", "El primer recuperador propone candidatos; cada siguiente los re-puntúa y reduce."),
-          representation="cascade [{children}]",
-          operation="Retrieves with the first child, then narrows the survivors stage by stage with score_chunks.")
+@register(
+    kind="retriever",
+    icon="ListOrdered",
+    category="composite",
+    en=("Sequential cascade", "The first retriever proposes candidates; each next one re-scores and narrows them."),
+    es=("Cascada secuencial", "El primer recuperador propone candidatos; cada siguiente los re-puntúa y reduce."),
+    representation="cascade [{children}]",
+    operation="Retrieves with the first child, then narrows the survivors stage by stage with score_chunks.",
+)
 class SequentialRetriever(CompositeRetriever[SequentialParams]):
     SCHEMA = SequentialParams
 

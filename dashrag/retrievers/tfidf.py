@@ -23,15 +23,22 @@ from dashrag.errors import PersistenceError
 class TFIDFParams(ComponentParams):
     top_k: int = Field(5, ge=1, description="How many chunks to return.")
     sublinear_tf: bool = Field(False, description="Use 1 + log(tf) instead of raw term frequency.")
-    smooth_idf: bool = Field(True, description="Add one to document frequencies, as if one extra document held every term.")
-    vectorizer: ComponentSpec = component_field("vectorizer", spec("BagOfWordsConverter"),
-                                                description="How texts become term counts.")
+    smooth_idf: bool = Field(
+        True, description="Add one to document frequencies, as if one extra document held every term."
+    )
+    vectorizer: ComponentSpec = component_field(
+        "vectorizer", spec("BagOfWordsConverter"), description="How texts become term counts."
+    )
 
 
-@register(kind="retriever", icon="Search", category="keyword",
-          en=("TF-IDF", "Ranks chunks by cosine similarity of TF-IDF vectors."),
-          es=("TF-IDF", "Ordena fragmentos por similitud coseno de vectores TF-IDF."),
-          representation="TF-IDF top {top_k}")
+@register(
+    kind="retriever",
+    icon="Search",
+    category="keyword",
+    en=("TF-IDF", "Ranks chunks by cosine similarity of TF-IDF vectors."),
+    es=("TF-IDF", "Ordena fragmentos por similitud coseno de vectores TF-IDF."),
+    representation="TF-IDF top {top_k}",
+)
 class TFIDFRetriever(UnitRetriever[TFIDFParams]):
     SCHEMA = TFIDFParams
 
@@ -63,5 +70,7 @@ class TFIDFRetriever(UnitRetriever[TFIDFParams]):
         self._matrix = load_sparse(folder, "matrix")
         idf = load_array(folder / "idf.npy")
         if self._matrix.shape != (len(self.require_infra().chunks), idf.shape[0]):
-            raise PersistenceError(f"{folder}: matrix shape {self._matrix.shape} does not fit the corpus and vocabulary")
+            raise PersistenceError(
+                f"{folder}: matrix shape {self._matrix.shape} does not fit the corpus and vocabulary"
+            )
         self._tfidf = self._transformer(idf)

@@ -6,7 +6,7 @@ SQLite by default and on PostgreSQL where several processes share a store.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -47,7 +47,7 @@ class RetrieverRecord(Base):
     config: Mapped[dict] = mapped_column(JSON)
     folder: Mapped[str] = mapped_column(Text)
     corpus_fingerprint: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=lambda: datetime.now(timezone.utc))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=lambda: datetime.now(UTC))
 
 
 class StoreInfo(Base):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable, Literal, Mapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -47,10 +47,14 @@ def _df_bound(value: float) -> int | float:
     return int(value) if value > 1 else float(value)
 
 
-@register(kind="vectorizer", icon="Hash", category="keyword",
-          en=("Bag of words", "Counts words or n-grams per text, with optional stop words and stemming."),
-          es=("Bolsa de palabras", "Cuenta palabras o n-gramas por texto, con palabras vacías y lematización opcionales."),
-          representation="{analyzer} {ngram_min}-{ngram_max}-grams")
+@register(
+    kind="vectorizer",
+    icon="Hash",
+    category="keyword",
+    en=("Bag of words", "Counts words or n-grams per text, with optional stop words and stemming."),
+    es=("Bolsa de palabras", "Cuenta palabras o n-gramas por texto, con palabras vacías y lematización opcionales."),
+    representation="{analyzer} {ngram_min}-{ngram_max}-grams",
+)
 class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
     SCHEMA = BagOfWordsParams
 
@@ -64,7 +68,9 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
             import Stemmer
 
             if self.params.stemmer not in Stemmer.algorithms():
-                raise RetrievalError(f"unknown stemmer {self.params.stemmer!r}; known: {', '.join(Stemmer.algorithms())}")
+                raise RetrievalError(
+                    f"unknown stemmer {self.params.stemmer!r}; known: {', '.join(Stemmer.algorithms())}"
+                )
 
     def analyzer(self) -> Callable[[str], list[str]] | str:
         """The text → terms function: scikit-learn's own unless stemming is on."""
@@ -84,19 +90,33 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
             words = stem([w for w in tokenize(preprocess(text)) if w not in stop])
             if hi == 1:
                 return words
-            return [" ".join(words[i:i + n]) for n in range(lo, hi + 1) for i in range(len(words) - n + 1)]
+            return [" ".join(words[i : i + n]) for n in range(lo, hi + 1) for i in range(len(words) - n + 1)]
 
         return analyze
 
-    def _make(self, vocabulary: list[str] | None = None) -> CountVectorizer:
+    def _make(self, vocabulary: Mapping[str, int] | None = None) -> CountVectorizer:
         p = self.params
         analyzer = self.analyzer()
-        kwargs = {} if callable(analyzer) else {
-            "lowercase": p.lowercase, "strip_accents": p.strip_accents, "stop_words": p.stop_words,
-            "ngram_range": (p.ngram_min, p.ngram_max), "token_pattern": TOKEN_PATTERN,
-        }
-        return CountVectorizer(analyzer=analyzer, min_df=_df_bound(p.min_df), max_df=_df_bound(p.max_df),
-                               max_features=p.max_features, vocabulary=vocabulary, dtype=np.float32, **kwargs)
+        kwargs = (
+            {}
+            if callable(analyzer)
+            else {
+                "lowercase": p.lowercase,
+                "strip_accents": p.strip_accents,
+                "stop_words": p.stop_words,
+                "ngram_range": (p.ngram_min, p.ngram_max),
+                "token_pattern": TOKEN_PATTERN,
+            }
+        )
+        return CountVectorizer(
+            analyzer=analyzer,
+            min_df=_df_bound(p.min_df),
+            max_df=_df_bound(p.max_df),
+            max_features=p.max_features,
+            vocabulary=vocabulary,
+            dtype=np.float32,
+            **kwargs,
+        )
 
     def fit_transform(self, texts: list[str]) -> sp.csr_matrix:
         self._vectorizer, self._analyze = self._make(), None
@@ -105,13 +125,17 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         except ValueError as exc:  # e.g. every term pruned by min_df/max_df
             raise RetrievalError(f"{self.component_name}: cannot build a vocabulary ({exc})") from None
 
-    def term_counts(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        """(vocabulary ids, counts) of one text's terms, ids ascending; unknown terms are dropped."""
+    def _fitted(self) -> CountVectorizer:
         if self._vectorizer is None:
             raise RetrievalError(f"{self.component_name}: not fitted")
+        return self._vectorizer
+
+    def term_counts(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """(vocabulary ids, counts) of one text's terms, ids ascending; unknown terms are dropped."""
+        vectorizer = self._fitted()
         if self._analyze is None:
-            self._analyze = self._vectorizer.build_analyzer()
-        vocabulary = self._vectorizer.vocabulary_
+            self._analyze = vectorizer.build_analyzer()
+        vocabulary = vectorizer.vocabulary_
         counts = Counter(i for i in map(vocabulary.get, self._analyze(text)) if i is not None)
         ids = sorted(counts)  # a Counter over a query's few terms: several times faster than np.unique
         return np.array(ids, dtype=np.int64), np.array([counts[i] for i in ids], dtype=np.int64)
@@ -120,8 +144,8 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         """Counts over the fitted vocabulary: the same matrix as scikit-learn's ``transform``,
         built directly from the analyzer and the vocabulary, which is several times faster
         for the short texts queries are."""
+        shape = (len(texts), len(self._fitted().vocabulary_))
         rows = [self.term_counts(text) for text in texts]
-        shape = (len(texts), len(self._vectorizer.vocabulary_))
         if not rows:
             return sp.csr_matrix(shape, dtype=np.float32)
         indptr = np.concatenate([[0], np.cumsum([ids.size for ids, _ in rows])])
@@ -130,9 +154,7 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
 
     @property
     def vocabulary(self) -> list[str]:
-        if self._vectorizer is None:
-            raise RetrievalError(f"{self.component_name}: not fitted")
-        return list(self._vectorizer.get_feature_names_out())
+        return list(self._fitted().get_feature_names_out())
 
     def _save(self, folder: Path) -> None:
         atomic_write_json(folder / "vocabulary.json", self.vocabulary)

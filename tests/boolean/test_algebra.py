@@ -115,13 +115,20 @@ def test_or_keeps_one_fragment_per_chunk_with_the_maximum():
 
 def test_or_is_a_filter_only_when_every_operand_is():
     category = fragments({1: 1.0}, is_filter=True, source="category")
-    assert (combine_or([category, category]).is_filter, combine_or([category, fragments({3: 0.4})]).is_filter) == (True, False)
+    assert (combine_or([category, category]).is_filter, combine_or([category, fragments({3: 0.4})]).is_filter) == (
+        True,
+        False,
+    )
 
 
 def test_not_returns_every_fragment_of_the_other_documents_in_scope():
     scope = Scope.from_chunks(CHUNKS.values())
-    result = complement(fragments({1: 0.9}), scope)        # operand reaches d1 (chunks 1, 2, 4)
-    assert (set(result.fragments), result.is_filter, {f.score for f in result.fragments.values()}) == ({3, 5, 6}, True, {1.0})
+    result = complement(fragments({1: 0.9}), scope)  # operand reaches d1 (chunks 1, 2, 4)
+    assert (set(result.fragments), result.is_filter, {f.score for f in result.fragments.values()}) == (
+        {3, 5, 6},
+        True,
+        {1.0},
+    )
 
 
 def test_not_stays_within_the_scope():
@@ -144,6 +151,7 @@ def test_scope_from_chunks_orders_chunks_by_position():
 
 # -- lazy filters and indexed document sets ---------------------------------------------
 
+
 def eager_filter(scope: Scope, documents, source: str) -> dict:
     return {c.id: ScoredChunk(c, 1.0, source) for d in documents for c in scope.chunks_by_document.get(d, ())}
 
@@ -156,7 +164,9 @@ def test_a_filter_is_not_built_until_a_fragment_is_asked_for():
 
 def test_a_built_filter_equals_the_eager_one():
     scope = Scope.from_chunks(CHUNKS.values())
-    assert dict(scope.filter_fragments({"d1", "d3"}, "category").fragments) == eager_filter(scope, {"d1", "d3"}, "category")
+    assert dict(scope.filter_fragments({"d1", "d3"}, "category").fragments) == eager_filter(
+        scope, {"d1", "d3"}, "category"
+    )
 
 
 def test_a_filter_keeps_only_documents_in_scope():
@@ -172,14 +182,22 @@ def test_the_top_scores_of_an_unbuilt_filter_need_no_building():
 def test_and_of_unbuilt_filters_stays_unbuilt_and_equals_the_eager_result():
     scope = Scope.from_chunks(CHUNKS.values())
     lazy = combine_and([scope.filter_fragments({"d1", "d2"}, "category"), scope.filter_fragments({"d2", "d3"}, "not")])
-    assert (lazy.fragments.built, lazy.is_filter, dict(lazy.fragments)) == (False, True, eager_filter(scope, {"d2"}, "category"))
+    assert (lazy.fragments.built, lazy.is_filter, dict(lazy.fragments)) == (
+        False,
+        True,
+        eager_filter(scope, {"d2"}, "category"),
+    )
 
 
 def test_narrowing_a_scope_shares_its_universe():
     scope = Scope.from_chunks(CHUNKS.values())
     narrow = scope.restricted_to({"d1", "d9"})
     assert (narrow.universe is scope.universe, narrow.document_ids, scope.is_universe, narrow.is_universe) == (
-        True, {"d1"}, True, False)
+        True,
+        {"d1"},
+        True,
+        False,
+    )
 
 
 def test_an_indexed_set_passes_through_narrowing_unchanged():

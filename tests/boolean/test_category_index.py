@@ -9,7 +9,12 @@ from dashrag.boolean.algebra import IndexedDocuments
 from dashrag.boolean.category_index import CategoryIndex
 
 IDS = ["d0", "d1", "d2", "d3"]
-CATEGORIES = [{"COUNTRY": ("IQ",), "CAT": ("A", "B")}, {"COUNTRY": ("SY", "IQ")}, {"CAT": ("B",)}, {}]
+CATEGORIES: list[dict[str, tuple[str, ...]]] = [
+    {"COUNTRY": ("IQ",), "CAT": ("A", "B")},
+    {"COUNTRY": ("SY", "IQ")},
+    {"CAT": ("B",)},
+    {},
+]
 SIZES = [2, 1, 3, 4]
 
 

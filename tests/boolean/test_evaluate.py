@@ -158,7 +158,11 @@ def test_leaf_results_outside_the_scope_are_cut(corpus):
 
 def test_trace_records_every_node(corpus):
     _, trace = run(corpus, """("kitchen floor" OR "cleanup") AND 'mop'""")
-    assert [trace["node"], [c["node"] for c in trace["children"]], [g["node"] for g in trace["children"][0]["children"]]] == [
+    assert [
+        trace["node"],
+        [c["node"] for c in trace["children"]],
+        [g["node"] for g in trace["children"][0]["children"]],
+    ] == [
         """("kitchen floor" OR "cleanup") AND 'mop'""",
         ['"kitchen floor" OR "cleanup"', "'mop'"],
         ['"kitchen floor"', '"cleanup"'],
@@ -168,7 +172,9 @@ def test_trace_records_every_node(corpus):
 def test_trace_counts_match_the_result(corpus):
     result, trace = run(corpus, '"asylum seeker" AND NOT COUNTRY_OF_ORIGIN=SY')
     assert (trace["fragments"], trace["documents"], trace["top_scores"]) == (
-        len(result), len(result.document_ids), [round(f.score, 6) for f in result.ranked()[:5]]
+        len(result),
+        len(result.document_ids),
+        [round(f.score, 6) for f in result.ranked()[:5]],
     )
 
 
@@ -186,7 +192,9 @@ def test_branch_reranking_uses_each_branch_text(corpus):
         seen.append(text)
         return [f.rescored(len(f.chunk.text) / 1000.0, source="rerank") for f in fragments.fragments.values()]
 
-    result, trace = evaluate(parse("""("kitchen floor" OR "cleanup") AND 'mop'"""), evaluator, scope, rerank_branch=rerank_by_length)
+    result, trace = evaluate(
+        parse("""("kitchen floor" OR "cleanup") AND 'mop'"""), evaluator, scope, rerank_branch=rerank_by_length
+    )
     assert (seen, trace["children"][0]["branch_rerank"]["query"]) == (
         ['"kitchen floor"', '"cleanup"', '"kitchen floor" OR "cleanup"', "'mop'"],
         '"kitchen floor" OR "cleanup"',
@@ -198,11 +206,15 @@ def test_branch_reranking_uses_each_branch_text(corpus):
 CATEGORY_NAMES = ("CAT1", "CAT2", "CAT3")
 VALUES = ("A", "B", "C")
 category_clauses = st.builds(
-    Category, st.sampled_from(CATEGORY_NAMES), st.lists(st.sampled_from(VALUES), min_size=1, max_size=2, unique=True).map(tuple)
+    Category,
+    st.sampled_from(CATEGORY_NAMES),
+    st.lists(st.sampled_from(VALUES), min_size=1, max_size=2, unique=True).map(tuple),
 )
 assignments = st.lists(
     st.tuples(
-        st.dictionaries(st.sampled_from(CATEGORY_NAMES), st.lists(st.sampled_from(VALUES), max_size=2, unique=True).map(tuple)),
+        st.dictionaries(
+            st.sampled_from(CATEGORY_NAMES), st.lists(st.sampled_from(VALUES), max_size=2, unique=True).map(tuple)
+        ),
         st.integers(min_value=1, max_value=3),
     ),
     min_size=1,
@@ -238,6 +250,7 @@ def test_category_expressions_return_the_set_algebra_result(tree, assignment):
 
 # -- trace listings and leaves that answer with a fragment set ---------------------------------
 
+
 def test_trace_lists_each_node_s_best_fragments(corpus):
     result, trace = run(corpus, """"kitchen floor" AND 'mop'""", trace_fragments=3)
     assert trace["top"] == [[f.id, f.document_id, round(f.score, 6)] for f in result.ranked(3)]
@@ -253,7 +266,11 @@ def test_trace_lists_no_fragments_of_an_unbuilt_filter(corpus):
 def test_tree_summary_renders_every_node(corpus):
     _, trace = run(corpus, """("kitchen floor" OR "cleanup") AND 'mop'""")
     line = tree_summary(trace)
-    assert [line.count("["), line.count(";"), line.startswith("""("kitchen floor" OR "cleanup") AND 'mop'  """)] == [2, 2, True]
+    assert [line.count("["), line.count(";"), line.startswith("""("kitchen floor" OR "cleanup") AND 'mop'  """)] == [
+        2,
+        2,
+        True,
+    ]
 
 
 def test_a_leaf_answering_with_a_fragment_set_is_cut_to_the_scope(corpus):

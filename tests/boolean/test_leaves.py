@@ -57,15 +57,16 @@ def bm25(tmp_path_factory):
 
 def test_a_document_mask_restriction_keeps_the_rows_of_its_documents(bm25):
     chunks = bm25.require_infra().chunks
-    allowed = CategoryIndex(chunks.document_ids, [{"K": ("x",)} if i % 2 else {} for i in range(len(chunks.document_ids))])
+    allowed = CategoryIndex(
+        chunks.document_ids, [{"K": ("x",)} if i % 2 else {} for i in range(len(chunks.document_ids))]
+    )
     documents = allowed.documents("K", ["x"])
     rows = DocumentMaskRestriction(documents, chunks, documents.mask).row_mask(chunks)
     assert {c.document_id for c, ok in zip(chunks.chunks, rows) if ok} == set(documents)
 
 
 def test_a_retriever_without_text_scoring_reranks_through_score_chunks(bm25):
-    rerank, with_fragments = reranker_function(bm25)
+    rerank = reranker_function(bm25)
     hits, _ = bm25.retrieve("rank fusion")
     distances = dict(bm25.score_chunks([h.id for h in hits], "rank fusion"))
-    assert (with_fragments, rerank("rank fusion", [h.chunk.text for h in hits], hits)) == (
-        True, [-distances[h.id] for h in hits])
+    assert rerank("rank fusion", [h.chunk.text for h in hits], hits) == [-distances[h.id] for h in hits]

@@ -19,7 +19,7 @@ T = SelectionThresholds(min_document_score=0.1, min_score=0.5, fallback_top_n=2,
                         fill_up_target_documents=3)
 
 
-def by_length(query: str, texts):
+def by_length(query: str, texts, fragments=()):
     return [len(t) / 100 for t in texts]
 
 
@@ -29,19 +29,19 @@ def test_without_a_reranker_the_fast_path_decides():
 
 
 def test_a_query_without_semantic_clauses_is_not_reranked():
-    out, record = select_output(parse("'q' AND CAT=A"), RANKED, T, False, (by_length, False))
+    out, record = select_output(parse("'q' AND CAT=A"), RANKED, T, False, by_length)
     assert (record["path"], "why_not_reranked" in record) == ("fast", True)
 
 
 def test_the_reranked_path_scores_with_the_semantic_clauses():
     seen = []
     out, record = select_output(parse('"alpha" AND NOT "beta" AND \'t\''), RANKED, T, False,
-                                (lambda q, texts: seen.append(q) or by_length(q, texts), False))
+                                lambda q, texts, fragments: seen.append(q) or by_length(q, texts))
     assert (seen, record["path"]) == (["alpha"], "reranked")
 
 
 def test_the_reranked_path_applies_the_three_tiers_and_the_fill_up():
-    out, record = select_output(parse('"q"'), RANKED, T, False, (by_length, False))
+    out, record = select_output(parse('"q"'), RANKED, T, False, by_length)
     # by length/100 every score is below 0.5: tier 2 takes the top 2 (chunks 3, 2: d2, d1), which cover
     # min_documents 2; the fill-up adds the best fragment of new documents (4 of d3) up to 3 documents
     assert ([f.id for f in out], record["tiers"]["tier"], record["fill_up"]["added"]) == ([3, 2, 4], "diversity", 1)
@@ -54,6 +54,9 @@ def test_documents_are_scored_by_their_best_fragment():
 
 
 def test_reranked_documents_keep_at_least_min_documents_then_fill_up():
-    out, record = select_output(parse('"q"'), RANKED, T, True, (by_length, False))
+    out, record = select_output(parse('"q"'), RANKED, T, True, by_length)
     # tier 3: no document reaches 0.5, so the best 2 (d2 0.23, d1 0.13); the fill-up adds d3 (0.08) to reach 3
-    assert ([d.document_id for d in out], record["documents"]) == (["d2", "d1", "d3"], {"tier3_kept": 2, "after_fill_up": 3})
+    assert ([d.document_id for d in out], record["documents"]) == (
+        ["d2", "d1", "d3"],
+        {"tier3_kept": 2, "after_fill_up": 3},
+    )

@@ -86,21 +86,33 @@ def test_clause_columns_are_recorded():
     [
         ('"asylum seeker" AND CAT1=', "col 26: expected a value after '=', found the end of the query"),
         ("CAT2=B,", "col 8: expected a value after ',', found the end of the query"),
-        ('"a" and "b"', "col 5: expected AND, OR or the end of the query, found 'and' (the keywords AND, OR and NOT are upper-case)"),
+        (
+            '"a" and "b"',
+            "col 5: expected AND, OR or the end of the query, found 'and' "
+            "(the keywords AND, OR and NOT are upper-case)",
+        ),
         ('"a" "b"', "col 5: expected AND, OR or the end of the query, found the phrase 'b'"),
         ("mop", "col 4: expected '=' after the category name 'mop'"),
-        ('not "a"', "col 1: expected a clause (\"phrase\", 'text', @'Text', NAME=VALUE, NOT or '('), found 'not' (the keywords AND, OR and NOT are upper-case)"),
+        (
+            'not "a"',
+            "col 1: expected a clause (\"phrase\", 'text', @'Text', NAME=VALUE, NOT or '('), found 'not' "
+            "(the keywords AND, OR and NOT are upper-case)",
+        ),
         ("(CAT1=A", "col 8: expected ')' to close the '(' at col 1, found the end of the query"),
         ("CAT1=A)", "col 7: unexpected ')' with no matching '('"),
         ("OR CAT1=A", "col 1: expected a clause (\"phrase\", 'text', @'Text', NAME=VALUE, NOT or '('), found 'OR'"),
-        ("CAT1=A AND", "col 11: expected a clause (\"phrase\", 'text', @'Text', NAME=VALUE, NOT or '('), found the end of the query"),
+        (
+            "CAT1=A AND",
+            "col 11: expected a clause (\"phrase\", 'text', @'Text', NAME=VALUE, NOT or '('), "
+            "found the end of the query",
+        ),
         ("()", "col 2: expected a clause (\"phrase\", 'text', @'Text', NAME=VALUE, NOT or '('), found ')'"),
         ("2x=y", "col 1: '2x' is not a category name (a letter or '_' first, then letters, digits, '_', '.' or '-')"),
         ('CAT1=""', "col 6: a category value cannot be empty"),
         ('"  "', "col 1: the phrase is empty"),
         ("a=b AND '--'", "col 9: the text has no letters or digits to match"),
         ("CAT1=@'x'", "col 6: expected a value after '=', found the case-sensitive text 'x'"),
-        ('"open', "col 6: missing closing \" for the literal opened at col 1"),
+        ('"open', 'col 6: missing closing " for the literal opened at col 1'),
     ],
 )
 def test_syntax_errors_name_the_column_and_what_was_expected(query, message):

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from dashrag.boolean import parse, rerank_in_rounds, rerank_query, semantic_clauses
-from dashrag.boolean.rerank import plan_rounds
 from dashrag.boolean.normalise_text import normalise_words
+from dashrag.boolean.rerank import plan_rounds
 from dashrag.documents.model import Chunk, ScoredChunk
 from dashrag.errors import RetrievalError
 
@@ -44,7 +44,7 @@ class WordOverlapReranker:
     def __init__(self):
         self.calls: list[list[str]] = []
 
-    def __call__(self, query: str, texts):
+    def __call__(self, query: str, texts, fragments):
         self.calls.append(list(texts))
         wanted = set(normalise_words(query)) - {"and"}
         return [len(wanted & set(normalise_words(t))) / len(wanted) for t in texts]
@@ -94,9 +94,9 @@ def test_duplicates_are_reranked_once():
 
 def test_wrong_number_of_scores_is_an_error():
     with pytest.raises(RetrievalError, match="returned 1 scores for 3 texts in round 1"):
-        rerank_in_rounds("q", _fragments(TEXTS[:3]), lambda q, texts: [0.5])
+        rerank_in_rounds("q", _fragments(TEXTS[:3]), lambda q, texts, fragments: [0.5])
 
 
 def test_non_finite_score_is_an_error():
     with pytest.raises(RetrievalError, match="non-finite"):
-        rerank_in_rounds("q", _fragments(TEXTS[:2]), lambda q, texts: [0.5, math.nan])
+        rerank_in_rounds("q", _fragments(TEXTS[:2]), lambda q, texts, fragments: [0.5, math.nan])

@@ -39,7 +39,9 @@ def test_clause_forms():
 
 
 def test_values_are_quoted_only_when_bare_would_not_read_back():
-    assert serialise(Category("CITY", ("Paris", "New York, NY", "AND", "a=b"))) == 'CITY=Paris,"New York, NY","AND","a=b"'
+    assert (
+        serialise(Category("CITY", ("Paris", "New York, NY", "AND", "a=b"))) == 'CITY=Paris,"New York, NY","AND","a=b"'
+    )
 
 
 @pytest.mark.parametrize("value", ["IQ", "en-US", "1.5", "a@b.org", "naïve"])

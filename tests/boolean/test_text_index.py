@@ -41,7 +41,10 @@ def test_a_phrase_needs_its_words_in_order_and_adjacent(index):
 
 
 def test_case_sensitive_phrases_keep_case(index):
-    assert (index.search("Microfibre", True, TEXTS)[0].tolist(), index.search("MICROFIBRE", True, TEXTS)[0].tolist()) == ([1], [])
+    assert (
+        index.search("Microfibre", True, TEXTS)[0].tolist(),
+        index.search("MICROFIBRE", True, TEXTS)[0].tolist(),
+    ) == ([1], [])
 
 
 def test_apostrophe_styles_match(index):
@@ -55,8 +58,9 @@ def test_allowed_rows_restrict_the_matches(index):
 
 def test_results_are_best_first_with_ties_to_the_lower_row(index):
     rows, scores = index.search("mop", False, TEXTS)
-    assert [(r, s) for r, s in zip(rows.tolist(), scores.tolist())] == sorted(zip(rows.tolist(), scores.tolist()),
-                                                                             key=lambda p: (-p[1], p[0]))
+    assert [(r, s) for r, s in zip(rows.tolist(), scores.tolist())] == sorted(
+        zip(rows.tolist(), scores.tolist()), key=lambda p: (-p[1], p[0])
+    )
 
 
 def test_scores_are_lucene_bm25_of_the_phrase_words():
@@ -83,7 +87,8 @@ def test_save_and_load_keep_the_answers(index, tmp_path):
     index.save(tmp_path)
     loaded = TextIndex.load(tmp_path, len(TEXTS))
     assert [loaded.search(p, cs, TEXTS)[0].tolist() for p, cs in (("mop", False), ("Microfibre", True))] == [
-        index.search(p, cs, TEXTS)[0].tolist() for p, cs in (("mop", False), ("Microfibre", True))]
+        index.search(p, cs, TEXTS)[0].tolist() for p, cs in (("mop", False), ("Microfibre", True))
+    ]
 
 
 def test_loading_for_another_corpus_size_is_refused(index, tmp_path):
@@ -94,11 +99,29 @@ def test_loading_for_another_corpus_size_is_refused(index, tmp_path):
 
 # -- property: the index finds exactly what PhraseMatcher accepts ----------------------------
 
-WORDS = ["mop", "Mop", "MOP", "mops", "floor", "don't", "don’t", "İstanbul", "istanbul", "STRASSE", "straße",
-         "ﬁne", "fine", "a", "x_y", "ͅ", "ß"]
+WORDS = [
+    "mop",
+    "Mop",
+    "MOP",
+    "mops",
+    "floor",
+    "don't",
+    "don’t",
+    "İstanbul",
+    "istanbul",
+    "STRASSE",
+    "straße",
+    "ﬁne",
+    "fine",
+    "a",
+    "x_y",
+    "ͅ",
+    "ß",
+]
 SEPARATORS = [" ", "  ", ", ", ". ", "-", "\n", "'", "’"]
 texts = st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)), min_size=1, max_size=8).map(
-    lambda parts: "".join(w + s for w, s in parts))
+    lambda parts: "".join(w + s for w, s in parts)
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -108,4 +131,6 @@ def test_search_returns_exactly_the_rows_phrase_matcher_accepts(corpus, phrase_w
     if not normalise_words(phrase, case_sensitive):
         return
     index = TextIndex.build(corpus)
-    assert sorted(index.search(phrase, case_sensitive, corpus)[0].tolist()) == matching_rows(corpus, phrase, case_sensitive)
+    assert sorted(index.search(phrase, case_sensitive, corpus)[0].tolist()) == matching_rows(
+        corpus, phrase, case_sensitive
+    )

@@ -25,7 +25,9 @@ def test_recursive_chunks_cover_the_text_within_the_size(text, size, overlap):
 
 
 def test_recursive_prefers_paragraph_boundaries():
-    chunker = build_component({"component": "RecursiveCharacterChunker", "params": {"chunk_size": 30, "chunk_overlap": 0}})
+    chunker = build_component(
+        {"component": "RecursiveCharacterChunker", "params": {"chunk_size": 30, "chunk_overlap": 0}}
+    )
     text = "First paragraph here.\n\nSecond paragraph here."
     assert [text[s:e] for s, e in chunker.spans(text)] == ["First paragraph here.\n\n", "Second paragraph here."]
 
@@ -61,6 +63,11 @@ def test_chunks_carry_document_categories_and_offsets(example_corpus):
     from dashrag.documents.model import SourceDocument
 
     doc = SourceDocument(id="d", text="alpha beta gamma delta", metadata={"LANG": ("en",)})
-    chunks = build_component({"component": "TokenChunker", "params": {"chunk_size": 2, "chunk_overlap": 0}}).chunk([doc])
-    assert [(c.position, c.text, c.metadata) for c in chunks] == [(0, "alpha beta", {"LANG": ("en",)}), (1, "gamma delta", {"LANG": ("en",)})]
-    assert all(doc.text[c.start:c.end] == c.text for c in chunks)
+    chunks = build_component({"component": "TokenChunker", "params": {"chunk_size": 2, "chunk_overlap": 0}}).chunk(
+        [doc]
+    )
+    assert [(c.position, c.text, c.metadata) for c in chunks] == [
+        (0, "alpha beta", {"LANG": ("en",)}),
+        (1, "gamma delta", {"LANG": ("en",)}),
+    ]
+    assert all(doc.text[c.start : c.end] == c.text for c in chunks)

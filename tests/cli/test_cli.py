@@ -67,16 +67,42 @@ def test_index_records_the_retriever_in_the_store(indexed):
     assert Store(sqlite_url(store_file)).retriever_records()[0].folder == str(indexed.resolve())
 
 
-@pytest.mark.parametrize("args, message", [
-    (["index", '{"component": "TFIDFRetreiver"}', "--corpus", EXAMPLE_CORPUS, "--out", "x"], "did you mean 'TFIDFRetriever'"),
-    (["index", '{"component": "TFIDFRetriever", "params": {"top_k": -2}}', "--corpus", EXAMPLE_CORPUS, "--out", "x"], "params.top_k"),
-    (["index", '{"component": "ParallelRetriever", "params": {"children": [{"component": "TFIDFRetriever"}, {"component": "TFIDFRetriever", '
-      '"params": {"vectorizer": {"component": "BagOfWordsConverter", "params": {"ngram_max": "x"}}}}]}}',
-      "--corpus", EXAMPLE_CORPUS, "--out", "x"], "params.children[1].params.vectorizer.params.ngram_max: Input should be a valid integer"),
-    (["index", '{"component": ', "--corpus", EXAMPLE_CORPUS, "--out", "x"], "malformed JSON"),
-    (["index", "tfidf", "--corpus", "/no/such/corpus", "--out", "x"], "no such file or folder"),
-    (["query", "/no/such/folder", "text"], "no such saved retriever folder"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["index", '{"component": "TFIDFRetreiver"}', "--corpus", EXAMPLE_CORPUS, "--out", "x"],
+            "did you mean 'TFIDFRetriever'",
+        ),
+        (
+            [
+                "index",
+                '{"component": "TFIDFRetriever", "params": {"top_k": -2}}',
+                "--corpus",
+                EXAMPLE_CORPUS,
+                "--out",
+                "x",
+            ],
+            "params.top_k",
+        ),
+        (
+            [
+                "index",
+                '{"component": "ParallelRetriever", "params": {"children": [{"component": "TFIDFRetriever"}, '
+                '{"component": "TFIDFRetriever", '
+                '"params": {"vectorizer": {"component": "BagOfWordsConverter", "params": {"ngram_max": "x"}}}}]}}',
+                "--corpus",
+                EXAMPLE_CORPUS,
+                "--out",
+                "x",
+            ],
+            "params.children[1].params.vectorizer.params.ngram_max: Input should be a valid integer",
+        ),
+        (["index", '{"component": ', "--corpus", EXAMPLE_CORPUS, "--out", "x"], "malformed JSON"),
+        (["index", "tfidf", "--corpus", "/no/such/corpus", "--out", "x"], "no such file or folder"),
+        (["query", "/no/such/folder", "text"], "no such saved retriever folder"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, message):
     result = run(*args)
     assert result.exit_code == 2
@@ -96,8 +122,9 @@ def test_empty_corpus_is_refused(tmp_path):
 
 
 def test_real_process_prints_no_traceback(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "dashrag.cli.main", "query", str(tmp_path / "none"), "q"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dashrag.cli.main", "query", str(tmp_path / "none"), "q"], capture_output=True, text=True
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("error:") and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

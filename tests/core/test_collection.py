@@ -10,7 +10,7 @@ from dashrag.core.collection import young_garbage_only
 
 
 class Node:
-    pass
+    self: "Node | None" = None
 
 
 def unreferenced_cycle() -> weakref.ref:

@@ -3,13 +3,21 @@ from dashrag.retrievers.tfidf import TFIDFRetriever
 
 
 def test_to_config_rebuilds_an_equal_tree():
-    tree = build_component({"component": "TFIDFRetriever", "params": {"top_k": 7, "vectorizer": {"component": "BagOfWordsConverter", "params": {"ngram_max": 2}}}})
+    tree = build_component(
+        {
+            "component": "TFIDFRetriever",
+            "params": {"top_k": 7, "vectorizer": {"component": "BagOfWordsConverter", "params": {"ngram_max": 2}}},
+        }
+    )
     assert build_component(tree.to_config()).to_config() == tree.to_config()
     assert tree.to_config()["params"]["vectorizer"]["params"]["ngram_max"] == 2
 
 
 def test_python_construction_validates_like_json():
-    assert TFIDFRetriever({"top_k": 3}).to_config() == build_component({"component": "TFIDFRetriever", "params": {"top_k": 3}}).to_config()
+    assert (
+        TFIDFRetriever({"top_k": 3}).to_config()
+        == build_component({"component": "TFIDFRetriever", "params": {"top_k": 3}}).to_config()
+    )
 
 
 def test_representation_fills_own_placeholders():
@@ -19,9 +27,18 @@ def test_representation_fills_own_placeholders():
 
 
 def test_representation_fills_nested_placeholders(monkeypatch):
-    tree = build_component({"component": "TFIDFRetriever", "params": {"vectorizer": {"component": "BagOfWordsConverter", "params": {"ngram_max": 3}}}})
+    tree = build_component(
+        {
+            "component": "TFIDFRetriever",
+            "params": {"vectorizer": {"component": "BagOfWordsConverter", "params": {"ngram_max": 3}}},
+        }
+    )
     meta = type(tree).META
-    monkeypatch.setattr(type(tree), "META", type(meta)(**{**meta.__dict__, "representation": "{vectorizer} up to {vectorizer.ngram_max}-grams, {missing}"}))
+    monkeypatch.setattr(
+        type(tree),
+        "META",
+        type(meta)(**{**meta.__dict__, "representation": "{vectorizer} up to {vectorizer.ngram_max}-grams, {missing}"}),
+    )
     assert tree.get_representation() == "BagOfWordsConverter up to 3-grams, {missing}"
 
 

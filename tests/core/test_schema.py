@@ -45,6 +45,8 @@ def test_checked_in_schemas_equal_the_code():
     expected = rendered_exports()
     on_disk = {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8")
                for folder in ("schemas", "frontend_meta") for p in (REPO / folder).glob("*.json")}
-    stale = sorted(set(on_disk) ^ set(expected)) + sorted(k for k in expected if on_disk.get(k) not in (None, expected[k]))
+    stale = sorted(set(on_disk) ^ set(expected)) + sorted(
+        k for k in expected if on_disk.get(k) not in (None, expected[k])
+    )
     assert not stale, f"run `dashrag export-schemas`; out of date: {stale}"
     assert all(json.loads(text) for text in on_disk.values())

@@ -28,25 +28,39 @@ def test_negative_top_k_is_reported_with_its_path():
 
 
 def test_nested_error_carries_the_full_path():
-    raw = {"component": "TFIDFRetriever", "params": {"vectorizer": {"component": "BagOfWordsConverter", "params": {"lowercase": "often"}}}}
-    assert issues_of(raw) == ["params.vectorizer.params.lowercase: Input should be a valid boolean, unable to interpret input"]
+    raw = {
+        "component": "TFIDFRetriever",
+        "params": {"vectorizer": {"component": "BagOfWordsConverter", "params": {"lowercase": "often"}}},
+    }
+    assert issues_of(raw) == [
+        "params.vectorizer.params.lowercase: Input should be a valid boolean, unable to interpret input"
+    ]
 
 
 def test_every_problem_is_reported_at_once():
-    raw = {"component": "TFIDFRetriever", "params": {"top_k": 0, "bogus": 1,
-                                                     "vectorizer": {"component": "BagOfWordsConverter", "params": {"ngram_min": 0}}}}
+    raw = {
+        "component": "TFIDFRetriever",
+        "params": {
+            "top_k": 0,
+            "bogus": 1,
+            "vectorizer": {"component": "BagOfWordsConverter", "params": {"ngram_min": 0}},
+        },
+    }
     found = issues_of(raw)
     assert [i.split(":")[0] for i in found] == ["params.vectorizer.params.ngram_min", "params.top_k", "params.bogus"]
 
 
 def test_wrong_kind_in_a_component_field_is_an_error():
     raw = {"component": "TFIDFRetriever", "params": {"vectorizer": {"component": "TokenChunker"}}}
-    assert issues_of(raw) == ["params.vectorizer.component: 'TokenChunker' is a chunker, but a vectorizer is expected here"]
+    assert issues_of(raw) == [
+        "params.vectorizer.component: 'TokenChunker' is a chunker, but a vectorizer is expected here"
+    ]
 
 
 def test_expected_kind_at_the_root():
     assert issues_of({"component": "TokenChunker"}, "retriever") == [
-        "component: 'TokenChunker' is a chunker, but a retriever is expected here"]
+        "component: 'TokenChunker' is a chunker, but a retriever is expected here"
+    ]
 
 
 def test_cross_field_rule_is_enforced():
@@ -59,7 +73,7 @@ def test_unknown_node_key_is_an_error():
 
 
 def test_a_node_that_is_not_an_object():
-    assert issues_of([1, 2]) == ["expected an object {\"component\": ..., \"params\": ...}, got list"]
+    assert issues_of([1, 2]) == ['expected an object {"component": ..., "params": ...}, got list']
 
 
 @pytest.fixture()
@@ -72,8 +86,14 @@ def optional_component():
     class OptionalParams(ComponentParams):
         fallback: ComponentSpec | None = component_field("chunker", None, optional=True)
 
-    @registry.register(kind="chunker", icon="X", category="test", en=("Opt", "Optional child."),
-                       es=("Opc", "Hijo opcional."), representation="opt")
+    @registry.register(
+        kind="chunker",
+        icon="X",
+        category="test",
+        en=("Opt", "Optional child."),
+        es=("Opc", "Hijo opcional."),
+        representation="opt",
+    )
     class OptionalChild(Chunker[OptionalParams]):
         SCHEMA = OptionalParams
 
@@ -92,5 +112,9 @@ def test_optional_component_left_unset_round_trips(optional_component):
 def test_optional_component_when_set_is_validated(optional_component):
     tree = validate_and_transform({"component": "OptionalChild", "params": {"fallback": {"component": "TokenChunker"}}})
     assert tree["params"]["fallback"]["params"]["chunk_size"] == 200
-    assert issues_of({"component": "OptionalChild", "params": {"fallback": {"component": "TokenChunker", "params": {"chunk_size": 0}}}}) == [
-        "params.fallback.params.chunk_size: Input should be greater than or equal to 1"]
+    assert issues_of(
+        {
+            "component": "OptionalChild",
+            "params": {"fallback": {"component": "TokenChunker", "params": {"chunk_size": 0}}},
+        }
+    ) == ["params.fallback.params.chunk_size: Input should be greater than or equal to 1"]

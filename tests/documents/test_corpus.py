@@ -35,7 +35,10 @@ def test_missing_path_is_an_error(tmp_path):
 def test_beir_jsonl_gz_with_list_and_string_categories(tmp_path):
     path = tmp_path / "corpus.jsonl.gz"
     with gzip.open(path, "wt", encoding="utf-8") as f:
-        f.write('{"_id": "a", "title": "T", "text": "body", "metadata": {"LANG": "en", "TAGS": ["x", "y"], "ev": [{"s": 1}]}}\n')
+        f.write(
+            '{"_id": "a", "title": "T", "text": "body", '
+            '"metadata": {"LANG": "en", "TAGS": ["x", "y"], "ev": [{"s": 1}]}}\n'
+        )
     (doc,) = Corpus.from_path(tmp_path).documents
     assert doc.metadata == {"LANG": ("en",), "TAGS": ("x", "y")}
     assert doc.title == "T"

@@ -29,7 +29,8 @@ def cut_document(document_id: str, pieces: list[str], first_id: int) -> tuple[st
 
 
 def corpus_of(sizes: list[int]) -> tuple[dict[str, str], list[Chunk]]:
-    texts, chunks = {}, []
+    texts: dict[str, str] = {}
+    chunks: list[Chunk] = []
     for d, size in enumerate(sizes):
         pieces = [f"<d{d}p{p}>" for p in range(size)]
         texts[f"doc{d}"], doc_chunks = cut_document(f"doc{d}", pieces, len(chunks))
@@ -150,7 +151,8 @@ def test_expanding_a_hit_of_an_unknown_document_is_an_error():
 
 
 def merged_spans(out: list[ScoredChunk]) -> list[tuple[str, int, int]]:
-    return [(c.document_id, c.provenance["window"]["first_position"], c.provenance["window"]["last_position"]) for c in out]
+    return [(c.document_id, c.provenance["window"]["first_position"], c.provenance["window"]["last_position"])
+            for c in out]
 
 
 def test_overlapping_windows_merge_into_one_chunk():
@@ -199,7 +201,11 @@ def test_merged_text_and_offsets_span_the_window():
 
 def test_overlapping_chunk_texts_are_not_repeated():
     text = "alpha beta gamma delta"
-    chunks = [Chunk(0, "d", 0, text[0:11], 0, 11), Chunk(1, "d", 1, text[6:17], 6, 17), Chunk(2, "d", 2, text[12:], 12, 22)]
+    chunks = [
+        Chunk(0, "d", 0, text[0:11], 0, 11),
+        Chunk(1, "d", 1, text[6:17], 6, 17),
+        Chunk(2, "d", 2, text[12:], 12, 22),
+    ]
     (merged,) = expand_and_merge([hit(chunks[1], 1.0)], 3, ChunkTable(chunks))
     assert merged.chunk.text == text
 
@@ -296,7 +302,11 @@ def test_best_hit_ties_go_to_the_earlier_hit(case, window):
     arrival = {h.id: i for i, h in enumerate(hits)}
     out = expand_and_merge(hits, window, ChunkTable(chunks))
     for merged in out:
-        tied = [i for i in merged.provenance["window"]["hit_ids"] if next(h for h in hits if h.id == i).score == merged.score]
+        tied = [
+            i
+            for i in merged.provenance["window"]["hit_ids"]
+            if next(h for h in hits if h.id == i).score == merged.score
+        ]
         assert merged.id == min(tied, key=arrival.__getitem__)
     for a, b in zip(out, out[1:]):
         assert a.score > b.score or arrival[a.id] < arrival[b.id]

@@ -68,7 +68,9 @@ def test_an_unreadable_cache_file_is_ignored(tmp_path):
 def test_blocked_embedding_equals_one_call(monkeypatch):
     monkeypatch.setattr(cache, "BLOCK_BATCHES", 2)
     embedding = E5SmallEmbedding({"batch_size": 1})  # three blocks of two texts
-    np.testing.assert_array_equal(cache.embed_with_progress(embedding, TEXTS), E5SmallEmbedding({}).embed_documents(TEXTS))
+    np.testing.assert_array_equal(
+        cache.embed_with_progress(embedding, TEXTS), E5SmallEmbedding({}).embed_documents(TEXTS)
+    )
 
 
 def test_long_runs_show_a_progress_bar(monkeypatch, capsys):

@@ -7,7 +7,7 @@ import pytest
 
 import dashrag
 from dashrag.embeddings.minilm_onnx import MiniLMOnnxEmbedding, mean_pool
-from tests.embeddings.scifact_subset import FAST_MINILM, dense_config, shared_workdir, subset  # noqa: F401
+from tests.fixtures.scifact import FAST_MINILM, dense_config
 
 TEXTS = ["vitamin D deficiency and fractures", "tumour suppressor p53 mutation in cancer cells",
          "Cerebral white matter diffusion in preterm newborns measured by MRI", "short"]
@@ -61,7 +61,7 @@ def test_cache_key_follows_what_changes_vectors(onnx):
 
 
 @pytest.mark.slow
-def test_dense_search_with_it_finds_what_torch_minilm_finds(subset, shared_workdir):  # noqa: F811
+def test_dense_search_with_it_finds_what_torch_minilm_finds(subset, shared_workdir):
     """On the SciFact subset, the relevant abstracts the two models rank in their top 10 mostly agree."""
     tree_onnx = dashrag.build(dense_config(embedding=ONNX), subset.corpus, shared_workdir)
     tree_torch = dashrag.build(dense_config(embedding=FAST_MINILM), subset.corpus, shared_workdir)

@@ -9,8 +9,7 @@ import pytest
 
 from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.embeddings.model_source import directory_identity, hub_name, resolve_model, set_offline_defaults
-
-from .model_dirs import minilm_dir
+from tests.fixtures.models import minilm_dir
 
 
 def test_a_local_directory_resolves_to_itself(tmp_path):

@@ -8,8 +8,7 @@ import pytest
 from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.embeddings.multilingual_minilm import MULTILINGUAL_MINILM, MultilingualMiniLMEmbedding
 from dashrag.embeddings.sentence_transformer import MiniLMEmbedding
-
-from .model_dirs import minilm_dir
+from tests.fixtures.models import minilm_dir
 
 pytestmark = pytest.mark.slow  # loads a real model
 

@@ -9,8 +9,7 @@ from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.embeddings.overflow import window_spans
 from dashrag.embeddings.sentence_transformer import MiniLMEmbedding, SentenceTransformerEmbedding
 from dashrag.errors import ConfigError, QueryError
-
-from .model_dirs import minilm_dir, unnormalised_minilm_dir  # noqa: F401  (fixture)
+from tests.fixtures.models import minilm_dir
 
 TEXTS = ["Vitamin D deficiency raises the risk of fractures.",
          "Stem cells can be tracked with magnetic nanoparticles.",
@@ -48,7 +47,9 @@ def test_cache_key_is_stable_across_instances():
     assert MiniLMEmbedding({}).cache_key() == MiniLMEmbedding({}).cache_key()
 
 
-@pytest.mark.parametrize("change", [{"normalize": False}, {"max_seq_length": 64}, {"overflow_strategy": "window_average"}])
+@pytest.mark.parametrize(
+    "change", [{"normalize": False}, {"max_seq_length": 64}, {"overflow_strategy": "window_average"}]
+)
 def test_cache_key_changes_with_params_that_change_vectors(change):
     assert MiniLMEmbedding(change).cache_key() != MiniLMEmbedding({}).cache_key()
 

@@ -1,21 +1,10 @@
-"""Shared fixtures: the real SciFact folder, and a small real hybrid run over a SciFact subset."""
+"""A small real hybrid run over a SciFact subset (``scifact_dir`` comes from tests/fixtures/scifact.py)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from .hybrid_fixture import HybridRun, build_hybrid_run
-
-SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
-
-
-@pytest.fixture(scope="session")
-def scifact_dir() -> Path:
-    if not (SCIFACT / "qrels" / "test.tsv").is_file():
-        pytest.skip(f"SciFact not found at {SCIFACT}")
-    return SCIFACT
 
 
 @pytest.fixture(scope="session")

@@ -116,7 +116,9 @@ def build_hybrid_run(scifact_dir: Path) -> HybridRun:
             found = search(query)
             elapsed = (time.perf_counter() - started) * 1000
             results.append(found)
-            children.append(trace_node(component=name, params={}, query=query, elapsed_ms=elapsed, output=found, settings=settings))
+            children.append(
+                trace_node(component=name, params={}, query=query, elapsed_ms=elapsed, output=found, settings=settings)
+            )
         started = time.perf_counter()
         fused = rrf(results)
         elapsed = (time.perf_counter() - started) * 1000 + sum(c["elapsed_ms"] for c in children)
@@ -124,8 +126,13 @@ def build_hybrid_run(scifact_dir: Path) -> HybridRun:
             (
                 query_id,
                 trace_node(
-                    component="RRF", params={"k": RRF_K}, query=query, elapsed_ms=elapsed,
-                    output=fused, settings=settings, children=children,
+                    component="RRF",
+                    params={"k": RRF_K},
+                    query=query,
+                    elapsed_ms=elapsed,
+                    output=fused,
+                    settings=settings,
+                    children=children,
                 ),
             )
         )

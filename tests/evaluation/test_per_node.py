@@ -38,7 +38,9 @@ def test_walk_names_nodes_by_position_parents_first():
 
 
 def test_each_node_output_is_max_pooled_to_documents():
-    trace = _node("F", output=[("d1", 0.9), ("d2", 0.8), ("d1", 0.95)], children=[_node("L", output=[("d3", 2.0), ("d3", 5.0)])])
+    trace = _node(
+        "F", output=[("d1", 0.9), ("d2", 0.8), ("d1", 0.95)], children=[_node("L", output=[("d3", 2.0), ("d3", 5.0)])]
+    )
     nodes = collect_node_runs([("q1", trace)])
     assert nodes["root"].run == {"q1": {"d1": 0.95, "d2": 0.8}}
     assert nodes["root.children[0]"].run == {"q1": {"d3": 5.0}}

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gzip
-import json
-from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,42 +11,13 @@ from dashrag.api import prepare_corpus
 from dashrag.core.factory import build_component
 from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError
-from dashrag.evaluation.beir import load_split, read_qrels
+from dashrag.evaluation.beir import load_split
 from dashrag.evaluation.metrics import Evaluator
 from dashrag.evaluation.runner import evaluate_tree, retrieval_kwargs, run_queries, score_run
+from tests.fixtures.scifact import BEIR_SUBSET_QUERIES
 
-N_QUERIES = 40  # per split
-N_DISTRACTORS = 300  # the first documents of the corpus, judged or not
 METRICS = "ndcg@10,recall@100,mrr@10"
 CHUNKER = {"component": "RecursiveCharacterChunker", "params": {"chunk_size": 600, "chunk_overlap": 0}}
-
-
-def write_scifact_subset(source: Path, target: Path, n_queries: int = N_QUERIES, n_distractors: int = N_DISTRACTORS) -> Path:
-    """A small BEIR folder: the first ``n_queries`` judged queries of test and of train with their
-    qrels, the documents they judge, and the first ``n_distractors`` documents of the corpus."""
-    (target / "qrels").mkdir(parents=True, exist_ok=True)
-    kept_queries: set[str] = set()
-    judged: set[str] = set()
-    for split in ("test", "train"):
-        qrels = read_qrels(source / "qrels" / f"{split}.tsv")
-        chosen = list(qrels)[:n_queries]
-        kept_queries.update(chosen)
-        lines = ["query-id\tcorpus-id\tscore"]
-        for query_id in chosen:
-            for document_id, grade in qrels[query_id].items():
-                judged.add(document_id)
-                lines.append(f"{query_id}\t{document_id}\t{grade}")
-        (target / "qrels" / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with (source / "queries.jsonl").open(encoding="utf-8") as src, (target / "queries.jsonl").open("w", encoding="utf-8") as dst:
-        dst.writelines(line for line in src if line.strip() and str(json.loads(line)["_id"]) in kept_queries)
-    with gzip.open(source / "corpus.jsonl.gz", "rt", encoding="utf-8") as src, (target / "corpus.jsonl").open("w", encoding="utf-8") as dst:
-        dst.writelines(line for index, line in enumerate(src) if index < n_distractors or json.loads(line)["_id"] in judged)
-    return target
-
-
-@pytest.fixture(scope="session")
-def scifact_subset(tmp_path_factory, scifact_dir) -> Path:
-    return write_scifact_subset(scifact_dir, tmp_path_factory.mktemp("beir") / "scifact-subset")
 
 
 @pytest.fixture(scope="module")
@@ -70,16 +39,24 @@ def fitted(config: dict, infra):
 
 
 def tfidf(top_k: int = 5, **vectorizer) -> dict:
-    return {"component": "TFIDFRetriever", "params": {"top_k": top_k, "vectorizer": {"component": "BagOfWordsConverter", "params": vectorizer}}}
+    return {
+        "component": "TFIDFRetriever",
+        "params": {"top_k": top_k, "vectorizer": {"component": "BagOfWordsConverter", "params": vectorizer}},
+    }
 
 
-HYBRID = {"component": "ParallelRetriever", "params": {
-    "children": [tfidf(), tfidf(ngram_max=2, stemmer="english", stop_words="english")], "merge_strategy": "rrf"}}
+HYBRID: dict[str, Any] = {
+    "component": "ParallelRetriever",
+    "params": {
+        "children": [tfidf(), tfidf(ngram_max=2, stemmer="english", stop_words="english")],
+        "merge_strategy": "rrf",
+    },
+}
 
 
 def test_the_subset_holds_every_judged_document(scifact_subset, test_split):
     corpus_ids = {d.id for d in dashrag.Corpus.from_beir(scifact_subset)}
-    assert len(test_split) == N_QUERIES
+    assert len(test_split) == BEIR_SUBSET_QUERIES
     assert {d for docs in test_split.qrels.values() for d in docs} <= corpus_ids
 
 
@@ -134,7 +111,7 @@ def test_the_two_children_differ_so_the_per_node_check_means_something(infra, te
 
 def test_the_report_records_the_hint_and_both_timings(infra, test_split):
     report = evaluate_tree(fitted(tfidf(), infra), test_split, METRICS, top_k=30)
-    assert report["top_k"] == 30 and report["n_queries"] == N_QUERIES
+    assert report["top_k"] == 30 and report["n_queries"] == BEIR_SUBSET_QUERIES
     assert report["timings"]["retrieval_s"] > 0 and report["timings"]["eval_s"] > 0
 
 

@@ -75,7 +75,9 @@ def test_ties_are_ranked_as_trec_eval_ranks_them():
 
 @given(runs, st.integers(1, 10))
 def test_cut_keeps_the_top_of_the_ranking(run, depth):
-    assert {q: ranked(docs) for q, docs in cut(run, depth).items()} == {q: ranked(docs)[:depth] for q, docs in run.items()}
+    assert {q: ranked(docs) for q, docs in cut(run, depth).items()} == {
+        q: ranked(docs)[:depth] for q, docs in run.items()
+    }
 
 
 def test_trec_lines_are_sorted_and_ranked_from_one():
@@ -95,17 +97,22 @@ def test_a_written_run_reads_back_identically(tmp_path_factory, run):
     assert read_trec_run(path) == {q: docs for q, docs in run.items() if docs}
 
 
-@pytest.mark.parametrize("run,tag", [({"q": {"doc one": 1.0}}, "t"), ({"q 1": {"d": 1.0}}, "t"), ({"q": {"d": 1.0}}, "my tag")])
+@pytest.mark.parametrize(
+    "run,tag", [({"q": {"doc one": 1.0}}, "t"), ({"q 1": {"d": 1.0}}, "t"), ({"q": {"d": 1.0}}, "my tag")]
+)
 def test_whitespace_in_ids_or_tag_is_refused(run, tag):
     with pytest.raises(PersistenceError, match="whitespace"):
         format_trec_run(run, tag=tag)
 
 
-@pytest.mark.parametrize("content,problem", [
-    ("q Q0 d 1 0.5 t\nq Q0 e 2 0.4\n", "expected 6 fields"),
-    ("q Q0 d 1 0.5 t\nq Q0 e two 0.4 t\n", "not a number"),
-    ("q Q0 d 1 0.5 t\nq Q0 d 2 0.4 t\n", "listed twice"),
-])
+@pytest.mark.parametrize(
+    "content,problem",
+    [
+        ("q Q0 d 1 0.5 t\nq Q0 e 2 0.4\n", "expected 6 fields"),
+        ("q Q0 d 1 0.5 t\nq Q0 e two 0.4 t\n", "not a number"),
+        ("q Q0 d 1 0.5 t\nq Q0 d 2 0.4 t\n", "listed twice"),
+    ],
+)
 def test_a_bad_run_line_names_file_and_line(tmp_path, content, problem):
     path = tmp_path / "bad.trec"
     path.write_text(content)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 import dashrag
@@ -23,7 +22,7 @@ from dashrag.evaluation.tuner import (
     tune,
 )
 
-from .test_runner import CHUNKER, HYBRID, fitted, tfidf, write_scifact_subset
+from .test_runner import CHUNKER, HYBRID, fitted, tfidf
 
 RRF_K = "params.rrf_k"
 SUBLINEAR = "params.children[0].params.sublinear_tf"
@@ -32,20 +31,22 @@ HYBRID_WEIGHTED = {**HYBRID, "params": {**HYBRID["params"], "weights": [1.0, 1.0
 
 
 @pytest.fixture(scope="module")
-def subset(tmp_path_factory, scifact_dir):
-    return write_scifact_subset(scifact_dir, tmp_path_factory.mktemp("beir") / "scifact-subset")
+def infra(scifact_subset, tmp_path_factory):
+    return prepare_corpus(dashrag.Corpus.from_beir(scifact_subset), tmp_path_factory.mktemp("work"), CHUNKER)
 
 
 @pytest.fixture(scope="module")
-def infra(subset, tmp_path_factory):
-    return prepare_corpus(dashrag.Corpus.from_beir(subset), tmp_path_factory.mktemp("work"), CHUNKER)
-
-
-@pytest.fixture(scope="module")
-def tuned(subset, infra):
+def tuned(scifact_subset, infra):
     params = [parse_param(f"{SUBLINEAR}=false,true"), parse_param(f"{WEIGHT}=0.25,4"), parse_param(f"{RRF_K}=2,60")]
-    return tune(HYBRID_WEIGHTED, params, infra=infra, train=load_split(subset, "train"), test=load_split(subset, "test"),
-                metric="ndcg@10", metrics="ndcg@10,recall@100")
+    return tune(
+        HYBRID_WEIGHTED,
+        params,
+        infra=infra,
+        train=load_split(scifact_subset, "train"),
+        test=load_split(scifact_subset, "test"),
+        metric="ndcg@10",
+        metrics="ndcg@10,recall@100",
+    )
 
 
 def test_a_path_becomes_keys_and_indexes():
@@ -77,9 +78,17 @@ def test_a_param_without_values_is_refused():
 def test_the_grid_is_the_cartesian_product_first_param_slowest():
     points = plan_grid(HYBRID_WEIGHTED, [parse_param(f"{RRF_K}=1,2"), parse_param(f"{WEIGHT}=0.5,3")])
     assert [p.values for p in points] == [
-        {RRF_K: 1, WEIGHT: 0.5}, {RRF_K: 1, WEIGHT: 3}, {RRF_K: 2, WEIGHT: 0.5}, {RRF_K: 2, WEIGHT: 3}]
+        {RRF_K: 1, WEIGHT: 0.5},
+        {RRF_K: 1, WEIGHT: 3},
+        {RRF_K: 2, WEIGHT: 0.5},
+        {RRF_K: 2, WEIGHT: 3},
+    ]
     assert [(p.config["params"]["rrf_k"], p.config["params"]["weights"]) for p in points] == [
-        (1, [1.0, 0.5]), (1, [1.0, 3.0]), (2, [1.0, 0.5]), (2, [1.0, 3.0])]
+        (1, [1.0, 0.5]),
+        (1, [1.0, 3.0]),
+        (2, [1.0, 0.5]),
+        (2, [1.0, 3.0]),
+    ]
 
 
 def test_each_point_is_the_normalised_tree_with_its_values():
@@ -89,16 +98,19 @@ def test_each_point_is_the_normalised_tree_with_its_values():
     assert point.config == expected
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("params.children[0].params.k1=1", "no parameter 'k1'"),
-    ("params.children[5].params.top_k=1", "has 2 elements"),
-    ("params.weights[0]=1", "is null"),
-    ("params.children[0]=1", "names a component"),
-    ("params.children=1", "is a list"),
-    ("params.rrf_k=-1", "value -1 is refused"),
-    ("params.rrf_k=abc", "value 'abc' is refused"),
-    ("params.merge_strategy=rrf,mean", "value 'mean' is refused"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("params.children[0].params.k1=1", "no parameter 'k1'"),
+        ("params.children[5].params.top_k=1", "has 2 elements"),
+        ("params.weights[0]=1", "is null"),
+        ("params.children[0]=1", "names a component"),
+        ("params.children=1", "is a list"),
+        ("params.rrf_k=-1", "value -1 is refused"),
+        ("params.rrf_k=abc", "value 'abc' is refused"),
+        ("params.merge_strategy=rrf,mean", "value 'mean' is refused"),
+    ],
+)
 def test_a_bad_path_or_value_is_named(spec, message):
     with pytest.raises(ConfigError) as error:
         plan_grid(HYBRID, [parse_param(spec)], top_k=0)
@@ -148,18 +160,23 @@ def test_a_leaf_parameter_refits_that_leaf_only(infra):
 
 
 def test_bm25_k1_and_b_refit_the_bm25_leaf_alone(infra):
-    keyword_hybrid = {"component": "ParallelRetriever", "params": {
-        "children": [{"component": "BM25Retriever"}, tfidf()], "merge_strategy": "rrf"}}
+    keyword_hybrid = {
+        "component": "ParallelRetriever",
+        "params": {"children": [{"component": "BM25Retriever"}, tfidf()], "merge_strategy": "rrf"},
+    }
     cache = SubtreeCache(infra)
-    grid = [parse_param("params.children[0].params.k1=0.9,1.5"), parse_param("params.children[0].params.b=0.4,0.75"),
-            parse_param(f"{RRF_K}=10,60")]
+    grid = [
+        parse_param("params.children[0].params.k1=0.9,1.5"),
+        parse_param("params.children[0].params.b=0.4,0.75"),
+        parse_param(f"{RRF_K}=10,60"),
+    ]
     for point in plan_grid(keyword_hybrid, grid):
         cache.build(point.config)
     assert cache.fitted.count("BM25Retriever") == 4 and cache.fitted.count("TFIDFRetriever") == 1
 
 
-def test_a_cached_tree_answers_what_a_fresh_tree_answers(infra, subset):
-    queries = load_split(subset, "train").queries
+def test_a_cached_tree_answers_what_a_fresh_tree_answers(infra, scifact_subset):
+    queries = load_split(scifact_subset, "train").queries
     cache = SubtreeCache(infra)
     first, second = (p.config for p in plan_grid(HYBRID, [parse_param(f"{RRF_K}=1,60")]))
     cache.build(first)
@@ -168,11 +185,13 @@ def test_a_cached_tree_answers_what_a_fresh_tree_answers(infra, subset):
     assert [n["output"] for _, n in cached.traces] == [n["output"] for _, n in fresh.traces]
 
 
-def test_the_search_finds_the_best_point_of_direct_evaluation(tuned, infra, subset):
-    train = load_split(subset, "train")
+def test_the_search_finds_the_best_point_of_direct_evaluation(tuned, infra, scifact_subset):
+    train = load_split(scifact_subset, "train")
     evaluator = Evaluator(train.qrels, "ndcg@10")
-    direct = [evaluator.evaluate(root_run(run_queries(fitted(p.config, infra), train.queries).traces)).mean["ndcg@10"]
-              for p in tuned.points]
+    direct = [
+        evaluator.evaluate(root_run(run_queries(fitted(p.config, infra), train.queries).traces)).mean["ndcg@10"]
+        for p in tuned.points
+    ]
     assert [p.train["ndcg@10"] for p in tuned.points] == direct
     assert tuned.best == direct.index(max(direct))
 
@@ -181,12 +200,15 @@ def test_the_grid_points_do_not_all_score_alike(tuned):
     assert len({p.train["ndcg@10"] for p in tuned.points}) > 1
 
 
-def test_the_best_and_the_untuned_tree_are_scored_on_test(tuned, infra, subset):
-    test = load_split(subset, "test")
+def test_the_best_and_the_untuned_tree_are_scored_on_test(tuned, infra, scifact_subset):
+    test = load_split(scifact_subset, "test")
     evaluator = Evaluator(test.qrels, "ndcg@10,recall@100")
     for config, report in ((tuned.best_point.config, tuned.test), (HYBRID_WEIGHTED, tuned.baseline_test)):
         assert report["split"] == "test"
-        assert report["metrics"] == evaluator.evaluate(root_run(run_queries(fitted(config, infra), test.queries).traces)).mean
+        assert (
+            report["metrics"]
+            == evaluator.evaluate(root_run(run_queries(fitted(config, infra), test.queries).traces)).mean
+        )
 
 
 def test_the_tuned_config_validates_as_it_is(tuned):

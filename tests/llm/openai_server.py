@@ -110,7 +110,7 @@ class ScriptedOpenAIServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
 
     # -- lifecycle -------------------------------------------------------------
-    def __enter__(self) -> "ScriptedOpenAIServer":
+    def __enter__(self) -> ScriptedOpenAIServer:
         self._thread.start()
         return self
 

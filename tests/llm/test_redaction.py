@@ -80,7 +80,14 @@ def test_planted_key_is_in_no_error_trace_log_or_console_output(openai_server, a
     with pytest.raises(Exception) as caught:
         call_with_planted_key(openai_server, timeout=0.3)
     out, err = capfd.readouterr()
-    written = [str(caught.value), repr(caught.value), "".join(traceback.format_exception(caught.value)), all_logs.text, out, err]
+    written = [
+        str(caught.value),
+        repr(caught.value),
+        "".join(traceback.format_exception(caught.value)),
+        all_logs.text,
+        out,
+        err,
+    ]
     assert [leaks(text) for text in written] == [False] * len(written)
     assert len(all_logs.records) > 0  # the debug logs were really captured, so their silence means something
 

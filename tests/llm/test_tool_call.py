@@ -83,7 +83,10 @@ def test_cost_follows_litellm_price_list_when_the_model_is_known(openai_server):
     result = ask(openai_server, model="openai/gpt-4o-mini")
     price = load_litellm().model_cost["gpt-4o-mini"]
     usage = openai_server.requests[0].response["usage"]
-    expected = usage["prompt_tokens"] * price["input_cost_per_token"] + usage["completion_tokens"] * price["output_cost_per_token"]
+    expected = (
+        usage["prompt_tokens"] * price["input_cost_per_token"]
+        + usage["completion_tokens"] * price["output_cost_per_token"]
+    )
     assert result.cost == pytest.approx(expected) and expected > 0
 
 
@@ -107,7 +110,12 @@ def test_request_carries_model_temperature_max_tokens_and_messages(openai_server
     openai_server.script(select(1))
     ask(openai_server)
     body = openai_server.requests[0].body
-    assert (body["model"], body["temperature"], body["max_tokens"], body["messages"]) == ("test-model", 0.0, 64, MESSAGES)
+    assert (body["model"], body["temperature"], body["max_tokens"], body["messages"]) == (
+        "test-model",
+        0.0,
+        64,
+        MESSAGES,
+    )
 
 
 def test_api_key_reaches_the_server_as_a_bearer_token(openai_server):
@@ -128,7 +136,10 @@ def test_api_key_reaches_the_server_as_a_bearer_token(openai_server):
         (select(1, 1), "index 1 appears more than once"),
         (select(1, 2, 3), "3 indices given, at most 2 allowed"),
         (plain_text(), "the answer called no function; call select_best_chunks"),
-        (wrong_function("delete_all_documents"), "called function \"delete_all_documents\", expected 'select_best_chunks'"),
+        (
+            wrong_function("delete_all_documents"),
+            "called function \"delete_all_documents\", expected 'select_best_chunks'",
+        ),
     ],
     ids=["malformed-json", "out-of-range", "duplicates", "too-many", "no-tool-call", "wrong-function"],
 )
@@ -212,7 +223,11 @@ def test_retry_message_reaches_the_model_as_the_tool_reply(openai_server):
     problem = validate_selection(first.tool_calls, N, TOP_K).problem
     second = ask(openai_server, MESSAGES + follow_up_messages(first.tool_calls, first.content, problem, N, TOP_K))
     last = openai_server.requests[1].body["messages"][-1]
-    assert last == {"role": "tool", "tool_call_id": first.tool_calls[0]["id"], "content": retry_message(problem, N, TOP_K)}
+    assert last == {
+        "role": "tool",
+        "tool_call_id": first.tool_calls[0]["id"],
+        "content": retry_message(problem, N, TOP_K),
+    }
     assert validate_selection(second.tool_calls, N, TOP_K).indices == (1,)
 
 

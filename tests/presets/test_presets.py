@@ -12,7 +12,16 @@ PRESETS = preset_names()
 
 
 def test_the_documented_presets_exist():
-    assert {"keyword", "semantic", "hybrid", "hybrid_rrf", "hybrid_weighted", "hybrid_rerank", "agentic", "boolean"} <= set(PRESETS)
+    assert {
+        "keyword",
+        "semantic",
+        "hybrid",
+        "hybrid_rrf",
+        "hybrid_weighted",
+        "hybrid_rerank",
+        "agentic",
+        "boolean",
+    } <= set(PRESETS)
 
 
 @pytest.mark.parametrize("name", PRESETS)

@@ -38,7 +38,7 @@ class RerankServer:
     _in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def __enter__(self) -> "RerankServer":
+    def __enter__(self) -> RerankServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
@@ -53,7 +53,7 @@ class RerankServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     @property
     def queries(self) -> list[str]:

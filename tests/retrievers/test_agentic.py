@@ -29,7 +29,15 @@ from dashrag.retrievers.agentic import AgenticRerankerRetriever, dedupe_and_cap
 from dashrag.retrievers.bm25 import BM25Retriever
 from tests.conftest import EXAMPLE_CORPUS, REPO
 from tests.llm.openai_server import (
-    Reply, ScriptedOpenAIServer, http_error, malformed_body, malformed_json, plain_text, raw_arguments, select, slow,
+    Reply,
+    ScriptedOpenAIServer,
+    http_error,
+    malformed_body,
+    malformed_json,
+    plain_text,
+    raw_arguments,
+    select,
+    slow,
     wrong_function,
 )
 
@@ -64,7 +72,9 @@ def config(server, child=None, llm=None, **params) -> dict:
 
 
 def build(server, tmp_path, **params) -> AgenticRerankerRetriever:
-    return dashrag.build(config(server, **params), EXAMPLE_CORPUS, tmp_path / "work", chunker=SMALL_CHUNKS)
+    tree = dashrag.build(config(server, **params), EXAMPLE_CORPUS, tmp_path / "work", chunker=SMALL_CHUNKS)
+    assert isinstance(tree, AgenticRerankerRetriever)
+    return tree
 
 
 def shown_texts(server, index: int = 0) -> list[str]:
@@ -534,8 +544,11 @@ def property_setup(tmp_path_factory):
         yield scripted, retriever
 
 
-ANY_JSON = st.recursive(st.none() | st.booleans() | st.integers(-2, 9) | st.floats(allow_nan=False) | st.text(max_size=3),
-                        lambda inner: st.lists(inner, max_size=3), max_leaves=6)
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 9) | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3),
+    max_leaves=6,
+)
 ANSWERS = st.one_of(
     st.lists(st.integers(-1, 8) | ANY_JSON, max_size=7).map(lambda xs: select(*xs)),
     st.lists(st.integers(1, 6), min_size=1, max_size=4).map(lambda xs: select(*xs)),
@@ -543,8 +556,11 @@ ANSWERS = st.one_of(
     st.permutations(range(1, 7)).map(lambda xs: select(*xs[:3])),
     st.text(max_size=30).map(raw_arguments),
     st.dictionaries(st.sampled_from(["indices", "reason"]), ANY_JSON, max_size=2).map(
-        lambda d: raw_arguments(json.dumps(d))),
-    st.sampled_from([plain_text(), wrong_function(), Reply(tool_calls=(("select_best_chunks", '{"indices":[1]}'),) * 2)]),
+        lambda d: raw_arguments(json.dumps(d))
+    ),
+    st.sampled_from(
+        [plain_text(), wrong_function(), Reply(tool_calls=(("select_best_chunks", '{"indices":[1]}'),) * 2)]
+    ),
 )
 
 
@@ -594,9 +610,13 @@ def test_a_planted_key_is_in_no_saved_file_schema_trace_error_or_log(server, tmp
     load_litellm()
     monkeypatch.setenv(KEY_VAR, PLANTED)
     retriever = build(server, tmp_path, k1=6, top_k=2, function_call_max_trials=2)
-    server.script(select(7), select(2, 1),  # answered (one invalid attempt first)
-                  http_error(401, f"Incorrect API key provided: {PLANTED}"),  # a server echoing the key
-                  plain_text(f"I was called with {PLANTED}"), select(9))  # exhausted trials
+    server.script(
+        select(7),
+        select(2, 1),  # answered (one invalid attempt first)
+        http_error(401, f"Incorrect API key provided: {PLANTED}"),  # a server echoing the key
+        plain_text(f"I was called with {PLANTED}"),
+        select(9),
+    )  # exhausted trials
     _, trace = retriever.retrieve(QUERY)
     errors = []
     for _ in range(2):
@@ -605,18 +625,24 @@ def test_a_planted_key_is_in_no_saved_file_schema_trace_error_or_log(server, tmp
         errors.append(caught.value)
     assert isinstance(errors[1], SelectionError)
     # the key really was used: every request carried it
-    assert all({k.lower(): v for k, v in r.headers.items()}["authorization"] == f"Bearer {PLANTED}"
-               for r in server.requests)
+    assert all(
+        {k.lower(): v for k, v in r.headers.items()}["authorization"] == f"Bearer {PLANTED}" for r in server.requests
+    )
 
     saved = retriever.save(tmp_path / "saved")
     files = [p for p in saved.rglob("*") if p.is_file()]
-    assert files and not [p for p in files if PLANTED.encode() in p.read_bytes() or PLANTED_TAIL.encode() in p.read_bytes()]
+    assert files and not [
+        p for p in files if PLANTED.encode() in p.read_bytes() or PLANTED_TAIL.encode() in p.read_bytes()
+    ]
     assert not leaks(json.dumps(rendered_exports()))
-    assert not leaks(json.dumps([retriever.to_config(), retriever.get_schema_summary(), retriever.get_representation()]))
+    assert not leaks(
+        json.dumps([retriever.to_config(), retriever.get_schema_summary(), retriever.get_representation()])
+    )
     assert not leaks(json.dumps(trace))
     for error in errors:
-        assert not leaks("".join(traceback.format_exception(error)) + repr(error)
-                         + json.dumps(getattr(error, "attempts", [])))
+        assert not leaks(
+            "".join(traceback.format_exception(error)) + repr(error) + json.dumps(getattr(error, "attempts", []))
+        )
     assert caplog.records and not leaks(caplog.text + "".join(r.getMessage() for r in caplog.records))
     out, err = capfd.readouterr()
     assert not leaks(out + err)

@@ -13,7 +13,11 @@ from dashrag.errors import UnknownChunkError
 from tests.conftest import REPO
 
 KEYWORD = json.loads((REPO / "components" / "keyword.json").read_text())
-QUERIES = ["cerebral white matter diffusion in newborns", "vitamin D deficiency and fractures", "tumour suppressor p53 mutation"]
+QUERIES = [
+    "cerebral white matter diffusion in newborns",
+    "vitamin D deficiency and fractures",
+    "tumour suppressor p53 mutation",
+]
 
 
 @pytest.fixture(scope="module")
@@ -89,13 +93,35 @@ def test_keyword_preset_on_scifact_through_the_cli(tmp_path, scifact_dir):
         qid, doc, score = line.split("\t")
         qrels.setdefault(qid, {})[doc] = int(score)
     queries = tmp_path / "queries.jsonl"
-    queries.write_text("".join(line + "\n" for line in (scifact_dir / "queries.jsonl").read_text().splitlines()
-                               if json.loads(line)["_id"] in qrels))
+    queries.write_text(
+        "".join(
+            line + "\n"
+            for line in (scifact_dir / "queries.jsonl").read_text().splitlines()
+            if json.loads(line)["_id"] in qrels
+        )
+    )
     cli = [sys.executable, "-m", "dashrag.cli.main"]
-    subprocess.run(cli + ["index", "keyword", "--corpus", str(scifact_dir), "--out", str(tmp_path / "kw"),
-                          "--chunker", "WholeDocumentChunker"], check=True, capture_output=True)
-    trec = subprocess.run(cli + ["query", str(tmp_path / "kw"), "--queries", str(queries), "--format", "trec", "--top-k", "100"],
-                          check=True, capture_output=True, text=True).stdout
+    subprocess.run(
+        cli
+        + [
+            "index",
+            "keyword",
+            "--corpus",
+            str(scifact_dir),
+            "--out",
+            str(tmp_path / "kw"),
+            "--chunker",
+            "WholeDocumentChunker",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    trec = subprocess.run(
+        cli + ["query", str(tmp_path / "kw"), "--queries", str(queries), "--format", "trec", "--top-k", "100"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     run: dict[str, dict[str, float]] = {}
     for line in trec.splitlines():
         qid, _, doc, _, score, _ = line.split()

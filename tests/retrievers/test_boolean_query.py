@@ -101,7 +101,9 @@ def test_and_of_two_scored_clauses_is_the_geometric_mean(retriever):
     left, right = scores(retriever, '"kitchen floor"'), scores(retriever, "'mop'")
     combined = scores(retriever, """"kitchen floor" AND 'mop'""")
     both = set(left) & set(right)
-    assert {cid: combined[cid] for cid in both} == {cid: pytest.approx(math.sqrt(left[cid] * right[cid])) for cid in both}
+    assert {cid: combined[cid] for cid in both} == {
+        cid: pytest.approx(math.sqrt(left[cid] * right[cid])) for cid in both
+    }
 
 
 def test_and_with_a_category_keeps_the_semantic_scores(retriever):
@@ -118,13 +120,20 @@ def test_or_keeps_each_fragment_s_best_score(retriever):
 
 def test_not_stays_within_the_callers_scope(retriever):
     scope = Restriction.to_documents({"asylum_iraq_family.txt", "asylum_syria_hearing.txt", "bread_recipe.txt"})
-    assert docs(retriever, "NOT COUNTRY_OF_ORIGIN=IQ", restriction=scope) == {"asylum_syria_hearing.txt", "bread_recipe.txt"}
+    assert docs(retriever, "NOT COUNTRY_OF_ORIGIN=IQ", restriction=scope) == {
+        "asylum_syria_hearing.txt",
+        "bread_recipe.txt",
+    }
 
 
 def test_precedence_without_parentheses_is_not_and_or(retriever):
     assert docs(retriever, "NOT CAT1=A AND CAT2=B OR CAT3=D") == {
-        "asylum_afghanistan_appeal.txt", "garage_cleanup.txt",  # (NOT CAT1=A) AND CAT2=B
-        "asylum_eritrea_reception.txt", "kitchen_floor_care.txt", "kitchen_renovation.txt"}  # CAT3=D
+        "asylum_afghanistan_appeal.txt",
+        "garage_cleanup.txt",  # (NOT CAT1=A) AND CAT2=B
+        "asylum_eritrea_reception.txt",
+        "kitchen_floor_care.txt",
+        "kitchen_renovation.txt",
+    }  # CAT3=D
 
 
 def test_deep_nesting(retriever):
@@ -134,7 +143,10 @@ def test_deep_nesting(retriever):
 
 def test_case_sensitive_text_clause(retriever):
     assert (docs(retriever, "@'Microfibre'"), docs(retriever, "@'MICROFIBRE'"), docs(retriever, "'MICROFIBRE'")) == (
-        {"mop_buying_guide.txt"}, set(), {"mop_buying_guide.txt"})
+        {"mop_buying_guide.txt"},
+        set(),
+        {"mop_buying_guide.txt"},
+    )
 
 
 def test_text_clause_matches_across_apostrophe_styles(retriever):
@@ -147,9 +159,11 @@ def test_empty_query_is_true(retriever):
 
 
 CATEGORY_NAMES = ("CAT1", "CAT2", "CAT3", "COUNTRY_OF_ORIGIN")
-category_clauses = st.builds(Category, st.sampled_from(CATEGORY_NAMES),
-                             st.lists(st.sampled_from(("A", "B", "C", "D", "IQ", "SY", "AF")), min_size=1, max_size=2,
-                                      unique=True).map(tuple))
+category_clauses = st.builds(
+    Category,
+    st.sampled_from(CATEGORY_NAMES),
+    st.lists(st.sampled_from(("A", "B", "C", "D", "IQ", "SY", "AF")), min_size=1, max_size=2, unique=True).map(tuple),
+)
 
 
 def document_sets(node, categories: dict[str, dict], universe: set[str]) -> set[str]:
@@ -172,17 +186,23 @@ def test_category_expressions_return_the_set_algebra_over_the_corpus(retriever, 
 
 # -- restriction before top-k -------------------------------------------------------------
 
+
 def test_a_category_restricts_the_child_before_its_top_k(build):
     narrow = build(semantic_top_k=2)
     unrestricted = {c.document_id for c in narrow.retrieve('"asylum seeker"')[0]}
     chunks, trace = narrow.retrieve('"asylum seeker" AND COUNTRY_OF_ORIGIN=AF')
     child_output = trace["children"][0]["output"]
-    # filtering the unrestricted top 2 afterwards would lose integration_courses; restricted first, the child still fills k
+    # filtering the unrestricted top 2 afterwards would lose integration_courses;
+    # restricted first, the child still fills k
     assert ("integration_courses.txt" in unrestricted, len(child_output), {c.document_id for c in chunks}) == (
-        False, 2, {"asylum_afghanistan_appeal.txt", "integration_courses.txt"})
+        False,
+        2,
+        {"asylum_afghanistan_appeal.txt", "integration_courses.txt"},
+    )
 
 
 # -- semantic clause scoring ---------------------------------------------------------------
+
 
 def test_semantic_scores_are_the_dense_cosine(retriever):
     chunks, _ = retriever.retrieve('"asylum seeker"')
@@ -199,17 +219,23 @@ def test_semantic_hits_below_the_minimum_are_dropped(retriever):
 
 def test_a_short_phrase_uses_the_whole_hybrid(retriever):
     _, trace = retriever.retrieve('"kitchen floor"')
-    assert (trace["selection"]["clauses"][0]["retriever"], trace["children"][0]["component"]) == ("hybrid", "ParallelRetriever")
+    assert (trace["selection"]["clauses"][0]["retriever"], trace["children"][0]["component"]) == (
+        "hybrid",
+        "ParallelRetriever",
+    )
 
 
 def test_a_long_phrase_uses_the_dense_node_alone(build):
     short_limit = build(max_words_for_hybrid=1)
     _, trace = short_limit.retrieve('"kitchen floor"')
     assert (trace["selection"]["clauses"][0]["retriever"], trace["children"][0]["component"]) == (
-        "DenseEmbeddingRetriever", "DenseEmbeddingRetriever")
+        "DenseEmbeddingRetriever",
+        "DenseEmbeddingRetriever",
+    )
 
 
 # -- output --------------------------------------------------------------------------------
+
 
 def test_return_documents_gives_one_entry_per_document_scored_by_its_best_fragment(build, retriever):
     fragments, _ = retriever.retrieve('"asylum seeker"')
@@ -236,13 +262,17 @@ def test_score_chunks_is_the_child_s(retriever):
 
 # -- errors --------------------------------------------------------------------------------
 
+
 def test_a_syntax_error_names_the_column(retriever):
     with pytest.raises(ExpressionSyntaxError, match=r"^col 19: expected a value after '='"):
         retriever.retrieve('"asylum" AND CAT1=')
 
 
 def test_an_unknown_category_lists_the_known_ones(retriever):
-    with pytest.raises(UnknownCategoryError, match=r"unknown category 'CONTRY_OF_ORIGIN' .*known categories: CAT1, CAT2, CAT3, COUNTRY_OF_ORIGIN"):
+    with pytest.raises(
+        UnknownCategoryError,
+        match=r"unknown category 'CONTRY_OF_ORIGIN' .*known categories: CAT1, CAT2, CAT3, COUNTRY_OF_ORIGIN",
+    ):
         retriever.retrieve("CONTRY_OF_ORIGIN=IQ")
 
 
@@ -258,26 +288,41 @@ def test_automatic_reranking_without_a_reranker_is_a_config_error():
 
 # -- trace ---------------------------------------------------------------------------------
 
+
 def test_trace_holds_the_syntax_tree_with_fragments_and_timings(retriever):
     chunks, trace = retriever.retrieve("""("kitchen floor" OR "cleanup") AND 'mop'""")
     root = json.loads(json.dumps(trace))["selection"]["tree"]
     listed = {tuple(entry[:2]) for entry in root["top"]}
-    assert ([c["node"] for c in root["children"]], [g["node"] for g in root["children"][0]["children"]],
-            listed == {(c.id, c.document_id) for c in chunks}, set(trace["selection"]["timings"])) == (
-        ['"kitchen floor" OR "cleanup"', "'mop'"], ['"kitchen floor"', '"cleanup"'], True,
-        {"parse_ms", "evaluate_ms", "select_ms"})
+    assert (
+        [c["node"] for c in root["children"]],
+        [g["node"] for g in root["children"][0]["children"]],
+        listed == {(c.id, c.document_id) for c in chunks},
+        set(trace["selection"]["timings"]),
+    ) == (
+        ['"kitchen floor" OR "cleanup"', "'mop'"],
+        ['"kitchen floor"', '"cleanup"'],
+        True,
+        {"parse_ms", "evaluate_ms", "select_ms"},
+    )
 
 
 def test_trace_children_are_the_child_retriever_calls(retriever):
     _, trace = retriever.retrieve("""("kitchen floor" OR "cleanup") AND 'mop'""")
     assert [(c["component"], c["query"]) for c in trace["children"]] == [
-        ("ParallelRetriever", "kitchen floor"), ("ParallelRetriever", "cleanup")]
+        ("ParallelRetriever", "kitchen floor"),
+        ("ParallelRetriever", "cleanup"),
+    ]
 
 
 # -- persistence ---------------------------------------------------------------------------
 
-EXAMPLES = ['"asylum seeker" AND COUNTRY_OF_ORIGIN=IQ', '"asylum seeker" AND NOT COUNTRY_OF_ORIGIN=SY',
-            """("kitchen floor" OR "cleanup") AND 'mop'""", "(CAT1=A AND CAT2=B) OR CAT3=C", "@'Microfibre'"]
+EXAMPLES = [
+    '"asylum seeker" AND COUNTRY_OF_ORIGIN=IQ',
+    '"asylum seeker" AND NOT COUNTRY_OF_ORIGIN=SY',
+    """("kitchen floor" OR "cleanup") AND 'mop'""",
+    "(CAT1=A AND CAT2=B) OR CAT3=C",
+    "@'Microfibre'",
+]
 
 
 def answers(retriever) -> list[list[tuple]]:
@@ -291,6 +336,7 @@ def test_save_and_load_answer_identically(retriever, tmp_path):
 
 # -- reranking -----------------------------------------------------------------------------
 
+
 def shortest_first(query: str, text: str) -> float:
     return 1.0 / len(text)
 
@@ -302,16 +348,20 @@ def rerank_server():
 
 
 def with_reranker(build, server, **params):
-    return build(reranker=[{"component": "HttpReranker", "params": {"api_base": server.url, "batch_size": 4}}], **params)
+    return build(
+        reranker=[{"component": "HttpReranker", "params": {"api_base": server.url, "batch_size": 4}}], **params
+    )
 
 
 def test_the_reranker_reranks_with_the_semantic_clauses_only(build, rerank_server):
     reranking = with_reranker(build, rerank_server)
     rerank_server.requests.clear()
     chunks, trace = reranking.retrieve(""""kitchen floor" AND 'mop' AND NOT "garage" AND CAT1=C""")
-    assert (set(rerank_server.queries), trace["selection"]["decisions"]["path"],
-            [c.score for c in chunks] == sorted((shortest_first("", c.chunk.text) for c in chunks), reverse=True)) == (
-        {"kitchen floor"}, "reranked", True)
+    assert (
+        set(rerank_server.queries),
+        trace["selection"]["decisions"]["path"],
+        [c.score for c in chunks] == sorted((shortest_first("", c.chunk.text) for c in chunks), reverse=True),
+    ) == ({"kitchen floor"}, "reranked", True)
 
 
 def test_without_a_semantic_clause_the_reranker_is_not_called(build, rerank_server):
@@ -325,8 +375,13 @@ def test_automatic_reranking_reranks_each_branch_with_its_own_text(build, rerank
     reranking = with_reranker(build, rerank_server, automatically_rerank=True)
     rerank_server.requests.clear()
     reranking.retrieve("""("kitchen floor" OR "cleanup") AND 'mop'""")
-    assert set(rerank_server.queries) == {'"kitchen floor"', '"cleanup"', '"kitchen floor" OR "cleanup"', "'mop'",
-                                          "kitchen floor AND cleanup"}
+    assert set(rerank_server.queries) == {
+        '"kitchen floor"',
+        '"cleanup"',
+        '"kitchen floor" OR "cleanup"',
+        "'mop'",
+        "kitchen floor AND cleanup",
+    }
 
 
 def test_rerank_texts_are_cut_to_rerank_max_chars(build, rerank_server):
@@ -345,7 +400,8 @@ def test_reranking_runs_in_rounds_of_rerank_round_size(build, rerank_server):
 
 
 def test_low_reranker_scores_fall_back_to_the_diversity_tier(build, rerank_server):
-    reranking = with_reranker(build, rerank_server, fallback_top_n=2, min_documents=4, max_fragments=10,
-                              fill_up_target_documents=4)
+    reranking = with_reranker(
+        build, rerank_server, fallback_top_n=2, min_documents=4, max_fragments=10, fill_up_target_documents=4
+    )
     chunks, trace = reranking.retrieve('"asylum seeker"')  # every score 1/len(text) < 0.1
     assert (trace["selection"]["decisions"]["tiers"]["tier"], len({c.document_id for c in chunks})) == ("diversity", 4)

@@ -10,8 +10,7 @@ from dashrag.documents.corpus import Corpus
 from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.errors import ConfigError, UnknownChunkError
 from dashrag.retrievers.cross_encoder import DEFAULT_CROSS_ENCODER
-from tests.embeddings.model_dirs import cross_encoder_dir  # noqa: F401  (fixture)
-from tests.embeddings.scifact_subset import dense_config, shared_workdir, subset  # noqa: F401
+from tests.fixtures.scifact import dense_config
 
 FETCH_K = 8
 
@@ -79,7 +78,9 @@ def test_score_chunks_is_the_negated_model_score_ascending(reranker, independent
     chunks, _ = reranker.retrieve(queries[0])
     scored = reranker.score_chunks([c.id for c in reversed(chunks)], queries[0])
     texts = {c.id: c.chunk.text for c in chunks}
-    expected = {cid: -float(s) for cid, s in zip(texts, independent_model.predict([(queries[0], t) for t in texts.values()]))}
+    expected = {
+        cid: -float(s) for cid, s in zip(texts, independent_model.predict([(queries[0], t) for t in texts.values()]))
+    }
     assert [d for _, d in scored] == sorted(d for _, d in scored)
     np.testing.assert_allclose([d for _, d in scored], [expected[i] for i, _ in scored], atol=1e-5)
 
@@ -109,7 +110,10 @@ def test_the_default_model_says_how_to_provide_it_when_absent(subset, tmp_path):
         pytest.skip("the default cross-encoder is in this machine's Hugging Face cache")
     except Exception:
         pass
-    config = {"component": "CrossEncoderRetriever", "params": {"children": [{"component": "TFIDFRetriever", "params": {}}]}}
+    config = {
+        "component": "CrossEncoderRetriever",
+        "params": {"children": [{"component": "TFIDFRetriever", "params": {}}]},
+    }
     with pytest.raises(ModelUnavailableError, match=f"huggingface-cli download {DEFAULT_CROSS_ENCODER}"):
         dashrag.build(config, Corpus(subset.corpus.documents[:3]), tmp_path)
 

@@ -10,10 +10,12 @@ from dashrag.documents.corpus import Corpus
 from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.errors import ConfigError, UnknownChunkError
 from dashrag.retrievers.dense import (
-    euclidean_from_ranking, euclidean_ranking, similarity, squared_lengths,
+    euclidean_from_ranking,
+    euclidean_ranking,
+    similarity,
+    squared_lengths,
 )
-from tests.embeddings.model_dirs import unnormalised_minilm_dir  # noqa: F401  (fixture)
-from tests.embeddings.scifact_subset import dense_config, shared_workdir, subset  # noqa: F401
+from tests.fixtures.scifact import dense_config
 
 METRICS = ["cosine", "dot", "euclidean"]
 
@@ -43,7 +45,9 @@ def test_cosine_on_unit_vectors_is_the_plain_product():
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     query = rng.normal(size=(2, 8)).astype(np.float32)
     unit_query = (query / np.linalg.norm(query, axis=1, keepdims=True)).astype(np.float32)
-    np.testing.assert_array_equal(similarity(query, matrix, np.ones(20, np.float32), "cosine", True), unit_query @ matrix.T)
+    np.testing.assert_array_equal(
+        similarity(query, matrix, np.ones(20, np.float32), "cosine", True), unit_query @ matrix.T
+    )
 
 
 def test_euclidean_ranking_orders_rows_like_the_distance():
@@ -74,8 +78,16 @@ def all_vectors(retriever) -> np.ndarray:
 @pytest.mark.slow
 def test_builds_from_json_and_gives_back_its_config(cosine):
     config = cosine.to_config()
-    assert config["params"]["embedding"] == {"component": "MiniLMEmbedding", "params": {
-        "batch_size": 32, "device": "cpu", "normalize": True, "max_seq_length": 128, "overflow_strategy": "truncate"}}
+    assert config["params"]["embedding"] == {
+        "component": "MiniLMEmbedding",
+        "params": {
+            "batch_size": 32,
+            "device": "cpu",
+            "normalize": True,
+            "max_seq_length": 128,
+            "overflow_strategy": "truncate",
+        },
+    }
     assert dashrag.build_component(config).to_config() == config
 
 
@@ -155,8 +167,9 @@ def test_save_and_load_answer_identically_without_embedding_documents(cosine, qu
     cosine.save(tmp_path / "saved")
     loaded = dashrag.load(tmp_path / "saved")
     before, after = cosine.retrieve_batch(queries), loaded.retrieve_batch(queries)
-    assert [[(c.id, c.score) for c in chunks] for chunks, _ in before] == \
-           [[(c.id, c.score) for c in chunks] for chunks, _ in after]
+    assert [[(c.id, c.score) for c in chunks] for chunks, _ in before] == [
+        [(c.id, c.score) for c in chunks] for chunks, _ in after
+    ]
     assert loaded.embedding.documents_embedded == 0
     assert not (tmp_path / "saved" / "embeddings").exists()
 
@@ -173,8 +186,9 @@ def test_load_memory_maps_the_vectors(cosine, tmp_path):
 
 @pytest.mark.slow
 def test_a_bad_model_path_fails_the_build_clearly(subset, tmp_path):
-    config = dense_config(embedding={"component": "SentenceTransformerEmbedding",
-                                     "params": {"model": str(tmp_path / "no-model")}})
+    config = dense_config(
+        embedding={"component": "SentenceTransformerEmbedding", "params": {"model": str(tmp_path / "no-model")}}
+    )
     with pytest.raises(ModelUnavailableError, match="no-model"):
         dashrag.build(config, Corpus(subset.corpus.documents[:3]), tmp_path / "work")
 
@@ -187,8 +201,10 @@ def test_an_unknown_metric_is_a_config_error():
 # -- metrics and the cache, on a smaller corpus and a model that does not normalise ------------------
 @pytest.fixture(scope="module")
 def raw_model(unnormalised_minilm_dir) -> dict:
-    return {"component": "SentenceTransformerEmbedding",
-            "params": {"model": str(unnormalised_minilm_dir), "normalize": False, "max_seq_length": 64}}
+    return {
+        "component": "SentenceTransformerEmbedding",
+        "params": {"model": str(unnormalised_minilm_dir), "normalize": False, "max_seq_length": 64},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -214,8 +230,9 @@ def test_each_metric_scores_like_numpy_on_raw_vectors(by_metric, queries, metric
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("metric,distance", [("cosine", lambda s: 1 - s), ("dot", lambda s: -s),
-                                             ("euclidean", lambda s: -s)])
+@pytest.mark.parametrize(
+    "metric,distance", [("cosine", lambda s: 1 - s), ("dot", lambda s: -s), ("euclidean", lambda s: -s)]
+)
 @pytest.mark.slow
 def test_each_metric_has_its_distance(by_metric, queries, metric, distance):
     retriever = by_metric[metric]
@@ -232,8 +249,10 @@ def test_metrics_share_one_embedding_of_the_corpus(by_metric):
 
 @pytest.mark.slow
 def test_two_dense_nodes_in_one_tree_embed_once(raw_model, small_corpus, tmp_path):
-    tree = {"component": "ParallelRetriever", "params": {"children": [
-        dense_config("cosine", embedding=raw_model), dense_config("dot", embedding=raw_model)]}}
+    tree = {
+        "component": "ParallelRetriever",
+        "params": {"children": [dense_config("cosine", embedding=raw_model), dense_config("dot", embedding=raw_model)]},
+    }
     root = dashrag.build(tree, small_corpus, tmp_path)
     counts = [child.embedding.documents_embedded for child in root.get_children()]
     assert sorted(counts) == [0, len(root.require_infra().chunks)]

@@ -40,7 +40,11 @@ def test_an_unset_key_variable_sends_no_authorization(monkeypatch):
 # -- the answer format ------------------------------------------------------------------
 
 def test_parse_scores_puts_scores_in_text_order():
-    assert parse_scores([{"index": 2, "score": 0.1}, {"index": 0, "score": 0.9}, {"index": 1, "score": 0.5}], 3) == [0.9, 0.5, 0.1]
+    assert parse_scores([{"index": 2, "score": 0.1}, {"index": 0, "score": 0.9}, {"index": 1, "score": 0.5}], 3) == [
+        0.9,
+        0.5,
+        0.1,
+    ]
 
 
 def test_scores_come_back_in_text_order_whatever_order_the_server_answers():
@@ -51,10 +55,14 @@ def test_scores_come_back_in_text_order_whatever_order_the_server_answers():
 
 # -- batching and bounded concurrency --------------------------------------------------
 
+
 def test_texts_go_in_batches_of_batch_size():
     with RerankServer() as server:
         reranker(server.url, batch_size=3, max_workers=2).rerank_texts("rank fusion", TEXTS)
-    assert (sorted(len(r["body"]["texts"]) for r in server.requests), sorted(server.texts)) == ([1, 3, 3, 3], sorted(TEXTS))
+    assert (sorted(len(r["body"]["texts"]) for r in server.requests), sorted(server.texts)) == (
+        [1, 3, 3, 3],
+        sorted(TEXTS),
+    )
 
 
 def test_no_more_than_max_workers_requests_are_in_flight():
@@ -73,10 +81,13 @@ def test_the_body_is_query_texts_and_truncate():
     with RerankServer() as server:
         reranker(server.url, truncate=False).rerank_texts("rank fusion", TEXTS[:2])
     assert (server.requests[0]["path"], server.requests[0]["body"]) == (
-        "/rerank", {"query": "rank fusion", "texts": TEXTS[:2], "truncate": False})
+        "/rerank",
+        {"query": "rank fusion", "texts": TEXTS[:2], "truncate": False},
+    )
 
 
 # -- as a retriever over a child ---------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def child_tree_server():
@@ -86,9 +97,16 @@ def child_tree_server():
 
 @pytest.fixture(scope="module")
 def over_bm25(child_tree_server, tmp_path_factory):
-    config = {"component": "HttpReranker", "params": {
-        "api_base": child_tree_server.url, "top_k": 3, "fetch_k": 8, "batch_size": 3,
-        "children": [{"component": "BM25Retriever", "params": {"top_k": 8}}]}}
+    config = {
+        "component": "HttpReranker",
+        "params": {
+            "api_base": child_tree_server.url,
+            "top_k": 3,
+            "fetch_k": 8,
+            "batch_size": 3,
+            "children": [{"component": "BM25Retriever", "params": {"top_k": 8}}],
+        },
+    }
     chunker = {"component": "RecursiveCharacterChunker", "params": {"chunk_size": 300, "chunk_overlap": 0}}
     return dashrag.build(config, EXAMPLE_CORPUS, tmp_path_factory.mktemp("http-rerank"), chunker=chunker)
 
@@ -110,13 +128,17 @@ def test_score_chunks_gives_negated_server_scores_ascending(over_bm25):
     ids = [c.id for c in over_bm25.require_infra().chunks.chunks[:6]]
     ranked = over_bm25.score_chunks(ids, "rank fusion")
     texts = {c.id: c.text for c in over_bm25.require_infra().chunks.chunks}
-    assert ranked == sorted(((cid, pytest.approx(-shortest_first("", texts[cid]))) for cid in ids),
-                            key=lambda pair: (-shortest_first("", texts[pair[0]]), ids.index(pair[0])))
+    assert ranked == sorted(
+        ((cid, pytest.approx(-shortest_first("", texts[cid]))) for cid in ids),
+        key=lambda pair: (-shortest_first("", texts[pair[0]]), ids.index(pair[0])),
+    )
 
 
 def test_without_a_child_retrieve_is_refused(tmp_path):
     with RerankServer() as server:
-        alone = dashrag.build({"component": "HttpReranker", "params": {"api_base": server.url}}, EXAMPLE_CORPUS, tmp_path)
+        alone = dashrag.build(
+            {"component": "HttpReranker", "params": {"api_base": server.url}}, EXAMPLE_CORPUS, tmp_path
+        )
         with pytest.raises(RetrievalError, match="no child retriever"):
             alone.retrieve("rank fusion")
 
@@ -131,7 +153,10 @@ MALFORMED = [
     (json.dumps([{"index": 0, "score": 0.1}, {"index": 7, "score": 0.2}]).encode(), "index 7, outside 0..1"),
     (json.dumps([{"index": 0, "score": 0.1}, {"index": 0, "score": 0.2}]).encode(), "index 0 is scored twice"),
     (json.dumps([{"index": 1, "score": 0.1}]).encode(), "no score for text(s) 0 of 2"),
-    (json.dumps([{"index": 0, "score": "high"}, {"index": 1, "score": 0.2}]).encode(), "score 'high', not a finite number"),
+    (
+        json.dumps([{"index": 0, "score": "high"}, {"index": 1, "score": 0.2}]).encode(),
+        "score 'high', not a finite number",
+    ),
     (b'[{"index": 0, "score": NaN}, {"index": 1, "score": 0.2}]', "score nan, not a finite number"),
     (json.dumps(["0.5", "0.2"]).encode(), "entry 0 is str"),
 ]
@@ -166,6 +191,7 @@ def test_an_unreachable_server_is_an_error():
 
 # -- the API key: sent, never shown ------------------------------------------------------
 
+
 def test_the_api_key_is_sent_as_a_bearer_token(monkeypatch):
     monkeypatch.setenv(KEY_VAR, SECRET)
     with RerankServer() as server:
@@ -193,14 +219,25 @@ def test_a_server_echoing_the_key_does_not_put_it_in_the_error(monkeypatch):
 def test_the_key_is_in_no_trace_config_or_saved_file(monkeypatch, tmp_path):
     monkeypatch.setenv(KEY_VAR, SECRET)
     with RerankServer() as server:
-        config = {"component": "HttpReranker", "params": {
-            **with_key(server.url), "children": [{"component": "BM25Retriever", "params": {"top_k": 4}}], "top_k": 2, "fetch_k": 4}}
+        config = {
+            "component": "HttpReranker",
+            "params": {
+                **with_key(server.url),
+                "children": [{"component": "BM25Retriever", "params": {"top_k": 4}}],
+                "top_k": 2,
+                "fetch_k": 4,
+            },
+        }
         tree = dashrag.build(config, EXAMPLE_CORPUS, tmp_path / "work")
         _, trace = tree.retrieve("rank fusion")
         tree.save(tmp_path / "saved")
     saved = b"".join(p.read_bytes() for p in (tmp_path / "saved").rglob("*") if p.is_file())
     visible = json.dumps(trace) + json.dumps(tree.to_config()) + repr(tree.nested["credential"])
-    assert (SECRET in visible, SECRET.encode() in saved, KEY_VAR in json.dumps(tree.to_config())) == (False, False, True)
+    assert (SECRET in visible, SECRET.encode() in saved, KEY_VAR in json.dumps(tree.to_config())) == (
+        False,
+        False,
+        True,
+    )
 
 
 def test_scores_must_be_finite_numbers_not_booleans():

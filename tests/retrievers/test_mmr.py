@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import dashrag
 from dashrag.errors import ConfigError, UnknownChunkError
 from dashrag.retrievers.mmr import mmr_select
-from tests.embeddings.scifact_subset import FAST_MINILM, dense_config, shared_workdir, subset  # noqa: F401
+from tests.fixtures.scifact import FAST_MINILM, dense_config
 
 TFIDF = {"component": "TFIDFRetriever", "params": {}}
 
@@ -175,7 +175,8 @@ def test_save_and_load_answer_identically(request, fixture, queries, tmp_path):
     root.save(tmp_path / "saved")
     loaded = dashrag.load(tmp_path / "saved")
     for query in queries[:2]:
-        assert [(c.id, c.score) for c in root.retrieve(query)[0]] == [(c.id, c.score) for c in loaded.retrieve(query)[0]]
+        expected = [(c.id, c.score) for c in root.retrieve(query)[0]]
+        assert [(c.id, c.score) for c in loaded.retrieve(query)[0]] == expected
 
 
 def test_exactly_one_child_is_required():

@@ -8,12 +8,23 @@ from dashrag.errors import ConfigError, StageError
 from dashrag.retrievers.rerank_cascade import should_exit_early, stage
 
 FAST = {"component": "BM25Retriever", "params": {"top_k": 8}}
-PRECISE = {"component": "TFIDFRetriever", "params": {"top_k": 8, "vectorizer": {"component": "BagOfWordsConverter",
-                                                                                 "params": {"analyzer": "char_wb", "ngram_min": 3, "ngram_max": 4}}}}
+PRECISE = {
+    "component": "TFIDFRetriever",
+    "params": {
+        "top_k": 8,
+        "vectorizer": {
+            "component": "BagOfWordsConverter",
+            "params": {"analyzer": "char_wb", "ngram_min": 3, "ngram_max": 4},
+        },
+    },
+}
 
 
 def cascade(**params):
-    return {"component": "RerankCascadeRetriever", "params": {"fast": FAST, "precise": PRECISE, "stage1_top_n": 6, "top_k": 3, **params}}
+    return {
+        "component": "RerankCascadeRetriever",
+        "params": {"fast": FAST, "precise": PRECISE, "stage1_top_n": 6, "top_k": 3, **params},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -47,13 +58,16 @@ def test_threshold_mode_requires_a_threshold():
         dashrag.validate_and_transform(cascade(early_exit="threshold"))
 
 
-@pytest.mark.parametrize("scores, mode, expected", [
-    ([10.0, 4.0], "margin", True),    # leads by 60% >= 50%
-    ([10.0, 6.0], "margin", False),   # leads by 40%
-    ([3.0], "margin", True),
-    ([], "margin", False),
-    ([10.0, 9.9], "never", False),
-])
+@pytest.mark.parametrize(
+    "scores, mode, expected",
+    [
+        ([10.0, 4.0], "margin", True),  # leads by 60% >= 50%
+        ([10.0, 6.0], "margin", False),  # leads by 40%
+        ([3.0], "margin", True),
+        ([], "margin", False),
+        ([10.0, 9.9], "never", False),
+    ],
+)
 def test_should_exit_early(scores, mode, expected):
     assert should_exit_early(scores, mode, 0.5, None)[0] is expected
 
@@ -77,5 +91,5 @@ def test_stage_context_times_and_wraps():
     timings = {}
     with pytest.raises(StageError, match="stage 'mmr' failed: ZeroDivisionError"):
         with stage("mmr", timings):
-            1 / 0
+            _ = 1 / 0
     assert "mmr" in timings

@@ -16,8 +16,17 @@ def make(**params):
     return vec
 
 
-@pytest.mark.parametrize("params", [{}, {"ngram_max": 2}, {"stop_words": "english"}, {"strip_accents": "unicode"},
-                                    {"stemmer": "english", "stop_words": "english", "ngram_max": 2}, {"analyzer": "char_wb", "ngram_min": 2, "ngram_max": 3}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"ngram_max": 2},
+        {"stop_words": "english"},
+        {"strip_accents": "unicode"},
+        {"stemmer": "english", "stop_words": "english", "ngram_max": 2},
+        {"analyzer": "char_wb", "ngram_min": 2, "ngram_max": 3},
+    ],
+)
 def test_transform_equals_scikit_learn(params):
     vec = make(**params)
     queries = ["running runners", "cafe CAFÉ noir noir", "zzz", "the fun of running is running"]

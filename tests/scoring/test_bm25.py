@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from functools import cache
 from pathlib import Path
 
 import bm25s
@@ -24,7 +23,7 @@ from hypothesis.extra.numpy import arrays
 from sklearn.metrics.pairwise import cosine_similarity
 
 from dashrag.errors import ConfigError, CorpusError, PersistenceError, QueryError
-from dashrag.retrievers.bm25_scoring import (
+from dashrag.scoring.bm25 import (
     BM25Parameters,
     BM25Weights,
     bm25_weights,
@@ -38,7 +37,6 @@ from dashrag.retrievers.bm25_scoring import (
     top_k_batch,
 )
 
-SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
 N_QUERIES = 50
 
 
@@ -58,24 +56,31 @@ def count_matrix(token_lists: list[list[str]], vocab: dict[str, int], grow: bool
 
 
 class SciFact:
-    def __init__(self) -> None:
-        with gzip.open(SCIFACT / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+    def __init__(self, folder: Path) -> None:
+        with gzip.open(folder / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
             docs = [json.loads(line) for line in fh]
         self.doc_tokens = [tokenize(d["title"] + " " + d["text"]) for d in docs]
         queries = {}
-        for line in (SCIFACT / "queries.jsonl").open(encoding="utf-8"):
+        for line in (folder / "queries.jsonl").open(encoding="utf-8"):
             q = json.loads(line)
             queries[q["_id"]] = q["text"]
         test_ids = list(dict.fromkeys(
-            line.split("\t")[0] for line in (SCIFACT / "qrels/test.tsv").read_text().splitlines()[1:]))
+            line.split("\t")[0] for line in (folder / "qrels/test.tsv").read_text().splitlines()[1:]))
         self.query_tokens = [tokenize(queries[qid]) for qid in test_ids[:N_QUERIES]]
         self.vocab: dict[str, int] = {}
         self.counts = count_matrix(self.doc_tokens, self.vocab, grow=True)
         self.query_counts = count_matrix(self.query_tokens, self.vocab, grow=False)
+        self._peer: dict[tuple, np.ndarray] = {}
 
-    @cache
     def peer_scores(self, kind: str, subset: bool, **params) -> np.ndarray:
-        """rank_bm25 / bm25s scores of the test queries, built once per parameter set.
+        """rank_bm25 / bm25s scores of the test queries, built once per parameter set (kept on the instance)."""
+        key = (kind, subset, tuple(sorted(params.items())))
+        if key not in self._peer:
+            self._peer[key] = self._peer_scores(kind, subset, **params)
+        return self._peer[key]
+
+    def _peer_scores(self, kind: str, subset: bool, **params) -> np.ndarray:
+        """rank_bm25 / bm25s scores of the test queries.
 
         rank_bm25 scores ~2 ms per query token over the full corpus, so the
         non-default cases read its ``get_batch_scores`` (the same formula over
@@ -98,10 +103,8 @@ class SciFact:
 
 
 @pytest.fixture(scope="module")
-def scifact() -> SciFact:
-    if not (SCIFACT / "corpus.jsonl.gz").is_file():
-        pytest.skip(f"SciFact not found at {SCIFACT}")
-    return SciFact()
+def scifact(scifact_dir) -> SciFact:
+    return SciFact(scifact_dir)
 
 
 PARITY_CASES = [  # (variant, parameters, compare on a document subset)

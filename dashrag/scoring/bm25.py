@@ -222,7 +222,7 @@ class BM25Weights:
         return {"n_docs": int(self.n_docs), "params": asdict(self.params)}
 
     @classmethod
-    def from_arrays(cls, arrays: Mapping[str, np.ndarray], meta: Mapping) -> "BM25Weights":
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], meta: Mapping) -> BM25Weights:
         """Rebuild from :meth:`to_arrays` / :meth:`meta` without recomputing; checks consistency.
 
         Arrays may be memory-mapped (``np.load(..., mmap_mode="r")``); they are not copied.
@@ -505,7 +505,7 @@ def top_k_batch(
     for i in range(q.shape[0]):
         lo, hi = q.indptr[i], q.indptr[i + 1]
         _score_into(weights, q.indices[lo:hi], q.data[lo:hi], row)
-        best, values = top_k(row, k, allowed[i] if per_query_mask else allowed)
+        best, values = top_k(row, k, allowed[i] if per_query_mask and allowed is not None else allowed)
         found.ids[i, :best.shape[0]] = best
         found.scores[i, :best.shape[0]] = values
     return found
