@@ -71,6 +71,7 @@ def test_lenient_mode_accepts_what_strict_mode_refuses(openai_server):
 
 def test_malformed_body_is_sent_as_is_with_status_200(openai_server):
     openai_server.script(malformed_body("<html>oops</html>"))
-    request = urllib.request.Request(f"{openai_server.api_base}/chat/completions", b"{}", {"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    request = urllib.request.Request(f"{openai_server.api_base}/chat/completions", b"{}", headers)
     with urllib.request.urlopen(request, timeout=5) as response:
         assert (response.status, response.read()) == (200, b"<html>oops</html>")

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dashrag.errors import LLMBackendError
 from dashrag.llm.candidates import render_candidates
 from dashrag.llm.selection import (
     SELECT_FUNCTION_NAME,
@@ -16,7 +17,6 @@ from dashrag.llm.selection import (
     selection_tool_schema,
     validate_selection,
 )
-from dashrag.errors import LLMBackendError
 from dashrag.llm.tool_call import call_tool, endpoint_name, load_litellm
 
 from .openai_server import (
