@@ -12,6 +12,7 @@ import dashrag.chunkers.whole_document  # noqa: F401
 import dashrag.embeddings.e5_small  # noqa: F401
 import dashrag.embeddings.minilm_onnx  # noqa: F401
 import dashrag.embeddings.multilingual_minilm  # noqa: F401
+import dashrag.embeddings.paraphrase_multilingual  # noqa: F401
 import dashrag.embeddings.sentence_transformer  # noqa: F401
 import dashrag.llm.credential  # noqa: F401
 import dashrag.llm.litellm_model  # noqa: F401

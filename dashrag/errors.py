@@ -72,6 +72,16 @@ class StageError(RetrievalError):
         super().__init__(f"stage {stage!r} failed: {message}")
 
 
+class RerankerError(StageError):
+    """A stage of a rerank cascade failed, as the reference names it: ``stage`` (fast, early_exit,
+    hydrate, precise, mmr) and ``context``, a JSON-ready dict of what the stage was working on
+    (the query, how many candidates, the component). Never holds a secret."""
+
+    def __init__(self, stage: str, message: str, context: dict | None = None):
+        self.context = dict(context or {})
+        super().__init__(stage, message)
+
+
 class LLMError(DashragError):
     """The LLM backend failed or answered something unusable."""
 

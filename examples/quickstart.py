@@ -31,7 +31,7 @@ def main(preset: str = "keyword") -> None:
     corpus = dashrag.Corpus.from_folder(HERE / "corpus")
     with tempfile.TemporaryDirectory() as work:
         retriever = dashrag.build(config, corpus, Path(work) / "build")
-        console.print(f"[bold]{preset}[/bold]: {retriever.get_representation()}  "
+        console.print(f"[bold]{preset}[/bold]: {retriever.render_representation()}  "
                       f"({len(corpus)} documents, {len(retriever.require_infra().chunks)} chunks)")
         for query in QUERIES:
             chunks, trace = retriever.retrieve(query)

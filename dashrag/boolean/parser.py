@@ -157,6 +157,9 @@ class _Parser:
         token = self.current
         if token.kind not in _VALUE_KINDS:
             raise self.error(f"expected a value after '{after.value}', found {token.describe()}")
+        if token.kind is Kind.BARE and token.value in KEYWORDS:  # as the reference: an operator is never a value
+            raise self.error(f"expected a value after '{after.value}', found the operator {token.value} "
+                             f"(quote it to mean the word: \"{token.value}\")")
         if token.value == "":
             raise self.error("a category value cannot be empty")
         self.advance()

@@ -1,43 +1,49 @@
 """Selection after retrieval and reranking: which fragments (or documents) a boolean query returns.
 
-Four pure steps, each a function of a ranked fragment list and ``SelectionThresholds``:
+Pure steps, each a function of a ranked fragment list and ``SelectionThresholds``,
+applied in the reference's order:
 
 * ``fast_path_select`` (no reranker): drop fragments whose *document* scores below
   ``min_document_score`` (a document scores its best fragment), keep at most
   ``max_fragments_per_document`` per document, best first, sort globally, keep ``top_m``.
-* ``three_tier_select`` (after reranking): tier 1 keeps every fragment scoring at
-  least ``min_score``. If none qualifies, tier 2 takes the top ``fallback_top_n`` and
-  adds the best fragment of each further document, in score order, until
-  ``min_documents`` distinct documents are covered or ``max_fragments`` fragments are
-  held (fragments of documents already covered add no diversity, so they are skipped).
-* ``select_documents`` (tier 3, ``return_documents``): one entry per document scored
-  by its best fragment (max-pool); documents below ``min_score`` are dropped, but at
-  least ``min_documents`` are kept (the best ones) whenever that many exist.
-* ``fill_up``: tops a selection up to ``fill_up_target_documents`` documents with the
-  best below-threshold fragment of each new document, best first, while the
-  selection's total text stays within ``fill_up_max_chars`` characters (a fragment
-  that would overflow the budget is skipped and the next, shorter one is tried).
+* ``three_tier_select`` (after reranking), tiers 1 and 2: tier 1 keeps the fragments
+  scoring at least ``min_score``, at most ``max_fragments`` of them. If none qualifies,
+  tier 2 takes the top ``fallback_top_n`` and adds the best fragment of each further
+  document, in score order, until ``min_documents`` distinct documents are covered or
+  ``max_fragments`` fragments are held (fragments of covered documents add no diversity).
+* ``select_documents`` (tier 3, the document safety net, with ``return_documents``):
+  the tier 1/2 selection max-pooled into documents; documents below ``min_score`` are
+  dropped, but at least ``min_documents`` are kept (the best ones), topped up from the
+  whole reranked list when the selection covers fewer.
+* ``fill_up``: a *separate, later* step in the reference (the component runs it only
+  when asked): while the selection holds fewer than ``fill_up_target_fragments``
+  fragments, add the best below-threshold candidates, as long as the selection's total
+  text stays within ``fill_up_max_chars`` (a fragment that would overflow is skipped
+  and the next, shorter one tried). It logs once when it triggers.
 
 Every ordering is score descending, then chunk id ascending, so results reproduce.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, fields
 from typing import Any, Iterable, Sequence
 
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import ConfigError
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class SelectionThresholds:
     """The selection parameters and their defaults (a component exposes them as params)."""
 
-    # fast path (the three values are this library's choice; the issue fixes no default)
-    min_document_score: float = 0.10
+    # fast path (the reference's document-level cutoff and fragment cap; the per-document cap is this library's)
+    min_document_score: float = 0.05
     max_fragments_per_document: int = 3
-    top_m: int = 100
+    top_m: int = 1000
     # reranking in rounds
     rerank_round_size: int = 5000
     rerank_max_chars: int = 24000
@@ -46,8 +52,8 @@ class SelectionThresholds:
     fallback_top_n: int = 50
     min_documents: int = 5
     max_fragments: int = 100
-    # fill-up (the character budget is this library's choice)
-    fill_up_target_documents: int = 10
+    # fill-up, the reference's later step (the character budget is this library's choice)
+    fill_up_target_fragments: int = 10
     fill_up_max_chars: int = 20000
 
     def __post_init__(self) -> None:
@@ -103,7 +109,9 @@ def three_tier_select(
     ranked = rank(fragments)
     above = [f for f in ranked if f.score >= t.min_score]
     if above:
-        return above, {"tier": "threshold", "selected": len(above), "documents": _document_count(above)}
+        kept = above[: t.max_fragments]
+        return kept, {"tier": "threshold", "qualified": len(above), "selected": len(kept),
+                      "documents": _document_count(kept)}
     selected = ranked[: t.fallback_top_n]
     covered = {f.document_id for f in selected}
     for fragment in ranked[t.fallback_top_n :]:
@@ -112,40 +120,54 @@ def three_tier_select(
         if fragment.document_id not in covered:
             selected.append(fragment)
             covered.add(fragment.document_id)
-    info = {"tier": "diversity" if ranked else "empty", "selected": len(selected), "documents": len(covered)}
+    info = {"tier": "diversity" if ranked else "empty", "qualified": 0, "selected": len(selected),
+            "documents": len(covered), "best_score": ranked[0].score if ranked else None}
     return selected, info
 
 
-def select_documents(fragments: Sequence[ScoredChunk], t: SelectionThresholds) -> list[DocumentHit]:
-    """Tier 3: max-pooled documents at or above ``min_score``, never fewer than ``min_documents`` where they exist."""
-    hits = aggregate_documents(fragments)
+def select_documents(selected: Sequence[ScoredChunk], t: SelectionThresholds,
+                     ranked: Sequence[ScoredChunk] = ()) -> list[DocumentHit]:
+    """Tier 3: the selection's documents at or above ``min_score``, never fewer than ``min_documents``
+    where they exist (the selection's best, then the best further documents of ``ranked``)."""
+    hits = aggregate_documents(selected)
     above = [h for h in hits if h.score >= t.min_score]
-    return above if len(above) >= t.min_documents else hits[: t.min_documents]
+    if len(above) >= t.min_documents:
+        return above
+    kept = hits[: t.min_documents]
+    if len(kept) < t.min_documents:
+        covered = {h.document_id for h in kept}
+        kept += [h for h in aggregate_documents(ranked) if h.document_id not in covered][: t.min_documents - len(kept)]
+    return kept
 
 
 def fill_up(
     selected: Sequence[ScoredChunk], candidates: Sequence[ScoredChunk], t: SelectionThresholds
 ) -> tuple[list[ScoredChunk], dict[str, Any]]:
-    """Add the best below-threshold fragment of new documents until the target count or the budget stops it."""
+    """Add the best below-threshold candidates until the selection holds the target number of *fragments*
+    (the reference's ``len(fragments_by_id) < 10``) or the character budget stops it."""
     result = list(selected)
-    covered = {f.document_id for f in result}
     chosen = {f.id for f in result}
-    used_chars = sum(len(f.chunk.text) for f in result)
+    used_chars = sum(len(f.chunk.text or "") for f in result)
+    triggered = len(chosen) < t.fill_up_target_fragments
     added = skipped_for_budget = 0
-    for fragment in rank(candidates):
-        if len(covered) >= t.fill_up_target_documents:
+    if triggered:
+        log.info("fill-up: %d fragment(s) selected, fewer than %d; adding below-threshold candidates",
+                 len(chosen), t.fill_up_target_fragments)
+    for fragment in rank(candidates) if triggered else ():
+        if len(chosen) >= t.fill_up_target_fragments:
             break
-        if fragment.score >= t.min_score or fragment.id in chosen or fragment.document_id in covered:
+        if fragment.score >= t.min_score or fragment.id in chosen:
             continue
-        if used_chars + len(fragment.chunk.text) > t.fill_up_max_chars:
+        size = len(fragment.chunk.text or "")
+        if used_chars + size > t.fill_up_max_chars:
             skipped_for_budget += 1
             continue
         result.append(fragment)
-        covered.add(fragment.document_id)
         chosen.add(fragment.id)
-        used_chars += len(fragment.chunk.text)
+        used_chars += size
         added += 1
-    info = {"added": added, "documents": len(covered), "chars": used_chars, "skipped_for_budget": skipped_for_budget}
+    info = {"triggered": triggered, "added": added, "fragments": len(chosen), "chars": used_chars,
+            "skipped_for_budget": skipped_for_budget}
     return rank(result), info
 
 

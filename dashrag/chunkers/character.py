@@ -13,7 +13,8 @@ class CharacterChunkParams(SizedChunkParams):
 @register(kind="chunker", icon="Scissors", category="chunking",
           en=("Character chunker", "Cuts text into windows of a fixed number of characters."),
           es=("Fragmentador por caracteres", "Corta el texto en ventanas de un número fijo de caracteres."),
-          representation="{chunk_size} chars, overlap {chunk_overlap}")
+          representation={"en": "{chunk_size} chars, overlap {chunk_overlap}",
+                           "es": "{chunk_size} caracteres, solapamiento {chunk_overlap}"})
 class CharacterChunker(Chunker[CharacterChunkParams]):
     SCHEMA = CharacterChunkParams
 

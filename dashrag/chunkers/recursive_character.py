@@ -71,7 +71,10 @@ def pack(pieces: list[Span], size: int, overlap: int) -> list[Span]:
     category="chunking",
     en=("Recursive character chunker", "Cuts at paragraphs, then lines, sentences and words, up to a size."),
     es=("Fragmentador recursivo", "Corta en párrafos, luego líneas, frases y palabras, hasta un tamaño."),
-    representation="≤{chunk_size} chars, overlap {chunk_overlap}",
+    representation={
+        "en": "≤{chunk_size} chars, overlap {chunk_overlap}",
+        "es": "≤{chunk_size} caracteres, solapamiento {chunk_overlap}",
+    },
 )
 class RecursiveCharacterChunker(Chunker[RecursiveCharacterChunkParams]):
     SCHEMA = RecursiveCharacterChunkParams

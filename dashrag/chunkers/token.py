@@ -24,7 +24,8 @@ class TokenChunkParams(SizedChunkParams):
 @register(kind="chunker", icon="Scissors", category="chunking",
           en=("Token chunker", "Cuts text into windows of a fixed number of words."),
           es=("Fragmentador por tokens", "Corta el texto en ventanas de un número fijo de palabras."),
-          representation="{chunk_size} words, overlap {chunk_overlap}")
+          representation={"en": "{chunk_size} words, overlap {chunk_overlap}",
+                           "es": "{chunk_size} palabras, solapamiento {chunk_overlap}"})
 class TokenChunker(Chunker[TokenChunkParams]):
     SCHEMA = TokenChunkParams
 

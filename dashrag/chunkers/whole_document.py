@@ -10,7 +10,7 @@ from dashrag.core.registry import register
 @register(kind="chunker", icon="FileText", category="chunking",
           en=("Whole document", "Keeps every document as one chunk."),
           es=("Documento completo", "Mantiene cada documento como un solo fragmento."),
-          representation="whole documents")
+          representation={"en": "whole documents", "es": "documentos completos"})
 class WholeDocumentChunker(Chunker[NoParams]):
     SCHEMA = NoParams
 

@@ -94,13 +94,14 @@ def index(
     infra = retriever.require_infra()
     assert infra.store_url is not None  # dashrag.build always writes the corpus to a store
     record_store = Store(infra.store_url)
-    record_store.add_retriever_record(
+    record_id = record_store.add_retriever_record(
         config if not config.lstrip().startswith("{") else raw["component"],
         retriever.to_config(),
         str(out.resolve()),
         infra.chunks.fingerprint,
     )
     record_store.close()
+    retriever.set_id(record_id)
     console.print(f"indexed {len(retriever.require_infra().chunks)} chunks in {built:.1f}s; saved to {out}")
 
 

@@ -13,14 +13,15 @@ tree-walking parts live here; a component overrides only its own step
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Iterator, Sequence, TypeVar
 
 from dashrag.core.params import ComponentParams, NoParams
 from dashrag.core.registry import get_component
 from dashrag.core.validation import validate_and_transform
-from dashrag.errors import RetrievalError
+from dashrag.errors import ConfigError, CredentialError, RetrievalError
 
 if TYPE_CHECKING:
     from dashrag.core.infra import Infra
@@ -40,13 +41,49 @@ class ConfigObject(Generic[P]):
 
         ``BM25Retriever({"k1": 1.2})`` validates the whole subtree like a JSON config would.
         """
+        self.trace_params: dict[str, Any] = {}
         if not isinstance(params, ComponentParams) or nested is None:
             raw = params.model_dump(mode="json") if isinstance(params, ComponentParams) else (params or {})
-            built = construct(validate_and_transform({"component": self.component_name, "params": raw}))
+            node = {"component": self.component_name, "params": raw}
+            built = construct(validate_and_transform(node), node)
             params, nested = built.params, built.nested
+            self.set_trace_params(raw)
         self.params: P = params  # type: ignore[assignment]
         self.nested: dict[str, Any] = nested
         self.infra: Infra | None = None
+
+    def set_trace_params(self, params: dict[str, Any]) -> None:
+        """Keep a deep copy of the raw params this node was constructed from (as the user wrote them,
+        before defaults and aliases), so what was asked for can be shown beside what ran."""
+        self.trace_params = copy.deepcopy(dict(params))
+
+    @classmethod
+    def availability_problem(cls, params: Any) -> str | None:
+        """Why valid ``params`` cannot run on this machine (a model's weights are missing), or None.
+
+        Validation reports it at the node's path, so a tree fails before anything is built."""
+        return None
+
+    @classmethod
+    def validate_and_transform(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """Validate ``raw`` (this component's params, or a whole ``{"component", "params"}`` node of it)
+        and return the normalised node; a ConfigError lists every problem with its path."""
+        node = raw if isinstance(raw, dict) and "component" in raw else {"component": cls.component_name,
+                                                                         "params": raw}
+        if node.get("component") != cls.component_name:
+            raise ConfigError(f"component: {node.get('component')!r} given to {cls.component_name}")
+        return validate_and_transform(node, cls.META.kind)
+
+    def get_credential(self, name: str) -> str:
+        """The secret of the credential component ``name`` in this subtree: the field that holds it
+        (``credential``) or the variable it reads (``OPENAI_API_KEY``). Read when asked, never kept."""
+        for path, node in self.iter_nodes(""):
+            if node.META.kind != "credential":
+                continue
+            field = path.rsplit(".", 1)[-1]
+            if name in (field, getattr(node.params, "var", None)):
+                return str(node.resolve())  # type: ignore[attr-defined]
+        raise CredentialError(f"{self.component_name}: no credential named {name!r} in this tree")
 
     # -- tree --------------------------------------------------------------
     def nested_objects(self) -> Iterator[tuple[str, ConfigObject]]:
@@ -82,7 +119,17 @@ class ConfigObject(Generic[P]):
         return {"component": self.component_name, "params": ordered}
 
     # -- lifecycle ---------------------------------------------------------
-    def inject_infra(self, infra: Infra) -> None:
+    def inject_infra(self, infra: Infra | str | Path, chunks: Any = None, persistence: Any = None,
+                     documents: Sequence[Any] | None = None) -> None:
+        """Connect the subtree to its corpus: ``inject_infra(infra)``, or the reference's shape
+        ``inject_infra(env_path, chunks, persistence, documents=None)`` (``chunks``: a ChunkSet or
+        chunks; ``persistence``: a store URL, an object with a ``url``, or None)."""
+        from dashrag.core.infra import Infra
+
+        if not isinstance(infra, Infra):
+            infra = Infra.of(infra, chunks, persistence, documents)
+        elif chunks is not None or persistence is not None or documents is not None:
+            raise TypeError("inject_infra takes an Infra alone, or env_path, chunks, persistence[, documents]")
         for _, child in self.nested_objects():
             child.inject_infra(infra)
         self.infra = infra
@@ -139,13 +186,44 @@ class ConfigObject(Generic[P]):
         summary.update(nested)
         return summary
 
-    def get_metadata(self) -> dict[str, Any]:
-        return {"component": self.component_name, **self.META.to_json()}
+    @classmethod
+    def get_schema_summary_parameters(cls) -> dict[str, dict[str, Any]]:
+        """Per parameter, what a form shows: its type, default and description, and for a nested
+        component the kind it accepts (from the JSON Schema, so on the class)."""
+        properties = cls.get_schema().get("properties", {})
+        summary: dict[str, dict[str, Any]] = {}
+        for name, prop in properties.items():
+            entry = {key: prop[key] for key in ("type", "default", "description", "enum") if key in prop}
+            if "anyOf" in prop:
+                entry["type"] = [p.get("type", p.get("$ref", "object")) for p in prop["anyOf"]]
+            if "x-component-kind" in prop:
+                entry["component_kind"] = prop["x-component-kind"]
+            summary[name] = entry
+        return summary
 
-    def get_representation(self) -> str:
-        """The registered template filled from this node's params (``{vectorizer.ngram_max}`` works)."""
+    @classmethod
+    def get_schema(cls) -> dict[str, Any]:
+        """The JSON Schema (2020-12) of this component's params."""
+        from dashrag.core.schema import component_schema
+
+        return component_schema(cls)
+
+    @classmethod
+    def get_metadata(cls) -> dict[str, Any]:
+        return {"component": cls.component_name, **cls.META.to_json()}
+
+    @classmethod
+    def get_representation(cls) -> dict[str, str]:
+        """The multilingual template (language → text with ``{param}`` / ``{nested.param}`` placeholders);
+        :meth:`render_representation` fills it in for one node."""
+        return dict(cls.META.representation)
+
+    def render_representation(self, language: str = "en") -> str:
+        """The template of ``language`` (English where there is none) filled from this node's params."""
+        templates = self.META.representation
         values = _flatten(self.to_config()["params"])
-        return PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), self.META.representation)
+        template = templates.get(language, templates["en"])
+        return PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), template)
 
 
 def _flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -162,15 +240,32 @@ def _flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def construct(node: dict[str, Any]) -> ConfigObject:
+def _raw_params(raw: Any, cls: type[ConfigObject]) -> dict[str, Any]:
+    """The params as the user wrote them (aliases renamed), or {} where a default filled the node in."""
+    params = raw.get("params") if isinstance(raw, dict) else None
+    return cls.SCHEMA.canonical_names(params)[0] if isinstance(params, dict) else {}
+
+
+def construct(node: dict[str, Any], raw: Any = None) -> ConfigObject:
     """Build a validated tree (``validate_and_transform``'s output) bottom-up: children
-    before parents, each parent handed its built children. Pure: no I/O, no fitting."""
+    before parents, each parent handed its built children. Pure: no I/O, no fitting.
+    ``raw`` is the tree as the user wrote it: each node keeps its own part (``set_trace_params``)."""
     cls = get_component(node["component"])
     params = dict(node["params"])
+    given = _raw_params(raw, cls)
     nested: dict[str, Any] = {}
     for field_name, (_, is_list) in cls.SCHEMA.component_fields().items():
         value = params[field_name]
         if value is None:
             continue  # an optional component that is not configured
-        nested[field_name] = [construct(v) for v in value] if is_list else construct(value)
-    return cls(cls.SCHEMA.model_validate(params), nested=nested)
+        raw_value = given.get(field_name)
+        if is_list:
+            raw_items = raw_value if isinstance(raw_value, list) else []
+            nested[field_name] = [construct(v, raw_items[i] if i < len(raw_items) else None)
+                                  for i, v in enumerate(value)]
+        else:
+            nested[field_name] = construct(value, raw_value)
+    built = cls(cls.SCHEMA.model_validate(params), nested=nested)
+    raw_node_params = raw.get("params") if isinstance(raw, dict) else None
+    built.set_trace_params(raw_node_params if isinstance(raw_node_params, dict) else {})
+    return built

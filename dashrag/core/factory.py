@@ -21,7 +21,7 @@ C = TypeVar("C", bound=ConfigObject)
 
 def build_component(raw: Any, expected_kind: str | None = None) -> ConfigObject:
     """Validate ``raw`` as a whole tree, then construct it. Raises ConfigError listing every problem."""
-    return construct(validate_and_transform(raw, expected_kind))
+    return construct(validate_and_transform(raw, expected_kind), raw)
 
 
 def build_as(raw: Any, cls: type[C], expected_kind: str | None = None) -> C:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
     from dashrag.documents.chunk_set import ChunkSet
@@ -18,8 +18,22 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Infra:
     """``env_path``: a working folder for caches (embeddings); ``chunks``: the corpus's chunks;
-    ``store_url``: the SQL store those chunks were read from or written to (None: in memory only)."""
+    ``store_url``: the SQL store those chunks were read from or written to (None: in memory only);
+    ``documents``: the source documents, where the caller has them."""
 
     env_path: Path
     chunks: ChunkSet
     store_url: str | None = None
+    documents: tuple[Any, ...] | None = None
+
+    @classmethod
+    def of(cls, env_path: str | Path, chunks: Any, persistence: Any = None,
+           documents: Sequence[Any] | None = None) -> Infra:
+        """From the reference's ``inject_infra(env_path, chunks, persistence, documents)`` arguments."""
+        from dashrag.documents.chunk_set import ChunkSet
+
+        if chunks is None:
+            raise TypeError("inject_infra(env_path, chunks, ...) needs the chunks")
+        chunk_set = chunks if isinstance(chunks, ChunkSet) else ChunkSet(chunks)
+        url = persistence if isinstance(persistence, str) or persistence is None else persistence.url
+        return cls(Path(env_path), chunk_set, url, None if documents is None else tuple(documents))

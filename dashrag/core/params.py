@@ -15,12 +15,13 @@ does not know about are added here:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 COMPONENT_KIND_KEY = "x-component-kind"
 RULES_KEY = "x-dashrag-rules"
+ALIASES_KEY = "x-dashrag-aliases"
 
 
 class ComponentSpec(BaseModel):
@@ -118,6 +119,34 @@ class ComponentParams(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True, frozen=True)
 
     RULES: ClassVar[tuple[Rule, ...]] = ()
+    #: Other names a config may give a field (``{"lower_bound_ngrams": "ngram_min"}``): the names the
+    #: reference implementation uses, accepted on input and written back under the field's own name.
+    ALIASES: ClassVar[Mapping[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_aliases(cls, data: Any) -> Any:
+        if not cls.ALIASES or not isinstance(data, dict):
+            return data
+        renamed, problems = cls.canonical_names(data)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return renamed
+
+    @classmethod
+    def canonical_names(cls, raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """``raw`` with every alias renamed to its field, and the conflicts (a field given under two names)."""
+        renamed: dict[str, Any] = {}
+        written: dict[str, str] = {}
+        problems: list[str] = []
+        for key, value in raw.items():
+            name = cls.ALIASES.get(key, key)
+            if name in renamed:
+                first, second = sorted((written[name], key))
+                problems.append(f"{first!r} and {second!r} name the same parameter; give one of them")
+                continue
+            renamed[name], written[name] = value, key
+        return renamed, problems
 
     @model_validator(mode="after")
     def _check_rules(self) -> ComponentParams:

@@ -37,16 +37,16 @@ class Display:
 class ComponentMeta:
     """What a UI needs beyond the JSON Schema: names, icon, category, how to draw a node.
 
-    ``representation`` is a template with ``{param}`` / ``{nested.param}`` placeholders
-    (``"BM25 k1={k1} b={b}"``); ``operation`` says what a composite does with its
-    children, for the tree view.
+    ``representation`` maps a language to a template with ``{param}`` / ``{nested.param}``
+    placeholders (``{"en": "BM25 k1={k1} b={b}", "es": ...}``); ``operation`` says what a
+    composite does with its children, for the tree view.
     """
 
     kind: str
     display: Mapping[str, Display]
     icon: str
     category: str
-    representation: str
+    representation: Mapping[str, str]
     operation: str | None = None
     languages: tuple[str, ...] = field(default=("en", "es"))
 
@@ -56,7 +56,7 @@ class ComponentMeta:
             "display": {lang: {"name": d.name, "description": d.description} for lang, d in self.display.items()},
             "icon": self.icon,
             "category": self.category,
-            "representation": self.representation,
+            "representation": dict(self.representation),
             **({"operation": self.operation} if self.operation else {}),
         }
 
@@ -74,17 +74,22 @@ def register(
     es: tuple[str, str],
     icon: str,
     category: str,
-    representation: str,
+    representation: str | Mapping[str, str],
     operation: str | None = None,
     name: str | None = None,
 ) -> Callable[[C], C]:
     """Class decorator: register a component under ``name`` (default: the class name).
 
     ``en`` and ``es`` are ``(display name, one-line description)``; every component
-    has both so the UI never shows a half-translated form.
+    has both so the UI never shows a half-translated form. ``representation`` is a
+    template per language (en and es at least), or one template for every language.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown component kind {kind!r}; known: {', '.join(KINDS)}")
+    templates = dict(representation) if not isinstance(representation, str) else {"en": representation,
+                                                                                  "es": representation}
+    if not {"en", "es"} <= set(templates):
+        raise ValueError(f"a representation needs an 'en' and an 'es' template, got {sorted(templates)}")
 
     def decorate(cls: C) -> C:
         registered = name or cls.__name__
@@ -97,7 +102,7 @@ def register(
             display={"en": Display(*en), "es": Display(*es)},
             icon=icon,
             category=category,
-            representation=representation,
+            representation=templates,
             operation=operation,
         )
         _REGISTRY[registered] = cls

@@ -28,7 +28,12 @@ from dashrag.core.ranking import by_distance, top_k_rows
 from dashrag.core.restriction import Restriction
 from dashrag.core.trace import TraceSettings, trace_node
 from dashrag.documents.model import ScoredChunk
+<<<<<<< HEAD
 from dashrag.errors import BatchQueryError, DashragError, QueryError
+=======
+from dashrag.documents.windows import ChunkSetLookup, expand_retrieved_chunks, merge_expanded_chunks
+from dashrag.errors import ConfigError, PersistenceError, QueryError
+>>>>>>> main
 
 P = TypeVar("P", bound=ComponentParams)
 
@@ -55,6 +60,7 @@ class Retriever(ConfigObject[P], Generic[P]):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.trace_settings = TraceSettings()
+        self._record_id: int | None = None
 
     # -- public contract ----------------------------------------------------
     def retrieve(self, query: str, **kwargs: Any) -> tuple[list[ScoredChunk], dict]:
@@ -128,11 +134,53 @@ class Retriever(ConfigObject[P], Generic[P]):
 
         return save(self, folder)
 
+    @classmethod
+    def load(cls, folder: Any) -> Retriever:
+        """Load a tree saved with :meth:`save` (:func:`dashrag.core.saved_tree.load`); its root must be a ``cls``."""
+        from dashrag.core.saved_tree import load  # saved_tree builds Retrievers: imported when used
+
+        root = load(folder)
+        if not isinstance(root, cls):
+            root.close()
+            raise PersistenceError(f"{folder}: holds a {root.component_name}, not a {cls.component_name}")
+        return root
+
+    # -- the store's retriever record -----------------------------------------
+    def get_id(self) -> int | None:
+        """The id of this tree's retriever record in the store (None until one is recorded)."""
+        return self._record_id
+
+    def set_id(self, record_id: int) -> None:
+        """Tie this tree to the store's retriever record ``record_id``; an id the store lacks is refused."""
+        from dashrag.store.store import Store
+
+        url = self.require_infra().store_url
+        if url is None:
+            raise PersistenceError(f"{self.component_name}: no store injected, so no retriever record to tie to")
+        store = Store(url)
+        try:
+            if store.retriever_record(record_id) is None:
+                raise PersistenceError(f"the store {store.display_url} has no retriever record {record_id}")
+        finally:
+            store.close()
+        self._record_id = record_id
+
+    # -- neighbour windows ----------------------------------------------------
+    def expand_retrieved_chunks(self, chunks: Sequence[ScoredChunk], window_size: int) -> list[ScoredChunk]:
+        """Each distinct chunk widened to ``window_size`` chunks of its document (itself included):
+        odd sizes centred on it, even sizes with the extra chunk after it (documents/windows.py)."""
+        return expand_retrieved_chunks(chunks, window_size, ChunkSetLookup(self.require_infra().chunks))
+
+    def merge_expanded_chunks(self, chunks: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+        """Windows of a document that share a chunk become one concatenated chunk, best hit first;
+        touching windows and plain chunks come back as they are."""
+        return merge_expanded_chunks(chunks, ChunkSetLookup(self.require_infra().chunks))
+
     def get_children(self) -> list[Retriever]:
         """The retrievers nested in this one (a copy: changing it changes nothing)."""
         return [node for _, node in self.nested_objects() if isinstance(node, Retriever)]
 
-    def set_trace_params(self, *, include_text: bool | None = None, max_output: int | None = None) -> None:
+    def set_trace_settings(self, *, include_text: bool | None = None, max_output: int | None = None) -> None:
         """Change what traces record, for this node and every node below it."""
         for _, node in self.iter_nodes():
             if isinstance(node, Retriever):
@@ -222,5 +270,11 @@ class CompositeRetriever(Retriever[P], Generic[P]):
     def add(self, child: Retriever) -> None:
         self.nested.setdefault("children", []).append(child)
 
-    def remove(self, index: int) -> Retriever:
-        return self.nested["children"].pop(index)
+    def remove(self, child: Retriever) -> Retriever:
+        """Remove ``child`` (the object itself, as the reference takes it) and return it."""
+        children = self.nested.get("children", [])
+        for i, existing in enumerate(children):
+            if existing is child:
+                return children.pop(i)
+        name = getattr(child, "component_name", child)
+        raise ConfigError(f"{self.component_name}: {name!r} is not one of its children")

@@ -17,7 +17,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from dashrag.core.component import ConfigObject
-from dashrag.core.params import RULES_KEY
+from dashrag.core.params import ALIASES_KEY, RULES_KEY
 from dashrag.core.registry import all_components
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -44,6 +44,8 @@ def component_schema(cls: type[ConfigObject]) -> dict[str, Any]:
         "x-component-kind": cls.META.kind,
         **schema,
     }
+    if cls.SCHEMA.ALIASES:
+        result[ALIASES_KEY] = dict(cls.SCHEMA.ALIASES)  # accepted on input, normalised to the field's name
     rules = [rule.to_schema() for rule in cls.SCHEMA.RULES]
     if rules:
         result[RULES_KEY] = rules

@@ -3,7 +3,7 @@
 A node is ``{component, params, query, elapsed_ms, output, children, selection?}``;
 a composite's node holds its children's nodes, so one trace explains a whole tree.
 ``TraceSettings`` keeps traces small by default (no chunk text) while letting a
-user ask for everything (``set_trace_params(include_text=True)``).
+user ask for everything (``set_trace_settings(include_text=True)``).
 """
 
 from __future__ import annotations

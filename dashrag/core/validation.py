@@ -97,13 +97,15 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
         issues.append(ConfigIssue(params_path, f"expected an object, got {type(params).__name__}"))
         return None
 
-    params = dict(params)
     schema = cls.SCHEMA
+    spelled = {schema.ALIASES.get(key, key): key for key in params}  # paths name a field as the user wrote it
+    params, conflicts = schema.canonical_names(params)  # reference names (ALIASES) → the fields' own names
+    issues.extend(ConfigIssue(params_path, problem) for problem in conflicts)
     for field_name, (field_kind, is_list) in schema.component_fields().items():
         if field_name not in params:
             continue  # the default spec is validated below, once filled in
         value = params[field_name]
-        field_path = join_path(params_path, field_name)
+        field_path = join_path(params_path, spelled.get(field_name, field_name))
         if is_list:
             if not isinstance(value, list):
                 issues.append(
@@ -124,6 +126,10 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
         return None
     if failed_nested:
         return None  # the parent's own params were still checked above
+    unavailable = cls.availability_problem(validated)
+    if unavailable:
+        issues.append(ConfigIssue(params_path, unavailable))
+        return None
 
     normalised = validated.model_dump(mode="json")
     for field_name, (field_kind, is_list) in schema.component_fields().items():

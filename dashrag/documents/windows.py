@@ -15,9 +15,14 @@ document carry the missing context. The rules, fixed here once (docs/agentic.md)
   than the window comes back whole only when it lies within reach on both sides of
   the hit (``n_chunks - 1 <= (window - 1) // 2``); otherwise it is clipped like any
   other (a hit at position 0 of a 4-chunk document with ``window=5`` gets 0..2).
-* Windows of the same document that overlap *or touch* (one ends where the next
-  begins) merge into one chunk: touching windows are one contiguous passage, and
-  returning them as two would split a sentence that runs across the seam.
+* Windows of the same document that *share at least one chunk* merge into one
+  chunk. Windows that only touch (one ends where the next begins) stay separate, as
+  in the reference: each is its own passage around its own hit.
+* ``expand_retrieved_chunks`` returns one chunk per window (its text already the
+  window's text, ``provenance["window"]`` saying which chunks it spans);
+  ``merge_expanded_chunks`` takes such chunks and merges those that share a chunk.
+  A plain chunk (one that was never expanded) given to ``merge_expanded_chunks``
+  counts as a window of itself: alone it passes through unchanged, unwidened.
 * A merged chunk keeps the **id, position, metadata, score and source of its best
   hit** (highest score; on a tie the hit that came first), so dedup by id, the
   qrels of its document and ``score_chunks`` keep working on it. Its text is the
@@ -37,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence
 
+from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.model import Chunk, ScoredChunk
 from dashrag.errors import ConfigError, CorpusError, UnknownChunkError
 
@@ -89,6 +95,25 @@ class ChunkTable:
         return len(self._chunks[document_id])
 
 
+class ChunkSetLookup:
+    """A corpus's :class:`ChunkSet` as the neighbour lookup window expansion needs."""
+
+    def __init__(self, chunks: ChunkSet):
+        self.chunks = chunks
+
+    def chunk_at(self, document_id: str, position: int) -> Chunk:
+        chunk = self.chunks.at(document_id, position)
+        if chunk is None:
+            raise UnknownChunkError(f"no chunk at position {position} of document {document_id!r}")
+        return chunk
+
+    def chunk_count(self, document_id: str) -> int:
+        count = self.chunks.document_size(document_id)
+        if count == 0:
+            raise UnknownChunkError(f"unknown document {document_id!r}")
+        return count
+
+
 @dataclass(frozen=True)
 class ChunkWindow:
     """The positions ``[start, stop)`` of one document around one or more hits."""
@@ -115,70 +140,76 @@ def window_positions(position: int, n_chunks: int, window: int) -> range:
 
 
 def expand_retrieved_chunks(
-    hits: Sequence[ScoredChunk], window: int, lookup: NeighbourLookup
-) -> list[ChunkWindow]:
-    """One window per distinct hit (dedup by chunk id, first occurrence kept), in hit order."""
-    windows: list[ChunkWindow] = []
+    hits: Sequence[ScoredChunk], window: int, lookup: NeighbourLookup, separator: str = DEFAULT_SEPARATOR
+) -> list[ScoredChunk]:
+    """One window chunk per distinct hit (dedup by chunk id, first occurrence kept), in hit order."""
+    expanded: list[ScoredChunk] = []
     seen: set[int] = set()
     for hit in hits:
         if hit.id in seen:
             continue
         seen.add(hit.id)
         positions = window_positions(hit.chunk.position, lookup.chunk_count(hit.document_id), window)
-        windows.append(ChunkWindow(hit.document_id, positions.start, positions.stop, (hit,)))
-    return windows
+        expanded.append(_as_scored_chunk(ChunkWindow(hit.document_id, positions.start, positions.stop, (hit,)),
+                                         lookup, separator))
+    return expanded
+
+
+def window_of(chunk: ScoredChunk) -> ChunkWindow:
+    """The positions a chunk spans: its window when it was expanded, else its own position."""
+    window = chunk.provenance.get("window")
+    if window is None:
+        return ChunkWindow(chunk.document_id, chunk.chunk.position, chunk.chunk.position + 1, (chunk,))
+    return ChunkWindow(chunk.document_id, window["first_position"], window["last_position"] + 1, (chunk,))
 
 
 def merge_expanded_chunks(
-    windows: Sequence[ChunkWindow], lookup: NeighbourLookup, separator: str = DEFAULT_SEPARATOR
+    chunks: Sequence[ScoredChunk], lookup: NeighbourLookup, separator: str = DEFAULT_SEPARATOR
 ) -> list[ScoredChunk]:
-    """Merge overlapping or touching windows per document into one chunk each, best window first.
+    """Merge the windows of a document that share a chunk into one chunk each, best window first.
 
-    ``windows`` arrive in hit order; that arrival order breaks score ties, so the
-    result is deterministic whatever the scores.
+    Windows arrive in hit order; that arrival order breaks score ties, so the result
+    is deterministic whatever the scores. A window that merges with nothing comes
+    back as it was given (a plain chunk stays plain).
     """
     by_document: dict[str, list[tuple[ChunkWindow, int]]] = {}
-    for arrival, w in enumerate(windows):
+    for arrival, chunk in enumerate(chunks):
+        w = window_of(chunk)
         by_document.setdefault(w.document_id, []).append((w, arrival))
     merged: list[tuple[ChunkWindow, int]] = []
     for document_id, items in by_document.items():
-        items.sort(key=lambda item: item[0].start)
-        start, stop, hits = items[0][0].start, items[0][0].stop, _tagged(items[0])
-        for w, arrival in items[1:]:
-            if w.start <= stop:  # overlap, or touch (start == stop)
-                stop = max(stop, w.stop)
-                hits += _tagged((w, arrival))
+        items.sort(key=lambda item: (item[0].start, item[1]))
+        group = [items[0]]
+        for item in items[1:]:
+            if item[0].start < max(w.stop for w, _ in group):  # shares at least one chunk
+                group.append(item)
             else:
-                merged.append(_ranked_window(document_id, start, stop, hits))
-                start, stop, hits = w.start, w.stop, _tagged((w, arrival))
-        merged.append(_ranked_window(document_id, start, stop, hits))
+                merged.append(_ranked_window(document_id, group))
+                group = [item]
+        merged.append(_ranked_window(document_id, group))
     merged.sort(key=lambda item: (-item[0].best.score, item[1]))
-    return [_as_scored_chunk(w, lookup, separator) for w, _ in merged]
+    return [w.hits[0] if len(w.hits) == 1 else _as_scored_chunk(w, lookup, separator) for w, _ in merged]
 
 
 def expand_and_merge(
     hits: Sequence[ScoredChunk], window: int, lookup: NeighbourLookup, separator: str = DEFAULT_SEPARATOR
 ) -> list[ScoredChunk]:
-    """The whole step: expand every hit, then merge what overlaps or touches."""
-    return merge_expanded_chunks(expand_retrieved_chunks(hits, window, lookup), lookup, separator)
+    """The whole step: expand every hit, then merge the windows that share a chunk."""
+    return merge_expanded_chunks(expand_retrieved_chunks(hits, window, lookup, separator), lookup, separator)
 
 
-def _tagged(item: tuple[ChunkWindow, int]) -> list[tuple[ScoredChunk, int]]:
-    w, arrival = item
-    return [(hit, arrival) for hit in w.hits]
-
-
-def _ranked_window(
-    document_id: str, start: int, stop: int, hits: list[tuple[ScoredChunk, int]]
-) -> tuple[ChunkWindow, int]:
-    """The window with its hits best first (score, then arrival), and its best hit's arrival."""
-    ranked = sorted(hits, key=lambda pair: (-pair[0].score, pair[1]))
+def _ranked_window(document_id: str, group: list[tuple[ChunkWindow, int]]) -> tuple[ChunkWindow, int]:
+    """One window over a group's span, its chunks best first (score, then arrival), and the best one's arrival."""
+    ranked = sorted(((w.best, arrival) for w, arrival in group), key=lambda pair: (-pair[0].score, pair[1]))
+    start, stop = min(w.start for w, _ in group), max(w.stop for w, _ in group)
     return ChunkWindow(document_id, start, stop, tuple(h for h, _ in ranked)), ranked[0][1]
 
 
 def _as_scored_chunk(w: ChunkWindow, lookup: NeighbourLookup, separator: str) -> ScoredChunk:
     chunks = [lookup.chunk_at(w.document_id, p) for p in range(w.start, w.stop)]
     best = w.best
+    hit_ids = list(dict.fromkeys(i for h in w.hits
+                                 for i in (h.provenance["window"]["hit_ids"] if "window" in h.provenance else [h.id])))
     text = _join_texts(chunks, separator)
     window_chunk = Chunk(
         id=best.chunk.id,
@@ -195,7 +226,7 @@ def _as_scored_chunk(w: ChunkWindow, lookup: NeighbourLookup, separator: str) ->
             "chunk_ids": [c.id for c in chunks],
             "first_position": w.start,
             "last_position": w.stop - 1,
-            "hit_ids": [h.id for h in w.hits],
+            "hit_ids": hit_ids,
         },
     }
     return ScoredChunk(chunk=window_chunk, score=best.score, source=best.source, provenance=provenance)

@@ -49,7 +49,7 @@ class E5SmallParams(ComponentParams):
     category="semantic",
     en=("Multilingual E5 small", "multilingual-e5-small, 4-bit, 384 dimensions: ~100 languages, works offline."),
     es=("E5 small multilingüe", "multilingual-e5-small, 4 bits, 384 dimensiones: ~100 idiomas, funciona sin red."),
-    representation="multilingual-e5-small ({variant})",
+    representation={"en": "multilingual-e5-small ({variant})", "es": "multilingual-e5-small ({variant})"},
 )
 class E5SmallEmbedding(EmbeddingModel[E5SmallParams]):
     SCHEMA = E5SmallParams

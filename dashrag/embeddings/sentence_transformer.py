@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Literal, TypeVar
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from dashrag.core.params import ComponentParams
 from dashrag.core.registry import register
@@ -59,12 +59,18 @@ class EncoderSettings(ComponentParams):
     """The params every sentence-transformers embedding shares."""
 
     batch_size: int = Field(32, ge=1, description="Texts per forward pass (memory vs speed; does not change vectors).")
-    device: str = Field("cpu", min_length=1, description="torch device: cpu, cuda, cuda:1, mps.")
+    device: str = Field("cpu", min_length=1, description=(
+        "torch device: cpu, cuda, cuda:1, mps (any case: DashAI's 'CPU' is read as cpu)."))
     normalize: bool = Field(True, description="Scale every vector to length 1 (cosine and dot then agree).")
     max_seq_length: int | None = Field(None, ge=8, description="Tokens read per text; None: the model's own limit.")
     overflow_strategy: Literal["truncate", "window_average"] = Field(
         "truncate", description="Longer texts: keep the first max_seq_length tokens, or embed consecutive "
                                 "windows and average their unit vectors.")
+
+    @field_validator("device")
+    @classmethod
+    def _torch_device_name(cls, value: str) -> str:
+        return value.lower()  # torch spells devices in lower case; the reference writes "CPU"
 
 
 class SentenceTransformerParams(EncoderSettings):
@@ -168,7 +174,7 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
         "Modelo sentence-transformers",
         "Genera embeddings con cualquier modelo sentence-transformers de esta máquina.",
     ),
-    representation="{model}",
+    representation={"en": "{model}", "es": "{model}"},
 )
 class SentenceTransformerEmbedding(SentenceTransformerBacked[SentenceTransformerParams]):
     SCHEMA = SentenceTransformerParams
@@ -186,7 +192,7 @@ class SentenceTransformerEmbedding(SentenceTransformerBacked[SentenceTransformer
         "MiniLM (all-MiniLM-L6-v2)",
         "Embeddings en inglés rápidos, 384 dimensiones; incluido con dashrag, funciona sin red.",
     ),
-    representation="all-MiniLM-L6-v2",
+    representation={"en": "all-MiniLM-L6-v2", "es": "all-MiniLM-L6-v2"},
 )
 class MiniLMEmbedding(SentenceTransformerBacked[EncoderSettings]):
     SCHEMA = EncoderSettings

@@ -71,7 +71,7 @@ def full_traces(retriever: Retriever) -> Iterator[None]:
     """Every node lists its whole output while the block runs; the previous caps come back after."""
     previous = [(node, node.trace_settings.max_output) for _, node in retriever.iter_nodes()
                 if isinstance(node, Retriever)]
-    retriever.set_trace_params(max_output=None)
+    retriever.set_trace_settings(max_output=None)
     try:
         yield
     finally:

@@ -38,7 +38,7 @@ class EnvCredentialParams(ComponentParams):
     category="llm",
     en=("Environment variable", "Reads an API key from an environment variable when a request needs it."),
     es=("Variable de entorno", "Lee una clave de API de una variable de entorno cuando una petición la necesita."),
-    representation="${var}",
+    representation={"en": "${var}", "es": "${var}"},
 )
 class EnvCredential(ConfigObject[EnvCredentialParams]):
     SCHEMA = EnvCredentialParams

@@ -95,7 +95,7 @@ class LiteLLMParams(ComponentParams):
         "LLM (litellm)",
         "Un modelo de chat con llamada a funciones de cualquier proveedor o servidor compatible con OpenAI.",
     ),
-    representation="{model}",
+    representation={"en": "{model}", "es": "{model}"},
 )
 class LiteLLMModel(ConfigObject[LiteLLMParams]):
     SCHEMA = LiteLLMParams

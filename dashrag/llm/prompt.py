@@ -94,7 +94,7 @@ class SelectionPromptParams(ComponentParams):
     category="llm",
     en=("Selection prompt", "Asks the model to select the best numbered candidates for a query."),
     es=("Prompt de selección", "Pide al modelo que elija los mejores candidatos numerados para una consulta."),
-    representation="Selection prompt",
+    representation={"en": "Selection prompt", "es": "Instrucción de selección"},
 )
 class SelectionPrompt(ConfigObject[SelectionPromptParams]):
     SCHEMA = SelectionPromptParams

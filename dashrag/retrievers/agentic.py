@@ -52,10 +52,8 @@ from dashrag.core.params import (
 )
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result, Retriever
-from dashrag.documents.chunk_set import ChunkSet
-from dashrag.documents.model import Chunk, ScoredChunk
-from dashrag.documents.windows import ChunkWindow, expand_retrieved_chunks, merge_expanded_chunks
-from dashrag.errors import ConfigError, SelectionError, UnknownChunkError
+from dashrag.documents.model import ScoredChunk
+from dashrag.errors import ConfigError, SelectionError
 from dashrag.llm.litellm_model import LiteLLMModel
 from dashrag.llm.prompt import SelectionPrompt
 from dashrag.llm.selection import SelectionVerdict, follow_up_messages, selection_tool_schema, validate_selection
@@ -117,25 +115,6 @@ class AgenticParams(ComponentParams):
                                                description="The function-calling model that selects.")
 
     RULES = (less_or_equal("top_k", "k1"), SLIDING_WINDOW_RULE)
-
-
-class ChunkSetLookup:
-    """The corpus's chunks as the neighbour lookup window expansion needs."""
-
-    def __init__(self, chunks: ChunkSet):
-        self.chunks = chunks
-
-    def chunk_at(self, document_id: str, position: int) -> Chunk:
-        chunk = self.chunks.at(document_id, position)
-        if chunk is None:
-            raise UnknownChunkError(f"no chunk at position {position} of document {document_id!r}")
-        return chunk
-
-    def chunk_count(self, document_id: str) -> int:
-        count = self.chunks.document_size(document_id)
-        if count == 0:
-            raise UnknownChunkError(f"unknown document {document_id!r}")
-        return count
 
 
 @dataclass
@@ -219,7 +198,7 @@ def dedupe_and_cap(chunks: Sequence[ScoredChunk], k1: int) -> list[ScoredChunk]:
         "Reordenador agéntico con LLM",
         "Un LLM elige los mejores candidatos de un recuperador mediante una llamada a función.",
     ),
-    representation="LLM selects top {top_k} of {k1}",
+    representation={"en": "LLM selects top {top_k} of {k1}", "es": "El LLM elige {top_k} de {k1}"},
     operation="Asks the child for k1 candidates and lets the LLM select up to top_k of them, best first.",
 )
 class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
@@ -245,7 +224,7 @@ class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
             "build a new tree to use another child"
         )
 
-    def remove(self, index: int) -> Retriever:
+    def remove(self, child: Retriever) -> Retriever:
         raise ConfigError(f"{self.component_name} cannot remove its child; build a new tree instead")
 
     def close(self) -> None:
@@ -335,6 +314,7 @@ class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
             if verdict.accepted:
                 return [shown[i] for i in verdict.indices or ()]
             problems.append(f"trial {trial}: {verdict.problem}")
+<<<<<<< HEAD
             messages = messages + follow_up_messages(
                 answer.tool_calls, answer.content, verdict.problem or "", n, k, feedback=self.llm.feedback_mode
             )
@@ -352,3 +332,8 @@ class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
     def merge_expanded_chunks(self, chunks: Sequence[ChunkWindow]) -> list[ScoredChunk]:
         """Merge overlapping or touching windows of a document into one chunk each, best hit first."""
         return merge_expanded_chunks(chunks, ChunkSetLookup(self.require_infra().chunks))
+=======
+            messages = messages + follow_up_messages(answer.tool_calls, answer.content, verdict.problem or "", n, k)
+        raise SelectionError(f"{self.component_name}: no valid selection in {p.function_call_max_trials} "
+                             f"trial(s) ({'; '.join(problems)})", record.attempts)
+>>>>>>> main

@@ -57,7 +57,10 @@ class BM25Params(ComponentParams):
     category="keyword",
     en=("BM25", "Ranks chunks by BM25 over the query's terms (Okapi, BM25L, BM25+, Lucene)."),
     es=("BM25", "Ordena fragmentos por BM25 sobre los términos de la consulta (Okapi, BM25L, BM25+, Lucene)."),
-    representation="BM25 {variant} k1={k1} b={b} top {top_k}",
+    representation={
+        "en": "BM25 {variant} k1={k1} b={b} top {top_k}",
+        "es": "BM25 {variant} k1={k1} b={b}, mejores {top_k}",
+    },
 )
 class BM25Retriever(UnitRetriever[BM25Params]):
     SCHEMA = BM25Params

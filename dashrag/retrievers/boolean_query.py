@@ -74,7 +74,7 @@ class BooleanQueryParams(ComponentParams):
         description="The retriever that answers semantic clauses (default: the BM25 + dense hybrid).",
     )
     semantic_top_k: int = Field(
-        100, ge=1, description="Fragments a semantic clause asks the child for (within its scope)."
+        200, ge=1, description="Fragments a semantic clause asks the child for (within its scope; the reference's 200)."
     )
     max_words_for_hybrid: int = Field(
         10,
@@ -120,8 +120,11 @@ class BooleanQueryParams(ComponentParams):
     max_fragments: int = Field(
         _T.max_fragments, ge=1, description="Three-tier selection: the most fragments the diversity tier holds."
     )
-    fill_up_target_documents: int = Field(
-        _T.fill_up_target_documents, ge=1, description="Fill-up: documents to top a result up to."
+    fill_up: bool = Field(
+        False, description="Run the fill-up inside this component (the reference runs it as a separate, later step)."
+    )
+    fill_up_target_fragments: int = Field(
+        _T.fill_up_target_fragments, ge=1, description="Fill-up: fragments to top a selection up to."
     )
     fill_up_max_chars: int = Field(
         _T.fill_up_max_chars, ge=1, description="Fill-up: character budget of the whole selection."
@@ -139,7 +142,8 @@ class BooleanQueryParams(ComponentParams):
         ),
     )
     return_documents: bool = Field(
-        False, description="Return one entry per document (its best fragment) instead of fragments."
+        True,
+        description="Return one entry per document (its best fragment) instead of fragments (the reference's default).",
     )
     trace_fragments: int = Field(10, ge=0, description="Fragments listed per syntax-tree node in the trace.")
 
@@ -170,7 +174,7 @@ class BooleanQueryParams(ComponentParams):
         'Responde consultas como "solicitante de asilo" AND PAIS=IQ: '
         "cláusulas semánticas, de texto y de categoría con AND/OR/NOT.",
     ),
-    representation="Boolean over [{children}]",
+    representation={"en": "Boolean over [{children}]", "es": "Booleano sobre [{children}]"},
     operation="Parses the expression, answers semantic clauses with the child (restricted before top-k), "
     "text and category clauses with its indexes, combines fragments with AND/OR/NOT, then reranks and selects.",
 )
@@ -271,7 +275,8 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
         result, tree_trace = evaluate(tree, runner, scope, rerank_branch=branch, trace_fragments=p.trace_fragments)
         timings["evaluate_ms"] = _ms(started)
         started = time.perf_counter()
-        output, decisions = select_output(tree, result.ranked(), p.thresholds(), p.return_documents, reranker)
+        output, decisions = select_output(tree, result.ranked(), p.thresholds(), p.return_documents, reranker,
+                                          only_filters=result.is_filter, run_fill_up=p.fill_up)
         timings["select_ms"] = _ms(started)
         name = self.component_name
         output = [ScoredChunk(f.chunk, f.score, name, {**f.provenance, "clause_source": f.source}) for f in output]

@@ -79,7 +79,10 @@ class CrossEncoderParams(ComponentParams):
         "Reordenador cross-encoder",
         "Vuelve a puntuar los candidatos de un recuperador leyendo consulta y fragmento juntos.",
     ),
-    representation="Cross-encoder top {top_k} of {fetch_k} ({model})",
+    representation={
+        "en": "Cross-encoder top {top_k} of {fetch_k} ({model})",
+        "es": "Cross-encoder: {top_k} mejores de {fetch_k} ({model})",
+    },
     operation="Scores each of the child's fetch_k candidates with the cross-encoder and keeps the top_k.",
 )
 class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):

@@ -105,6 +105,8 @@ class DenseParams(ComponentParams):
     embedding: ComponentSpec = component_field("embedding", spec("MiniLMEmbedding"),
                                                description="The model that embeds chunks and queries.")
 
+    ALIASES = {"embedding_model": "embedding"}  # DashAI's name for the field
+
 
 @register(
     kind="retriever",
@@ -115,7 +117,10 @@ class DenseParams(ComponentParams):
         "Embeddings densos",
         "Ordena fragmentos por la similitud de su embedding con el de la consulta (búsqueda exacta).",
     ),
-    representation="Dense {similarity_metric} top {top_k} ({embedding})",
+    representation={
+        "en": "Dense {similarity_metric} top {top_k} ({embedding})",
+        "es": "Denso {similarity_metric}, mejores {top_k} ({embedding})",
+    },
 )
 class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
     SCHEMA = DenseParams

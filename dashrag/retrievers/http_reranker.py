@@ -128,7 +128,10 @@ class HttpRerankerParams(ComponentParams):
         "Reordenador HTTP",
         "Vuelve a puntuar candidatos con un endpoint /rerank al estilo de Text Embeddings Inference.",
     ),
-    representation="HTTP rerank top {top_k} of {fetch_k} ({api_base})",
+    representation={
+        "en": "HTTP rerank top {top_k} of {fetch_k} ({api_base})",
+        "es": "Reordenación HTTP: {top_k} mejores de {fetch_k} ({api_base})",
+    },
     operation="Sends the child's fetch_k candidates to the /rerank endpoint in parallel batches and keeps the top_k.",
 )
 class HttpReranker(CompositeRetriever[HttpRerankerParams]):

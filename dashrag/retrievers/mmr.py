@@ -1,23 +1,28 @@
 """MMRRerankerRetriever: maximal marginal relevance over one child's candidates.
 
-The child proposes ``fetch_k`` candidates; MMR then picks ``top_k`` of them
-greedily, each time the candidate that is most relevant to the query and least
-similar to what is already picked (Carbonell & Goldstein, 1998)::
+The child proposes its candidates (as many as its own ``top_k``, as in DashAI, or
+``fetch_k`` when that is set); when they already fit ``top_k`` they are returned as
+they are, otherwise MMR picks ``top_k`` of them greedily (Carbonell & Goldstein,
+1998), as the reference does:
 
-    mmr(c) = λ · sim(c, query) − (1 − λ) · max_{s ∈ picked} sim(c, s)
-
-with cosine similarity for both terms, so λ = 1 is plain relevance order and
-λ = 0 maximal diversity. Ties go to the candidate the child ranked higher. The
-score of each pick is its MMR value, which never increases along the picks
-(the max over nothing picked is taken as −1, see ``mmr_select``).
+* the first pick is the most relevant candidate, whatever λ;
+* each later pick maximises ``λ · relevance(c) − (1 − λ) · max_{s ∈ picked} sim(c, s)``;
+* *relevance* is the child's own score of the candidate (in the rerank cascade, the
+  precise stage's score), never a cosine recomputed against the query; *sim* is the
+  cosine between candidate vectors;
+* λ = 1 returns the input order exactly; λ = 0, after the most relevant, always the
+  candidate least similar to those picked;
+* MMR re-orders, it does not re-score: every chunk keeps its score (and source), and
+  its MMR value goes into the provenance (``mmr_score``) and the trace;
+* with no more candidates than ``top_k`` (so with one or none) MMR does not run;
+* ``score_chunks`` is the child's, as in DashAI (MMR orders a set, it does not score a chunk).
 
 Vectors come from, in order: the child itself when it holds them (a
-``DenseEmbeddingRetriever``: its chunk vectors and its query embedding); a dense
-node inside the child whose embedding has the same cache key as this node's
-own ``embedding`` (a hybrid's dense half); otherwise this node's ``embedding``
-embeds the query and the candidates at query time. So MMR works over any child,
-composites and keyword retrievers included. The trace's ``selection`` names the
-source and lists every pick with its relevance and max-similarity.
+``DenseEmbeddingRetriever``); a dense node inside the child whose embedding has the
+same cache key as this node's own ``embedding`` (a hybrid's dense half); otherwise
+this node's ``embedding`` embeds the candidates at query time. So MMR works over any
+child, composites and keyword retrievers included. The trace's ``selection`` names
+the source and lists every pick with its relevance and max-similarity.
 """
 
 from __future__ import annotations
@@ -34,9 +39,8 @@ from dashrag.core.retriever import CompositeRetriever, Result, Retriever, check_
 from dashrag.documents.model import ScoredChunk
 from dashrag.embeddings.base import EmbeddingModel
 from dashrag.embeddings.overflow import unit_rows
+from dashrag.errors import RetrievalError
 from dashrag.retrievers.dense import DenseEmbeddingRetriever
-
-NO_REDUNDANCY = -1.0  # the max similarity to nothing: the least a cosine can be
 
 
 @dataclass(frozen=True)
@@ -48,28 +52,48 @@ class Pick:
 
 
 def mmr_select(relevance: np.ndarray, similarity: np.ndarray, lambda_mult: float, k: int) -> list[Pick]:
-    """Greedy MMR over ``n`` candidates: ``relevance`` (n,), ``similarity`` (n, n), cosines; ties → lower index.
+    """Greedy MMR over ``n`` candidates given in their input order: ``relevance`` (n,), ``similarity`` (n, n).
 
-    Before the first pick the max similarity is taken as −1 (the lowest cosine),
-    not 0: with 0, a candidate whose similarity to the first pick is negative
-    would score *higher* after it than the first pick did. With −1 every
-    candidate's value can only fall as picks accumulate, so the values are
-    non-increasing along the picks and serve as scores. The first pick is the
-    most relevant candidate whatever λ > 0 (for λ = 0, the child's first).
+    The first pick is the most relevant (ties → lower index) and its MMR value is ``λ · relevance``
+    (nothing picked yet to be similar to); every later pick maximises the MMR value (ties → lower
+    index). λ = 1 returns the first ``k`` in input order, exactly. Shapes that do not fit, or λ
+    outside [0, 1], raise RetrievalError.
     """
     relevance = np.asarray(relevance, dtype=np.float64)
     similarity = np.asarray(similarity, dtype=np.float64)
-    n = relevance.shape[0]
-    max_similarity = np.full(n, NO_REDUNDANCY)
-    available = np.ones(n, dtype=bool)
+    n = relevance.shape[0] if relevance.ndim == 1 else -1
+    if relevance.ndim != 1 or similarity.shape != (n, n):
+        raise RetrievalError(f"mmr_select: relevance must be (n,) and similarity (n, n); got {relevance.shape} "
+                             f"and {similarity.shape}")
+    if not 0.0 <= lambda_mult <= 1.0:
+        raise RetrievalError(f"mmr_select: lambda_mult must lie in [0, 1], got {lambda_mult}")
+    count = max(0, min(int(k), n))
+    if lambda_mult == 1.0:  # relevance only: the input order, as the reference returns it
+        return [Pick(i, float(relevance[i]), float(relevance[i]), None) for i in range(count)]
     picks: list[Pick] = []
-    for _ in range(min(k, n)):
+    if count == 0:
+        return picks
+    first = int(np.argmax(relevance))
+    picks.append(Pick(first, float(lambda_mult * relevance[first]), float(relevance[first]), None))
+    available = np.ones(n, dtype=bool)
+    available[first] = False
+    max_similarity = similarity[first].copy()
+    for _ in range(count - 1):
         values = np.where(available, lambda_mult * relevance - (1 - lambda_mult) * max_similarity, -np.inf)
         i = int(np.argmax(values))  # the first maximum: the lowest index wins a tie
-        picks.append(Pick(i, float(values[i]), float(relevance[i]), float(max_similarity[i]) if picks else None))
+        picks.append(Pick(i, float(values[i]), float(relevance[i]), float(max_similarity[i])))
         available[i] = False
         max_similarity = np.maximum(max_similarity, similarity[i])
     return picks
+
+
+def reorder(candidates: Sequence[ScoredChunk], picks: Sequence[Pick], source: str) -> list[ScoredChunk]:
+    """The picked candidates in pick order, each keeping its score; the MMR value goes into the provenance."""
+    return [candidates[p.index].rescored(candidates[p.index].score, candidates[p.index].source,
+                                         mmr_score=p.score, mmr_rank=rank, mmr_by=source,
+                                         mmr_relevance=p.relevance, mmr_max_similarity=p.max_similarity,
+                                         input_rank=p.index + 1)
+            for rank, p in enumerate(picks, start=1)]
 
 
 class MMRParams(ComponentParams):
@@ -78,12 +102,14 @@ class MMRParams(ComponentParams):
         description="The one retriever whose candidates MMR re-orders (any retriever, composites included).")
     lambda_mult: float = Field(0.5, ge=0, le=1, description="1: relevance only; 0: diversity only.")
     top_k: int = Field(5, ge=1, description="How many chunks to return.")
-    fetch_k: int = Field(20, ge=1, description="How many candidates to ask the child for.")
+    fetch_k: int | None = Field(None, ge=1, description=(
+        "How many candidates to ask the child for; None: as many as the child's own top_k (DashAI's way)."))
     embedding: ComponentSpec = component_field(
         "embedding", spec("MiniLMEmbedding"),
         description="Embeds query and candidates when the child holds no vectors of its own.")
 
     RULES = (less_or_equal("top_k", "fetch_k"),)
+    ALIASES = {"mmr_lambda": "lambda_mult"}  # DashAI's name
 
 
 @register(
@@ -92,7 +118,7 @@ class MMRParams(ComponentParams):
     category="rerank",
     en=("MMR reranker", "Re-orders a retriever's candidates to be relevant yet diverse (maximal marginal relevance)."),
     es=("Reordenador MMR", "Reordena los candidatos de un recuperador para que sean relevantes y diversos (MMR)."),
-    representation="MMR λ={lambda_mult} top {top_k} of {fetch_k}",
+    representation={"en": "MMR λ={lambda_mult} top {top_k}", "es": "MMR λ={lambda_mult}, {top_k} mejores"},
     operation="Picks top_k of the child's fetch_k candidates, trading relevance against similarity to earlier picks.",
 )
 class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
@@ -128,11 +154,6 @@ class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
                 return node, f"vectors of {path} (same embedding)"
         return None, "candidates embedded with this node's embedding"
 
-    def _query_vectors(self, queries: list[str]) -> np.ndarray:
-        dense, _ = self.vector_source()
-        embedder: Any = dense if dense is not None else self.nested["embedding"]
-        return unit_rows(embedder.embed_queries(queries))
-
     def _chunk_vectors(self, chunk_ids: Sequence[int]) -> np.ndarray:
         dense, _ = self.vector_source()
         if dense is not None:
@@ -148,45 +169,28 @@ class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
 
     def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
         k = int(kwargs.get("top_k") or self.params.top_k)
-        fetch = max(self.params.fetch_k, k)
-        answers = self.child.retrieve_batch(queries, **{**kwargs, "top_k": fetch})
-        query_vectors = self._query_vectors(queries)
-        candidate_ids = sorted({c.id for chunks, _ in answers for c in chunks})
+        child_kwargs = {key: value for key, value in kwargs.items() if key != "top_k"}  # the child's own top_k
+        if self.params.fetch_k is not None:
+            child_kwargs["top_k"] = max(self.params.fetch_k, k)
+        answers = self.child.retrieve_batch(queries, **child_kwargs)
+        candidate_ids = sorted({c.id for chunks, _ in answers if len(chunks) > k for c in chunks})
         vectors = dict(zip(candidate_ids, self._chunk_vectors(candidate_ids))) if candidate_ids else {}
-        return [
-            self._select(q_vector, chunks, trace, vectors, k)
-            for q_vector, (chunks, trace) in zip(query_vectors, answers)
-        ]
+        return [self._select(chunks, trace, vectors, k) for chunks, trace in answers]
 
-    def _select(
-        self,
-        query_vector: np.ndarray,
-        candidates: list[ScoredChunk],
-        child_trace: dict,
-        vectors: dict[int, np.ndarray],
-        k: int,
-    ) -> Result:
-        matrix = (
-            np.stack([vectors[c.id] for c in candidates])
-            if candidates
-            else np.empty((0, len(query_vector)), np.float32)
-        )
-        picks = mmr_select(matrix @ query_vector, matrix @ matrix.T, self.params.lambda_mult, k)
-        chosen = [
-            candidates[p.index].rescored(
-                p.score,
-                self.component_name,
-                relevance=p.relevance,
-                max_similarity=p.max_similarity,
-                child_rank=p.index + 1,
-                child_score=candidates[p.index].score,
-            )
-            for p in picks
-        ]
+    def _select(self, candidates: list[ScoredChunk], child_trace: dict, vectors: dict[int, np.ndarray],
+                k: int) -> Result:
+        lam = self.params.lambda_mult
+        if len(candidates) <= k:  # they all fit: nothing to choose between, MMR does not run (as DashAI)
+            summary = f"MMR not run: {len(candidates)} candidate(s) fit top_k={k}"
+            return candidates[:k], [child_trace], {"summary": summary, "lambda_mult": lam, "ran": False,
+                                                    "candidates": len(candidates)}
+        matrix = np.stack([vectors[c.id] for c in candidates])
+        relevance = np.array([c.score for c in candidates], dtype=np.float64)  # the child's scores
+        picks = mmr_select(relevance, matrix @ matrix.T, lam, k)
         _, how = self.vector_source()
         selection = {
-            "summary": f"MMR λ={self.params.lambda_mult}: picked {len(picks)} of {len(candidates)} candidates",
-            "lambda_mult": self.params.lambda_mult,
+            "summary": f"MMR λ={lam}: picked {len(picks)} of {len(candidates)} candidates",
+            "lambda_mult": lam, "ran": True, "relevance": "the child's scores",
             "candidates": len(candidates),
             "vectors": how,
             "order": [
@@ -200,17 +204,8 @@ class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
                 for p in picks
             ],
         }
-        return chosen, [child_trace], selection
+        return reorder(candidates, picks, self.component_name), [child_trace], selection
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
-        """MMR over exactly these chunks, candidates in relevance order; distance = −MMR value (pick order)."""
-        query = check_query(query)
-        ids = [int(c) for c in chunk_ids]
-        if not ids:
-            return []
-        matrix = self._chunk_vectors(ids)
-        relevance = matrix @ self._query_vectors([query])[0]
-        order = np.lexsort((np.asarray(ids), -relevance))  # relevance first, then chunk id
-        matrix, ids = matrix[order], [ids[i] for i in order]
-        picks = mmr_select(relevance[order], matrix @ matrix.T, self.params.lambda_mult, len(ids))
-        return [(ids[p.index], -p.score) for p in picks]
+        """The child's distances, as in DashAI: MMR orders a set of candidates, it does not score a chunk."""
+        return self.child.score_chunks(chunk_ids, check_query(query))

@@ -70,7 +70,7 @@ def run_concurrently(calls: Sequence[Callable[[], Any]], pool: ThreadPoolExecuto
 @register(kind="retriever", icon="GitMerge", category="composite",
           en=("Parallel fusion", "Runs several retrievers side by side and fuses their rankings."),
           es=("Fusión en paralelo", "Ejecuta varios recuperadores a la vez y fusiona sus rankings."),
-          representation="{merge_strategy} of [{children}]",
+          representation={"en": "{merge_strategy} of [{children}]", "es": "{merge_strategy} de [{children}]"},
           operation="Runs every child on the query concurrently, deduplicates by chunk id and fuses the rankings.")
 class ParallelRetriever(CompositeRetriever[ParallelParams]):
     SCHEMA = ParallelParams

@@ -57,7 +57,7 @@ class SequentialParams(ComponentParams):
     category="composite",
     en=("Sequential cascade", "The first retriever proposes candidates; each next one re-scores and narrows them."),
     es=("Cascada secuencial", "El primer recuperador propone candidatos; cada siguiente los re-puntúa y reduce."),
-    representation="cascade [{children}]",
+    representation={"en": "cascade [{children}]", "es": "cascada [{children}]"},
     operation="Retrieves with the first child, then narrows the survivors stage by stage with score_chunks.",
 )
 class SequentialRetriever(CompositeRetriever[SequentialParams]):

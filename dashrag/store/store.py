@@ -77,9 +77,17 @@ class Store:
         return ChunkSet(Chunk(id=r[0], document_id=r[1], position=r[2], text=r[3], start=r[4], end=r[5],
                               metadata=categories.get(r[1], {})) for r in rows)
 
-    def add_retriever_record(self, name: str, config: dict, folder: str, fingerprint: str) -> None:
+    def add_retriever_record(self, name: str, config: dict, folder: str, fingerprint: str) -> int:
+        """Record a saved retriever; returns the record's id (what ``Retriever.set_id`` ties a tree to)."""
         with Session(self.engine) as session, session.begin():
-            session.add(RetrieverRecord(name=name, config=config, folder=folder, corpus_fingerprint=fingerprint))
+            record = RetrieverRecord(name=name, config=config, folder=folder, corpus_fingerprint=fingerprint)
+            session.add(record)
+            session.flush()
+            return int(record.id)
+
+    def retriever_record(self, record_id: int) -> RetrieverRecord | None:
+        with Session(self.engine) as session:
+            return session.get(RetrieverRecord, record_id)
 
     def retriever_records(self) -> list[RetrieverRecord]:
         with Session(self.engine) as session:

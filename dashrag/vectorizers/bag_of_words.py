@@ -38,8 +38,26 @@ class BagOfWordsParams(ComponentParams):
     max_df: float = Field(1.0, gt=0, description="Drop terms in more documents: a fraction if <= 1, else a count.")
     max_features: int | None = Field(None, ge=1, description="Keep only the most frequent terms.")
     stemmer: str | None = Field(None, description="Snowball stemmer language (e.g. 'english'); None: no stemming.")
+    custom_stop_words: list[str] | None = Field(None, description=(
+        "More words to remove, on top of stop_words (compared after lower-casing when lowercase is on)."))
+    drop_source_columns: bool = Field(False, description=(
+        "Accepted so DashAI configs load; DashAI drops a dataset's text columns after converting them, "
+        "dashrag has no columns, so the value changes nothing."))
 
     RULES = (less_or_equal("ngram_min", "ngram_max"),)
+    ALIASES = {"lower_bound_ngrams": "ngram_min", "upper_bound_ngrams": "ngram_max"}  # DashAI's names
+
+    def stop_word_set(self) -> frozenset[str] | None:
+        """The words removed before counting: the named list and the custom words (None: none)."""
+        words = set(ENGLISH_STOP_WORDS) if self.stop_words == "english" else set()
+        if self.custom_stop_words:
+            words.update(w.lower() if self.lowercase else w for w in self.custom_stop_words)
+        return frozenset(words) if words else None
+
+
+def _as_list(words: frozenset[str] | None) -> list[str] | None:
+    """scikit-learn takes a stop-word list (sorted: the vectorizer's params stay reproducible)."""
+    return None if words is None else sorted(words)
 
 
 def _df_bound(value: float) -> int | float:
@@ -53,7 +71,10 @@ def _df_bound(value: float) -> int | float:
     category="keyword",
     en=("Bag of words", "Counts words or n-grams per text, with optional stop words and stemming."),
     es=("Bolsa de palabras", "Cuenta palabras o n-gramas por texto, con palabras vacías y lematización opcionales."),
-    representation="{analyzer} {ngram_min}-{ngram_max}-grams",
+    representation={
+        "en": "{analyzer} {ngram_min}-{ngram_max}-grams",
+        "es": "{analyzer}, n-gramas de {ngram_min} a {ngram_max}",
+    },
 )
 class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
     SCHEMA = BagOfWordsParams
@@ -83,7 +104,7 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         stem = Stemmer.Stemmer(p.stemmer).stemWords
         base = CountVectorizer(lowercase=p.lowercase, strip_accents=p.strip_accents, token_pattern=TOKEN_PATTERN)
         preprocess, tokenize = base.build_preprocessor(), base.build_tokenizer()
-        stop = ENGLISH_STOP_WORDS if p.stop_words == "english" else frozenset()
+        stop = p.stop_word_set() or frozenset()
         lo, hi = p.ngram_min, p.ngram_max
 
         def analyze(text: str) -> list[str]:
@@ -97,26 +118,13 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
     def _make(self, vocabulary: Mapping[str, int] | None = None) -> CountVectorizer:
         p = self.params
         analyzer = self.analyzer()
-        kwargs = (
-            {}
-            if callable(analyzer)
-            else {
-                "lowercase": p.lowercase,
-                "strip_accents": p.strip_accents,
-                "stop_words": p.stop_words,
-                "ngram_range": (p.ngram_min, p.ngram_max),
-                "token_pattern": TOKEN_PATTERN,
-            }
-        )
-        return CountVectorizer(
-            analyzer=analyzer,
-            min_df=_df_bound(p.min_df),
-            max_df=_df_bound(p.max_df),
-            max_features=p.max_features,
-            vocabulary=vocabulary,
-            dtype=np.float32,
-            **kwargs,
-        )
+        stop_words = _as_list(p.stop_word_set()) if p.custom_stop_words else p.stop_words
+        kwargs = {} if callable(analyzer) else {
+            "lowercase": p.lowercase, "strip_accents": p.strip_accents, "stop_words": stop_words,
+            "ngram_range": (p.ngram_min, p.ngram_max), "token_pattern": TOKEN_PATTERN,
+        }
+        return CountVectorizer(analyzer=analyzer, min_df=_df_bound(p.min_df), max_df=_df_bound(p.max_df),
+                               max_features=p.max_features, vocabulary=vocabulary, dtype=np.float32, **kwargs)
 
     def fit_transform(self, texts: list[str]) -> sp.csr_matrix:
         self._vectorizer, self._analyze = self._make(), None

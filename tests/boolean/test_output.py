@@ -16,7 +16,7 @@ def frag(cid: int, score: float) -> ScoredChunk:
 
 RANKED = [frag(3, 0.9), frag(1, 0.7), frag(2, 0.5), frag(4, 0.3), frag(5, 0.05)]
 T = SelectionThresholds(min_document_score=0.1, min_score=0.5, fallback_top_n=2, min_documents=2, max_fragments=4,
-                        fill_up_target_documents=3)
+                        fill_up_target_fragments=3)
 
 
 def by_length(query: str, texts, fragments=()):
@@ -40,11 +40,24 @@ def test_the_reranked_path_scores_with_the_semantic_clauses():
     assert (seen, record["path"]) == (["alpha"], "reranked")
 
 
-def test_the_reranked_path_applies_the_three_tiers_and_the_fill_up():
+def test_the_reranked_path_applies_the_tiers_and_leaves_the_fill_up_to_a_later_step():
     out, record = select_output(parse('"q"'), RANKED, T, False, by_length)
     # by length/100 every score is below 0.5: tier 2 takes the top 2 (chunks 3, 2: d2, d1), which cover
-    # min_documents 2; the fill-up adds the best fragment of new documents (4 of d3) up to 3 documents
-    assert ([f.id for f in out], record["tiers"]["tier"], record["fill_up"]["added"]) == ([3, 2, 4], "diversity", 1)
+    # min_documents 2; the fill-up is the reference's separate step, so it does not run here
+    assert ([f.id for f in out], record["tiers"]["tier"], "fill_up" in record) == ([3, 2], "diversity", False)
+
+
+def test_the_fill_up_runs_inside_only_when_asked():
+    out, record = select_output(parse('"q"'), RANKED, T, False, by_length, run_fill_up=True)
+    # the best below-threshold candidate (4: 0.08) tops the 2 fragments up to the target of 3 fragments
+    assert ([f.id for f in out], record["fill_up"]["added"]) == ([3, 2, 4], 1)
+
+
+def test_a_category_only_query_returns_document_stubs():
+    out, record = select_output(parse("CAT=A"), RANKED, T, True, by_length, only_filters=True)
+    assert record["path"] == "category_only"
+    assert [(d.document_id, d.id, d.chunk.text, d.score, d.provenance["fragment_id"]) for d in out] == [
+        ("d1", 1, None, 1.0, "d1"), ("d2", 3, None, 1.0, "d2"), ("d3", 4, None, 1.0, "d3"), ("d4", 5, None, 1.0, "d4")]
 
 
 def test_documents_are_scored_by_their_best_fragment():
@@ -53,10 +66,13 @@ def test_documents_are_scored_by_their_best_fragment():
         ("d2", 0.9, [3]), ("d1", 0.7, [1, 2]), ("d3", 0.3, [4]), ("d4", 0.05, [5])]
 
 
-def test_reranked_documents_keep_at_least_min_documents_then_fill_up():
+def test_reranked_documents_apply_the_tiers_in_order_then_the_document_safety_net():
     out, record = select_output(parse('"q"'), RANKED, T, True, by_length)
-    # tier 3: no document reaches 0.5, so the best 2 (d2 0.23, d1 0.13); the fill-up adds d3 (0.08) to reach 3
-    assert ([d.document_id for d in out], record["documents"]) == (
-        ["d2", "d1", "d3"],
-        {"tier3_kept": 2, "after_fill_up": 3},
-    )
+    # tiers 1-2 select chunks 3 and 2 (d2 0.23, d1 0.13); tier 3 keeps at least min_documents 2 of them
+    assert ([d.document_id for d in out], record["documents"]) == (["d2", "d1"], {"tier3_kept": 2, "returned": 2})
+
+
+def test_tier_three_tops_up_from_the_reranked_list_when_the_selection_covers_too_few_documents():
+    t = SelectionThresholds(min_score=0.5, fallback_top_n=1, min_documents=3, max_fragments=1)
+    out, _ = select_output(parse('"q"'), RANKED, t, True, by_length)
+    assert [d.document_id for d in out] == ["d2", "d1", "d3"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from dashrag.boolean import (
@@ -26,10 +28,14 @@ def documents_of(fragments) -> set[str]:
     return {f.document_id for f in fragments}
 
 
-def test_defaults_are_the_issue_defaults():
+def test_defaults_are_the_reference_defaults():
     t = DEFAULTS
     assert (t.rerank_round_size, t.rerank_max_chars, t.min_score, t.fallback_top_n, t.min_documents,
-            t.max_fragments, t.fill_up_target_documents) == (5000, 24000, 0.10, 50, 5, 100, 10)
+            t.max_fragments, t.fill_up_target_fragments) == (5000, 24000, 0.10, 50, 5, 100, 10)
+
+
+def test_fast_path_defaults_are_the_reference_cutoff_and_cap():
+    assert (DEFAULTS.min_document_score, DEFAULTS.top_m) == (0.05, 1000)
 
 
 def test_thresholds_refuse_a_fallback_larger_than_the_cap():
@@ -73,15 +79,22 @@ def test_fast_path_keeps_the_global_top_m():
 # -- three tiers ---------------------------------------------------------------------------------
 
 def test_tier_one_keeps_every_fragment_at_or_above_the_minimum():
-    fragments = [frag(i, f"d{i % 3}", 0.1 + i / 1000) for i in range(150)] + [frag(500, "z", 0.0999)]
+    fragments = [frag(i, f"d{i % 3}", 0.1 + i / 1000) for i in range(60)] + [frag(500, "z", 0.0999)]
     selected, info = three_tier_select(fragments, DEFAULTS)
-    assert (len(selected), 500 in {f.id for f in selected}, info["tier"]) == (150, False, "threshold")
+    assert (len(selected), 500 in {f.id for f in selected}, info["tier"]) == (60, False, "threshold")
+
+
+def test_tier_one_is_capped_at_max_fragments_like_tier_two():
+    fragments = [frag(i, f"d{i % 3}", 0.1 + i / 1000) for i in range(150)]
+    selected, info = three_tier_select(fragments, DEFAULTS)
+    assert (len(selected), info["qualified"], selected[0].id, selected[-1].id) == (100, 150, 149, 50)
 
 
 def worked_example() -> list[ScoredChunk]:
-    """219 fragments all below 0.1; the top 50 cycle through 8 documents, the rest belong to 20 others."""
-    top = [frag(i, f"top{i % 8}", 0.09 - i * 0.0001) for i in range(50)]
-    rest = [frag(50 + i, f"low{i % 20}", 0.08 - i * 0.0001) for i in range(169)]
+    """The reference's example: 219 fragments, the best scoring 0.0237; the top 50 cycle through 8 documents,
+    the other 169 belong to 20 others."""
+    top = [frag(i, f"top{i % 8}", 0.0237 - i * 0.0001) for i in range(50)]
+    rest = [frag(50 + i, f"low{i % 20}", 0.0187 - i * 0.0001) for i in range(169)]
     return top + rest
 
 
@@ -118,7 +131,8 @@ def test_tier_two_with_fewer_fragments_than_the_top_n_returns_them_all():
 
 
 def test_nothing_in_nothing_out():
-    assert three_tier_select([], DEFAULTS) == ([], {"tier": "empty", "selected": 0, "documents": 0})
+    selected, info = three_tier_select([], DEFAULTS)
+    assert (selected, info["tier"], info["selected"], info["documents"]) == ([], "empty", 0, 0)
 
 
 def test_document_selection_keeps_every_document_above_the_minimum():
@@ -134,18 +148,17 @@ def test_document_selection_tops_up_to_the_minimum_number_of_documents():
 
 # -- fill-up ------------------------------------------------------------------------------------
 
-def test_fill_up_reaches_the_target_document_count_best_first():
-    selected = [frag(i, f"s{i}", 0.5) for i in range(4)]                                  # 4 documents
-    below = [frag(100 + i, f"n{i}", 0.09 - i * 0.001) for i in range(10)]                 # 10 new documents
+def test_fill_up_counts_fragments_not_documents():
+    selected = [frag(i, "a", 0.5) for i in range(4)]                                       # 4 fragments, 1 document
+    below = [frag(100 + i, "a" if i % 2 else f"n{i}", 0.09 - i * 0.001) for i in range(10)]
     result, info = fill_up(selected, selected + below, DEFAULTS)
-    assert ([f.id for f in result[4:]], info["documents"]) == ([100, 101, 102, 103, 104, 105], 10)
+    assert ([f.id for f in result[4:]], info["fragments"]) == ([100, 101, 102, 103, 104, 105], 10)
 
 
-def test_fill_up_skips_documents_already_covered():
-    selected = [frag(1, "a", 0.5)]
-    below = [frag(2, "a", 0.09), frag(3, "b", 0.08)]
-    result, _ = fill_up(selected, below, DEFAULTS)
-    assert [f.id for f in result] == [1, 3]
+def test_fill_up_does_nothing_at_ten_fragments_or_more():
+    selected = [frag(i, "a", 0.5) for i in range(10)]
+    result, info = fill_up(selected, selected + [frag(99, "b", 0.05)], DEFAULTS)
+    assert (len(result), info["triggered"], info["added"]) == (10, False, 0)
 
 
 def test_fill_up_only_uses_below_threshold_fragments():
@@ -160,3 +173,11 @@ def test_fill_up_respects_the_character_budget():
     result, info = fill_up(selected, below, t)
     # 60 + 50 > 100: skip 2; 60 + 30 = 90: take 3; 90 + 20 > 100: skip 4
     assert ([f.id for f in result], info["chars"], info["skipped_for_budget"]) == ([1, 3], 90, 2)
+
+
+def test_fill_up_logs_once_when_it_triggers(caplog):
+    with caplog.at_level(logging.INFO, logger="dashrag.boolean.selection"):
+        fill_up([frag(1, "a", 0.5)], [frag(100 + i, f"n{i}", 0.05) for i in range(20)], DEFAULTS)
+        fill_up([frag(i, "a", 0.5) for i in range(10)], [frag(99, "b", 0.05)], DEFAULTS)
+    assert [r.getMessage() for r in caplog.records] == [
+        "fill-up: 1 fragment(s) selected, fewer than 10; adding below-threshold candidates"]

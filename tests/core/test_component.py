@@ -22,8 +22,9 @@ def test_python_construction_validates_like_json():
 
 def test_representation_fills_own_placeholders():
     tree = build_component({"component": "TFIDFRetriever", "params": {"top_k": 4}})
-    assert tree.get_representation() == "TF-IDF top 4"
-    assert tree.nested["vectorizer"].get_representation() == "word 1-1-grams"
+    assert tree.render_representation() == "TF-IDF top 4"
+    assert tree.render_representation("es") == "TF-IDF, mejores 4"
+    assert tree.nested["vectorizer"].render_representation() == "word 1-1-grams"
 
 
 def test_representation_fills_nested_placeholders(monkeypatch):
@@ -34,12 +35,9 @@ def test_representation_fills_nested_placeholders(monkeypatch):
         }
     )
     meta = type(tree).META
-    monkeypatch.setattr(
-        type(tree),
-        "META",
-        type(meta)(**{**meta.__dict__, "representation": "{vectorizer} up to {vectorizer.ngram_max}-grams, {missing}"}),
-    )
-    assert tree.get_representation() == "BagOfWordsConverter up to 3-grams, {missing}"
+    template = {"en": "{vectorizer} up to {vectorizer.ngram_max}-grams, {missing}", "es": "-"}
+    monkeypatch.setattr(type(tree), "META", type(meta)(**{**meta.__dict__, "representation": template}))
+    assert tree.render_representation() == "BagOfWordsConverter up to 3-grams, {missing}"
 
 
 def test_schema_summary_is_recursive():

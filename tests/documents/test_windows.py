@@ -161,10 +161,29 @@ def test_overlapping_windows_merge_into_one_chunk():
     assert merged_spans(out) == [("doc0", 1, 4)]
 
 
-def test_touching_windows_merge_into_one_chunk():
+def test_touching_windows_stay_separate():
     texts, chunks = corpus_of([8])
     out = expand_and_merge([hit(chunks[1], 1.0), hit(chunks[4], 0.5)], 3, ChunkTable(chunks))
-    assert merged_spans(out) == [("doc0", 0, 5)]
+    assert merged_spans(out) == [("doc0", 0, 2), ("doc0", 3, 5)]
+
+
+def test_windows_sharing_one_chunk_merge():
+    texts, chunks = corpus_of([8])
+    out = expand_and_merge([hit(chunks[1], 1.0), hit(chunks[3], 0.5)], 3, ChunkTable(chunks))
+    assert merged_spans(out) == [("doc0", 0, 4)]
+
+
+def test_a_plain_chunk_passes_through_merge_unwidened():
+    texts, chunks = corpus_of([8])
+    plain = hit(chunks[5], 0.3)
+    assert merge_expanded_chunks([plain], ChunkTable(chunks)) == [plain]
+
+
+def test_a_plain_chunk_inside_a_window_merges_into_it_without_widening_it():
+    texts, chunks = corpus_of([8])
+    (window,) = expand_retrieved_chunks([hit(chunks[2], 1.0)], 3, ChunkTable(chunks))
+    out = merge_expanded_chunks([window, hit(chunks[3], 0.2)], ChunkTable(chunks))
+    assert merged_spans(out) == [("doc0", 1, 3)] and out[0].provenance["window"]["hit_ids"] == [2, 3]
 
 
 def test_windows_with_a_gap_stay_apart():
@@ -212,7 +231,7 @@ def test_overlapping_chunk_texts_are_not_repeated():
 
 def test_chunks_without_offsets_are_joined_with_the_separator():
     chunks = [Chunk(0, "d", 0, "one"), Chunk(1, "d", 1, "two"), Chunk(2, "d", 2, "three")]
-    windows = expand_retrieved_chunks([hit(chunks[1], 1.0)], 3, ChunkTable(chunks))
+    windows = expand_retrieved_chunks([hit(chunks[1], 1.0)], 3, ChunkTable(chunks), separator="\n")
     (merged,) = merge_expanded_chunks(windows, ChunkTable(chunks), separator="\n")
     assert merged.chunk.text == "one\ntwo\nthree"
 
@@ -220,7 +239,7 @@ def test_chunks_without_offsets_are_joined_with_the_separator():
 def test_a_hit_listed_twice_is_expanded_once():
     texts, chunks = corpus_of([8])
     windows = expand_retrieved_chunks([hit(chunks[2], 1.0), hit(chunks[2], 0.3)], 3, ChunkTable(chunks))
-    assert [(w.start, w.stop, [h.score for h in w.hits]) for w in windows] == [(1, 4, [1.0])]
+    assert [(w.provenance["window"]["chunk_ids"], w.score) for w in windows] == [([1, 2, 3], 1.0)]
 
 
 def test_output_is_ordered_by_best_hit_not_by_position():
@@ -276,11 +295,49 @@ def test_output_covers_exactly_the_union_of_hit_windows(case, window):
 
 @settings(max_examples=200)
 @given(corpus_and_hits(), windows_sizes)
-def test_output_windows_of_one_document_neither_overlap_nor_touch(case, window):
+def test_output_windows_of_one_document_share_no_chunk(case, window):
     texts, chunks, hits = case
     spans = sorted(merged_spans(expand_and_merge(hits, window, ChunkTable(chunks))))
     for (doc_a, _, last_a), (doc_b, first_b, _) in zip(spans, spans[1:]):
-        assert doc_a != doc_b or first_b > last_a + 1
+        assert doc_a != doc_b or first_b > last_a
+
+
+@settings(max_examples=200)
+@given(corpus_and_hits(), windows_sizes)
+def test_windows_sharing_a_chunk_merge_and_touching_windows_stay_separate(case, window):
+    """Merge exactly the expanded windows that share a chunk (transitively), and nothing else."""
+    texts, chunks, hits = case
+    table = ChunkTable(chunks)
+    expanded = expand_retrieved_chunks(hits, window, table)
+    out = merge_expanded_chunks(expanded, table)
+    owner = {}  # each expanded window's hit → the output chunk that holds it
+    for merged in out:
+        for hit_id in merged.provenance["window"]["hit_ids"]:
+            owner[hit_id] = merged.id
+    spans = [(set(w.provenance["window"]["chunk_ids"]), w.id) for w in expanded]
+    group = {hit_id: hit_id for _, hit_id in spans}  # union-find over "shares a chunk"
+
+    def root(x: int) -> int:
+        while group[x] != x:
+            x = group[x]
+        return x
+
+    for ids_a, hit_a in spans:
+        for ids_b, hit_b in spans:
+            if ids_a & ids_b:  # chunk ids are unique corpus-wide: sharing one means the same document
+                group[root(hit_a)] = root(hit_b)
+    for _, hit_a in spans:
+        for _, hit_b in spans:
+            assert (owner[hit_a] == owner[hit_b]) == (root(hit_a) == root(hit_b))
+
+
+@settings(max_examples=200)
+@given(corpus_and_hits())
+def test_plain_chunks_that_share_no_chunk_pass_through_merge_unwidened(case):
+    texts, chunks, hits = case
+    out = merge_expanded_chunks(hits, ChunkTable(chunks))
+    assert sorted(out, key=lambda c: c.id) == sorted(hits, key=lambda c: c.id)
+    assert all("window" not in c.provenance for c in out)
 
 
 @settings(max_examples=200)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.embeddings.multilingual_minilm import MULTILINGUAL_MINILM, MultilingualMiniLMEmbedding
 from dashrag.embeddings.sentence_transformer import MiniLMEmbedding
+from dashrag.errors import ConfigError
 from tests.fixtures.models import minilm_dir
 
 pytestmark = pytest.mark.slow  # loads a real model
@@ -26,8 +26,8 @@ def _in_local_hub_cache() -> bool:
 def test_without_its_weights_the_error_says_how_to_provide_them():
     if _in_local_hub_cache():
         pytest.skip("paraphrase-multilingual-MiniLM-L12-v2 is in this machine's Hugging Face cache")
-    with pytest.raises(ModelUnavailableError) as info:
-        MultilingualMiniLMEmbedding({}).embed_documents(["hola"])
+    with pytest.raises(ConfigError) as info:  # at validation, before anything is built
+        MultilingualMiniLMEmbedding({})
     message = str(info.value)
     assert f"huggingface-cli download {MULTILINGUAL_MINILM}" in message
     assert "params.local_dir" in message
@@ -42,5 +42,5 @@ def test_local_dir_is_where_the_model_is_read_from():
 
 
 def test_a_local_dir_that_does_not_exist_is_named(tmp_path):
-    with pytest.raises(ModelUnavailableError, match="params.local_dir.*is not a directory"):
-        MultilingualMiniLMEmbedding({"local_dir": str(tmp_path / "absent")}).embed_documents(["hola"])
+    with pytest.raises(ConfigError, match="params.local_dir.*is not a directory"):
+        MultilingualMiniLMEmbedding({"local_dir": str(tmp_path / "absent")})

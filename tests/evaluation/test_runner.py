@@ -72,7 +72,7 @@ def test_without_a_hint_each_node_keeps_its_own_top_k(infra, test_split):
 
 def test_traces_are_full_during_the_run_and_the_cap_comes_back_after(infra, test_split):
     tree = fitted(HYBRID, infra)
-    tree.set_trace_params(max_output=3)
+    tree.set_trace_settings(max_output=3)
     run = run_queries(tree, test_split.queries, top_k=50)
     assert max(len(node["children"][1]["output"]) for _, node in run.traces) == 50
     assert {n.trace_settings.max_output for _, n in tree.iter_nodes() if isinstance(n, Retriever)} == {3}

@@ -50,7 +50,7 @@ def test_config_summary_and_repr_hold_the_name_never_the_value(monkeypatch):
     monkeypatch.setenv(VAR, SECRET)
     credential = EnvCredential({"var": VAR})
     credential.resolve()
-    shown = json.dumps([credential.to_config(), credential.get_schema_summary(), credential.get_representation(),
+    shown = json.dumps([credential.to_config(), credential.get_schema_summary(), credential.render_representation(),
                         component_schema(EnvCredential)]) + repr(credential) + repr(vars(credential))
     assert credential.to_config() == {"component": "EnvCredential", "params": {"var": VAR}}
     assert SECRET not in shown

@@ -413,7 +413,8 @@ def test_default_child_is_the_round_robin_hybrid_of_the_reference():
         {"b": 0.75, "delta": 0.0, "k1": 1.5, "similarity_function": "cosine", "top_k": 5}
     assert {k: v for k, v in bm25["params"]["vectorizer"]["params"].items() if k != "stemmer"} == {
         "analyzer": "word", "lowercase": True, "ngram_min": 1, "ngram_max": 1, "max_df": 1.0, "min_df": 0.0,
-        "stop_words": None, "strip_accents": None, "max_features": None}
+        "stop_words": None, "strip_accents": None, "max_features": None, "custom_stop_words": None,
+        "drop_source_columns": False}
     assert (dense["component"], dense["params"]["similarity_metric"], dense["params"]["top_k"]) == \
         ("DenseEmbeddingRetriever", "cosine", 5)
     embedding = dense["params"]["embedding"]
@@ -635,9 +636,8 @@ def test_a_planted_key_is_in_no_saved_file_schema_trace_error_or_log(server, tmp
         p for p in files if PLANTED.encode() in p.read_bytes() or PLANTED_TAIL.encode() in p.read_bytes()
     ]
     assert not leaks(json.dumps(rendered_exports()))
-    assert not leaks(
-        json.dumps([retriever.to_config(), retriever.get_schema_summary(), retriever.get_representation()])
-    )
+    shown = [retriever.to_config(), retriever.get_schema_summary(), retriever.render_representation()]
+    assert not leaks(json.dumps(shown))
     assert not leaks(json.dumps(trace))
     for error in errors:
         assert not leaks(

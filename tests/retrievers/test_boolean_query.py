@@ -400,8 +400,6 @@ def test_reranking_runs_in_rounds_of_rerank_round_size(build, rerank_server):
 
 
 def test_low_reranker_scores_fall_back_to_the_diversity_tier(build, rerank_server):
-    reranking = with_reranker(
-        build, rerank_server, fallback_top_n=2, min_documents=4, max_fragments=10, fill_up_target_documents=4
-    )
+    reranking = with_reranker(build, rerank_server, fallback_top_n=2, min_documents=4, max_fragments=10)
     chunks, trace = reranking.retrieve('"asylum seeker"')  # every score 1/len(text) < 0.1
     assert (trace["selection"]["decisions"]["tiers"]["tier"], len({c.document_id for c in chunks})) == ("diversity", 4)

@@ -4,7 +4,7 @@ import pytest
 
 import dashrag
 from dashrag.core.factory import build_component
-from dashrag.errors import ConfigError, StageError
+from dashrag.errors import ConfigError, RerankerError, StageError
 from dashrag.retrievers.rerank_cascade import should_exit_early, stage
 
 FAST = {"component": "BM25Retriever", "params": {"top_k": 8}}
@@ -93,3 +93,72 @@ def test_stage_context_times_and_wraps():
         with stage("mmr", timings):
             _ = 1 / 0
     assert "mmr" in timings
+
+
+# -- the rag-reranker reference's contract -------------------------------------------------------
+FAST_MINILM = {"component": "MiniLMEmbedding", "params": {"max_seq_length": 128}}
+QUERY = "rank fusion keyword embeddings"
+
+
+def test_defaults_are_the_references():
+    p = build_component({"component": "RerankCascadeRetriever", "params": {}}).params
+    assert (p.stage1_top_n, p.stage2_top_n, p.enable_mmr, p.mmr_lambda) == (50, None, False, None)
+    assert build_component({"component": "RerankCascadeRetriever", "params": {"enable_mmr": True}}).mmr_lambda == 0.7
+
+
+def test_stage2_top_n_is_how_many_candidates_the_precise_stage_scores(corpus, tmp_path):
+    tree = dashrag.build(cascade(stage2_top_n=3, top_k=6), corpus, tmp_path)
+    chunks, trace = tree.retrieve(QUERY)
+    fast, _ = tree.nested["fast"].retrieve(QUERY, top_k=6)
+    expected = tree.nested["precise"].score_chunks([c.id for c in fast[:3]], QUERY)
+    assert [c.id for c in chunks[:3]] == [cid for cid, _ in expected]  # the precise stage's order
+    assert chunks[3:] == [c.rescored(c.score, c.source, precise_scored=False) for c in fast[3:]]  # first-stage order
+    assert trace["selection"]["precise_scored"] == 3
+
+
+def test_stage2_top_n_above_stage1_top_n_is_a_config_error():
+    with pytest.raises(ConfigError, match="stage2_top_n"):
+        dashrag.validate_and_transform(cascade(stage2_top_n=7))
+
+
+@pytest.mark.slow
+def test_mmr_relevance_is_the_precise_score_and_lambda_one_keeps_the_precise_order(corpus, tmp_path):
+    plain = dashrag.build(cascade(top_k=5), corpus, tmp_path / "plain")
+    relevance_only = dashrag.build(cascade(top_k=5, mmr_lambda=1.0, mmr_embedding=FAST_MINILM), corpus,
+                                   tmp_path / "mmr")
+    expected, _ = plain.retrieve(QUERY)
+    chunks, trace = relevance_only.retrieve(QUERY)
+    assert [(c.id, c.score) for c in chunks] == [(c.id, c.score) for c in expected]  # order and scores kept
+    assert [o["relevance"] for o in trace["selection"]["mmr"]["order"]] == [c.score for c in expected]
+    assert trace["selection"]["path"] == "precise+mmr"
+
+
+@pytest.mark.slow
+def test_mmr_in_the_cascade_reorders_without_overwriting_scores(corpus, tmp_path):
+    tree = dashrag.build(cascade(top_k=5, enable_mmr=True, mmr_embedding=FAST_MINILM), corpus, tmp_path)
+    chunks, trace = tree.retrieve(QUERY)
+    precise = dict(tree.nested["precise"].score_chunks([c.id for c in chunks], QUERY))
+    assert [c.score for c in chunks] == [pytest.approx(-precise[c.id]) for c in chunks]
+    assert [c.provenance["mmr_score"] for c in chunks] == [o["mmr"] for o in trace["selection"]["mmr"]["order"]]
+    assert trace["selection"]["mmr"]["lambda"] == 0.7
+    assert chunks[0].score == max(c.score for c in chunks)  # λ > 0 or not, the first pick is the most relevant
+
+
+def test_mmr_in_the_cascade_runs_only_with_more_than_one_candidate(corpus, tmp_path):
+    tree = dashrag.build(cascade(stage1_top_n=1, top_k=1, enable_mmr=True, mmr_embedding=FAST_MINILM), corpus, tmp_path)
+    chunks, trace = tree.retrieve(QUERY)
+    assert (len(chunks), trace["selection"]["mmr"]["ran"]) == (1, False)
+    assert tree.nested["mmr_embedding"].documents_embedded == 0
+
+
+def test_a_failing_stage_raises_reranker_error_with_the_stage_and_a_context(corpus, tmp_path):
+    tree = build_component(cascade())
+    tree.inject_infra(dashrag.api.prepare_corpus(corpus, tmp_path))
+    tree.nested["fast"].init_model()  # the precise stage is never fitted
+    with pytest.raises(RerankerError) as info:
+        tree.retrieve(QUERY)
+    assert isinstance(info.value, StageError) and info.value.stage == "precise"
+    found = len(tree.nested["fast"].retrieve(QUERY, top_k=6)[0])
+    assert {k: info.value.context[k] for k in ("stage", "query", "candidates", "retriever", "component")} == {
+        "stage": "precise", "query": QUERY, "candidates": found, "retriever": "TFIDFRetriever",
+        "component": "RerankCascadeRetriever"}

@@ -1,0 +1,117 @@
+"""The boolean pipeline against the reference's contract: its defaults, its worked example end to end through
+the component (219 fragments, best 0.0237, tier 1 empty, tier 2 the top 50 over 8 documents, tier 3 five
+documents), the fill-up as a separate step, category-only stubs and operator keywords as values."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dashrag.boolean.lexer import ExpressionSyntaxError
+from dashrag.boolean.parser import parse
+from dashrag.core.factory import build_component
+from dashrag.documents.model import Chunk
+
+from .rerank_server import RerankServer
+
+TOP, REST = 50, 169  # the reference's 219 fragments
+
+
+def example_score(query: str, text: str) -> float:
+    """The reranker's scores of the worked example: fragment i's number is in its text."""
+    found = re.search(r"fragment (\d+)", text)
+    assert found is not None, text
+    i = int(found.group(1))
+    return 0.0237 - i * 0.0001 if i < TOP else 0.0187 - (i - TOP) * 0.0001
+
+
+def example_chunks() -> list[Chunk]:
+    """219 fragments: the top 50 cycle through 8 documents, the other 169 through 20 more."""
+    owners = [f"top{i % 8}" for i in range(TOP)] + [f"low{i % 20}" for i in range(REST)]
+    positions: dict[str, int] = {}
+    chunks = []
+    for i, document in enumerate(owners):
+        position = positions.get(document, 0)
+        positions[document] = position + 1
+        text = f"fragment {i} of the worked example"
+        chunks.append(Chunk(i, document, position, text, 0, len(text), {"GROUP": ("all",)}))
+    return chunks
+
+
+@pytest.fixture(scope="module")
+def server():
+    with RerankServer(score=example_score) as running:
+        yield running
+
+
+def example_tree(url: str, **params) -> dict:
+    return {"component": "BooleanQueryRetriever", "params": {
+        "children": [{"component": "BM25Retriever", "params": {"top_k": 5}}],
+        "reranker": [{"component": "HttpReranker", "params": {"api_base": url}}], **params}}
+
+
+def built(url: str, tmp_path, **params):
+    tree = build_component(example_tree(url, **params), "retriever")
+    tree.inject_infra(tmp_path, example_chunks(), None)  # the reference's inject_infra shape
+    tree.init_model()
+    return tree
+
+
+def test_defaults_are_the_references():
+    p = build_component({"component": "BooleanQueryRetriever", "params": {
+        "children": [{"component": "BM25Retriever", "params": {}}]}}).params
+    assert (p.return_documents, p.semantic_top_k, p.min_document_score, p.top_m, p.fill_up) == (
+        True, 200, 0.05, 1000, False)
+
+
+def test_the_worked_example_gives_the_references_result_through_the_component(server, tmp_path):
+    documents, trace = built(server.url, tmp_path).retrieve('"fragment" OR GROUP=all')
+    decisions = trace["selection"]["decisions"]
+    assert (decisions["candidates"], sum(decisions["rerank"]["rounds"]), decisions["rerank"]["query"]) == (
+        219, 219, "fragment")
+    tiers = decisions["tiers"]
+    assert (tiers["best_score"], tiers["qualified"], tiers["tier"], tiers["selected"], tiers["documents"]) == (
+        pytest.approx(0.0237), 0, "diversity", 50, 8)
+    assert [d.document_id for d in documents] == ["top0", "top1", "top2", "top3", "top4"]
+    assert decisions["documents"] == {"tier3_kept": 5, "returned": 5} and "fill_up" not in decisions
+
+
+def test_the_fill_up_runs_in_the_component_only_when_asked(server, tmp_path):
+    fragments, trace = built(server.url, tmp_path, return_documents=False, fill_up=True,
+                             fallback_top_n=3, min_documents=1, max_fragments=3).retrieve('"fragment" OR GROUP=all')
+    fill = trace["selection"]["decisions"]["fill_up"]
+    assert (len(fragments), fill["triggered"], fill["added"], fill["fragments"]) == (10, True, 7, 10)
+
+
+def test_tiers_apply_in_order_threshold_first(server, tmp_path):
+    fragments, trace = built(server.url, tmp_path, return_documents=False, min_score=0.02005).retrieve(
+        '"fragment" OR GROUP=all')
+    tiers = trace["selection"]["decisions"]["tiers"]
+    # 37 fragments score at least 0.02005 (0.0237 down to 0.0201): tier 1 decides, tier 2 never runs
+    assert (tiers["tier"], tiers["qualified"], len(fragments)) == ("threshold", 37, 37)
+
+
+def test_tier_one_is_capped_at_max_fragments(server, tmp_path):
+    fragments, trace = built(server.url, tmp_path, return_documents=False, min_score=0.0, fallback_top_n=20,
+                             max_fragments=30).retrieve('"fragment" OR GROUP=all')
+    tiers = trace["selection"]["decisions"]["tiers"]
+    assert (tiers["tier"], tiers["qualified"], len(fragments)) == ("threshold", 219, 30)
+
+
+def test_a_category_only_query_returns_document_stubs(server, tmp_path):
+    stubs, trace = built(server.url, tmp_path).retrieve("GROUP=all AND NOT GROUP=none")
+    assert trace["selection"]["decisions"]["path"] == "category_only" and len(stubs) == 28
+    assert {(s.chunk.text, s.score, s.provenance["fragment_id"] == s.document_id) for s in stubs} == {
+        (None, 1.0, True)}
+
+
+@pytest.mark.parametrize("query, column", [("CAT= AND", 6), ("CAT=AND", 5), ("CAT=a,OR", 7), ("X=1 AND CAT= NOT", 14)])
+def test_an_operator_keyword_is_never_a_category_value(query, column):
+    with pytest.raises(ExpressionSyntaxError) as info:
+        parse(query)
+    assert info.value.column == column and str(info.value).startswith(f"col {column}: expected a value after")
+
+
+def test_a_quoted_keyword_is_a_category_value():
+    assert parse('CAT="AND"').values == ("AND",)
