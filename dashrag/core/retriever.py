@@ -28,12 +28,8 @@ from dashrag.core.ranking import by_distance, top_k_rows
 from dashrag.core.restriction import Restriction
 from dashrag.core.trace import TraceSettings, trace_node
 from dashrag.documents.model import ScoredChunk
-<<<<<<< HEAD
-from dashrag.errors import BatchQueryError, DashragError, QueryError
-=======
 from dashrag.documents.windows import ChunkSetLookup, expand_retrieved_chunks, merge_expanded_chunks
-from dashrag.errors import ConfigError, PersistenceError, QueryError
->>>>>>> main
+from dashrag.errors import BatchQueryError, ConfigError, DashragError, PersistenceError, QueryError
 
 P = TypeVar("P", bound=ComponentParams)
 

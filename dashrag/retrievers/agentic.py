@@ -314,7 +314,6 @@ class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
             if verdict.accepted:
                 return [shown[i] for i in verdict.indices or ()]
             problems.append(f"trial {trial}: {verdict.problem}")
-<<<<<<< HEAD
             messages = messages + follow_up_messages(
                 answer.tool_calls, answer.content, verdict.problem or "", n, k, feedback=self.llm.feedback_mode
             )
@@ -323,17 +322,3 @@ class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
             f"trial(s) ({'; '.join(problems)})",
             record.attempts,
         )
-
-    # -- neighbour windows ---------------------------------------------------------------
-    def expand_retrieved_chunks(self, chunks: Sequence[ScoredChunk], window_size: int) -> list[ChunkWindow]:
-        """One window of ``window_size`` chunks (the hit included) around each distinct chunk, in order."""
-        return expand_retrieved_chunks(chunks, window_size, ChunkSetLookup(self.require_infra().chunks))
-
-    def merge_expanded_chunks(self, chunks: Sequence[ChunkWindow]) -> list[ScoredChunk]:
-        """Merge overlapping or touching windows of a document into one chunk each, best hit first."""
-        return merge_expanded_chunks(chunks, ChunkSetLookup(self.require_infra().chunks))
-=======
-            messages = messages + follow_up_messages(answer.tool_calls, answer.content, verdict.problem or "", n, k)
-        raise SelectionError(f"{self.component_name}: no valid selection in {p.function_call_max_trials} "
-                             f"trial(s) ({'; '.join(problems)})", record.attempts)
->>>>>>> main
