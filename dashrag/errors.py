@@ -92,7 +92,7 @@ class LLMBackendError(LLMError):
     One class for every such failure, so the CLI prints one ``error:`` line and a caller
     catches one thing. The message names the endpoint (model and base URL, never the
     key) and the failure; ``kind`` (``timeout``, ``connection``, ``http``,
-    ``malformed_answer``, ``other``) and ``status_code`` (the HTTP status, or ``None``)
+    ``malformed_answer``) and ``status_code`` (the HTTP status, or ``None``)
     let a caller tell them apart, and the original exception (its litellm class) is
     chained as ``__cause__``. Never retried by dashrag: see docs/agentic.md.
     """
