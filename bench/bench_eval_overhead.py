@@ -42,12 +42,13 @@ from pathlib import Path
 from rich.console import Console
 
 import dashrag
-from dashrag.cli.config_files import PRESETS_DIR, read_json_file
+from dashrag.core.config_json import read_config_file
 from dashrag.evaluation.beir import load_split
 from dashrag.evaluation.metrics import Evaluator
 from dashrag.evaluation.per_node import collect_node_runs
 from dashrag.evaluation.report import build_report, per_node_table
 from dashrag.evaluation.runner import DEFAULT_TOP_K, run_queries, score_run
+from dashrag.presets import PRESETS_DIR
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 METRICS = "ndcg@10,recall@100,mrr@10"
@@ -58,7 +59,7 @@ TARGET_PCT = 5.0
 def tree_config() -> tuple[str, dict]:
     preset = PRESETS_DIR / "keyword.json"
     if preset.is_file():
-        return "keyword preset", read_json_file(preset, "preset")
+        return "keyword preset", read_config_file(preset, "preset")
     return "TF-IDF (no keyword preset yet)", TFIDF_FALLBACK
 
 

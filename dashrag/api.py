@@ -20,7 +20,8 @@ from dashrag.core.retriever import Retriever
 from dashrag.core.saved_tree import load, save, store_filename
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.corpus import Corpus
-from dashrag.errors import PersistenceError
+from dashrag.errors import ConfigError, PersistenceError
+from dashrag.presets import load_preset
 from dashrag.store.store import Store, sqlite_url
 
 DEFAULT_CHUNKER: dict[str, Any] = {
@@ -76,16 +77,24 @@ def prepare_corpus(
 
 
 def build(
-    config: dict | Retriever,
+    config: dict | str | Retriever,
     corpus: Corpus | str | Path,
     workdir: str | Path,
     chunker: dict | None = None,
     store_url: str | None = None,
     cache_dir: str | Path | None = None,
 ) -> Retriever:
-    """Validate and build ``config`` (a JSON tree), fit it on ``corpus``; the store goes in
-    ``workdir``, caches in ``cache_dir`` (default: ``workdir``)."""
-    root = build_as(config, Retriever, "retriever") if isinstance(config, dict) else config
+    """Validate and build ``config`` (a JSON tree, or the name of a preset in components/ such as
+    ``"keyword"``), fit it on ``corpus``; the store goes in ``workdir``, caches in ``cache_dir``
+    (default: ``workdir``)."""
+    if isinstance(config, str):
+        config = load_preset(config)
+    if isinstance(config, dict):
+        root = build_as(config, Retriever, "retriever")
+    elif isinstance(config, Retriever):
+        root = config
+    else:
+        raise ConfigError(f"build takes a config dict, a preset name or a built retriever, not {type(config).__name__}")
     infra = prepare_corpus(corpus, workdir, chunker, store_url, cache_dir)
     root.inject_infra(infra)
     root.init_model()

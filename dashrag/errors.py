@@ -8,7 +8,23 @@ so the CLI can print it as one line and exit non-zero instead of a traceback.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
+
+#: The most characters of an offending input an error message quotes.
+EXCERPT_CHARS = 80
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+    """``repr`` of ``value`` cut to ``limit`` characters, saying how long it was.
+
+    Why: an error message quotes what was wrong so the user can find it, but a 1 MB
+    component name or document must not be echoed whole into a terminal or a log.
+    """
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return repr(text) if isinstance(value, str) else text
+    shown = repr(text[:limit]) if isinstance(value, str) else text[:limit]
+    return f"{shown}… ({len(text):,} characters)"
 
 
 class DashragError(Exception):

@@ -2,9 +2,11 @@
 
 Every user error (a config, a corpus, a saved folder, a query) is a DashragError:
 it is printed as one ``error: ...`` line on stderr with exit code 2, never as a
-traceback. Anything else is a bug and keeps its traceback. Living apart from
-``main.py``, this lets command modules (``eval_commands.py``) be imported by
-``main.py`` without importing it back.
+traceback (usage errors too: :mod:`dashrag.cli.usage`). Anything else is a bug and
+keeps its traceback. Warnings are ``warning: ...`` lines; both show control
+characters as text (:mod:`dashrag.cli.safe_text`). Living apart from ``main.py``,
+this lets command modules (``eval_commands.py``) be imported by ``main.py``
+without importing it back.
 """
 
 from __future__ import annotations
@@ -17,24 +19,37 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
+from dashrag.cli.safe_text import VisibleFormatter
+from dashrag.cli.usage import EXIT_USER_ERROR, print_error
 from dashrag.errors import DashragError
 
 console = Console()
 err_console = Console(stderr=True)
-EXIT_USER_ERROR = 2
+
+__all__ = ["EXIT_USER_ERROR", "console", "err_console", "user_errors"]
 
 
 def user_errors(command: Callable) -> Callable:
+    """Run a command with warnings as ``warning: ...`` lines on stderr, and every DashragError as one
+    ``error: ...`` line and exit 2; the handler is removed afterwards (no state left for the next command)."""
+
     @wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
-        logging.basicConfig(level=logging.WARNING, format="warning: %(message)s", stream=sys.stderr)
+        root = logging.getLogger()
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(VisibleFormatter("warning: %(message)s"))
+        handler.setLevel(logging.WARNING)
+        root.addHandler(handler)
+        level = root.level
+        root.setLevel(min(level, logging.WARNING) if level else logging.WARNING)
         try:
             return command(*args, **kwargs)
         except DashragError as exc:
-            # escaped: the message may quote a server's or a file's text, which is not markup
-            err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            print_error(str(exc))
             raise typer.Exit(EXIT_USER_ERROR) from None
+        finally:
+            root.removeHandler(handler)
+            root.setLevel(level)
 
     return run

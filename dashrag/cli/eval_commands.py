@@ -30,6 +30,8 @@ import dashrag
 from dashrag.api import prepare_corpus
 from dashrag.cli.config_files import resolve_component, resolve_config
 from dashrag.cli.console import console, user_errors
+from dashrag.cli.paths import check_output_file
+from dashrag.cli.safe_text import markup_safe, plain
 from dashrag.core.persistence import atomic_write_json, read_manifest
 from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError, ConfigIssue, CorpusError
@@ -118,16 +120,16 @@ def read_tune_params(specs: list[str]) -> list:
 
 
 def points_table(result: TuningResult) -> Table:
-    table = Table(title=f"{result.metric} on {result.train_split} · best first")
+    table = Table(title=markup_safe(f"{result.metric} on {result.train_split} · best first"))
     for param in result.params:
-        table.add_column(param.path)
+        table.add_column(plain(param.path))
     table.add_column(result.metric, justify="right")
     order = sorted(range(len(result.points)), key=lambda i: (-result.points[i].train[result.metric], i))
     for i in order[:SHOWN_POINTS]:
         point = result.points[i]
         style = "bold green" if i == result.best else None
         table.add_row(
-            *(str(point.values[p.path]) for p in result.params), f"{point.train[result.metric]:.4f}", style=style
+            *(plain(point.values[p.path]) for p in result.params), f"{point.train[result.metric]:.4f}", style=style
         )
     if len(order) > SHOWN_POINTS:
         table.caption = f"{len(order) - SHOWN_POINTS} more points in the --json report"
@@ -136,7 +138,8 @@ def points_table(result: TuningResult) -> Table:
 
 def comparison_table(result: TuningResult) -> Table:
     labels = list(result.test["metrics"])
-    table = Table(title=f"{result.test['dataset']} · {result.test['split']} · {result.test['n_queries']} queries")
+    table = Table(title=markup_safe(f"{result.test['dataset']} · {result.test['split']} · "
+                                    f"{result.test['n_queries']} queries"))
     table.add_column("tree")
     for label in labels:
         table.add_column(label, justify="right")
@@ -170,6 +173,8 @@ def register_eval_commands(app: typer.Typer) -> None:
     ) -> None:
         """Build (or load) a tree, run a split's judged queries, print every node's metrics."""
         metric_list = [m.label for m in parse_metrics(metrics)]
+        check_output_file(json_out, "--json")
+        check_output_file(plot, "--plot")
         saved = is_saved_folder(config)
         if saved and chunker is not None:
             raise ConfigError("--chunker applies when building; a saved folder keeps the chunks it was built on")
@@ -191,7 +196,7 @@ def register_eval_commands(app: typer.Typer) -> None:
                 retriever = dashrag.build(raw, corpus, workdir or default_workdir(dataset), chunker=chunker_spec)
         build_s = time.perf_counter() - started
         with progress_bar(console) as progress:
-            task = progress.add_task(f"{evaluation_split.dataset} {split}", total=len(evaluation_split))
+            task = progress.add_task(markup_safe(f"{evaluation_split.dataset} {split}"), total=len(evaluation_split))
             report = evaluate_tree(
                 retriever,
                 evaluation_split,
@@ -211,10 +216,10 @@ def register_eval_commands(app: typer.Typer) -> None:
         )
         if json_out is not None:
             atomic_write_json(json_out, report)
-            console.print(f"wrote {json_out}")
+            console.print(plain(f"wrote {json_out}"), highlight=False)
         if plot is not None:
             plot_per_node(report, plot)
-            console.print(f"wrote {plot}")
+            console.print(plain(f"wrote {plot}"), highlight=False)
         retriever.close()
 
     @app.command("tune")
@@ -241,6 +246,8 @@ def register_eval_commands(app: typer.Typer) -> None:
         """Grid-search parameters on the train split; report the best on test; write the tuned config."""
         raw = read_manifest(Path(config))["config"] if is_saved_folder(config) else resolve_config(config)
         chunker_spec = checked_chunker(chunker)
+        for path, option in ((out, "--out"), (json_out, "--json"), (plot, "--plot")):
+            check_output_file(path, option)
         params = read_tune_params(param)
         points = plan_grid(raw, params, top_k)  # every path, value and combination before any work
         parse_metric(metric)
@@ -253,7 +260,7 @@ def register_eval_commands(app: typer.Typer) -> None:
         with console.status("reading, chunking and storing the corpus"):
             infra = prepare_corpus(dashrag.Corpus.from_beir(dataset), workdir or default_workdir(dataset), chunker_spec)
         with progress_bar(console) as progress:
-            task = progress.add_task(f"{len(points)} points on {train_split}", total=len(points))
+            task = progress.add_task(markup_safe(f"{len(points)} points on {train_split}"), total=len(points))
             result = tune(
                 raw,
                 params,
@@ -273,10 +280,10 @@ def register_eval_commands(app: typer.Typer) -> None:
             highlight=False,
         )
         atomic_write_json(out, result.best_point.config)
-        console.print(f"wrote the tuned config to {out}")
+        console.print(plain(f"wrote the tuned config to {out}"), highlight=False)
         if json_out is not None:
             atomic_write_json(json_out, result.to_json())
-            console.print(f"wrote {json_out}")
+            console.print(plain(f"wrote {json_out}"), highlight=False)
         if plot is not None:
             plot_tuning(result, plot)
-            console.print(f"wrote {plot}")
+            console.print(plain(f"wrote {plot}"), highlight=False)

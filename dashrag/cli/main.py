@@ -1,32 +1,41 @@
 """The ``dashrag`` command.
 
 Every command is wrapped in ``user_errors`` (cli/console.py): a DashragError is one
-``error: ...`` line on stderr with exit code 2, never a traceback.
+``error: ...`` line on stderr with exit code 2, never a traceback; so is a usage error
+(:mod:`dashrag.cli.usage`). Everything printed that came from data or the user goes
+through :mod:`dashrag.cli.safe_text` (no markup, no terminal escapes).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 
 import typer
+from rich.text import Text
 
 import dashrag
 from dashrag.cli.config_files import resolve_component, resolve_config
 from dashrag.cli.console import console, user_errors
 from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.output import print_table, results_json
+from dashrag.cli.paths import check_output_folder, create_output_folder
+from dashrag.cli.safe_text import json_line, plain
+from dashrag.cli.usage import OneLineErrors
+from dashrag.core.config_json import loads_config
+from dashrag.core.persistence import save_lock
 from dashrag.core.registry import all_components, get_component
 from dashrag.core.schema import component_schema, export_schemas
 from dashrag.core.trace import format_trace
+from dashrag.display import visible
 from dashrag.documents.model import ScoredChunk
-from dashrag.errors import QueryError
+from dashrag.errors import ConfigError, QueryError, excerpt
 from dashrag.evaluation.runs import format_trec_run, run_from_results
 from dashrag.store.store import Store
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Retriever trees from JSON.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Retriever trees from JSON.",
+                  cls=OneLineErrors, pretty_exceptions_enable=False)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -35,16 +44,15 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def components() -> None:
     """List the registered components with their kind and description."""
     for name, cls in all_components():
-        console.print(
-            f"[bold]{name}[/bold]  [dim]{cls.META.kind}[/dim]  {cls.META.display['en'].description}", highlight=False
-        )
+        console.print(Text.assemble((visible(name), "bold"), "  ", (cls.META.kind, "dim"), "  ",
+                                    visible(cls.META.display["en"].description)), highlight=False)
 
 
 @app.command()
 @user_errors
 def schema(name: str) -> None:
     """Print the JSON Schema of one component."""
-    print(json.dumps(component_schema(get_component(name)), indent=2, ensure_ascii=False))
+    print(json_line(component_schema(get_component(name)), indent=2))
 
 
 @app.command("export-schemas")
@@ -54,7 +62,7 @@ def export_schemas_command(
 ) -> None:
     """Regenerate schemas/ and frontend_meta/ from the code."""
     written = export_schemas(root)
-    console.print(f"wrote {len(written)} files under {root}/schemas and {root}/frontend_meta")
+    console.print(plain(f"wrote {len(written)} files under {root}/schemas and {root}/frontend_meta"), highlight=False)
 
 
 @app.command()
@@ -74,49 +82,75 @@ def index(
         envvar="DASHRAG_CACHE_DIR",
         help="Folder for caches such as embeddings (default: --out); share it between builds.",
     ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Save into a non-empty folder that holds no saved tree (its files are kept)."
+    ),
+    follow_symlinks: bool = typer.Option(
+        False, "--follow-symlinks", help="Read files that symbolic links in a corpus folder point to."
+    ),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
     raw = resolve_config(config)
     dashrag.validate_and_transform(raw, "retriever")  # every config problem before any work
+    chunker_spec = resolve_component(chunker)
+    if chunker_spec is not None:
+        dashrag.validate_and_transform(chunker_spec, "chunker")
+    check_output_folder(out, "--out", overwrite)
+    if store is not None:
+        Store(store, read_only=True).close()  # a missing driver or a malformed URL, before any work
     with console.status("reading the corpus"):
-        documents = dashrag.Corpus.from_path(corpus)
+        documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
     console.print(
         f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else "")
     )
+    create_output_folder(out, "--out")
     start = time.perf_counter()
     with console.status("chunking, storing and fitting"):
-        retriever = dashrag.build(
-            raw, documents, out, chunker=resolve_component(chunker), store_url=store, cache_dir=cache_dir
-        )
+        retriever = dashrag.build(raw, documents, out, chunker=chunker_spec, store_url=store, cache_dir=cache_dir)
     built = time.perf_counter() - start
-    with console.status("saving"):
+    with console.status("saving"), save_lock(out):  # the record is written under the save lock too
         retriever.save(out)
-    infra = retriever.require_infra()
-    assert infra.store_url is not None  # dashrag.build always writes the corpus to a store
-    record_store = Store(infra.store_url)
-    record_id = record_store.add_retriever_record(
-        config if not config.lstrip().startswith("{") else raw["component"],
-        retriever.to_config(),
-        str(out.resolve()),
-        infra.chunks.fingerprint,
-    )
-    record_store.close()
-    retriever.set_id(record_id)
-    console.print(f"indexed {len(retriever.require_infra().chunks)} chunks in {built:.1f}s; saved to {out}")
+        infra = retriever.require_infra()
+        assert infra.store_url is not None  # dashrag.build always writes the corpus to a store
+        record_store = Store(infra.store_url)
+        record_id = record_store.add_retriever_record(
+            config if not config.lstrip().startswith("{") else raw["component"],
+            retriever.to_config(),
+            str(out.resolve()),
+            infra.chunks.fingerprint,
+        )
+        record_store.close()
+        retriever.set_id(record_id)
+    console.print(plain(f"indexed {len(infra.chunks)} chunks in {built:.1f}s; saved to {out}"), highlight=False)
 
 
 def _read_queries(path: Path) -> list[tuple[str, str]]:
-    queries = []
+    """A BEIR queries.jsonl: one ``{"_id", "text"}`` per line, ids unique (a TREC run is keyed by them)."""
     if not path.is_file():
         raise QueryError(f"{path}: no such queries file")
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise QueryError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    queries: list[tuple[str, str]] = []
+    first_line: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-            queries.append((str(record["_id"]), record["text"]))
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise QueryError(f"{path}:{number}: expected a JSON object with '_id' and 'text'") from None
+            record = loads_config(line, f"{path}:{number}")
+        except ConfigError as exc:
+            raise QueryError(str(exc)) from None
+        qid, text = (record.get("_id"), record.get("text")) if isinstance(record, dict) else (None, None)
+        if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not isinstance(text, str):
+            raise QueryError(f"{path}:{number}: expected a JSON object with '_id' (a string or an integer) "
+                             "and 'text' (a string)")
+        qid = str(qid)
+        if qid in first_line:
+            raise QueryError(f"{path}:{number}: query id {excerpt(qid)} repeats line {first_line[qid]} "
+                             "(a run keeps one result list per id)")
+        first_line[qid] = number
+        queries.append((qid, text))
     if not queries:
         raise QueryError(f"{path}: no queries")
     return queries
@@ -134,6 +168,9 @@ def query(
     trace: bool = typer.Option(False, "--trace", help="Print the trace tree."),
     fmt: str = typer.Option("text", "--format", help="text | json | trec (document-level TREC run)."),
     tag: str = typer.Option("dashrag", help="Run tag in TREC output."),
+    store: str | None = typer.Option(
+        None, help="SQLAlchemy URL of the store, for a tree indexed with --store (default: the store file in FOLDER)."
+    ),
 ) -> None:
     """Load a saved tree (no refitting) and answer one query or a queries file.
 
@@ -143,7 +180,7 @@ def query(
     the exit code is 2.
     """
     if fmt not in ("text", "json", "trec"):
-        raise QueryError(f"--format must be text, json or trec, not {fmt!r}")
+        raise QueryError(f"--format must be text, json or trec, not {excerpt(fmt)}")
     fmt = "json" if as_json else fmt
     if queries is not None and text is None:
         pairs = _read_queries(queries)
@@ -151,7 +188,7 @@ def query(
         pairs = [("1", text)]
     else:
         raise QueryError("give either a query text or --queries FILE")
-    retriever = dashrag.load(folder)
+    retriever = dashrag.load(folder, store_url=store)
     kwargs = {} if top_k is None else {"top_k": top_k}
     if queries is not None:
         answers = retriever.stream_batch([q for _, q in pairs], query_ids=[qid for qid, _ in pairs], **kwargs)
@@ -167,14 +204,21 @@ def _write_answer(fmt: str, tag: str, trace: bool, pair: tuple[str, str], chunks
     """One query's answer in the chosen format, flushed at once (a batch writes each as it completes)."""
     qid, text = pair
     if fmt == "trec":
-        sys.stdout.write(format_trec_run(run_from_results({qid: chunks}), tag))
+        run = run_from_results({_trec_field(qid): chunks})
+        fields = {q: {_trec_field(d): score for d, score in docs.items()} for q, docs in run.items()}
+        sys.stdout.write(format_trec_run(fields, _trec_field(tag)))
     elif fmt == "json":
         print(results_json(text, chunks, node if trace else None))
     else:
         print_table(console, text, chunks)
         if trace:
-            console.print(format_trace(node), highlight=False)
+            console.print(plain(format_trace(node), keep_lines=True), highlight=False)
     sys.stdout.flush()
+
+
+def _trec_field(value: str) -> str:
+    """A TREC run field is one whitespace-free token: whitespace and control characters made visible."""
+    return visible(value).replace(" ", "\\x20")
 
 
 register_eval_commands(app)  # eval and tune (dashrag/cli/eval_commands.py)

@@ -1,18 +1,23 @@
-"""How the CLI prints results: a table for people, JSON for programs, TREC runs for evaluation."""
+"""How the CLI prints results: a table for people, JSON for programs, TREC runs for evaluation.
+
+Queries, document ids and chunk text come from users and corpora: the table shows
+them through :mod:`dashrag.cli.safe_text` (never as markup, control characters
+visible), JSON escapes every control character.
+"""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Sequence
 
 from rich.console import Console
 from rich.table import Table
 
+from dashrag.cli.safe_text import json_line, markup_safe, plain
 from dashrag.documents.model import ScoredChunk
 
 
 def print_table(console: Console, query: str, chunks: Sequence[ScoredChunk], width: int = 90) -> None:
-    table = Table(title=f"“{query}”", show_lines=False)
+    table = Table(title=f"“{markup_safe(query)}”", show_lines=False)
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
     table.add_column("document#pos")
@@ -20,7 +25,7 @@ def print_table(console: Console, query: str, chunks: Sequence[ScoredChunk], wid
     for rank, c in enumerate(chunks, 1):
         snippet = " ".join(c.chunk.text.split())
         snippet = snippet if len(snippet) <= width else snippet[: width - 1] + "…"
-        table.add_row(str(rank), f"{c.score:.4f}", f"{c.document_id}#{c.chunk.position}", snippet)
+        table.add_row(str(rank), f"{c.score:.4f}", plain(f"{c.document_id}#{c.chunk.position}"), plain(snippet))
     console.print(table)
 
 
@@ -28,4 +33,4 @@ def results_json(query: str, chunks: Sequence[ScoredChunk], trace: dict | None) 
     payload: dict[str, Any] = {"query": query, "results": [c.to_json() for c in chunks]}
     if trace is not None:
         payload["trace"] = trace
-    return json.dumps(payload, ensure_ascii=False)
+    return json_line(payload)

@@ -116,7 +116,7 @@ class ComponentParams(BaseModel):
     default), and every rule in ``RULES`` is checked after the fields validate.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_default=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, frozen=True, allow_inf_nan=False)
 
     RULES: ClassVar[tuple[Rule, ...]] = ()
     #: Other names a config may give a field (``{"lower_bound_ngrams": "ngram_min"}``): the names the

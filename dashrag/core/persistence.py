@@ -1,33 +1,63 @@
-"""Saved folders: pickle-free, atomic, checked on load.
+"""Saved folders: pickle-free, atomic, serialised, checked on load.
 
 Layout of a saved retriever folder::
 
     DIR/dashrag.json              manifest: format version, config, corpus fingerprint,
                                   store, and the sha256 of every state file
+    DIR/.dashrag.lock             the advisory lock that serialises saves (never taken by loads)
+    DIR/.dashrag.readers          the lock loads share while they read (saves clean up only when it is free)
+    DIR/snapshot-<id>/.dashrag-snapshot       the mark of a snapshot dashrag wrote
+    DIR/.partial-snapshot-<id>/   a snapshot being written (renamed to snapshot-<id> when complete)
     DIR/snapshot-<id>/nodes/<node path>/...   one sub-folder per node (.npy, .json)
 
-A save writes a *new* snapshot folder completely, then replaces the manifest
-atomically (temporary file + ``os.replace``), then deletes older snapshots. A save
-killed at any moment therefore leaves the previous manifest pointing at the
-previous, complete snapshot. Loading checks the format version, that every state
-file is present with its recorded checksum (so a truncated or edited file is an
-error naming it), and leaves the folder untouched whatever it finds.
-"""
+**Saves** to one folder take the folder's advisory lock (``filelock``: ``flock`` on
+``.dashrag.lock``), so two processes saving at once run one after the other and the
+folder always ends with one complete save. A save writes a *new*, marked snapshot
+completely (under a ``.partial-`` name, renamed when done), then replaces the
+manifest atomically (temporary file + ``os.replace``), then removes the marked
+snapshots that neither the new manifest nor the one it replaced names (see the grace
+rule), and what saves killed earlier left (temporary manifests, partial snapshots).
+A folder named ``snapshot-*`` without the mark is the user's and is never touched.
+A save killed at any moment leaves the previous manifest naming the previous,
+complete snapshot.
 
+**Grace rule.** A load holds a *shared* ``flock`` on ``.dashrag.readers`` (opened
+read-only: taking it changes no byte) from before it reads the manifest until it has
+read the snapshot. A save removes old snapshots only when it can take that lock
+exclusively without waiting, i.e. while no load is reading; otherwise it leaves them
+for a later save. Even then the snapshot the previous manifest named is kept until
+the next save. Where the reader lock cannot be taken (a folder saved by an older
+dashrag, a platform without ``flock``), a load that finds files gone re-reads the
+manifest and, if a save switched it meanwhile, starts again from the new one
+(:func:`read_consistently`). A load therefore gets the old or the new tree, never neither.
+
+**Loads** never write: they take no lock, check the manifest against its pydantic
+schema (:class:`Manifest`), check every state file's size and checksum, and leave
+the folder byte-identical whatever they find.
+"""
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import uuid
-from pathlib import Path
-from typing import Any, Callable
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Iterator, Literal, TypeVar
 
 import numpy as np
+from filelock import FileLock, Timeout
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from dashrag.errors import PersistenceError
+from dashrag.errors import PersistenceError, excerpt
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no reader lock, loads rely on re-reading the manifest
+    fcntl = None  # type: ignore[assignment]
 
 FORMAT_NAME = "dashrag-saved-retriever"
 FORMAT_VERSION = 1
@@ -84,6 +114,20 @@ def load_json(path: Path) -> Any:
 
 
 # -- saved folders ------------------------------------------------------------
+LOCK_NAME = ".dashrag.lock"
+READERS_LOCK_NAME = ".dashrag.readers"
+TRASH_PREFIX = ".trash-"
+PARTIAL_PREFIX = ".partial-"
+SNAPSHOT_MARK = ".dashrag-snapshot"
+SNAPSHOT_NAME_PATTERN = r"^snapshot-[0-9a-f]{8,64}$"
+#: How long a save waits for another save of the same folder before giving up.
+LOCK_TIMEOUT_S = float(os.environ.get("DASHRAG_SAVE_LOCK_TIMEOUT", "600"))
+#: How many times a load starts again when the manifest changed under it.
+LOAD_ATTEMPTS = 8
+
+T = TypeVar("T")
+
+
 def node_dirname(node_path: str) -> str:
     """``root.children[0]`` → ``root.children.0`` (safe on every file system)."""
     return node_path.replace("[", ".").replace("]", "")
@@ -97,52 +141,172 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+class FileRecord(BaseModel):
+    """One state file of a snapshot: its size and checksum."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    bytes: int = Field(ge=0)
+
+
+class Manifest(BaseModel):
+    """The manifest ``dashrag.json``: the one schema both the writer and the reader follow.
+
+    Strict (no string-as-number, no bool-as-int): a hand-edited or foreign manifest
+    is refused with the field that is wrong, never half-used.
+    """
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    format: Literal["dashrag-saved-retriever"]
+    format_version: int = Field(ge=1, le=FORMAT_VERSION)
+    config: dict[str, Any]
+    corpus_fingerprint: str = Field(min_length=1, max_length=128)
+    store: str | None = None
+    saved_at: str | None = None
+    snapshot: str = Field(pattern=SNAPSHOT_NAME_PATTERN)
+    files: dict[str, FileRecord]
+
+    @field_validator("files")
+    @classmethod
+    def _relative_paths(cls, files: dict[str, FileRecord]) -> dict[str, FileRecord]:
+        for rel in files:
+            parts = PurePosixPath(rel).parts
+            if not parts or rel.startswith("/") or "\\" in rel or any(p in ("..", ".", "") for p in parts):
+                raise ValueError(f"{excerpt(rel)} is not a path inside the snapshot")
+        return files
+
+
+@contextmanager
+def save_lock(folder: Path, timeout: float | None = None) -> Iterator[None]:
+    """Hold the folder's advisory save lock (re-entrant in one thread; loads never take it)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(folder.resolve() / LOCK_NAME), timeout=LOCK_TIMEOUT_S if timeout is None else timeout,
+                    is_singleton=True)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise PersistenceError(f"{folder}: another save of this folder held its lock for {lock.timeout:.0f}s; "
+                               "try again when it has finished") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _is_our_snapshot(path: Path) -> bool:
+    return (path.is_dir() and not path.is_symlink() and re.match(SNAPSHOT_NAME_PATTERN, path.name) is not None
+            and (path / SNAPSHOT_MARK).is_file())
+
+
+def _current_snapshot_name(folder: Path) -> str | None:
+    try:
+        return read_manifest(folder)["snapshot"]
+    except PersistenceError:
+        return None
+
+
+@contextmanager
+def _readers_lock(folder: Path, exclusive: bool) -> Iterator[bool]:
+    """The reader lock: shared for a load (waits for a cleanup to finish), exclusive without waiting for a
+    save's cleanup. Yields whether it is held; opening the file read-only means a load still writes nothing."""
+    if fcntl is None:
+        yield False
+        return
+    try:
+        fd = os.open(folder / READERS_LOCK_NAME, os.O_RDONLY)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def _remove_unnamed(folder: Path, keep: set[str]) -> None:
+    """Remove marked snapshots not in ``keep`` (only while no load is reading), and temporary manifests
+    of killed saves (under the save lock)."""
+    if not (folder / READERS_LOCK_NAME).exists():
+        (folder / READERS_LOCK_NAME).touch()
+    with _readers_lock(folder, exclusive=True) as no_reader:
+        if no_reader:
+            for entry in folder.iterdir():
+                if entry.name not in keep and _is_our_snapshot(entry):
+                    # renamed first, so a save killed half-way through the delete leaves no unmarked snapshot
+                    trash = folder / f"{TRASH_PREFIX}{entry.name}"
+                    os.replace(entry, trash)
+                    shutil.rmtree(trash, ignore_errors=True)
+                elif entry.name.startswith(f"{TRASH_PREFIX}{SNAPSHOT_PREFIX}") and entry.is_dir():
+                    shutil.rmtree(entry, ignore_errors=True)
+    for entry in folder.iterdir():  # what killed saves left (no other save runs: the save lock is held)
+        if entry.name.startswith(f".{MANIFEST_NAME}.") and entry.name.endswith(".tmp") and entry.is_file():
+            entry.unlink(missing_ok=True)
+        elif entry.name.startswith(f"{PARTIAL_PREFIX}{SNAPSHOT_PREFIX}") and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 def write_saved_folder(
     folder: Path,
     write_nodes: Callable[[Path], None],
     manifest_fields: dict[str, Any],
 ) -> Path:
-    """Write a new snapshot with ``write_nodes(snapshot_dir)``, then switch the manifest to it."""
+    """Under the save lock: write a new snapshot with ``write_nodes(snapshot_dir)``, switch the
+    manifest to it, and remove the snapshots no manifest names any more (the grace rule keeps one)."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    snapshot = folder / f"{SNAPSHOT_PREFIX}{uuid.uuid4().hex[:12]}"
-    snapshot.mkdir()
-    try:
-        write_nodes(snapshot)
-        files = {
-            p.relative_to(snapshot).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size}
-            for p in sorted(snapshot.rglob("*")) if p.is_file()
+    with save_lock(folder):
+        previous = _current_snapshot_name(folder)
+        snapshot = folder / f"{SNAPSHOT_PREFIX}{uuid.uuid4().hex[:16]}"
+        partial = folder / f"{PARTIAL_PREFIX}{snapshot.name}"  # renamed to ``snapshot`` once complete and marked
+        partial.mkdir()
+        try:
+            atomic_write_json(partial / SNAPSHOT_MARK, {"format": FORMAT_NAME, "written_by": "dashrag"})
+            write_nodes(partial)
+            files = {
+                p.relative_to(partial).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size}
+                for p in sorted(partial.rglob("*")) if p.is_file() and p.name != SNAPSHOT_MARK
+            }
+            os.replace(partial, snapshot)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        manifest = {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            **manifest_fields,
+            "snapshot": snapshot.name,
+            "files": files,
         }
-    except BaseException:
-        shutil.rmtree(snapshot, ignore_errors=True)
-        raise
-    manifest = {
-        "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
-        **manifest_fields,
-        "snapshot": snapshot.name,
-        "files": files,
-    }
-    atomic_write_json(folder / MANIFEST_NAME, manifest)
-    for old in folder.glob(f"{SNAPSHOT_PREFIX}*"):
-        if old.is_dir() and old.name != snapshot.name:
-            shutil.rmtree(old, ignore_errors=True)
+        Manifest.model_validate(manifest)  # the writer follows the reader's schema
+        atomic_write_json(folder / MANIFEST_NAME, manifest)
+        _remove_unnamed(folder, {snapshot.name} | ({previous} if previous else set()))
     return snapshot
 
 
-def read_manifest(folder: Path) -> dict[str, Any]:
-    """The manifest of a saved folder, after checking it is one this version can read."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise PersistenceError(f"{folder}: no such saved retriever folder")
-    path = folder / MANIFEST_NAME
-    if not path.is_file():
-        raise PersistenceError(f"{folder}: not a saved retriever (no {MANIFEST_NAME})")
-    manifest = load_json(path)
+def _validation_message(error: ValidationError) -> str:
+    problems = []
+    for err in error.errors()[:5]:
+        where = ".".join(str(part) for part in err["loc"]) or "manifest"
+        problems.append(f"{excerpt(where)}: {err['msg']}")
+    return "; ".join(problems)
+
+
+def _parse_manifest(path: Path, raw: bytes) -> dict[str, Any]:
+    try:
+        manifest = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError, ValueError, RecursionError) as exc:
+        raise PersistenceError(f"{path}: not valid JSON ({excerpt(str(exc), 120)})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         raise PersistenceError(f"{path}: not a dashrag manifest")
     version = manifest.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
+    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
         raise PersistenceError(
             f"{path}: saved with format version {version!r}; this dashrag reads versions 1..{FORMAT_VERSION}"
             " (upgrade dashrag to load it)"
@@ -150,7 +314,35 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     for key in ("config", "corpus_fingerprint", "snapshot", "files"):
         if key not in manifest:
             raise PersistenceError(f"{path}: manifest lacks {key!r}")
+    try:
+        Manifest.model_validate(manifest)
+    except ValidationError as exc:
+        raise PersistenceError(f"{path}: malformed manifest: {_validation_message(exc)}") from None
     return manifest
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _manifest_bytes(folder: Path) -> bytes:
+    if not folder.is_dir():
+        raise PersistenceError(f"{folder}: no such saved retriever folder")
+    path = folder / MANIFEST_NAME
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise PersistenceError(f"{folder}: not a saved retriever (no {MANIFEST_NAME})") from None
+    except IsADirectoryError:
+        raise PersistenceError(f"{path}: is a folder, not a manifest") from None
+    except OSError as exc:
+        raise PersistenceError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The manifest of a saved folder, after checking it is one this version can read."""
+    folder = Path(folder)
+    return _parse_manifest(folder / MANIFEST_NAME, _manifest_bytes(folder))
 
 
 def verify_snapshot(folder: Path, manifest: dict[str, Any]) -> Path:
@@ -160,14 +352,49 @@ def verify_snapshot(folder: Path, manifest: dict[str, Any]) -> Path:
         raise PersistenceError(f"{snapshot}: snapshot folder named in the manifest is missing")
     for rel, expected in manifest["files"].items():
         path = snapshot / rel
-        if not path.is_file():
-            raise PersistenceError(f"{path}: state file missing")
-        if path.stat().st_size != expected["bytes"]:
-            raise PersistenceError(f"{path}: state file is {path.stat().st_size} bytes, "
-                                   f"expected {expected['bytes']} (truncated or edited)")
-        if _sha256(path) != expected["sha256"]:
-            raise PersistenceError(f"{path}: state file checksum differs from the manifest (edited or corrupted)")
+        try:
+            size = path.stat().st_size
+            if not path.is_file():
+                raise PersistenceError(f"{path}: state file missing")
+            if size != expected["bytes"]:
+                raise PersistenceError(f"{path}: state file is {size} bytes, expected {expected['bytes']} "
+                                       "(truncated or edited)")
+            if _sha256(path) != expected["sha256"]:
+                raise PersistenceError(f"{path}: state file checksum differs from the manifest (edited or corrupted)")
+        except FileNotFoundError:
+            raise PersistenceError(f"{path}: state file missing") from None
     return snapshot
+
+
+def read_consistently(folder: Path, read: Callable[[dict[str, Any], Path], T]) -> T:
+    """``read(manifest, snapshot_dir)`` on one complete save, even while other processes save the folder.
+
+    A failure is only believed when the manifest did not change meanwhile; if it did,
+    a save replaced the tree under the reader, and the read starts again from the new
+    manifest (at most :data:`LOAD_ATTEMPTS` times). Nothing here writes.
+    """
+    folder = Path(folder)
+    for attempt in range(LOAD_ATTEMPTS):
+        raw = _manifest_bytes(folder)
+        try:
+            with _readers_lock(folder, exclusive=False):
+                raw = _manifest_bytes(folder)
+                manifest = _parse_manifest(folder / MANIFEST_NAME, raw)
+                return read(manifest, verify_snapshot(folder, manifest))
+        except (PersistenceError, OSError) as exc:
+            if attempt + 1 < LOAD_ATTEMPTS and _changed(folder, raw):
+                continue
+            if isinstance(exc, PersistenceError):
+                raise
+            raise PersistenceError(f"{folder}: cannot be read ({exc.strerror or exc})") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _changed(folder: Path, raw: bytes) -> bool:
+    try:
+        return _manifest_bytes(folder) != raw
+    except PersistenceError:
+        return True
 
 
 def save_sparse(folder: Path, name: str, matrix: Any) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, TypeVar
 
-from dashrag.errors import ConfigIssue, UnknownComponentError
+from dashrag.errors import ConfigIssue, UnknownComponentError, excerpt
 
 if TYPE_CHECKING:
     from dashrag.core.component import ConfigObject
@@ -128,10 +128,11 @@ def get_component(name: str, path: str = "component") -> type[ConfigObject]:
     _load_plugins()
     try:
         return _REGISTRY[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.5)
+    except (KeyError, TypeError):
+        probe = name if isinstance(name, str) and len(name) <= 100 else ""  # no fuzzy match over a huge name
+        close = difflib.get_close_matches(probe, list(_REGISTRY), n=3, cutoff=0.5) if probe else []
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise UnknownComponentError([ConfigIssue(path, f"unknown component {name!r}{hint}")]) from None
+        raise UnknownComponentError([ConfigIssue(path, f"unknown component {excerpt(name)}{hint}")]) from None
 
 
 def all_components() -> Iterator[tuple[str, type[ConfigObject]]]:

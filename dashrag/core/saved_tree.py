@@ -7,6 +7,13 @@ survives a crash). ``load`` never fits: it reads the config and the corpus from
 the saved folder, checks the corpus is the one the tree was built on, and
 restores each node's state, children before their parents.
 
+``load`` never writes either: the store is opened read-only, and only a store file
+*inside* the saved folder is read unless the caller names a store URL explicitly
+(a manifest edited to name another database cannot make a load connect to it); a
+load running while another process saves gets the old or the new tree
+(:func:`~dashrag.core.persistence.read_consistently`). ``save`` holds the folder's
+save lock for the store copy and the snapshot, so concurrent saves serialise.
+
 This lives in core (not in ``dashrag.api``) because ``Retriever.save`` needs it
 and core imports no entry point (docs/design.md, import contracts).
 """
@@ -14,19 +21,23 @@ and core imports no entry point (docs/design.md, import contracts).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
-from dashrag.core.persistence import node_dirname, read_manifest, verify_snapshot, write_saved_folder
+from dashrag.core.persistence import node_dirname, read_consistently, save_lock, write_saved_folder
 from dashrag.core.retriever import Retriever
-from dashrag.errors import ConfigError, PersistenceError
-from dashrag.store.store import Store, sqlite_url
+from dashrag.documents.chunk_set import ChunkSet
+from dashrag.errors import ConfigError, PersistenceError, excerpt
+from dashrag.store.store import Store, display_url, read_only_url, sqlite_url
 
 SQLITE_PREFIX = "sqlite:///"
+STORE_FILE_PATTERN = re.compile(r"store-[0-9a-f]{1,64}\.sqlite")
 
 
 def store_filename(fingerprint: str) -> str:
@@ -34,65 +45,88 @@ def store_filename(fingerprint: str) -> str:
 
 
 def save(root: ConfigObject, folder: str | Path) -> Path:
-    """Save a fitted tree to ``folder`` atomically (the previous save survives a crash)."""
+    """Save a fitted tree to ``folder`` atomically (the previous save survives a crash), one save
+    of the folder at a time (the folder's advisory lock; a second save waits for the first)."""
     folder = Path(folder)
     infra = root.require_infra()
-    folder.mkdir(parents=True, exist_ok=True)
-    store_ref = infra.store_url
-    if store_ref and store_ref.startswith(SQLITE_PREFIX):
-        source = Path(store_ref[len(SQLITE_PREFIX):])
-        target = folder / store_filename(infra.chunks.fingerprint)
-        if source.resolve() != target.resolve() and not target.exists():
-            tmp = target.with_name(f".{target.name}.tmp")
-            shutil.copyfile(source, tmp)
-            os.replace(tmp, target)
-        store_ref = target.name  # relative: the folder can be moved
+    with save_lock(folder):
+        store_ref = display_url(infra.store_url) if infra.store_url else None  # never a password
+        if infra.store_url and infra.store_url.startswith(SQLITE_PREFIX):
+            source = Path(infra.store_url[len(SQLITE_PREFIX):])
+            target = folder / store_filename(infra.chunks.fingerprint)
+            if source.resolve() != target.resolve() and not target.exists():
+                tmp = target.with_name(f".{target.name}.tmp")
+                shutil.copyfile(source, tmp)
+                os.replace(tmp, target)
+            store_ref = target.name  # relative: the folder can be moved
 
-    def write_nodes(snapshot: Path) -> None:
-        for path, node in root.iter_nodes():
-            node_dir = snapshot / "nodes" / node_dirname(path)
-            node_dir.mkdir(parents=True)
-            node.save_state(node_dir)
+        def write_nodes(snapshot: Path) -> None:
+            for path, node in root.iter_nodes():
+                node_dir = snapshot / "nodes" / node_dirname(path)
+                node_dir.mkdir(parents=True)
+                node.save_state(node_dir)
 
-    write_saved_folder(folder, write_nodes, {
-        "config": root.to_config(),
-        "corpus_fingerprint": infra.chunks.fingerprint,
-        "store": store_ref,
-        "saved_at": datetime.now(UTC).isoformat(),
-    })
+        write_saved_folder(folder, write_nodes, {
+            "config": root.to_config(),
+            "corpus_fingerprint": infra.chunks.fingerprint,
+            "store": store_ref,
+            "saved_at": datetime.now(UTC).isoformat(),
+        })
     return folder
 
 
-def load(folder: str | Path, store_url: str | None = None) -> Retriever:
-    """Load a saved tree without refitting; refuses a folder whose corpus or format does not match."""
-    folder = Path(folder)
-    manifest = read_manifest(folder)
-    snapshot = verify_snapshot(folder, manifest)
+def _store_in_folder(folder: Path, ref: str | None) -> str:
+    """The URL of the store file the manifest names, which must lie inside the saved folder."""
+    if not ref:
+        raise PersistenceError(f"{folder}: the manifest names no store; pass store_url")
+    if not STORE_FILE_PATTERN.fullmatch(ref):
+        raise PersistenceError(
+            f"{folder}: the manifest names the store {excerpt(ref)}, which is not a store file inside the folder; "
+            "pass its URL explicitly (store_url=..., or --store) to load from it")
+    path = folder / ref
+    if not path.is_file():
+        raise PersistenceError(f"{path}: the store file named in the manifest is missing")
+    return sqlite_url(path)
+
+
+def _read_chunk_set(store_url: str) -> ChunkSet:
+    store = Store(read_only_url(store_url), read_only=True)
     try:
-        root = build_as(manifest["config"], Retriever, "retriever")
-    except ConfigError as exc:
-        raise PersistenceError(f"{folder}: the saved config is not valid here: {exc}") from None
-    if store_url is None:
-        ref = manifest.get("store")
-        if not ref:
-            raise PersistenceError(f"{folder}: the manifest names no store; pass store_url")
-        store_url = ref if "://" in ref else sqlite_url(folder / ref)
-        if "://" not in ref and not (folder / ref).is_file():
-            raise PersistenceError(f"{folder / ref}: the store file named in the manifest is missing")
-    store = Store(store_url)
-    try:
-        chunk_set = store.read_chunk_set()
+        return store.read_chunk_set()
     finally:
         store.close()
-    if chunk_set.fingerprint != manifest["corpus_fingerprint"]:
-        raise PersistenceError(
-            f"{folder}: saved for corpus {manifest['corpus_fingerprint'][:12]}, but the store holds corpus "
-            f"{chunk_set.fingerprint[:12]} (a folder saved for another corpus)"
-        )
-    root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=store_url))
-    for path, node in reversed(list(root.iter_nodes())):  # children before their parents
-        node_dir = snapshot / "nodes" / node_dirname(path)
-        if not node_dir.is_dir():
-            raise PersistenceError(f"{node_dir}: state folder of node {path} is missing")
-        node.load_state(node_dir)
-    return root
+
+
+def load(folder: str | Path, store_url: str | None = None) -> Retriever:
+    """Load a saved tree without refitting; refuses a folder whose corpus or format does not match.
+
+    Nothing is written, whatever the folder holds: the store is opened read-only, and
+    a load running while another process saves the folder gets the old or the new tree.
+    """
+    folder = Path(folder)
+
+    def read(manifest: dict[str, Any], snapshot: Path) -> Retriever:
+        try:
+            root = build_as(manifest["config"], Retriever, "retriever")
+        except ConfigError as exc:
+            raise PersistenceError(f"{folder}: the saved config is not valid here: {exc}") from None
+        url = store_url if store_url is not None else _store_in_folder(folder, manifest.get("store"))
+        chunk_set = _read_chunk_set(url)
+        if chunk_set.fingerprint != manifest["corpus_fingerprint"]:
+            raise PersistenceError(
+                f"{folder}: saved for corpus {manifest['corpus_fingerprint'][:12]}, but the store holds corpus "
+                f"{chunk_set.fingerprint[:12]} (a folder saved for another corpus)"
+            )
+        root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=url))
+        try:
+            for path, node in reversed(list(root.iter_nodes())):  # children before their parents
+                node_dir = snapshot / "nodes" / node_dirname(path)
+                if not node_dir.is_dir():
+                    raise PersistenceError(f"{node_dir}: state folder of node {path} is missing")
+                node.load_state(node_dir)
+        except BaseException:
+            root.close()
+            raise
+        return root
+
+    return read_consistently(folder, read)

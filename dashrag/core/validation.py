@@ -5,24 +5,69 @@ validates each node's params with its pydantic ``SCHEMA``, recurses into the fie
 that hold components (checking each is of the accepted kind), and returns the
 *normalised* tree: every default filled in, so a saved config states exactly what
 ran. It raises one :class:`ConfigError` listing all issues, never just the first.
+
+Values come from JSON, so they are validated the way JSON means them (pydantic's
+strict mode on JSON input): ``true`` is not a ``top_k``, ``"5"`` is not a number,
+and no number anywhere in a config may be ``NaN`` or infinite (``1e400``).
+
+**Depth limits** (documented in docs/reliability.md): a config is at most
+:data:`MAX_JSON_DEPTH` JSON levels deep, and a tree at most
+:data:`MAX_COMPONENT_DEPTH` components deep. Both are checked before anything
+recurses, so a hostile config is one ConfigError, never a RecursionError.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 from pydantic import ValidationError
 
 from dashrag.core.registry import get_component
-from dashrag.errors import ConfigError, ConfigIssue, UnknownComponentError
+from dashrag.errors import ConfigError, ConfigIssue, UnknownComponentError, excerpt
 
 NODE_KEYS = {"component", "params"}
+#: The deepest tree of components a config may hold (a composite inside a composite ... 32 times).
+MAX_COMPONENT_DEPTH = 32
+#: The deepest JSON nesting a config may have (each component level takes three: node, params, list).
+MAX_JSON_DEPTH = 3 * MAX_COMPONENT_DEPTH + 32
+#: The most problems one ConfigError lists (a config with 10,000 bad entries is still one readable line).
+MAX_ISSUES = 20
+KEY_CHARS = 60
 
 
 def join_path(path: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
+    key = key if len(key) <= KEY_CHARS else f"{key[:KEY_CHARS]}…"
     return f"{path}.{key}" if path else key
+
+
+def json_issues(raw: Any) -> list[ConfigIssue]:
+    """Problems of the JSON value itself, found without recursion: too deep, a non-finite number,
+    a value JSON cannot hold (a Python object passed to ``build``)."""
+    issues: list[ConfigIssue] = []
+    stack: list[tuple[Any, str, int]] = [(raw, "", 1)]
+    while stack and len(issues) < MAX_ISSUES:
+        value, path, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            issues.append(ConfigIssue(path, f"nested more than {MAX_JSON_DEPTH} levels deep "
+                                            f"(a config holds at most {MAX_COMPONENT_DEPTH} levels of components)"))
+            break
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    issues.append(ConfigIssue(path, f"key {excerpt(key)} is not a string"))
+                    continue
+                stack.append((item, join_path(path, key), depth + 1))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((item, join_path(path, i), depth + 1) for i, item in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            issues.append(ConfigIssue(path, f"{value} is not a finite number"))
+        elif value is not None and not isinstance(value, (str, int, float, bool)):
+            issues.append(ConfigIssue(path, f"a {type(value).__name__} is not a JSON value"))
+    return issues
 
 
 def _pydantic_issues(error: ValidationError, path: str) -> list[ConfigIssue]:
@@ -62,20 +107,20 @@ def _replace_failed(params: dict, schema: Any) -> bool:
     return failed
 
 
-def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[ConfigIssue]) -> dict | None:
+def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[ConfigIssue],
+                   depth: int = 1) -> dict | None:
     if not isinstance(raw, dict):
         issues.append(
             ConfigIssue(path, f'expected an object {{"component": ..., "params": ...}}, got {type(raw).__name__}')
         )
         return None
+    if depth > MAX_COMPONENT_DEPTH:
+        issues.append(ConfigIssue(path, f"components nested more than {MAX_COMPONENT_DEPTH} deep"))
+        return None
     unknown = set(raw) - NODE_KEYS
     if unknown:
-        issues.append(
-            ConfigIssue(
-                path,
-                f"unexpected key(s) {', '.join(sorted(map(repr, unknown)))}; a node has only 'component' and 'params'",
-            )
-        )
+        shown = ", ".join(excerpt(k, KEY_CHARS) for k in sorted(unknown)[:5]) + (", …" if len(unknown) > 5 else "")
+        issues.append(ConfigIssue(path, f"unexpected key(s) {shown}; a node has only 'component' and 'params'"))
     name = raw.get("component")
     if not isinstance(name, str):
         issues.append(ConfigIssue(join_path(path, "component"), "missing or not a string"))
@@ -112,15 +157,14 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
                     ConfigIssue(field_path, f"expected a list of {field_kind} components, got {type(value).__name__}")
                 )
                 continue
-            params[field_name] = [
-                _validate_node(v, join_path(field_path, i), field_kind, issues) for i, v in enumerate(value)
-            ]
+            params[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues, depth + 1)
+                                  for i, v in enumerate(value)]
         elif value is not None or not _accepts_none(schema, field_name):
-            params[field_name] = _validate_node(value, field_path, field_kind, issues)
+            params[field_name] = _validate_node(value, field_path, field_kind, issues, depth + 1)
 
     failed_nested = _replace_failed(params, schema)
     try:
-        validated = schema.model_validate(params)
+        validated = schema.model_validate_json(json.dumps(params), strict=True)  # as JSON means it
     except ValidationError as exc:
         issues.extend(_pydantic_issues(exc, params_path))
         return None
@@ -141,20 +185,19 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
         if default is None:
             continue
         if is_list:
-            normalised[field_name] = [
-                _validate_node(v, join_path(field_path, i), field_kind, issues) for i, v in enumerate(default)
-            ]
+            normalised[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues, depth + 1)
+                                      for i, v in enumerate(default)]
         else:
-            normalised[field_name] = _validate_node(default, field_path, field_kind, issues)
+            normalised[field_name] = _validate_node(default, field_path, field_kind, issues, depth + 1)
     return {"component": name, "params": normalised}
 
 
 def validate_and_transform(raw: Any, expected_kind: str | None = None) -> dict:
     """Validate a whole config tree; return it normalised, or raise listing every problem."""
-    issues: list[ConfigIssue] = []
-    result = _validate_node(raw, "", expected_kind, issues)
+    issues = json_issues(raw)
+    result = None if issues else _validate_node(raw, "", expected_kind, issues)
     if issues or result is None:
-        issues = issues or [ConfigIssue("", "invalid config")]
+        issues = (issues or [ConfigIssue("", "invalid config")])[:MAX_ISSUES]
         unknown = any("unknown component" in i.message for i in issues)
         raise (UnknownComponentError if unknown else ConfigError)(issues)
     return result

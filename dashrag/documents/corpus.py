@@ -5,6 +5,13 @@ retrievers index both), so the first chunk of a document carries its title.
 Categories come from BEIR ``metadata`` values that are strings or lists of
 strings, or, for a folder, from a sidecar ``metadata.jsonl`` whose lines are
 ``{"file": "<name relative to the folder>", "categories": {"NAME": "V" | ["V", ...]}}``.
+
+A folder corpus does not follow symbolic links unless asked (``follow_symlinks=True``,
+``dashrag index --follow-symlinks``): a link ``secret.txt -> /etc/passwd`` dropped
+into a shared folder must not put that file into an index. Skipped links are
+listed in ``skipped``. A corpus line must hold a string ``text`` and an ``_id``
+that is a string or an integer: ``null`` or a list is an error naming the line,
+never the text ``"None"`` or a Python repr.
 """
 
 from __future__ import annotations
@@ -12,12 +19,13 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from dashrag.documents.model import SourceDocument, normalise_categories
-from dashrag.errors import CorpusError
+from dashrag.errors import CorpusError, excerpt
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +58,7 @@ class Corpus:
         return iter(self.documents)
 
     @classmethod
-    def from_path(cls, path: str | Path) -> Corpus:
+    def from_path(cls, path: str | Path, follow_symlinks: bool = False) -> Corpus:
         """A folder of text files, a BEIR folder (holding corpus.jsonl[.gz]), or a JSONL file."""
         path = Path(path)
         if not path.exists():
@@ -58,21 +66,23 @@ class Corpus:
         if path.is_dir():
             if any((path / name).is_file() for name in ("corpus.jsonl", "corpus.jsonl.gz")):
                 return cls.from_beir(path)
-            return cls.from_folder(path)
+            return cls.from_folder(path, follow_symlinks=follow_symlinks)
         return cls.from_jsonl(path)
 
     @classmethod
-    def from_folder(cls, folder: str | Path) -> Corpus:
+    def from_folder(cls, folder: str | Path, follow_symlinks: bool = False) -> Corpus:
         """Every .txt/.md file under ``folder``; the id is the path relative to it.
 
         A file that is not UTF-8 is skipped with a warning that names it; the rest is read.
+        Symbolic links (to files or folders) are skipped unless ``follow_symlinks``.
         """
         folder = Path(folder)
         if not folder.is_dir():
             raise CorpusError(f"{folder}: no such folder")
         categories = _read_sidecar(folder / SIDECAR_NAME)
-        documents, skipped = [], []
-        for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in FOLDER_SUFFIXES):
+        files, skipped = _text_files(folder, follow_symlinks)
+        documents = []
+        for path in files:
             rel = path.relative_to(folder).as_posix()
             try:
                 text = path.read_text(encoding="utf-8")
@@ -117,33 +127,76 @@ class Corpus:
         raise CorpusError(f"{folder}: no corpus.jsonl or corpus.jsonl.gz (not a BEIR dataset folder)")
 
 
+def _text_files(folder: Path, follow_symlinks: bool) -> tuple[list[Path], list[str]]:
+    """The .txt/.md files under ``folder`` in a stable order, and the links left out (with why)."""
+    found, skipped = [], []
+    for root, dirs, names in os.walk(folder, followlinks=follow_symlinks):
+        here = Path(root)
+        if not follow_symlinks:
+            for name in [d for d in dirs if (here / d).is_symlink()]:
+                skipped.append(f"{here / name}: a symbolic link (pass --follow-symlinks to read it)")
+                dirs.remove(name)
+        for name in names:
+            path = here / name
+            if path.suffix.lower() not in FOLDER_SUFFIXES:
+                continue
+            if path.is_symlink() and not follow_symlinks:
+                log.warning("skipped %s: a symbolic link", path)
+                skipped.append(f"{path}: a symbolic link (pass --follow-symlinks to read it)")
+            elif path.is_file():
+                found.append(path)
+    return sorted(found), skipped
+
+
 def _document_from_line(line: str, where: str) -> SourceDocument:
     try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise CorpusError(f"{where}: not valid JSON ({exc.msg})") from None
+        record = json.loads(line, parse_constant=_not_a_number)
+    except (json.JSONDecodeError, ValueError, RecursionError) as exc:
+        raise CorpusError(f"{where}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
     if not isinstance(record, dict) or "_id" not in record or "text" not in record:
         raise CorpusError(f"{where}: a corpus line needs '_id' and 'text'")
+    doc_id, text, title = record["_id"], record["text"], record.get("title")
+    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or str(doc_id) == "":
+        raise CorpusError(f"{where}: '_id' must be a non-empty string or an integer, not {excerpt(doc_id, 40)}")
+    if not isinstance(text, str):
+        got = "null" if text is None else type(text).__name__
+        raise CorpusError(f"{where}: 'text' must be a string, not {got}")
+    if title is not None and not isinstance(title, str):
+        raise CorpusError(f"{where}: 'title' must be a string, not {type(title).__name__}")
     metadata = record.get("metadata") or {}
     return SourceDocument(
-        id=str(record["_id"]),
-        title=str(record.get("title") or ""),
-        text=str(record["text"]),
+        id=str(doc_id),
+        title=title or "",
+        text=text,
         metadata=normalise_categories(metadata if isinstance(metadata, dict) else {}),
         source=where,
     )
 
 
+def _not_a_number(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _read_sidecar(path: Path) -> dict[str, dict[str, tuple[str, ...]]]:
     if not path.is_file():
         return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     found = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    expected = 'expected {"file": "<name>", "categories": {"NAME": "V" or ["V", ...]}}'
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-            found[str(record["file"])] = normalise_categories(record["categories"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise CorpusError(f"{path}:{number}: expected {{\"file\": ..., \"categories\": {{...}}}} ({exc})") from None
+            record = json.loads(line, parse_constant=_not_a_number)
+        except (json.JSONDecodeError, ValueError, RecursionError):
+            raise CorpusError(f"{path}:{number}: not valid JSON; {expected}") from None
+        if not isinstance(record, dict) or not isinstance(record.get("file"), str):
+            raise CorpusError(f"{path}:{number}: {expected}")
+        if not isinstance(record.get("categories"), dict):
+            got = type(record.get("categories")).__name__ if "categories" in record else "nothing"
+            raise CorpusError(f"{path}:{number}: 'categories' must be an object, not {got}; {expected}")
+        found[record["file"]] = normalise_categories(record["categories"])
     return found

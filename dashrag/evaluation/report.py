@@ -20,8 +20,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
+from dashrag.display import visible
 from dashrag.evaluation.metrics import MetricResult
 from dashrag.evaluation.per_node import NodeEvaluation
 
@@ -62,7 +65,8 @@ def _rows(report: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
 def per_node_table(report: Mapping[str, Any], digits: int = 4) -> Table:
     """A rich table: one row per node (indented by depth), one column per metric."""
     labels = list(report["metrics"])
-    table = Table(title=f"{report['dataset']} · {report['split']} · {report['n_queries']} queries")
+    title = f"{visible(report['dataset'])} · {visible(report['split'])} · {report['n_queries']} queries"
+    table = Table(title=escape(title))  # the dataset's folder name and the split come from the user
     table.add_column("node")
     table.add_column("component")
     for label in labels:
@@ -73,8 +77,8 @@ def per_node_table(report: Mapping[str, Any], digits: int = 4) -> Table:
         values = [f"{node['metrics'][label]:.{digits}f}" for label in labels]
         elapsed = node.get("mean_elapsed_ms")
         table.add_row(
-            path,
-            "  " * node_depth(path) + str(node["component"]),
+            Text(visible(path)),
+            Text("  " * node_depth(path) + visible(node["component"])),
             *values,
             str(node.get("n_queries", "")),
             "" if elapsed is None else f"{elapsed:.1f}",

@@ -11,11 +11,18 @@ cache; reading it again on every call also means a rotated key takes effect at o
 
 A missing or empty variable is a :class:`~dashrag.errors.CredentialError` that names
 the *variable*, so the user knows what to set; it cannot name the value, there is none.
+
+**Whitespace and control characters.** A value read from a CRLF ``.env`` file or a
+mounted secret often ends in ``\r\n`` or a tab; sent as is, the HTTP library refuses
+the header and prints the whole key in its "Illegal header value" error. So surrounding
+whitespace is stripped, and a value that still holds a control character is refused
+with an error naming the variable and the character's position, never the value.
 """
 
 from __future__ import annotations
 
 import os
+import unicodedata
 
 from pydantic import Field
 
@@ -48,20 +55,32 @@ class EnvCredential(ConfigObject[EnvCredentialParams]):
         return self.params.var
 
     def is_set(self) -> bool:
-        """Whether the variable holds a non-empty value now."""
-        return bool(os.environ.get(self.var))
+        """Whether the variable holds a non-empty value now (surrounding whitespace aside)."""
+        return bool((os.environ.get(self.var) or "").strip())
+
+    def _read(self) -> str | None:
+        """The value without surrounding whitespace; None when unset or blank; an error for a control character."""
+        value = os.environ.get(self.var)
+        if value is None:
+            return None
+        value = value.strip()
+        for position, char in enumerate(value):
+            if unicodedata.category(char) == "Cc":
+                raise CredentialError(f"the environment variable {self.var} holds a control character "
+                                      f"(U+{ord(char):04X} at position {position}); an API key is printable text")
+        return value or None
 
     def resolve(self) -> str:
         """The secret, read now; an unset or empty variable raises CredentialError naming it."""
-        value = os.environ.get(self.var)
-        if not value:
-            state = "is empty" if value == "" else "is not set"
+        value = self._read()
+        if value is None:
+            state = "is empty" if os.environ.get(self.var) is not None else "is not set"
             raise CredentialError(f"the environment variable {self.var} {state}; set it to the API key")
         return value
 
     def resolve_or_none(self) -> str | None:
         """The secret, or None when the variable is unset or empty (for servers that need no key)."""
-        return os.environ.get(self.var) or None
+        return self._read()
 
     def __repr__(self) -> str:
         return f"EnvCredential(var={self.var!r})"

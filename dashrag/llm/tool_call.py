@@ -41,7 +41,7 @@ from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 from urllib.parse import urlsplit
 
 from dashrag.errors import LLMBackendError
-from dashrag.llm.redaction import redact, scrub_exception
+from dashrag.llm.redaction import redact, redacting_logs, scrub_exception
 from dashrag.llm.selection import forced_tool_choice
 
 logger = logging.getLogger(__name__)
@@ -87,19 +87,20 @@ def call_tool(
     function_name = tool_schema["function"]["name"]
     started = time.perf_counter()
     try:
-        response = litellm.completion(
-            model=model,
-            messages=[dict(m) for m in messages],
-            tools=[dict(tool_schema)],
-            tool_choice=forced_tool_choice(function_name),
-            api_base=api_base,
-            api_key=api_key,
-            temperature=temperature,
-            timeout=timeout,
-            max_tokens=max_tokens,
-            num_retries=0,
-            max_retries=0,
-        )
+        with redacting_logs(api_key or ""):
+            response = litellm.completion(
+                model=model,
+                messages=[dict(m) for m in messages],
+                tools=[dict(tool_schema)],
+                tool_choice=forced_tool_choice(function_name),
+                api_base=api_base,
+                api_key=api_key,
+                temperature=temperature,
+                timeout=timeout,
+                max_tokens=max_tokens,
+                num_retries=0,
+                max_retries=0,
+            )
     except Exception as exc:
         scrub_exception(exc, api_key or "")
         if not _is_backend_failure(exc):

@@ -4,20 +4,28 @@ A store is addressed by a SQLAlchemy URL (``sqlite:///path`` by default, any
 other database SQLAlchemy speaks otherwise). ``write_corpus`` fills an *empty*
 store in one transaction, so a failure leaves nothing half-written; a saved
 retriever then reads its chunks back from here instead of re-chunking.
+
+A store opened ``read_only`` (what loading a saved folder does) creates no table
+and, for an SQLite file, is opened through SQLite's ``mode=ro`` URI, so reading a
+damaged or empty file fails without growing or touching it. Every database error
+becomes a :class:`~dashrag.errors.PersistenceError` naming the store with its
+password hidden; a URL whose driver is not installed is one too, naming the driver.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Iterable, Sequence
+from urllib.parse import quote
 
 from sqlalchemy import create_engine, func, insert, select
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.model import Chunk, SourceDocument
-from dashrag.errors import PersistenceError
+from dashrag.errors import PersistenceError, excerpt
 from dashrag.store.models import Base, ChunkRow, DocumentRow, RetrieverRecord, StoreInfo
 
 
@@ -25,26 +33,58 @@ def sqlite_url(path: Path) -> str:
     return f"sqlite:///{Path(path).resolve()}"
 
 
+def display_url(url: str) -> str:
+    """``url`` with any password hidden: safe for messages, logs and manifests."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return f"<unparsable store URL {excerpt(url.split('@')[-1])}>"
+
+
+def read_only_url(url: str) -> str:
+    """For an SQLite file, the ``mode=ro`` URI form of ``url`` (other URLs are returned unchanged)."""
+    parsed = make_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
+        return url
+    path = quote(str(Path(database).resolve()))
+    return f"{parsed.drivername}:///file:{path}?mode=ro&uri=true"
+
+
 class Store:
-    def __init__(self, url: str):
+    def __init__(self, url: str, read_only: bool = False):
         self.url = url
+        self.read_only = read_only
         try:
             self.engine = create_engine(url)
-            Base.metadata.create_all(self.engine)
+            if not read_only:
+                Base.metadata.create_all(self.engine)
+        except ImportError as exc:
+            driver = exc.name or str(exc)
+            raise PersistenceError(f"cannot open the store {display_url(url)}: its database driver {driver!r} "
+                                   "is not installed (pip install it, or use an sqlite:/// URL)") from None
         except SQLAlchemyError as exc:
-            raise PersistenceError(f"cannot open the store {self.display_url}: {exc.__class__.__name__}") from None
+            raise PersistenceError(f"cannot open the store {display_url(url)}: {exc.__class__.__name__}") from None
 
     @property
     def display_url(self) -> str:
         """The URL with any password hidden: safe for messages and logs."""
-        return self.engine.url.render_as_string(hide_password=True) if hasattr(self, "engine") else "<store>"
+        return display_url(self.url)
 
     def close(self) -> None:
         self.engine.dispose()
 
+    def _failed(self, exc: SQLAlchemyError) -> PersistenceError:
+        reason = getattr(exc, "orig", None) or exc
+        first_line = str(reason).splitlines()[0] if str(reason) else type(reason).__name__
+        return PersistenceError(f"the store {self.display_url} cannot be read: {excerpt(first_line, 160)}")
+
     def is_empty(self) -> bool:
-        with Session(self.engine) as session:
-            return session.scalar(select(func.count()).select_from(ChunkRow)) == 0
+        try:
+            with Session(self.engine) as session:
+                return session.scalar(select(func.count()).select_from(ChunkRow)) == 0
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from None
 
     def write_corpus(self, documents: Sequence[SourceDocument], chunks: Iterable[Chunk], fingerprint: str) -> None:
         if not self.is_empty():
@@ -67,11 +107,17 @@ class Store:
                     for r in rows]
 
     def read_chunk_set(self) -> ChunkSet:
-        with Session(self.engine) as session:
-            categories = {d: {k: tuple(v) for k, v in (c or {}).items()}
-                          for d, c in session.execute(select(DocumentRow.id, DocumentRow.categories))}
-            rows = session.execute(select(ChunkRow.id, ChunkRow.document_id, ChunkRow.position, ChunkRow.text,
-                                          ChunkRow.start, ChunkRow.end).order_by(ChunkRow.id)).all()
+        try:
+            with Session(self.engine) as session:
+                categories = {d: {k: tuple(v) for k, v in (c or {}).items()}
+                              for d, c in session.execute(select(DocumentRow.id, DocumentRow.categories))}
+                rows = session.execute(select(ChunkRow.id, ChunkRow.document_id, ChunkRow.position, ChunkRow.text,
+                                              ChunkRow.start, ChunkRow.end).order_by(ChunkRow.id)).all()
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from None
+        except (AttributeError, TypeError, ValueError) as exc:  # rows of the wrong shape (a foreign database)
+            raise PersistenceError(f"the store {self.display_url} holds malformed rows "
+                                   f"({type(exc).__name__})") from None
         if not rows:
             raise PersistenceError(f"the store {self.display_url} holds no chunks")
         return ChunkSet(Chunk(id=r[0], document_id=r[1], position=r[2], text=r[3], start=r[4], end=r[5],

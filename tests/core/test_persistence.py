@@ -108,12 +108,18 @@ def test_a_killed_save_leaves_the_previous_save_intact(saved, monkeypatch):
     assert dashrag.load(folder).retrieve(QUERIES[0])[0] == retriever.retrieve(QUERIES[0])[0]
 
 
-def test_resaving_replaces_the_snapshot(saved):
+def current_snapshot(folder: Path) -> str:
+    return json.loads((folder / "dashrag.json").read_text())["snapshot"]
+
+
+def test_resaving_keeps_the_new_and_the_replaced_snapshot_only(saved):
     retriever, folder = saved
-    first = json.loads((folder / "dashrag.json").read_text())["snapshot"]
+    first = current_snapshot(folder)
     retriever.save(folder)
-    snapshots = sorted(p.name for p in folder.glob("snapshot-*"))
-    assert len(snapshots) == 1 and snapshots[0] != first
+    second = current_snapshot(folder)
+    retriever.save(folder)
+    snapshots = {p.name for p in folder.glob("snapshot-*")}
+    assert snapshots == {second, current_snapshot(folder)} and first not in snapshots
 
 
 def test_object_arrays_are_never_saved(tmp_path):

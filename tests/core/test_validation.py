@@ -33,7 +33,7 @@ def test_nested_error_carries_the_full_path():
         "params": {"vectorizer": {"component": "BagOfWordsConverter", "params": {"lowercase": "often"}}},
     }
     assert issues_of(raw) == [
-        "params.vectorizer.params.lowercase: Input should be a valid boolean, unable to interpret input"
+        "params.vectorizer.params.lowercase: Input should be a valid boolean"
     ]
 
 

@@ -65,3 +65,25 @@ def test_a_name_that_is_no_environment_variable_is_a_validation_error_with_its_p
     with pytest.raises(ConfigError) as caught:
         build_component({"component": "EnvCredential", "params": {"var": bad}}, "credential")
     assert [issue.path for issue in caught.value.issues] == ["params.var"]
+
+
+@pytest.mark.parametrize("padded", [SECRET + "\n", SECRET + "\r\n", "\t" + SECRET + " ", " " + SECRET + "\r"])
+def test_surrounding_whitespace_is_stripped(monkeypatch, padded):
+    monkeypatch.setenv(VAR, padded)
+    credential = EnvCredential({"var": VAR})
+    assert (credential.resolve(), credential.resolve_or_none()) == (SECRET, SECRET)
+
+
+@pytest.mark.parametrize("broken", [SECRET[:6] + "\n" + SECRET[6:], SECRET + "\x1b[0m!",
+                                    SECRET[:4] + "\x07" + SECRET[4:]])
+def test_a_control_character_inside_is_refused_without_showing_the_value(monkeypatch, broken):
+    monkeypatch.setenv(VAR, broken)
+    with pytest.raises(CredentialError, match=f"{VAR} holds a control character") as caught:
+        EnvCredential({"var": VAR}).resolve()
+    assert SECRET[:6] not in str(caught.value) and SECRET[-6:] not in str(caught.value)
+
+
+def test_a_blank_variable_is_empty(monkeypatch):
+    monkeypatch.setenv(VAR, " \r\n")
+    with pytest.raises(CredentialError, match="is empty"):
+        EnvCredential({"var": VAR}).resolve()

@@ -136,3 +136,18 @@ def test_an_answer_echoing_the_key_comes_back_masked(openai_server, monkeypatch)
 def test_default_credential_is_openai_api_key_by_reference():
     config = LiteLLMModel().to_config()
     assert config["params"]["credential"] == {"component": "EnvCredential", "params": {"var": "OPENAI_API_KEY"}}
+
+
+def test_a_key_read_from_a_crlf_env_file_is_sent_stripped(openai_server, monkeypatch):
+    # a CRLF .env line used to reach the HTTP library raw, which printed the whole key in "Illegal header value"
+    monkeypatch.setenv(VAR, "sk-crlf-key-0042\r\n")
+    openai_server.script(select(1))
+    model_for(openai_server).call_tool(MESSAGES, TOOL)
+    assert authorization(openai_server) == "Bearer sk-crlf-key-0042"
+
+
+def test_a_key_with_a_control_character_inside_never_reaches_the_wire(openai_server, monkeypatch):
+    monkeypatch.setenv(VAR, "sk-split\nkey-0042")
+    with pytest.raises(CredentialError, match="control character") as caught:
+        model_for(openai_server).call_tool(MESSAGES, TOOL)
+    assert "sk-split" not in str(caught.value) and openai_server.requests == []

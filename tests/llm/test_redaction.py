@@ -105,3 +105,43 @@ def test_the_key_was_really_planted(openai_server):
     openai_server.script(select(1))
     call_with_planted_key(openai_server)
     assert PLANTED in str(openai_server.requests[0].headers)
+
+
+def test_every_form_of_the_key_is_masked():
+    import base64
+    import json as json_module
+    from urllib.parse import quote
+
+    secret = 'sk-"odd\\key/+=7f3a9c1e5b'
+    basic = base64.b64encode(f"user:{secret}".encode()).decode()
+    forms = [secret, json_module.dumps(secret), repr(secret), quote(secret, safe=""), repr(secret.encode()),
+             f"Authorization: Basic {basic}", base64.b64encode(f"ab:{secret}".encode()).decode(),
+             base64.b64encode(f":{secret}".encode()).decode()]
+    for text in forms:
+        masked = redact(f"error: {text} end", secret)
+        assert MASK in masked, text
+        assert "7f3a9c1e5b" not in masked and "odd" not in masked, masked
+
+
+def test_the_base64_of_user_and_key_cannot_be_decoded_back_to_the_key():
+    import base64
+
+    masked = redact(base64.b64encode(f"someone:{PLANTED}".encode()).decode(), PLANTED)
+    before, _, after = masked.partition(MASK)
+    shown = base64.b64decode(before[:len(before) // 4 * 4])
+    assert shown.startswith(b"someone:") and len(shown) - len(b"someone:") <= 2  # the user, at most 2 key bytes
+    assert len(after) <= 4  # and at most the last group, which mixes the key's end with the padding
+
+
+def test_a_log_record_written_during_a_call_is_masked(openai_server, capfd):
+    from dashrag.llm.redaction import redacting_logs
+
+    handler = logging.StreamHandler()
+    logging.getLogger().addHandler(handler)
+    try:
+        with redacting_logs(PLANTED):
+            logging.getLogger("dashrag.test").warning("sending key %s", PLANTED)
+    finally:
+        logging.getLogger().removeHandler(handler)
+    _, err = capfd.readouterr()
+    assert "sending key" in err and not leaks(err)

@@ -1,0 +1,69 @@
+"""Checking the paths a command will write, before it does any work.
+
+``index --out`` and ``eval --json/--plot`` used to fail only after a whole build or
+evaluation run (or, for a file given as the folder, with a traceback). Every output
+path is checked here first; an error names the option and the path, and nothing
+has been written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from dashrag.core.persistence import MANIFEST_NAME
+from dashrag.errors import PersistenceError
+
+#: What a build or save of dashrag puts in ``--out`` before the manifest exists (another ``index`` of
+#: the same folder may be half-way): the store (temporary, journal), the locks, snapshots, the embedding cache.
+OWN_ENTRY = re.compile(r"\.?store-[^/]*\.sqlite(\.tmp)?(-journal|-wal|-shm)?|\.dashrag\..*|\.partial-snapshot-.*|"
+                       r"snapshot-[0-9a-f]+|embeddings")
+
+
+def _nearest_existing(path: Path) -> Path:
+    for candidate in (path, *path.parents):
+        if candidate.exists() or candidate.is_symlink():
+            return candidate
+    return Path.cwd()  # pragma: no cover - a relative path always has the cwd above it
+
+
+def _check_writable_under(path: Path, option: str) -> None:
+    existing = _nearest_existing(path)
+    if not existing.is_dir():
+        raise PersistenceError(f"{option} {path}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PersistenceError(f"{option} {path}: {existing} cannot be written (permission denied)")
+
+
+def check_output_folder(path: Path, option: str, overwrite: bool) -> None:
+    """A folder to save a tree in: a new folder, a saved tree (replaced), or with ``overwrite`` any folder."""
+    if path.exists() and not path.is_dir():
+        raise PersistenceError(f"{option} {path}: is a file, not a folder")
+    _check_writable_under(path, option)
+    if path.is_dir() and not (path / MANIFEST_NAME).is_file() and not overwrite and any(
+            not OWN_ENTRY.fullmatch(entry.name) for entry in path.iterdir()):
+        raise PersistenceError(f"{option} {path}: the folder holds files but no saved tree; "
+                               "pass --overwrite to save into it anyway (its other files are kept)")
+
+
+def create_output_folder(path: Path, option: str) -> None:
+    """Create the folder once every input has been read; an OS refusal is a clear error."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PersistenceError(f"{option} {path}: cannot be created ({exc.strerror})") from None
+
+
+def check_output_file(path: Path | None, option: str) -> None:
+    """A file a command writes at its end: its folder must exist and be writable, and it is not a folder."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise PersistenceError(f"{option} {path}: is a folder; give a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        what = "is a file" if parent.exists() else "does not exist"
+        raise PersistenceError(f"{option} {path}: the folder {parent} {what}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise PersistenceError(f"{option} {path}: the folder {parent} cannot be written (permission denied)")
