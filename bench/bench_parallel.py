@@ -7,13 +7,12 @@ MiniLM as int8 ONNX on onnxruntime) and `hybrid` (BM25 + MiniLM on torch), and
 the parallel tree, and the same children one after the other (threads off).
 
 What decides the outcome: a child overlaps its sibling only while it runs without the
-GIL, and overlapping must save more than it costs. One query at a time, BM25 (about
-0.3 ms) is 3% of a dense child, less than running beside it costs on this 2-vCPU machine:
-the hand-off to a thread (about 0.17 ms) and the two vCPUs slowing each other (a GIL-free
-hash on one core slowed an ONNX query embedding on the other by 15%). Two dense children
-of equal cost do overlap, once BLAS is held to one thread (--blas-threads 1): OpenBLAS
-otherwise runs each child's query-by-corpus product on both cores and the two products
-trample each other.
+GIL, and overlapping must save more than it costs (the hand-off to a thread, and the cores
+slowing each other); the measured figures, and why BM25 beside a dense child does not gain
+on a 2-vCPU machine, are in README.md ("Benchmarks") and docs/architecture.md. Two dense
+children of equal cost do overlap, once BLAS is held to one thread (--blas-threads 1):
+OpenBLAS otherwise runs each child's query-by-corpus product on both cores and the two
+products trample each other.
 
 Timing is interleaved, because the run-to-run spread of this machine is larger than
 BM25's whole time: each round answers every query (or batch) with every variant, the

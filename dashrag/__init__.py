@@ -7,17 +7,50 @@ Quick start::
     chunks, trace = retriever.retrieve("what is BM25?")
     retriever.save("saved/")
     same = dashrag.load("saved/")
+
+The names below are imported on first use (PEP 562), and no component module is
+imported until a tree names it (dashrag/core/registry.py): ``import dashrag`` costs
+almost nothing, and a command pays only for what it uses.
 """
 
-from dashrag import builtin as _builtin  # noqa: F401  (registers the built-in components)
-from dashrag.api import build, load, save
-from dashrag.core.factory import build_component
-from dashrag.core.restriction import Restriction
-from dashrag.core.validation import validate_and_transform
-from dashrag.documents.corpus import Corpus
-from dashrag.errors import DashragError
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dashrag.api import build, load, save
+    from dashrag.core.factory import build_component
+    from dashrag.core.restriction import Restriction
+    from dashrag.core.validation import validate_and_transform
+    from dashrag.documents.corpus import Corpus
+    from dashrag.errors import DashragError
 
 __version__ = "0.1.0"
 
+_LAZY = {
+    "build": "dashrag.api",
+    "load": "dashrag.api",
+    "save": "dashrag.api",
+    "build_component": "dashrag.core.factory",
+    "validate_and_transform": "dashrag.core.validation",
+    "Corpus": "dashrag.documents.corpus",
+    "Restriction": "dashrag.core.restriction",
+    "DashragError": "dashrag.errors",
+}
+
 __all__ = ["build", "load", "save", "build_component", "validate_and_transform", "Corpus", "Restriction",
            "DashragError", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dashrag' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dashrag.chunkers.base import Chunker
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
 from dashrag.core.retriever import Retriever
@@ -22,7 +21,7 @@ from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.corpus import Corpus
 from dashrag.errors import ConfigError, PersistenceError
 from dashrag.presets import load_preset
-from dashrag.store.store import Store, sqlite_url
+from dashrag.store.sqlite_reader import sqlite_url
 
 DEFAULT_CHUNKER: dict[str, Any] = {
     "component": "RecursiveCharacterChunker",
@@ -37,6 +36,8 @@ def _write_sqlite_store(folder: Path, corpus: Corpus, chunk_set: ChunkSet) -> st
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".store-", suffix=".sqlite.tmp")
         os.close(fd)
         try:
+            from dashrag.store.store import Store  # SQLAlchemy: only building writes a store
+
             store = Store(sqlite_url(Path(tmp)))
             store.write_corpus(corpus.documents, chunk_set.chunks, chunk_set.fingerprint)
             store.close()
@@ -63,10 +64,14 @@ def prepare_corpus(
     workdir.mkdir(parents=True, exist_ok=True)
     if not isinstance(corpus, Corpus):
         corpus = Corpus.from_path(corpus)
+    from dashrag.chunkers.base import Chunker  # building chunks; loading a saved tree does not
+
     chunk_set = ChunkSet(build_as(chunker or DEFAULT_CHUNKER, Chunker, "chunker").chunk(corpus.documents))
     if store_url is None:
         store_url = _write_sqlite_store(workdir, corpus, chunk_set)
     else:
+        from dashrag.store.store import Store
+
         store = Store(store_url)
         if store.is_empty():
             store.write_corpus(corpus.documents, chunk_set.chunks, chunk_set.fingerprint)

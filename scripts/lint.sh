@@ -8,6 +8,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN="${DASHRAG_LINT_BIN:-.venv/bin}"
+for tool in ruff mypy lint-imports; do
+    if [ ! -x "$BIN/$tool" ]; then
+        echo "lint: $BIN/$tool is missing; run: bash scripts/install.sh (the tools are in the test extras)" >&2
+        exit 1
+    fi
+done
 failed=()
 run() {
     local name="$1"; shift

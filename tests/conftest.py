@@ -18,7 +18,7 @@ EXAMPLE_CORPUS = REPO / "examples" / "corpus"
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 
 # Shared fixtures live in tests/fixtures/ and are plugins, so a test names them without importing them.
-pytest_plugins = ["tests.fixtures.scifact", "tests.fixtures.models"]
+pytest_plugins = ["tests.fixtures.scifact", "tests.fixtures.models", "tests.fixtures.servers"]
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +36,16 @@ def folder_digest(folder: Path) -> dict[str, str]:
     """The sha256 of every file under ``folder`` (by relative path): equal before and after = nothing written."""
     return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+
+
+# Fixtures that put a real model to work over a corpus subset: a test using one is slow (seconds to a
+# minute here). `pytest -m "not slow"` is the quick loop; CI and scripts/test.sh run everything.
+MODEL_FIXTURES = frozenset({"subset", "cross_encoder_dir", "unnormalised_minilm_dir"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        parametrized = set(callspec.params) if callspec is not None else set()  # a parameter named alike
+        if MODEL_FIXTURES & (set(getattr(item, "fixturenames", ())) - parametrized):
+            item.add_marker(pytest.mark.slow)

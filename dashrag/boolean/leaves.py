@@ -187,7 +187,7 @@ class ClauseRunner:
         })
         return kept
 
-    def comparable_scores(self, phrase: str, hits: list[ScoredChunk], native_dense: bool) -> np.ndarray:
+    def comparable_scores(self, phrase: str, hits: Sequence[ScoredChunk], native_dense: bool) -> np.ndarray:
         raw = np.fromiter((h.score for h in hits), dtype=np.float64, count=len(hits))
         mode = self.semantic.score_mode
         if not hits or mode == "child" or (mode == "dense_cosine" and native_dense):

@@ -12,6 +12,8 @@ a lower-case ``and`` is an error that says so, never a silent category name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dashrag.boolean.ast import (
     KEYWORDS,
     And,
@@ -81,18 +83,19 @@ class _Parser:
         return f"expected AND, OR or the end of the query, found {token.describe()}{hint}"
 
     def parse_or(self, depth: int) -> Node:
-        operands = [self.parse_and(depth)]
-        while self.is_keyword("OR"):
-            self.advance()
-            operands.append(self.parse_and(depth))
-        return operands[0] if len(operands) == 1 else Or(tuple(operands))
+        return self.parse_joined("OR", Or, self.parse_and, depth)
 
     def parse_and(self, depth: int) -> Node:
-        operands = [self.parse_not(depth)]
-        while self.is_keyword("AND"):
+        return self.parse_joined("AND", And, self.parse_not, depth)
+
+    def parse_joined(self, keyword: str, node: type[And] | type[Or], operand: Callable[[int], Node],
+                     depth: int) -> Node:
+        """``operand (keyword operand)*``: one operand alone, or the ``node`` of them all."""
+        operands = [operand(depth)]
+        while self.is_keyword(keyword):
             self.advance()
-            operands.append(self.parse_not(depth))
-        return operands[0] if len(operands) == 1 else And(tuple(operands))
+            operands.append(operand(depth))
+        return operands[0] if len(operands) == 1 else node(tuple(operands))
 
     def parse_not(self, depth: int) -> Node:
         negations = 0

@@ -16,7 +16,5 @@ class CharacterChunkParams(SizedChunkParams):
           representation={"en": "{chunk_size} chars, overlap {chunk_overlap}",
                            "es": "{chunk_size} caracteres, solapamiento {chunk_overlap}"})
 class CharacterChunker(Chunker[CharacterChunkParams]):
-    SCHEMA = CharacterChunkParams
-
     def spans(self, text: str) -> list[tuple[int, int]]:
         return sliding_windows(len(text), self.params.chunk_size, self.params.chunk_overlap)

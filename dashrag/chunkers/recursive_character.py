@@ -77,8 +77,6 @@ def pack(pieces: list[Span], size: int, overlap: int) -> list[Span]:
     },
 )
 class RecursiveCharacterChunker(Chunker[RecursiveCharacterChunkParams]):
-    SCHEMA = RecursiveCharacterChunkParams
-
     def spans(self, text: str) -> list[Span]:
         p = self.params
         return pack(split_pieces(text, (0, len(text)), p.separators, p.chunk_size), p.chunk_size, p.chunk_overlap)

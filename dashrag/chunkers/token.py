@@ -27,8 +27,6 @@ class TokenChunkParams(SizedChunkParams):
           representation={"en": "{chunk_size} words, overlap {chunk_overlap}",
                            "es": "{chunk_size} palabras, solapamiento {chunk_overlap}"})
 class TokenChunker(Chunker[TokenChunkParams]):
-    SCHEMA = TokenChunkParams
-
     def spans(self, text: str) -> list[tuple[int, int]]:
         words = [m.span() for m in WORD.finditer(text)]
         return [(words[a][0], words[b - 1][1]) for a, b in

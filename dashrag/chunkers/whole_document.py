@@ -12,7 +12,5 @@ from dashrag.core.registry import register
           es=("Documento completo", "Mantiene cada documento como un solo fragmento."),
           representation={"en": "whole documents", "es": "documentos completos"})
 class WholeDocumentChunker(Chunker[NoParams]):
-    SCHEMA = NoParams
-
     def spans(self, text: str) -> list[tuple[int, int]]:
         return [(0, len(text))]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -35,11 +35,10 @@ from dashrag.cli.safe_text import markup_safe, plain
 from dashrag.core.persistence import atomic_write_json, read_manifest
 from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError, ConfigIssue, CorpusError
-from dashrag.evaluation.beir import load_split
-from dashrag.evaluation.metrics import parse_metric, parse_metrics
-from dashrag.evaluation.report import per_node_table, plot_per_node
-from dashrag.evaluation.runner import DEFAULT_BATCH_SIZE, DEFAULT_TOP_K, evaluate_tree
-from dashrag.evaluation.tuner import TuningResult, parse_param, plan_grid, plot_tuning, tune
+from dashrag.evaluation.defaults import DEFAULT_BATCH_SIZE, DEFAULT_TOP_K
+
+if TYPE_CHECKING:  # the commands import the evaluation stack (pytrec_eval, ...) when they run
+    from dashrag.evaluation.tuner import TuningResult
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +106,8 @@ def progress_bar(console: Any) -> Progress:
 
 def read_tune_params(specs: list[str]) -> list:
     """Every ``--param``, with the problems of all of them in one ConfigError."""
+    from dashrag.evaluation.tuner import parse_param
+
     params: list = []
     issues: list[ConfigIssue] = []
     for spec in specs:
@@ -172,6 +173,11 @@ def register_eval_commands(app: typer.Typer) -> None:
         batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, min=1, help="Queries per retrieve_batch call."),
     ) -> None:
         """Build (or load) a tree, run a split's judged queries, print every node's metrics."""
+        from dashrag.evaluation.beir import load_split
+        from dashrag.evaluation.metrics import parse_metrics
+        from dashrag.evaluation.report import per_node_table, plot_per_node
+        from dashrag.evaluation.runner import evaluate_tree
+
         metric_list = [m.label for m in parse_metrics(metrics)]
         check_output_file(json_out, "--json")
         check_output_file(plot, "--plot")
@@ -244,6 +250,10 @@ def register_eval_commands(app: typer.Typer) -> None:
         test_split: str = typer.Option("test", help="The split the best point is reported on."),
     ) -> None:
         """Grid-search parameters on the train split; report the best on test; write the tuned config."""
+        from dashrag.evaluation.beir import load_split
+        from dashrag.evaluation.metrics import parse_metric, parse_metrics
+        from dashrag.evaluation.tuner import plan_grid, plot_tuning, tune
+
         raw = read_manifest(Path(config))["config"] if is_saved_folder(config) else resolve_config(config)
         chunker_spec = checked_chunker(chunker)
         for path, option in ((out, "--out"), (json_out, "--json"), (plot, "--plot")):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
@@ -22,17 +23,19 @@ from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.output import print_table, results_json
 from dashrag.cli.paths import check_output_folder, create_output_folder
 from dashrag.cli.safe_text import json_line, plain
+from dashrag.cli.serve import register_serve_command
 from dashrag.cli.usage import OneLineErrors
 from dashrag.core.config_json import loads_config
 from dashrag.core.persistence import save_lock
 from dashrag.core.registry import all_components, get_component
-from dashrag.core.schema import component_schema, export_schemas
 from dashrag.core.trace import format_trace
 from dashrag.display import visible
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import ConfigError, QueryError, excerpt
 from dashrag.evaluation.runs import format_trec_run, run_from_results
-from dashrag.store.store import Store
+
+# jsonschema (schema) and SQLAlchemy (the store) are imported by the commands that use them: a keyword
+# `dashrag query` must not pay for them (tests/cli/test_cold_query_imports.py, bench/bench_cold_query.py).
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Retriever trees from JSON.",
                   cls=OneLineErrors, pretty_exceptions_enable=False)
@@ -52,6 +55,8 @@ def components() -> None:
 @user_errors
 def schema(name: str) -> None:
     """Print the JSON Schema of one component."""
+    from dashrag.core.schema import component_schema
+
     print(json_line(component_schema(get_component(name)), indent=2))
 
 
@@ -61,6 +66,8 @@ def export_schemas_command(
     root: Path = typer.Option(REPO_ROOT, help="Folder that holds schemas/ and frontend_meta/."),
 ) -> None:
     """Regenerate schemas/ and frontend_meta/ from the code."""
+    from dashrag.core.schema import export_schemas
+
     written = export_schemas(root)
     console.print(plain(f"wrote {len(written)} files under {root}/schemas and {root}/frontend_meta"), highlight=False)
 
@@ -90,6 +97,8 @@ def index(
     ),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
+    from dashrag.store.store import Store
+
     raw = resolve_config(config)
     dashrag.validate_and_transform(raw, "retriever")  # every config problem before any work
     chunker_spec = resolve_component(chunker)
@@ -192,14 +201,14 @@ def query(
     kwargs = {} if top_k is None else {"top_k": top_k}
     if queries is not None:
         answers = retriever.stream_batch([q for _, q in pairs], query_ids=[qid for qid, _ in pairs], **kwargs)
-        for index, chunks, node in answers:
-            _write_answer(fmt, tag, trace, pairs[index], chunks, node)
+        for index, answer, node in answers:
+            _write_answer(fmt, tag, trace, pairs[index], answer, node)
     else:
         chunks, node = retriever.retrieve(pairs[0][1], **kwargs)
         _write_answer(fmt, tag, trace, pairs[0], chunks, node)
 
 
-def _write_answer(fmt: str, tag: str, trace: bool, pair: tuple[str, str], chunks: list[ScoredChunk],
+def _write_answer(fmt: str, tag: str, trace: bool, pair: tuple[str, str], chunks: Sequence[ScoredChunk],
                   node: dict) -> None:
     """One query's answer in the chosen format, flushed at once (a batch writes each as it completes)."""
     qid, text = pair
@@ -222,6 +231,7 @@ def _trec_field(value: str) -> str:
 
 
 register_eval_commands(app)  # eval and tune (dashrag/cli/eval_commands.py)
+register_serve_command(app, user_errors)  # serve (dashrag/cli/serve.py)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -3,9 +3,8 @@
 A built tree is a long-lived heap (about 150,000 tracked objects for SciFact:
 documents, chunks, vocabularies, models), and every automatic full collection
 scans all of it again while a batch of queries allocates ScoredChunks, fused
-provenance and trace nodes. On a reciprocal-rank hybrid over SciFact in batches
-of 50 that was a fifth of the time: 9.2 ms per query with the collector running,
-7.4 with it paused (bench/bench_parallel.py's tree, measured in one process).
+provenance and trace nodes: on a fused hybrid over SciFact that was a fifth of a
+batch's time (the figures: docs/architecture.md, "Decisions recorded here").
 So a batch runs with automatic collection paused and sweeps the young generations
 once at its end: the batch's own cyclic garbage is still freed, what survives is
 old and stays unscanned. Only the outermost pause sweeps, the collector's state

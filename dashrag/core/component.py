@@ -5,7 +5,7 @@ components nested in them. Everything a tool needs is derived from those two
 things, never written twice: ``to_config()`` is the inverse of building, the JSON
 Schema comes from ``SCHEMA``, the summary and representation read the params.
 
-Lifecycle (DESIGN.md): construct (pure) → ``inject_infra`` → ``init_model`` (fit)
+Lifecycle (docs/design.md): construct (pure) → ``inject_infra`` → ``init_model`` (fit)
 or ``load_state`` (from a saved folder) → use → ``save_state`` → ``close``. The
 tree-walking parts live here; a component overrides only its own step
 (``_fit``, ``_save``, ``_load``, ``_close``).
@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Iterator, Sequence, TypeVar, get_args
 
 from dashrag.core.params import ComponentParams, NoParams
 from dashrag.core.registry import get_component
@@ -31,10 +31,32 @@ P = TypeVar("P", bound=ComponentParams)
 PLACEHOLDER = re.compile(r"\{([\w.]+)\}")  # {param} or {nested.param}; an unknown one stays visible
 
 
+def params_argument(cls: type) -> type[ComponentParams] | None:
+    """The params model ``cls`` names as its generic parameter (``Base[XParams]``), if it names one."""
+    for base in cls.__dict__.get("__orig_bases__", ()):
+        for arg in get_args(base)[:1]:
+            if isinstance(arg, type) and issubclass(arg, ComponentParams):
+                return arg
+    return None
+
+
 class ConfigObject(Generic[P]):
+    # The params model, derived from the generic parameter: ``class BM25Retriever(UnitRetriever[BM25Params])``
+    # has ``SCHEMA = BM25Params`` (``__init_subclass__``); a subclass naming none inherits its base's.
     SCHEMA: ClassVar[type[ComponentParams]] = NoParams
     META: ClassVar[ComponentMeta]
     component_name: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        derived = params_argument(cls)
+        if derived is None:
+            return
+        declared = cls.__dict__.get("SCHEMA")
+        if declared is not None and declared is not derived:
+            raise TypeError(f"{cls.__name__}: SCHEMA = {declared.__name__} contradicts its generic parameter "
+                            f"{derived.__name__}; drop the SCHEMA line (it is derived)")
+        cls.SCHEMA = derived
 
     def __init__(self, params: P | dict[str, Any] | None = None, *, nested: dict[str, Any] | None = None):
         """Build from params; nested components are built from their specs unless given.

@@ -1,4 +1,4 @@
-"""The retriever contract (DESIGN.md) and its two shapes: leaves and composites.
+"""The retriever contract (docs/design.md) and its two shapes: leaves and composites.
 
 ``retrieve(query, **kwargs) -> (chunks, trace)``: chunks best first, higher score
 better; the trace is a JSON-ready node. ``score_chunks(ids, query)`` gives
@@ -17,7 +17,8 @@ dedup of ids, batch splitting), so a component implements only its scoring.
 from __future__ import annotations
 
 import time
-from typing import Any, Generic, Iterator, Protocol, Sequence, TypeVar, cast
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, Protocol, Sequence, TypeVar, cast, overload
 
 import numpy as np
 
@@ -28,15 +29,67 @@ from dashrag.core.ranking import by_distance, top_k_rows
 from dashrag.core.restriction import Restriction
 from dashrag.core.trace import TraceSettings, trace_node
 from dashrag.documents.model import ScoredChunk
+from dashrag.documents.scored_chunks import ScoredChunks
 from dashrag.documents.windows import ChunkSetLookup, expand_retrieved_chunks, merge_expanded_chunks
 from dashrag.errors import BatchQueryError, ConfigError, DashragError, PersistenceError, QueryError
 
 P = TypeVar("P", bound=ComponentParams)
 
 
-class _LeafParams(Protocol):
-    top_k: int  # every leaf's params declare how many chunks it returns
-Result = tuple[list[ScoredChunk], list[dict], dict | None]  # chunks, children's trace nodes, selection
+class _TopKParams(Protocol):
+    top_k: int  # every leaf's params, and every re-scoring composite's, declare how many chunks to return
+
+
+class _FetchParams(Protocol):
+    fetch_k: int | None
+
+
+Result = tuple[Sequence[ScoredChunk], list[dict], dict | None]  # chunks, children's trace nodes, selection
+Answer = tuple[Sequence[ScoredChunk], dict]  # chunks best first, trace node
+
+
+class BatchAnswers(Sequence[Answer]):
+    """``retrieve_batch``'s answer: one ``(chunks, trace node)`` per query, the node built
+    each time its query's answer is read, and not kept. A batch of cheap queries spent
+    most of its time and memory on trace nodes nobody read (bench/bench_bm25_end_to_end.py);
+    a caller that reads an answer gets its node, with the query's share of the batch's time,
+    and equal nodes on every read. :meth:`results` gives the chunks alone."""
+
+    __slots__ = ("_queries", "_results", "_share_ms", "_node")
+
+    def __init__(self, queries: list[str], results: list[Result], share_ms: float,
+                 node: Callable[..., dict]):
+        self._queries, self._results, self._share_ms, self._node = queries, results, share_ms, node
+
+    def __len__(self) -> int:
+        return len(self._queries)
+
+    def _answer(self, i: int) -> Answer:
+        chunks, children, selection = self._results[i]
+        return chunks, self._node(self._queries[i], chunks, self._share_ms, children, selection, batched=True)
+
+    @overload
+    def __getitem__(self, index: int) -> Answer: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Answer]: ...
+
+    def __getitem__(self, index: int | slice) -> Answer | list[Answer]:
+        if isinstance(index, slice):
+            return [self._answer(i) for i in range(len(self))[index]]
+        return self._answer(range(len(self))[index])
+
+    def __iter__(self) -> Iterator[Answer]:
+        return (self._answer(i) for i in range(len(self)))
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, (BatchAnswers, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def results(self) -> list[Sequence[ScoredChunk]]:
+        """Every query's chunks, without building trace nodes."""
+        return [chunks for chunks, _, _ in self._results]
 
 
 def check_query(query: Any) -> str:
@@ -59,29 +112,29 @@ class Retriever(ConfigObject[P], Generic[P]):
         self._record_id: int | None = None
 
     # -- public contract ----------------------------------------------------
-    def retrieve(self, query: str, **kwargs: Any) -> tuple[list[ScoredChunk], dict]:
+    def retrieve(self, query: str, **kwargs: Any) -> Answer:
         query = check_query(query)
         start = time.perf_counter()
         chunks, children, selection = self._retrieve(query, **kwargs)
         return chunks, self._node(query, chunks, (time.perf_counter() - start) * 1000, children, selection)
 
-    def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> list[tuple[list[ScoredChunk], dict]]:
-        """Answer many queries; leaves do it in one vectorised pass. Each query gets its own trace;
-        its ``elapsed_ms`` is its share of the batch's time. Automatic garbage collection is
-        paused for the batch and its young garbage swept at the end (core/collection.py)."""
+    def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> Sequence[Answer]:
+        """Answer many queries; leaves do it in one vectorised pass. Each query gets its own trace
+        (built when its answer is read, see :class:`BatchAnswers`); its ``elapsed_ms`` is its share
+        of the batch's time. Automatic garbage collection is paused for the batch and its young
+        garbage swept at the end (core/collection.py)."""
         queries = [check_query(q) for q in queries]
         if not queries:
-            return []
+            return BatchAnswers([], [], 0.0, self._node)
         with young_garbage_only() as sweep:  # see core/collection.py: a fifth of a fused batch's time
             start = time.perf_counter()
             results = self._retrieve_batch(queries, **kwargs)
             share = (time.perf_counter() - start) * 1000 / len(queries)
-            answers = [(c, self._node(q, c, share, ch, sel, batched=True)) for q, (c, ch, sel) in zip(queries, results)]
             sweep()
-        return answers
+        return BatchAnswers(queries, results, share, self._node)
 
     def stream_batch(self, queries: Sequence[str], *, query_ids: Sequence[str] | None = None,
-                     **kwargs: Any) -> Iterator[tuple[int, list[ScoredChunk], dict]]:
+                     **kwargs: Any) -> Iterator[tuple[int, Sequence[ScoredChunk], dict]]:
         """Answer ``queries`` in order, yielding ``(index, chunks, trace)`` as answers are made.
 
         Why: a long batch must not lose finished work when one query fails (a backend that
@@ -123,6 +176,11 @@ class Retriever(ConfigObject[P], Generic[P]):
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
         """``[(chunk_id, distance)]`` ascending; an unknown id raises UnknownChunkError."""
         raise NotImplementedError
+
+    def top_k(self, kwargs: dict[str, Any]) -> int:
+        """How many chunks to return: a parent's ``top_k`` hint, else the configured ``top_k``."""
+        hint = kwargs.get("top_k")
+        return int(hint) if hint is not None else int(cast(_TopKParams, self.params).top_k)
 
     def save(self, folder: Any) -> Any:
         """Save this fitted tree to ``folder`` (see :func:`dashrag.core.saved_tree.save`)."""
@@ -191,7 +249,7 @@ class Retriever(ConfigObject[P], Generic[P]):
     def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
         return [self._retrieve(q, **kwargs) for q in queries]
 
-    def _node(self, query: str, chunks: list[ScoredChunk], elapsed_ms: float, children: list[dict],
+    def _node(self, query: str, chunks: Sequence[ScoredChunk], elapsed_ms: float, children: list[dict],
               selection: dict | None, **extra: Any) -> dict:
         return trace_node(component=self.component_name, params=self.own_params(), query=query,
                           elapsed_ms=elapsed_ms, output=chunks, settings=self.trace_settings,
@@ -213,10 +271,6 @@ class UnitRetriever(Retriever[P], Generic[P]):
     query_block = 256  # at most this many queries scored per block of a batch
     block_cells = 1 << 16  # ... and at most about this many scores, so a block stays in cache
 
-    def top_k(self, kwargs: dict[str, Any]) -> int:
-        hint = kwargs.get("top_k")
-        return int(hint) if hint is not None else int(cast(_LeafParams, self.params).top_k)
-
     def _score_block(self, queries: list[str]) -> np.ndarray:
         raise NotImplementedError
 
@@ -230,6 +284,11 @@ class UnitRetriever(Retriever[P], Generic[P]):
     def to_distance(self, scores: np.ndarray) -> np.ndarray:
         return -scores
 
+    def _encode_queries(self, queries: list[str]) -> Any:
+        """The whole batch in the form ``_score_and_floor`` scores, sliced by rows into blocks
+        (default: the texts). A leaf that analyzes queries overrides it to do so once per batch."""
+        return queries
+
     def _allowed(self, kwargs: dict[str, Any]) -> np.ndarray | None:
         restriction: Restriction | None = kwargs.get("restriction")
         return None if restriction is None else restriction.row_mask(self.require_infra().chunks)
@@ -242,14 +301,14 @@ class UnitRetriever(Retriever[P], Generic[P]):
         k, allowed = self.top_k(kwargs), self._allowed(kwargs)
         results: list[Result] = []
         per_block = max(1, min(self.query_block, self.block_cells // len(chunks)))
+        encoded = self._encode_queries(queries)
         for start in range(0, len(queries), per_block):
-            block, floors = self._score_and_floor(queries[start:start + per_block])
+            block, floors = self._score_and_floor(encoded[start:start + per_block])
             for scores, floor in zip(block, floors.tolist()):
                 rows = top_k_rows(scores, k, allowed)
                 values = scores[rows]
                 hits = int(np.count_nonzero(values > floor))  # the misses are the tail, if any
-                found = [ScoredChunk(chunks.chunks[r], x, self.component_name)
-                         for r, x in zip(rows[:hits].tolist(), values[:hits].tolist())]
+                found = ScoredChunks(chunks, rows[:hits], values[:hits], self.component_name)
                 results.append((found, [], None))
         return results
 
@@ -274,3 +333,53 @@ class CompositeRetriever(Retriever[P], Generic[P]):
                 return children.pop(i)
         name = getattr(child, "component_name", child)
         raise ConfigError(f"{self.component_name}: {name!r} is not one of its children")
+
+
+class SingleChildRetriever(CompositeRetriever[P], Generic[P]):
+    """A composite with exactly one child retriever (``params.children``, one entry), fixed when
+    it is built: the cross-encoder, MMR, the agentic reranker, the boolean query.
+
+    It owns ``child`` and the fetch-then-rescore pattern: the child is asked for ``fetch_size``
+    candidates (once for a whole batch) and ``_rescore`` turns each query's candidates into its
+    result. A component that uses its child otherwise (the boolean query asks it per clause)
+    overrides ``_retrieve`` / ``_retrieve_batch`` and keeps ``child``.
+    """
+
+    @property
+    def child(self) -> Retriever:
+        return self.nested["children"][0]
+
+    def add(self, child: Retriever) -> None:
+        raise ConfigError(
+            f"{self.component_name} has exactly one child, fixed when it is built; "
+            "build a new tree to use another child"
+        )
+
+    def remove(self, child: Retriever) -> Retriever:
+        raise ConfigError(f"{self.component_name} cannot remove its child; build a new tree instead")
+
+    def fetch_size(self, kwargs: dict[str, Any]) -> int | None:
+        """How many candidates to ask the child for: ``fetch_k``, or more when more are to be returned;
+        None (``fetch_k`` unset): as many as the child returns by itself."""
+        fetch_k = cast(_FetchParams, self.params).fetch_k
+        return None if fetch_k is None else max(int(fetch_k), self.top_k(kwargs))
+
+    def _child_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The call's kwargs for the child (a restriction passes down); ``top_k`` is this node's to set."""
+        child = {key: value for key, value in kwargs.items() if key != "top_k"}
+        fetch = self.fetch_size(kwargs)
+        if fetch is not None:
+            child["top_k"] = fetch
+        return child
+
+    def _retrieve(self, query: str, **kwargs: Any) -> Result:
+        answer = self.child.retrieve(query, **self._child_kwargs(kwargs))
+        return self._rescore([query], [answer], kwargs)[0]
+
+    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
+        answers = self.child.retrieve_batch(queries, **self._child_kwargs(kwargs))  # one pass of the child
+        return self._rescore(queries, answers, kwargs)
+
+    def _rescore(self, queries: list[str], answers: Sequence[Answer], kwargs: dict[str, Any]) -> list[Result]:
+        """Each query's result from the child's answer to it (chunks best first, and its trace node)."""
+        raise NotImplementedError

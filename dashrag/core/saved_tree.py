@@ -32,9 +32,8 @@ from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
 from dashrag.core.persistence import node_dirname, read_consistently, save_lock, write_saved_folder
 from dashrag.core.retriever import Retriever
-from dashrag.documents.chunk_set import ChunkSet
 from dashrag.errors import ConfigError, PersistenceError, excerpt
-from dashrag.store.store import Store, display_url, read_only_url, sqlite_url
+from dashrag.store.sqlite_reader import read_chunk_set, sqlite_url
 
 SQLITE_PREFIX = "sqlite:///"
 STORE_FILE_PATTERN = re.compile(r"store-[0-9a-f]{1,64}\.sqlite")
@@ -50,6 +49,8 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
     folder = Path(folder)
     infra = root.require_infra()
     with save_lock(folder):
+        from dashrag.store.store import display_url
+
         store_ref = display_url(infra.store_url) if infra.store_url else None  # never a password
         if infra.store_url and infra.store_url.startswith(SQLITE_PREFIX):
             source = Path(infra.store_url[len(SQLITE_PREFIX):])
@@ -89,14 +90,6 @@ def _store_in_folder(folder: Path, ref: str | None) -> str:
     return sqlite_url(path)
 
 
-def _read_chunk_set(store_url: str) -> ChunkSet:
-    store = Store(read_only_url(store_url), read_only=True)
-    try:
-        return store.read_chunk_set()
-    finally:
-        store.close()
-
-
 def load(folder: str | Path, store_url: str | None = None) -> Retriever:
     """Load a saved tree without refitting; refuses a folder whose corpus or format does not match.
 
@@ -111,7 +104,7 @@ def load(folder: str | Path, store_url: str | None = None) -> Retriever:
         except ConfigError as exc:
             raise PersistenceError(f"{folder}: the saved config is not valid here: {exc}") from None
         url = store_url if store_url is not None else _store_in_folder(folder, manifest.get("store"))
-        chunk_set = _read_chunk_set(url)
+        chunk_set = read_chunk_set(url)  # read-only; an SQLite file through sqlite3 (docs/performance.md)
         if chunk_set.fingerprint != manifest["corpus_fingerprint"]:
             raise PersistenceError(
                 f"{folder}: saved for corpus {manifest['corpus_fingerprint'][:12]}, but the store holds corpus "

@@ -18,9 +18,10 @@ from jsonschema import Draft202012Validator
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ALIASES_KEY, RULES_KEY
-from dashrag.core.registry import all_components
+from dashrag.core.registry import all_components, render_index
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
+INDEX_FILE = "dashrag/component_index.py"  # name → module, so a lookup imports one module (core/registry.py)
 
 
 def components_of_kind(kind: str) -> list[str]:
@@ -67,8 +68,8 @@ def _dump(data: Any) -> str:
 
 
 def rendered_exports() -> dict[str, str]:
-    """``{relative path: file text}`` for schemas/ and frontend_meta/, as export writes them."""
-    files: dict[str, str] = {}
+    """``{relative path: file text}`` for schemas/, frontend_meta/ and the component index, as export writes them."""
+    files: dict[str, str] = {INDEX_FILE: render_index()}
     for name, cls in all_components():
         files[f"schemas/{name}.json"] = _dump(component_schema(cls))
         files[f"frontend_meta/{name}.json"] = _dump(frontend_meta(cls))
@@ -76,7 +77,7 @@ def rendered_exports() -> dict[str, str]:
 
 
 def export_schemas(root: Path) -> list[Path]:
-    """Regenerate schemas/ and frontend_meta/ under ``root``; stale files are removed."""
+    """Regenerate schemas/, frontend_meta/ and the component index under ``root``; stale files are removed."""
     from dashrag.core.persistence import atomic_write_text
 
     files = rendered_exports()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from dashrag.documents.model import ScoredChunk
+from dashrag.documents.scored_chunks import as_trace_output
 
 
 @dataclass
@@ -32,13 +33,12 @@ def trace_node(
     selection: dict | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
-    shown = output if settings.max_output is None else output[: settings.max_output]
     node: dict[str, Any] = {
         "component": component,
         "params": params,
         "query": query,
         "elapsed_ms": round(elapsed_ms, 3),
-        "output": [c.to_json(include_text=settings.include_text) for c in shown],
+        "output": as_trace_output(output, settings.include_text, settings.max_output),
         "children": list(children),
     }
     if selection is not None:

@@ -156,6 +156,7 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
                 issues.append(
                     ConfigIssue(field_path, f"expected a list of {field_kind} components, got {type(value).__name__}")
                 )
+                params[field_name] = [None]  # failed: a placeholder stands in (_replace_failed)
                 continue
             params[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues, depth + 1)
                                   for i, v in enumerate(value)]

@@ -1,6 +1,6 @@
 """The data every component passes around: source documents, chunks, scored chunks.
 
-Chunks are addressed two ways (DESIGN.md): by an integer ``id`` that is unique in a
+Chunks are addressed two ways (docs/design.md): by an integer ``id`` that is unique in a
 corpus, and by ``(document_id, position)`` with positions 0-based and contiguous per
 document. Dedup everywhere uses the integer id, so a chunk reached through two
 children of a fusion is still one chunk.

@@ -63,7 +63,7 @@ class ChunkTable:
     """An in-memory :class:`NeighbourLookup` over a corpus's chunks.
 
     Refuses a corpus whose positions are not 0-based and contiguous per document,
-    since every window computation relies on that (DESIGN.md, chunk addressing).
+    since every window computation relies on that (docs/design.md, chunk addressing).
     """
 
     def __init__(self, chunks: Iterable[Chunk]):

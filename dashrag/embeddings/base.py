@@ -26,9 +26,10 @@ P = TypeVar("P", bound=ComponentParams)
 # (a fix in window averaging, say): old cache entries then stop matching.
 VECTOR_FORMAT = 1
 
-# Texts; up to this many (a query, say) an embedding runs on one thread: on 2 cores a
-# one-sentence query took 80 ms with torch's 2 threads and 13 ms with 1, and one thread
-# leaves the other cores to a sibling retriever. Larger batches use every core.
+# Texts; up to this many (a query, say) an embedding runs on one thread: a one-sentence
+# query is several times faster on one torch thread than on two (docs/architecture.md,
+# "Decisions recorded here"), and one thread leaves the other cores to a sibling
+# retriever. Larger batches use every core.
 SMALL_INPUT = 8
 
 

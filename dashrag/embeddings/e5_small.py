@@ -52,8 +52,6 @@ class E5SmallParams(ComponentParams):
     representation={"en": "multilingual-e5-small ({variant})", "es": "multilingual-e5-small ({variant})"},
 )
 class E5SmallEmbedding(EmbeddingModel[E5SmallParams]):
-    SCHEMA = E5SmallParams
-
     @property
     def dimension(self) -> int:
         return int(e5_engine(self.params.variant).dim)

@@ -7,10 +7,10 @@ sentence-transformers model's own, done here in numpy.
 
 Why a second MiniLM: onnxruntime runs a whole forward pass as one call that releases
 the GIL, where torch releases it around each of a few hundred operators per query, so
-children on it really run side by side in a ParallelRetriever (bench/bench_parallel.py);
-and a query embeds in ~6 ms here instead of ~15. Quality on SciFact matches (nDCG@10
-0.6468 against 0.6451), but the int8 vectors are not torch MiniLM's (cosine about
-0.9995 between them), so they are cached under their own key.
+children on it really run side by side in a ParallelRetriever (bench/bench_parallel.py),
+and a query embeds faster than on torch. Its quality on SciFact matches torch MiniLM's
+(the figures: docs/dense.md), but the int8 vectors are not torch MiniLM's, so they are
+cached under their own key.
 
 Texts longer than ``max_seq_length`` tokens are truncated (no window averaging).
 """
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -56,6 +58,7 @@ def onnx_session(threads: int) -> Any:
     """The process-wide onnxruntime session with ``threads`` intra-op threads (0: one per core).
 
     Idle threads do not spin: a spinning pool would take the cores a sibling retriever runs on.
+    Document batches use one-thread sessions, several at once (:meth:`MiniLMOnnxEmbedding._embed`).
     """
     with _lock:
         if threads not in _sessions:
@@ -76,16 +79,33 @@ def onnx_session(threads: int) -> Any:
 
 
 def minilm_tokenizer(max_seq_length: int) -> Any:
-    """A ``tokenizers`` tokenizer that truncates to ``max_seq_length`` tokens and pads to the longest."""
+    """A ``tokenizers`` tokenizer that truncates to ``max_seq_length`` tokens (batches are padded by :func:`padded`)."""
     with _lock:
         if max_seq_length not in _tokenizers:
             from tokenizers import Tokenizer
 
             tokenizer = Tokenizer.from_file(str(_tokenizer_source().path / "tokenizer.json"))
             tokenizer.enable_truncation(max_length=max_seq_length)
-            tokenizer.enable_padding()
+            tokenizer.no_padding()
             _tokenizers[max_seq_length] = tokenizer
         return _tokenizers[max_seq_length]
+
+
+def padded(token_ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, attention mask) of a batch, padded with 0 (MiniLM's [PAD]) to its longest text."""
+    ids = np.zeros((len(token_ids), max(len(t) for t in token_ids)), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, tokens in enumerate(token_ids):
+        ids[row, :len(tokens)] = tokens
+        mask[row, :len(tokens)] = 1
+    return ids, mask
+
+
+def length_buckets(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
+    """Batches of text indices with similar token counts (sorted by length, then cut every ``batch_size``),
+    longest first: little padding, and the costliest batches start before the cheap ones."""
+    order = np.argsort(np.asarray(lengths), kind="stable")[::-1]
+    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 def mean_pool(token_vectors: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
@@ -98,7 +118,8 @@ class MiniLMOnnxParams(ComponentParams):
     batch_size: int = Field(32, ge=1, description="Texts per forward pass (memory vs speed; does not change vectors).")
     max_seq_length: int = Field(256, ge=8, le=512, description="Tokens read per text; longer texts are truncated.")
     threads: int = Field(
-        0, ge=0, description="onnxruntime threads for document batches (0: one per core); queries always run on one."
+        0, ge=0, description="Document batches embedded at once, each on one thread (0: one per core); "
+        "queries always run on one."
     )
 
 
@@ -114,8 +135,6 @@ class MiniLMOnnxParams(ComponentParams):
     },
 )
 class MiniLMOnnxEmbedding(EmbeddingModel[MiniLMOnnxParams]):
-    SCHEMA = MiniLMOnnxParams
-
     @property
     def dimension(self) -> int:
         return DIMENSION
@@ -131,18 +150,29 @@ class MiniLMOnnxEmbedding(EmbeddingModel[MiniLMOnnxParams]):
         }
 
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
-        tokenizer = minilm_tokenizer(self.params.max_seq_length)
-        threads = 1 if len(texts) <= SMALL_INPUT else (self.params.threads or os.cpu_count() or 1)
-        session = onnx_session(threads)
-        order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths together: less padding
+        """Tokenize once, cut length buckets, and run them on one-thread sessions, as many at once
+        as ``threads`` (0: one per core). A forward pass releases the GIL, so the batches really
+        run side by side, without the per-operator waits of one session with 2 intra-op threads
+        (bench/bench_embedding.py; docs/performance.md has the figures). Vectors do not
+        depend on the batching: a text's vector is the same alone or padded in any batch."""
+        encoded = minilm_tokenizer(self.params.max_seq_length).encode_batch(texts)
+        token_ids = [e.ids for e in encoded]
+        workers = 1 if len(texts) <= SMALL_INPUT else (self.params.threads or os.cpu_count() or 1)
+        session = onnx_session(1)
         vectors = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        for start in range(0, len(texts), self.params.batch_size):
-            block = order[start : start + self.params.batch_size]
-            encoded = tokenizer.encode_batch([texts[i] for i in block])
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            tokens = session.run(
-                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            )[0]
-            vectors[block] = unit_rows(mean_pool(tokens, mask))
+
+        def run(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            ids, mask = padded([token_ids[i] for i in block])
+            inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            return block, unit_rows(mean_pool(session.run(None, inputs)[0], mask))
+
+        buckets = length_buckets([len(t) for t in token_ids], self.params.batch_size)
+        if workers == 1 or len(buckets) == 1:
+            done: Iterator[tuple[np.ndarray, np.ndarray]] = map(run, buckets)
+        else:
+            pool = ThreadPoolExecutor(max_workers=min(workers, len(buckets)), thread_name_prefix="minilm-onnx")
+            done = pool.map(run, buckets)
+            pool.shutdown(wait=False)  # map has queued every bucket; the threads end when they are done
+        for block, block_vectors in done:
+            vectors[block] = block_vectors
         return vectors

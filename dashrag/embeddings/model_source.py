@@ -1,6 +1,6 @@
 """Finding a model's files with no network: a local directory, a packaged copy, or the local hub cache.
 
-Nothing downloads at run time (DESIGN.md). A ``model`` param is therefore
+Nothing downloads at run time (docs/design.md). A ``model`` param is therefore
 resolved, in order, as
 
 1. an existing local directory (a sentence-transformers / cross-encoder folder);
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -127,3 +129,27 @@ def resolve_model(name: str, *, what: str, param: str = "model", default_org: st
             f"params.{param} to it.{hint}"
         )
     return source
+
+
+class LoadedModels:
+    """Models loaded once per process, keyed by (folder, device, length limit), under a lock: a tree
+    often holds the same model twice (two dense children, a reranker) and loading costs seconds."""
+
+    def __init__(self, what: str):
+        self._what = what
+        self._loaded: dict[tuple[str, str, int | None], Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, source: ModelSource, device: str, limit: int | None, load: Callable[[], Any]) -> Any:
+        """The model for this key, ``load()``-ed the first time (offline; a failure names the folder)."""
+        key = (str(source.path), device, limit)
+        with self._lock:
+            if key not in self._loaded:
+                set_offline_defaults()
+                try:
+                    self._loaded[key] = load()
+                except Exception as exc:
+                    raise ModelUnavailableError(
+                        f"could not load {self._what} from {source.path} on device {device!r}: {exc}"
+                    ) from None
+            return self._loaded[key]

@@ -51,8 +51,6 @@ class MultilingualMiniLMParams(EncoderSettings):
     representation={"en": "paraphrase-multilingual-MiniLM-L12-v2", "es": "paraphrase-multilingual-MiniLM-L12-v2"},
 )
 class MultilingualMiniLMEmbedding(SentenceTransformerBacked[MultilingualMiniLMParams]):
-    SCHEMA = MultilingualMiniLMParams
-
     @classmethod
     def availability_problem(cls, params: MultilingualMiniLMParams) -> str | None:
         """Missing weights fail validation, before anything is chunked or built (not at fit, minutes later)."""

@@ -23,36 +23,29 @@ from pydantic import Field, field_validator
 
 from dashrag.core.params import ComponentParams
 from dashrag.core.registry import register
-from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel, ModelUnavailableError
-from dashrag.embeddings.model_source import ModelSource, resolve_model, set_offline_defaults
+from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel
+from dashrag.embeddings.model_source import LoadedModels, ModelSource, resolve_model
 from dashrag.embeddings.overflow import average_by_owner, unit_rows, window_spans
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
-_loaded: dict[tuple[str, str, int | None], Any] = {}
-_load_lock = threading.Lock()
+_sentence_transformers = LoadedModels("a sentence-transformers model")
 _encode_locks: dict[int, threading.Lock] = {}
 
 
 def load_sentence_transformer(source: ModelSource, device: str, max_seq_length: int | None) -> Any:
     """The process-wide SentenceTransformer for this folder, device and sequence length."""
-    key = (str(source.path), device, max_seq_length)
-    with _load_lock:
-        if key not in _loaded:
-            set_offline_defaults()
-            from sentence_transformers import SentenceTransformer
 
-            try:
-                model = SentenceTransformer(str(source.path), device=device)
-            except Exception as exc:
-                raise ModelUnavailableError(
-                    f"could not load a sentence-transformers model from {source.path} on device {device!r}: {exc}"
-                ) from None
-            if max_seq_length is not None:
-                model.max_seq_length = max_seq_length
-            _loaded[key] = model
-            _encode_locks[id(model)] = threading.Lock()
-        return _loaded[key]
+    def load() -> Any:
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(str(source.path), device=device)
+        if max_seq_length is not None:
+            model.max_seq_length = max_seq_length
+        _encode_locks[id(model)] = threading.Lock()
+        return model
+
+    return _sentence_transformers.get(source, device, max_seq_length, load)
 
 
 class EncoderSettings(ComponentParams):
@@ -84,9 +77,9 @@ P = TypeVar("P", bound=EncoderSettings)
 
 @contextmanager
 def _threads_for(n_texts: int) -> Iterator[None]:
-    """One intra-op thread for a few texts (a query): measured on 2 cores, a one-sentence
-    query took 80 ms with torch's 2 threads and 13 ms with 1, while a batch of 64 abstracts
-    ran 1.8x faster with 2. Restored afterwards; callers hold the model's lock."""
+    """One intra-op thread for a few texts (a query), every thread for a batch (measured:
+    docs/architecture.md, "Decisions recorded here"). Restored afterwards; callers hold the
+    model's lock."""
     import torch
 
     before = torch.get_num_threads()
@@ -177,8 +170,6 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
     representation={"en": "{model}", "es": "{model}"},
 )
 class SentenceTransformerEmbedding(SentenceTransformerBacked[SentenceTransformerParams]):
-    SCHEMA = SentenceTransformerParams
-
     def _resolve(self) -> ModelSource:
         return resolve_model(self.params.model, what="sentence-transformers model", default_org="sentence-transformers")
 
@@ -195,8 +186,6 @@ class SentenceTransformerEmbedding(SentenceTransformerBacked[SentenceTransformer
     representation={"en": "all-MiniLM-L6-v2", "es": "all-MiniLM-L6-v2"},
 )
 class MiniLMEmbedding(SentenceTransformerBacked[EncoderSettings]):
-    SCHEMA = EncoderSettings
-
     def _resolve(self) -> ModelSource:
         return resolve_model(
             MINILM,

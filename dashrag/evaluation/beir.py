@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from dashrag.errors import CorpusError
 
@@ -43,6 +43,14 @@ class EvaluationSplit:
         return len(self.queries)
 
 
+def numbered_lines(path: Path, what: str, error: type[Exception]) -> Iterator[tuple[int, str]]:
+    """``(line number from 1, line)`` of a UTF-8 text file; ``error`` names it when it is missing."""
+    if not path.is_file():
+        raise error(f"{path}: {what} file not found")
+    with path.open(encoding="utf-8") as handle:
+        yield from enumerate(handle, start=1)
+
+
 def read_qrels(path: str | Path) -> Qrels:
     """``qrels/<split>.tsv`` → ``{query_id: {document_id: relevance}}``.
 
@@ -51,37 +59,34 @@ def read_qrels(path: str | Path) -> Qrels:
     an error, since either choice would silently change the figures.
     """
     path = Path(path)
-    if not path.is_file():
-        raise CorpusError(f"{path}: qrels file not found")
     qrels: Qrels = {}
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            fields = line.rstrip("\r\n").split("\t")
-            if line_number == 1 and tuple(f.strip().lower() for f in fields) == QRELS_HEADER:
-                continue
-            if not line.strip():
-                continue
-            if len(fields) != 3:
-                raise CorpusError(
-                    f"{path}:{line_number}: expected 3 tab-separated fields "
-                    f"(query-id, corpus-id, score), found {len(fields)}"
-                )
-            query_id, document_id, grade_text = (f.strip() for f in fields)
-            if not query_id or not document_id:
-                raise CorpusError(f"{path}:{line_number}: empty query-id or corpus-id")
-            try:
-                grade = int(grade_text)
-            except ValueError:
-                raise CorpusError(
-                    f"{path}:{line_number}: relevance score {grade_text!r} is not an integer"
-                ) from None
-            judged = qrels.setdefault(query_id, {})
-            if judged.get(document_id, grade) != grade:
-                raise CorpusError(
-                    f"{path}:{line_number}: ({query_id}, {document_id}) judged "
-                    f"{judged[document_id]} earlier and {grade} here"
-                )
-            judged[document_id] = grade
+    for line_number, line in numbered_lines(path, "qrels", CorpusError):
+        fields = line.rstrip("\r\n").split("\t")
+        if line_number == 1 and tuple(f.strip().lower() for f in fields) == QRELS_HEADER:
+            continue
+        if not line.strip():
+            continue
+        if len(fields) != 3:
+            raise CorpusError(
+                f"{path}:{line_number}: expected 3 tab-separated fields "
+                f"(query-id, corpus-id, score), found {len(fields)}"
+            )
+        query_id, document_id, grade_text = (f.strip() for f in fields)
+        if not query_id or not document_id:
+            raise CorpusError(f"{path}:{line_number}: empty query-id or corpus-id")
+        try:
+            grade = int(grade_text)
+        except ValueError:
+            raise CorpusError(
+                f"{path}:{line_number}: relevance score {grade_text!r} is not an integer"
+            ) from None
+        judged = qrels.setdefault(query_id, {})
+        if judged.get(document_id, grade) != grade:
+            raise CorpusError(
+                f"{path}:{line_number}: ({query_id}, {document_id}) judged "
+                f"{judged[document_id]} earlier and {grade} here"
+            )
+        judged[document_id] = grade
     if not qrels:
         raise CorpusError(f"{path}: no relevance judgements")
     return qrels

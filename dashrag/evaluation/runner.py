@@ -29,13 +29,11 @@ from typing import Any, Callable, Iterator, Mapping
 from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError
 from dashrag.evaluation.beir import EvaluationSplit
+from dashrag.evaluation.defaults import DEFAULT_BATCH_SIZE, DEFAULT_TOP_K
 from dashrag.evaluation.metrics import Evaluator, MetricResult
 from dashrag.evaluation.per_node import ROOT, NodeEvaluation, evaluate_nodes
 from dashrag.evaluation.report import build_report
 from dashrag.evaluation.runs import pool_output
-
-DEFAULT_TOP_K = 100  # deep enough for recall@100, the deepest default metric
-DEFAULT_BATCH_SIZE = 64  # queries per retrieve_batch call: vectorised, yet a live progress bar
 
 Trace = tuple[str, dict]  # (query_id, the root's trace node)
 

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 from dashrag.core.persistence import atomic_write_text
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import PersistenceError, RetrievalError
+from dashrag.evaluation.beir import numbered_lines
 
 DocumentScores = dict[str, float]
 Run = dict[str, DocumentScores]
@@ -109,32 +110,29 @@ def read_trec_run(path: str | Path) -> Run:
     trec_eval ignores it: order comes from the scores.
     """
     path = Path(path)
-    if not path.is_file():
-        raise PersistenceError(f"{path}: run file not found")
     run: Run = {}
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) != 6:
-                raise PersistenceError(
-                    f"{path}:{line_number}: expected 6 fields (qid Q0 docid rank score tag), found {len(fields)}"
-                )
-            query_id, _, document_id, rank_text, score_text, _ = fields
-            try:
-                int(rank_text)
-                score = float(score_text)
-            except ValueError:
-                raise PersistenceError(
-                    f"{path}:{line_number}: rank {rank_text!r} or score {score_text!r} is not a number"
-                ) from None
-            if math.isnan(score):
-                raise PersistenceError(f"{path}:{line_number}: score is NaN")
-            documents = run.setdefault(query_id, {})
-            if document_id in documents:
-                raise PersistenceError(
-                    f"{path}:{line_number}: document {document_id!r} listed twice for query {query_id!r}"
-                )
-            documents[document_id] = score
+    for line_number, line in numbered_lines(path, "run", PersistenceError):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 6:
+            raise PersistenceError(
+                f"{path}:{line_number}: expected 6 fields (qid Q0 docid rank score tag), found {len(fields)}"
+            )
+        query_id, _, document_id, rank_text, score_text, _ = fields
+        try:
+            int(rank_text)
+            score = float(score_text)
+        except ValueError:
+            raise PersistenceError(
+                f"{path}:{line_number}: rank {rank_text!r} or score {score_text!r} is not a number"
+            ) from None
+        if math.isnan(score):
+            raise PersistenceError(f"{path}:{line_number}: score is NaN")
+        documents = run.setdefault(query_id, {})
+        if document_id in documents:
+            raise PersistenceError(
+                f"{path}:{line_number}: document {document_id!r} listed twice for query {query_id!r}"
+            )
+        documents[document_id] = score
     return run

@@ -3,7 +3,7 @@
 Every fusion mode starts the same way: walk each child's best-first list, note
 where (1-based rank) and with which raw score each chunk appeared, and merge the
 appearances of one chunk id across children into one :class:`Candidate`. That is
-the dedup by chunk id that DESIGN.md asks of every composite, and it is also what
+the dedup by chunk id that docs/design.md asks of every composite, and it is also what
 the provenance of a fused chunk reports, so nothing of a child's answer is lost.
 
 A child that lists the same chunk twice (it should not) is read at its first,

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Callable, Literal, Sequence
+from typing import Callable, Iterable, Literal, Sequence
 
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import ConfigError, ConfigIssue, RetrievalError
@@ -134,14 +134,7 @@ def weighted_max(results: Results, weights: Sequence[float] | None = None,
                  source: str = DEFAULT_SOURCE) -> list[ScoredChunk]:
     """``score = max_i w_i n_i / max_j w_j`` over min-max normalised scores: the strongest single vote wins."""
     w = resolve_weights(weights, len(results))
-    candidates = gather(results)
-    normalised = _normalised_scores(candidates, w, min_max_normalise)
-    keyed: list[tuple[float, Candidate, dict]] = []
-    for candidate in candidates:
-        hits = _contributing(candidate, w)
-        if hits:
-            key = max(w[h.child] * normalised[(h.child, candidate.id)] for h in hits)
-            keyed.append((key, candidate, _normalised_extra(candidate, normalised)))
+    keyed = _keyed_by_weighted_votes(results, w, min_max_normalise, max)
     return _ranked(keyed, w, "max", source, divisor=max(w, default=1.0))
 
 
@@ -183,15 +176,23 @@ def _weighted_mean_fusion(results: Results, weights: Sequence[float] | None, nor
     undivided sum keeps "more weight never hurts" exact under float rounding.
     """
     w = resolve_weights(weights, len(results))
+    keyed = _keyed_by_weighted_votes(results, w, normalise, math.fsum)
+    return _ranked(keyed, w, strategy, source, divisor=math.fsum(w))
+
+
+def _keyed_by_weighted_votes(results: Results, w: Sequence[float], normalise: Normaliser,
+                             combine: Callable[[Iterable[float]], float]) -> list[tuple[float, Candidate, dict]]:
+    """``(key, candidate, provenance)`` for every candidate some positive-weight child returned: the key
+    combines (sum, max) the children's votes ``w_i n_i``, each ``n_i`` the child's normalised score."""
     candidates = gather(results)
     normalised = _normalised_scores(candidates, w, normalise)
     keyed: list[tuple[float, Candidate, dict]] = []
     for candidate in candidates:
         hits = _contributing(candidate, w)
         if hits:
-            key = math.fsum(w[h.child] * normalised[(h.child, candidate.id)] for h in hits)
+            key = combine(w[h.child] * normalised[(h.child, candidate.id)] for h in hits)
             keyed.append((key, candidate, _normalised_extra(candidate, normalised)))
-    return _ranked(keyed, w, strategy, source, divisor=math.fsum(w))
+    return keyed
 
 
 def _normalised_scores(candidates: Sequence[Candidate], w: Sequence[float],

@@ -1,6 +1,6 @@
 """Per-child fusion weights: the one place they are checked.
 
-Every fusion mode honours the same weights (DESIGN.md, "Scores and fusion"), so
+Every fusion mode honours the same weights (docs/design.md, "Scores and fusion"), so
 they are validated once, here, with the same message whichever mode asked. A
 weight of 0 is allowed and means "this child contributes nothing": its chunks
 reach the fused list only through other children. A tree whose weights are *all*

@@ -48,8 +48,6 @@ class EnvCredentialParams(ComponentParams):
     representation={"en": "${var}", "es": "${var}"},
 )
 class EnvCredential(ConfigObject[EnvCredentialParams]):
-    SCHEMA = EnvCredentialParams
-
     @property
     def var(self) -> str:
         return self.params.var

@@ -98,8 +98,6 @@ class LiteLLMParams(ComponentParams):
     representation={"en": "{model}", "es": "{model}"},
 )
 class LiteLLMModel(ConfigObject[LiteLLMParams]):
-    SCHEMA = LiteLLMParams
-
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._checked = False

@@ -97,8 +97,6 @@ class SelectionPromptParams(ComponentParams):
     representation={"en": "Selection prompt", "es": "Instrucción de selección"},
 )
 class SelectionPrompt(ConfigObject[SelectionPromptParams]):
-    SCHEMA = SelectionPromptParams
-
     def render(self, query: str, candidate_texts: Sequence[str], top_k: int) -> list[dict[str, Any]]:
         """The chat messages for one selection call (``top_k`` as the model may use it: at most the count)."""
         user = self.params.template.format(

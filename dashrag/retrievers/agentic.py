@@ -51,25 +51,20 @@ from dashrag.core.params import (
     spec,
 )
 from dashrag.core.registry import register
-from dashrag.core.retriever import CompositeRetriever, Result, Retriever
+from dashrag.core.retriever import Answer, Result, SingleChildRetriever
 from dashrag.documents.model import ScoredChunk
-from dashrag.errors import ConfigError, SelectionError
+from dashrag.errors import SelectionError
 from dashrag.llm.litellm_model import LiteLLMModel
 from dashrag.llm.prompt import SelectionPrompt
 from dashrag.llm.selection import SelectionVerdict, follow_up_messages, selection_tool_schema, validate_selection
 from dashrag.llm.sliding_window import sliding_window_select
 from dashrag.llm.tool_call import ToolCallResult
 
-DEFAULT_BM25 = {"component": "BM25Retriever", "params": {
-    "b": 0.75, "delta": 0.0, "k1": 1.5, "similarity_function": "cosine", "top_k": 5,
-    "vectorizer": {"component": "BagOfWordsConverter", "params": {
-        "analyzer": "word", "lowercase": True, "ngram_min": 1, "ngram_max": 1, "max_df": 1.0, "min_df": 0.0,
-        "stop_words": None, "strip_accents": None, "max_features": None}}}}
-DEFAULT_DENSE = {"component": "DenseEmbeddingRetriever", "params": {
-    "similarity_metric": "cosine", "top_k": 5,
-    "embedding": {"component": "MiniLMEmbedding", "params": {
-        "batch_size": 32, "device": "cpu", "normalize": True, "overflow_strategy": "truncate"}}}}
-DEFAULT_CHILD = spec("ParallelRetriever", merge_strategy="round_robin", children=[DEFAULT_BM25, DEFAULT_DENSE])
+# The reference's default child: BM25 with cosine-normalised scores (its one difference from BM25's
+# own defaults) beside the dense retriever, interleaved round robin. Every other parameter is the
+# component's own default, so the two cannot drift apart.
+DEFAULT_CHILD = spec("ParallelRetriever", merge_strategy="round_robin",
+                     children=[spec("BM25Retriever", similarity_function="cosine"), spec("DenseEmbeddingRetriever")])
 
 
 def _window_problem(p: AgenticParams) -> str | None:
@@ -201,13 +196,8 @@ def dedupe_and_cap(chunks: Sequence[ScoredChunk], k1: int) -> list[ScoredChunk]:
     representation={"en": "LLM selects top {top_k} of {k1}", "es": "El LLM elige {top_k} de {k1}"},
     operation="Asks the child for k1 candidates and lets the LLM select up to top_k of them, best first.",
 )
-class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
-    SCHEMA = AgenticParams
+class AgenticRerankerRetriever(SingleChildRetriever[AgenticParams]):
     stream_block = 1  # an LLM call per query (seconds each): a streamed batch hands out every answer as it is made
-
-    @property
-    def child(self) -> Retriever:
-        return self.nested["children"][0]
 
     @property
     def llm(self) -> LiteLLMModel:
@@ -217,16 +207,6 @@ class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
     def prompt(self) -> SelectionPrompt:
         return self.nested["prompt"]
 
-    # -- the tree is fixed -----------------------------------------------------------
-    def add(self, child: Retriever) -> None:
-        raise ConfigError(
-            f"{self.component_name} has exactly one child, fixed when it is built; "
-            "build a new tree to use another child"
-        )
-
-    def remove(self, child: Retriever) -> Retriever:
-        raise ConfigError(f"{self.component_name} cannot remove its child; build a new tree instead")
-
     def close(self) -> None:
         """Release the LLM first (no call can start once the child is gone), then the child, then the prompt."""
         self._close()
@@ -235,22 +215,17 @@ class AgenticRerankerRetriever(CompositeRetriever[AgenticParams]):
         self.prompt.close()
 
     # -- retrieval ---------------------------------------------------------------------
-    def _child_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        return {**kwargs, "top_k": self.params.k1}  # a parent's top_k hint is replaced, never passed on
+    def fetch_size(self, kwargs: dict[str, Any]) -> int:
+        return self.params.k1  # a parent's top_k hint is replaced, never passed on
 
-    def _retrieve(self, query: str, **kwargs: Any) -> Result:
-        chunks, child_node = self.child.retrieve(query, **self._child_kwargs(kwargs))
-        return self._decide(query, chunks, child_node)
-
-    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
-        answers = self.child.retrieve_batch(queries, **self._child_kwargs(kwargs))  # one vectorised child pass
+    def _rescore(self, queries: list[str], answers: Sequence[Answer], kwargs: dict[str, Any]) -> list[Result]:
         return [self._decide(q, chunks, node) for q, (chunks, node) in zip(queries, answers)]
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
         """The child's distances: the model selects, it does not score arbitrary chunks."""
         return self.child.score_chunks(chunk_ids, query)
 
-    def _decide(self, query: str, received: list[ScoredChunk], child_node: dict) -> Result:
+    def _decide(self, query: str, received: Sequence[ScoredChunk], child_node: dict) -> Result:
         p = self.params
         candidates = dedupe_and_cap(received, p.k1)
         record = SelectionRecord(received=len(received), candidates=candidates, top_k=p.top_k)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
+import scipy.sparse as sp
 from pydantic import Field
 
 from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec
@@ -63,8 +64,6 @@ class BM25Params(ComponentParams):
     },
 )
 class BM25Retriever(UnitRetriever[BM25Params]):
-    SCHEMA = BM25Params
-
     def _parameters(self) -> scoring.BM25Parameters:
         p = self.params
         return scoring.BM25Parameters(variant=p.variant, k1=p.k1, b=p.b, delta=p.delta, epsilon=p.epsilon)
@@ -78,14 +77,23 @@ class BM25Retriever(UnitRetriever[BM25Params]):
         self._norms = scoring.document_norms(weights) if self.params.similarity_function == "cosine" else None
         self._dot_weights = dataclasses.replace(weights, nonoccurrence=np.zeros_like(weights.nonoccurrence))
 
-    def _score_and_floor(self, queries: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    def _encode_queries(self, queries: list[str]) -> list[str] | sp.csr_matrix:
+        """The batch's term counts, analyzed in one pass; a lone BM25 query keeps its text
+        (``_score_one`` is faster without a sparse matrix)."""
+        if len(queries) == 1 and self.params.similarity_function == "bm25":
+            return queries
+        return self.nested["vectorizer"].transform(queries)
+
+    def _score_and_floor(self, queries: list[str] | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         # A hit shares at least one term with the query. Every stored weight is positive, so
         # that is a score above what a chunk matching nothing gets: 0, or BM25+'s constant.
-        if len(queries) == 1 and self.params.similarity_function == "bm25":
-            return self._score_one(queries[0])
-        q = self.nested["vectorizer"].transform(queries)
-        floors = np.zeros(len(queries))
-        if self.params.similarity_function == "bm25":
+        if isinstance(queries, list):
+            if len(queries) == 1 and self.params.similarity_function == "bm25":
+                return self._score_one(queries[0])
+            queries = self.nested["vectorizer"].transform(queries)
+        q = queries
+        floors = np.zeros(q.shape[0])
+        if self.params.similarity_function == "bm25" and self.params.variant == "bm25plus":  # else 0
             floors[:] = [
                 scoring.absent_term_score(self._weights, q.indices[lo:hi], q.data[lo:hi])
                 for lo, hi in zip(q.indptr[:-1], q.indptr[1:])
@@ -116,7 +124,9 @@ class BM25Retriever(UnitRetriever[BM25Params]):
         atomic_write_json(folder / "weights.json", self._weights.meta())
 
     def _load(self, folder: Path) -> None:
-        arrays = {name: load_array(folder / f"{name}.npy", mmap=True) for name in STATE_ARRAYS}
+        # memory-mapped (pages load on demand), seen as plain arrays: slicing an np.memmap runs Python code
+        # per slice, which was a third of a loaded tree's batched query time (docs/performance.md)
+        arrays = {name: np.asarray(load_array(folder / f"{name}.npy", mmap=True)) for name in STATE_ARRAYS}
         weights = scoring.BM25Weights.from_arrays(arrays, load_json(folder / "weights.json"))
         if weights.n_docs != len(self.require_infra().chunks):
             raise PersistenceError(

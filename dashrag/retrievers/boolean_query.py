@@ -46,10 +46,18 @@ from dashrag.boolean.parser import parse
 from dashrag.boolean.rerank import RerankFunction, rerank_in_rounds
 from dashrag.boolean.selection import SelectionThresholds
 from dashrag.boolean.text_index import TextIndex
-from dashrag.core.params import ComponentParams, ComponentSpec, Rule, components_field, less_or_equal, spec
+from dashrag.core.params import (
+    ComponentParams,
+    ComponentSpec,
+    Rule,
+    component_field,
+    components_field,
+    less_or_equal,
+    spec,
+)
 from dashrag.core.registry import register
 from dashrag.core.restriction import Restriction
-from dashrag.core.retriever import CompositeRetriever, Result, Retriever
+from dashrag.core.retriever import Result, Retriever, SingleChildRetriever
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import QueryError, RetrievalError
 
@@ -132,13 +140,13 @@ class BooleanQueryParams(ComponentParams):
     automatically_rerank: bool = Field(
         False, description="Rerank each AND/OR operand with its own text before combining."
     )
-    reranker: list[ComponentSpec] = components_field(
+    reranker: ComponentSpec | None = component_field(
         "retriever",
-        [],
-        max_length=1,
+        None,
+        optional=True,
         description=(
-            "At most one reranker (HttpReranker, CrossEncoderRetriever, any retriever): reranks the result with the "
-            "query's semantic clauses; only its scoring is used, never its own children. Empty: no reranking."
+            "The reranker (HttpReranker, CrossEncoderRetriever, any retriever): reranks the result with the "
+            "query's semantic clauses; only its scoring is used, never its own children. None: no reranking."
         ),
     )
     return_documents: bool = Field(
@@ -178,17 +186,10 @@ class BooleanQueryParams(ComponentParams):
     operation="Parses the expression, answers semantic clauses with the child (restricted before top-k), "
     "text and category clauses with its indexes, combines fragments with AND/OR/NOT, then reranks and selects.",
 )
-class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
-    SCHEMA = BooleanQueryParams
-
-    @property
-    def child(self) -> Retriever:
-        return self.nested["children"][0]
-
+class BooleanQueryRetriever(SingleChildRetriever[BooleanQueryParams]):
     @property
     def reranker(self) -> Retriever | None:
-        found = self.nested.get("reranker") or []
-        return found[0] if found else None
+        return self.nested.get("reranker")
 
     # -- fitting and state ----------------------------------------------------
     def _fit(self) -> None:
@@ -238,7 +239,7 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
         return DocumentMaskRestriction(documents, chunks, mask)
 
     # -- the retriever contract -------------------------------------------------
-    def retrieve(self, query: str, **kwargs: Any) -> tuple[list[ScoredChunk], dict]:
+    def retrieve(self, query: str, **kwargs: Any) -> tuple[Sequence[ScoredChunk], dict]:
         """Like every retriever's, except that an empty query is valid: it means TRUE."""
         if not isinstance(query, str):
             raise QueryError(f"a query must be a string, got {type(query).__name__}")
@@ -246,7 +247,7 @@ class BooleanQueryRetriever(CompositeRetriever[BooleanQueryParams]):
         chunks, children, selection = self._retrieve(query, **kwargs)
         return chunks, self._node(query, chunks, (time.perf_counter() - start) * 1000, children, selection)
 
-    def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> list[tuple[list[ScoredChunk], dict]]:
+    def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> Sequence[tuple[Sequence[ScoredChunk], dict]]:
         """One expression after another: each has its own tree, clauses and scope."""
         return [self.retrieve(q, **kwargs) for q in queries]
 

@@ -19,7 +19,6 @@ first query; saved state is nothing but the config.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -28,31 +27,24 @@ from pydantic import Field
 from dashrag.core.params import ComponentParams, ComponentSpec, components_field, less_or_equal, spec
 from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
-from dashrag.core.retriever import CompositeRetriever, Result, Retriever, check_query
+from dashrag.core.retriever import Answer, Result, SingleChildRetriever, check_query
 from dashrag.documents.model import ScoredChunk
-from dashrag.embeddings.base import ModelUnavailableError
-from dashrag.embeddings.model_source import ModelSource, resolve_model, set_offline_defaults
+from dashrag.embeddings.model_source import LoadedModels, ModelSource, resolve_model
 
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 
-_loaded: dict[tuple[str, str, int | None], Any] = {}
-_lock = threading.Lock()
+_cross_encoders = LoadedModels("a cross-encoder")
 
 
 def load_cross_encoder(source: ModelSource, device: str, max_length: int | None) -> Any:
     """The process-wide CrossEncoder for this folder, device and max length."""
-    key = (str(source.path), device, max_length)
-    with _lock:
-        if key not in _loaded:
-            set_offline_defaults()
-            from sentence_transformers import CrossEncoder
 
-            try:
-                _loaded[key] = CrossEncoder(str(source.path), device=device, max_length=max_length)
-            except Exception as exc:
-                raise ModelUnavailableError(
-                    f"could not load a cross-encoder from {source.path} on device {device!r}: {exc}") from None
-        return _loaded[key]
+    def load() -> Any:
+        from sentence_transformers import CrossEncoder
+
+        return CrossEncoder(str(source.path), device=device, max_length=max_length)
+
+    return _cross_encoders.get(source, device, max_length, load)
 
 
 class CrossEncoderParams(ComponentParams):
@@ -85,16 +77,10 @@ class CrossEncoderParams(ComponentParams):
     },
     operation="Scores each of the child's fetch_k candidates with the cross-encoder and keeps the top_k.",
 )
-class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):
-    SCHEMA = CrossEncoderParams
-
+class CrossEncoderRetriever(SingleChildRetriever[CrossEncoderParams]):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._model: Any = None
-
-    @property
-    def child(self) -> Retriever:
-        return self.get_children()[0]
 
     def model(self) -> Any:
         """The loaded CrossEncoder (loads it on first call)."""
@@ -118,12 +104,8 @@ class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):
         )
         return np.asarray(scores, dtype=np.float32).reshape(len(pairs))
 
-    def _retrieve(self, query: str, **kwargs: Any) -> Result:
-        return self._retrieve_batch([query], **kwargs)[0]
-
-    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
-        k = int(kwargs.get("top_k") or self.params.top_k)
-        answers = self.child.retrieve_batch(queries, **{**kwargs, "top_k": max(self.params.fetch_k, k)})
+    def _rescore(self, queries: list[str], answers: Sequence[Answer], kwargs: dict[str, Any]) -> list[Result]:
+        k = self.top_k(kwargs)
         pairs = [(q, c.chunk.text) for q, (chunks, _) in zip(queries, answers) for c in chunks]
         scores = self.predict(pairs)  # every query's pairs in one call
         results, start = [], 0
@@ -132,7 +114,7 @@ class CrossEncoderRetriever(CompositeRetriever[CrossEncoderParams]):
             start += len(chunks)
         return results
 
-    def _ranked(self, candidates: list[ScoredChunk], scores: np.ndarray, child_trace: dict, k: int) -> Result:
+    def _ranked(self, candidates: Sequence[ScoredChunk], scores: np.ndarray, child_trace: dict, k: int) -> Result:
         chosen, order = rerank_by_scores(candidates, scores, k, self.component_name)
         selection = {
             "summary": f"cross-encoder kept {len(chosen)} of {len(candidates)} candidates",

@@ -123,8 +123,6 @@ class DenseParams(ComponentParams):
     },
 )
 class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
-    SCHEMA = DenseParams
-
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._vectors: np.ndarray | None = None
@@ -217,7 +215,7 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
         return similarity(query_vectors, self._matrix(), self._vector_norms(), self.params.similarity_metric,
                           self._unit_length)
 
-    def retrieve_vectors(self, query_vectors: np.ndarray, **kwargs: Any) -> list[list[ScoredChunk]]:
+    def retrieve_vectors(self, query_vectors: np.ndarray, **kwargs: Any) -> list[Sequence[ScoredChunk]]:
         """Rank by precomputed query vectors: the path ``retrieve_batch`` takes once it has embedded the queries."""
         return [hits for hits, _, _ in self._rank(np.asarray(query_vectors, dtype=np.float32), kwargs)]
 

@@ -135,8 +135,6 @@ class HttpRerankerParams(ComponentParams):
     operation="Sends the child's fetch_k candidates to the /rerank endpoint in parallel batches and keeps the top_k.",
 )
 class HttpReranker(CompositeRetriever[HttpRerankerParams]):
-    SCHEMA = HttpRerankerParams
-
     @property
     def url(self) -> str:
         return self.params.api_base.rstrip("/") + "/rerank"

@@ -35,7 +35,7 @@ from pydantic import Field
 
 from dashrag.core.params import ComponentParams, ComponentSpec, component_field, components_field, less_or_equal, spec
 from dashrag.core.registry import register
-from dashrag.core.retriever import CompositeRetriever, Result, Retriever, check_query
+from dashrag.core.retriever import Answer, Result, SingleChildRetriever, check_query
 from dashrag.documents.model import ScoredChunk
 from dashrag.embeddings.base import EmbeddingModel
 from dashrag.embeddings.overflow import unit_rows
@@ -121,16 +121,10 @@ class MMRParams(ComponentParams):
     representation={"en": "MMR λ={lambda_mult} top {top_k}", "es": "MMR λ={lambda_mult}, {top_k} mejores"},
     operation="Picks top_k of the child's fetch_k candidates, trading relevance against similarity to earlier picks.",
 )
-class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
-    SCHEMA = MMRParams
-
+class MMRRerankerRetriever(SingleChildRetriever[MMRParams]):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._source: tuple[DenseEmbeddingRetriever | None, str] | None = None
-
-    @property
-    def child(self) -> Retriever:
-        return self.get_children()[0]
 
     def _fit(self) -> None:
         self._source = None  # the tree may have changed since the last look
@@ -164,20 +158,13 @@ class MMRRerankerRetriever(CompositeRetriever[MMRParams]):
         return unit_rows(embedding.embed_documents([chunks.chunks[r].text for r in rows]))
 
     # -- retrieval --------------------------------------------------------------
-    def _retrieve(self, query: str, **kwargs: Any) -> Result:
-        return self._retrieve_batch([query], **kwargs)[0]
-
-    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
-        k = int(kwargs.get("top_k") or self.params.top_k)
-        child_kwargs = {key: value for key, value in kwargs.items() if key != "top_k"}  # the child's own top_k
-        if self.params.fetch_k is not None:
-            child_kwargs["top_k"] = max(self.params.fetch_k, k)
-        answers = self.child.retrieve_batch(queries, **child_kwargs)
+    def _rescore(self, queries: list[str], answers: Sequence[Answer], kwargs: dict[str, Any]) -> list[Result]:
+        k = self.top_k(kwargs)
         candidate_ids = sorted({c.id for chunks, _ in answers if len(chunks) > k for c in chunks})
         vectors = dict(zip(candidate_ids, self._chunk_vectors(candidate_ids))) if candidate_ids else {}
         return [self._select(chunks, trace, vectors, k) for chunks, trace in answers]
 
-    def _select(self, candidates: list[ScoredChunk], child_trace: dict, vectors: dict[int, np.ndarray],
+    def _select(self, candidates: Sequence[ScoredChunk], child_trace: dict, vectors: dict[int, np.ndarray],
                 k: int) -> Result:
         lam = self.params.lambda_mult
         if len(candidates) <= k:  # they all fit: nothing to choose between, MMR does not run (as DashAI)

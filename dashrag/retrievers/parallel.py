@@ -73,8 +73,6 @@ def run_concurrently(calls: Sequence[Callable[[], Any]], pool: ThreadPoolExecuto
           representation={"en": "{merge_strategy} of [{children}]", "es": "{merge_strategy} de [{children}]"},
           operation="Runs every child on the query concurrently, deduplicates by chunk id and fuses the rankings.")
 class ParallelRetriever(CompositeRetriever[ParallelParams]):
-    SCHEMA = ParallelParams
-
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._pool: ThreadPoolExecutor | None = None

@@ -131,8 +131,6 @@ def stage(name: str, timings: dict[str, float], context: dict[str, Any] | None =
     "else re-scores with precise, optionally MMR.",
 )
 class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
-    SCHEMA = RerankCascadeParams
-
     @property
     def mmr_lambda(self) -> float | None:
         """λ of the MMR stage, or None when MMR is off."""

@@ -61,9 +61,7 @@ class SequentialParams(ComponentParams):
     operation="Retrieves with the first child, then narrows the survivors stage by stage with score_chunks.",
 )
 class SequentialRetriever(CompositeRetriever[SequentialParams]):
-    SCHEMA = SequentialParams
-
-    def _rescore(self, stage: Any, index: int, candidates: list[ScoredChunk], query: str) -> list[ScoredChunk]:
+    def _rescore(self, stage: Any, index: int, candidates: Sequence[ScoredChunk], query: str) -> list[ScoredChunk]:
         by_id = {c.id: c for c in candidates}
         ranked = stage.score_chunks(list(by_id), query)[: getattr(stage.params, "top_k", None)]  # no top_k: keep all
         kept = []

@@ -40,8 +40,6 @@ class TFIDFParams(ComponentParams):
     representation={"en": "TF-IDF top {top_k}", "es": "TF-IDF, mejores {top_k}"},
 )
 class TFIDFRetriever(UnitRetriever[TFIDFParams]):
-    SCHEMA = TFIDFParams
-
     def _transformer(self, idf: np.ndarray | None = None) -> TfidfTransformer:
         transformer = TfidfTransformer(sublinear_tf=self.params.sublinear_tf, smooth_idf=self.params.smooth_idf)
         if idf is not None:

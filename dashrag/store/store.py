@@ -27,10 +27,9 @@ from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.model import Chunk, SourceDocument
 from dashrag.errors import PersistenceError, excerpt
 from dashrag.store.models import Base, ChunkRow, DocumentRow, RetrieverRecord, StoreInfo
+from dashrag.store.sqlite_reader import sqlite_url
 
-
-def sqlite_url(path: Path) -> str:
-    return f"sqlite:///{Path(path).resolve()}"
+__all__ = ["Store", "sqlite_url"]
 
 
 def display_url(url: str) -> str:

@@ -1,22 +1,32 @@
 """BagOfWordsConverter: text → term-count vectors, over scikit-learn's CountVectorizer.
 
 scikit-learn does the counting, n-grams, document-frequency cut-offs and
-vocabulary; this component adds Snowball stemming (PyStemmer), applied to words
-*before* n-grams are formed and after stop words are removed (as bm25s does), and
-a pickle-free save: the vocabulary is written as a JSON list of terms in column
-order, from which the vectorizer is rebuilt exactly.
+vocabulary at fit time; this component adds Snowball stemming (PyStemmer), applied
+to words *before* n-grams are formed and after stop words are removed (as bm25s
+does), and a pickle-free save: the vocabulary is written as a JSON list of terms in
+column order (and the stop words as a JSON list), from which the analysis is rebuilt
+exactly.
+
+Query time needs no scikit-learn when every term is one word (the word analyzer,
+1-grams, no accent stripping: every preset): lower-casing, scikit-learn's token
+pattern, the saved stop words, stemming and a dict lookup are the whole analysis
+(:class:`WordSteps`), and importing scikit-learn would cost a loaded keyword tree
+most of its start-up (bench/bench_cold_query.py). Other settings build the
+scikit-learn vectorizer from the saved vocabulary when first needed.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Callable
+from itertools import chain
 from pathlib import Path
-from typing import Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 from pydantic import Field
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams, less_or_equal
@@ -24,7 +34,18 @@ from dashrag.core.persistence import atomic_write_json, load_json
 from dashrag.core.registry import register
 from dashrag.errors import PersistenceError, RetrievalError
 
+if TYPE_CHECKING:
+    from sklearn.feature_extraction.text import CountVectorizer
+
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+STOP_WORDS_FILE = "stop_words.json"
+
+
+def english_stop_words() -> frozenset[str]:
+    """scikit-learn's English stop words (what ``stop_words="english"`` removes at fit time)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 class BagOfWordsParams(ComponentParams):
@@ -49,10 +70,28 @@ class BagOfWordsParams(ComponentParams):
 
     def stop_word_set(self) -> frozenset[str] | None:
         """The words removed before counting: the named list and the custom words (None: none)."""
-        words = set(ENGLISH_STOP_WORDS) if self.stop_words == "english" else set()
+        words = set(english_stop_words()) if self.stop_words == "english" else set()
         if self.custom_stop_words:
             words.update(w.lower() if self.lowercase else w for w in self.custom_stop_words)
         return frozenset(words) if words else None
+
+
+class WordSteps(NamedTuple):
+    """The word analyzer as steps: text → words (preprocess, tokenize), then per word: stop, stem.
+
+    scikit-learn's word analyzer and the stemming one both preprocess, tokenize, drop stop
+    words and (the latter) stem; with 1-grams a term depends on its word alone, which lets
+    a batch analyze each distinct word once (:meth:`BagOfWordsConverter.transform`).
+    """
+
+    preprocess: Callable[[str], str]
+    tokenize: Callable[[str], list[str]]
+    stop: frozenset[str]
+    stem: Callable[[list[str]], list[str]] | None
+
+    def terms(self, text: str) -> list[str]:
+        words = [w for w in self.tokenize(self.preprocess(text)) if w not in self.stop]
+        return self.stem(words) if self.stem else words
 
 
 def _as_list(words: frozenset[str] | None) -> list[str] | None:
@@ -63,6 +102,10 @@ def _as_list(words: frozenset[str] | None) -> list[str] | None:
 def _df_bound(value: float) -> int | float:
     """scikit-learn reads an int as a document count and a float as a fraction; 1.0 stays 'all documents'."""
     return int(value) if value > 1 else float(value)
+
+
+def _identity(text: str) -> str:
+    return text
 
 
 @register(
@@ -77,11 +120,12 @@ def _df_bound(value: float) -> int | float:
     },
 )
 class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
-    SCHEMA = BagOfWordsParams
-
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self._vectorizer: CountVectorizer | None = None
+        self._vocabulary: dict[str, int] | None = None  # term → column, once fitted or loaded
+        self._stop_words: frozenset[str] | None = None  # the stop words of the fit (None: not known yet)
+        self._vectorizer: CountVectorizer | None = None  # scikit-learn's, built when needed
+        self._steps: WordSteps | None = None
         self._analyze: Callable[[str], list[str]] | None = None
 
     def _validate_stemmer(self) -> None:
@@ -93,83 +137,172 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
                     f"unknown stemmer {self.params.stemmer!r}; known: {', '.join(Stemmer.algorithms())}"
                 )
 
+    def _stop_set(self) -> frozenset[str]:
+        if self._stop_words is None:
+            self._stop_words = self.params.stop_word_set() or frozenset()
+        return self._stop_words
+
+    def _word_steps(self) -> WordSteps:
+        p = self.params
+        stem = None
+        if p.stemmer:
+            import Stemmer
+
+            self._validate_stemmer()
+            stem = Stemmer.Stemmer(p.stemmer).stemWords
+        if p.strip_accents is None:  # scikit-learn's preprocessor, without importing it
+            preprocess: Callable[[str], str] = str.lower if p.lowercase else _identity
+        else:
+            from sklearn.feature_extraction.text import CountVectorizer
+
+            preprocess = CountVectorizer(lowercase=p.lowercase, strip_accents=p.strip_accents).build_preprocessor()
+        return WordSteps(preprocess, re.compile(TOKEN_PATTERN).findall, self._stop_set(), stem)
+
+    def single_word_steps(self) -> WordSteps | None:
+        """The analysis as :class:`WordSteps` when every term is one word (word analyzer, 1-grams), else None."""
+        p = self.params
+        if p.analyzer != "word" or p.ngram_max != 1:
+            return None
+        if self._steps is None:
+            self._steps = self._word_steps()
+        return self._steps
+
     def analyzer(self) -> Callable[[str], list[str]] | str:
-        """The text → terms function: scikit-learn's own unless stemming is on."""
+        """The text → terms function for fitting: scikit-learn's own unless stemming is on."""
         p = self.params
         if not p.stemmer or p.analyzer != "word":
             return p.analyzer
-        import Stemmer
-
-        self._validate_stemmer()
-        stem = Stemmer.Stemmer(p.stemmer).stemWords
-        base = CountVectorizer(lowercase=p.lowercase, strip_accents=p.strip_accents, token_pattern=TOKEN_PATTERN)
-        preprocess, tokenize = base.build_preprocessor(), base.build_tokenizer()
-        stop = p.stop_word_set() or frozenset()
+        steps = self._word_steps()
         lo, hi = p.ngram_min, p.ngram_max
 
         def analyze(text: str) -> list[str]:
-            words = stem([w for w in tokenize(preprocess(text)) if w not in stop])
+            words = steps.terms(text)
             if hi == 1:
                 return words
             return [" ".join(words[i : i + n]) for n in range(lo, hi + 1) for i in range(len(words) - n + 1)]
 
         return analyze
 
-    def _make(self, vocabulary: Mapping[str, int] | None = None) -> CountVectorizer:
+    def _make(self, vocabulary: dict[str, int] | None = None) -> CountVectorizer:
+        from sklearn.feature_extraction.text import CountVectorizer
+
         p = self.params
         analyzer = self.analyzer()
         stop_words = _as_list(p.stop_word_set()) if p.custom_stop_words else p.stop_words
-        kwargs = {} if callable(analyzer) else {
-            "lowercase": p.lowercase, "strip_accents": p.strip_accents, "stop_words": stop_words,
-            "ngram_range": (p.ngram_min, p.ngram_max), "token_pattern": TOKEN_PATTERN,
-        }
-        return CountVectorizer(analyzer=analyzer, min_df=_df_bound(p.min_df), max_df=_df_bound(p.max_df),
-                               max_features=p.max_features, vocabulary=vocabulary, dtype=np.float32, **kwargs)
+        kwargs = (
+            {}
+            if callable(analyzer)
+            else {
+                "lowercase": p.lowercase,
+                "strip_accents": p.strip_accents,
+                "stop_words": stop_words,
+                "ngram_range": (p.ngram_min, p.ngram_max),
+                "token_pattern": TOKEN_PATTERN,
+            }
+        )
+        return CountVectorizer(
+            analyzer=analyzer,
+            min_df=_df_bound(p.min_df),
+            max_df=_df_bound(p.max_df),
+            max_features=p.max_features,
+            vocabulary=vocabulary,
+            dtype=np.float32,
+            **kwargs,
+        )
+
+    def _fitted_vocabulary(self) -> dict[str, int]:
+        if self._vocabulary is None:
+            raise RetrievalError(f"{self.component_name}: not fitted")
+        return self._vocabulary
+
+    def _fitted_vectorizer(self) -> CountVectorizer:
+        """scikit-learn's vectorizer over the fitted vocabulary (for analyzers other than single words)."""
+        if self._vectorizer is None:
+            self._vectorizer = self._make(self._fitted_vocabulary())
+            self._vectorizer._validate_vocabulary()  # sets vocabulary_ from the fixed vocabulary
+        return self._vectorizer
 
     def fit_transform(self, texts: list[str]) -> sp.csr_matrix:
-        self._vectorizer, self._analyze = self._make(), None
+        vectorizer = self._make()
         try:
-            return self._vectorizer.fit_transform(texts).tocsr()
+            counts = vectorizer.fit_transform(texts).tocsr()
         except ValueError as exc:  # e.g. every term pruned by min_df/max_df
             raise RetrievalError(f"{self.component_name}: cannot build a vocabulary ({exc})") from None
+        self._vectorizer, self._vocabulary, self._analyze = vectorizer, dict(vectorizer.vocabulary_), None
+        return counts
 
-    def _fitted(self) -> CountVectorizer:
-        if self._vectorizer is None:
-            raise RetrievalError(f"{self.component_name}: not fitted")
-        return self._vectorizer
+    def _text_analyzer(self) -> Callable[[str], list[str]]:
+        if self._analyze is None:
+            steps = self.single_word_steps()
+            self._analyze = steps.terms if steps is not None else self._fitted_vectorizer().build_analyzer()
+        return self._analyze
 
     def term_counts(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(vocabulary ids, counts) of one text's terms, ids ascending; unknown terms are dropped."""
-        vectorizer = self._fitted()
-        if self._analyze is None:
-            self._analyze = vectorizer.build_analyzer()
-        vocabulary = vectorizer.vocabulary_
-        counts = Counter(i for i in map(vocabulary.get, self._analyze(text)) if i is not None)
+        vocabulary = self._fitted_vocabulary()
+        counts = Counter(i for i in map(vocabulary.get, self._text_analyzer()(text)) if i is not None)
         ids = sorted(counts)  # a Counter over a query's few terms: several times faster than np.unique
         return np.array(ids, dtype=np.int64), np.array([counts[i] for i in ids], dtype=np.int64)
 
     def transform(self, texts: list[str]) -> sp.csr_matrix:
         """Counts over the fitted vocabulary: the same matrix as scikit-learn's ``transform``,
-        built directly from the analyzer and the vocabulary, which is several times faster
-        for the short texts queries are."""
-        shape = (len(texts), len(self._fitted().vocabulary_))
+        built directly from the analysis and the vocabulary, which is several times faster
+        for the short texts queries are. With single-word terms the batch is analyzed in one
+        pass (:meth:`_transform_words`)."""
+        vocabulary = self._fitted_vocabulary()
+        steps = self.single_word_steps()
+        if steps is not None:
+            return self._transform_words(texts, steps, vocabulary)
         rows = [self.term_counts(text) for text in texts]
+        shape = (len(texts), len(vocabulary))
         if not rows:
             return sp.csr_matrix(shape, dtype=np.float32)
         indptr = np.concatenate([[0], np.cumsum([ids.size for ids, _ in rows])])
         data = np.concatenate([counts for _, counts in rows]).astype(np.float32)
         return sp.csr_matrix((data, np.concatenate([ids for ids, _ in rows]), indptr), shape=shape)
 
+    @staticmethod
+    def _transform_words(texts: list[str], steps: WordSteps, vocabulary: dict[str, int]) -> sp.csr_matrix:
+        """The batch's count matrix in one pass: tokenize every text, analyze each distinct word
+        once (stop words, one stemming call, vocabulary lookup), map the tokens to term ids
+        through an array, and count the (text, term) pairs with one ``np.unique``."""
+        n_terms = len(vocabulary)
+        tokens = [steps.tokenize(steps.preprocess(text)) for text in texts]
+        flat = list(chain.from_iterable(tokens))
+        code_of_word = {word: code for code, word in enumerate(dict.fromkeys(flat))}
+        kept = [w for w in code_of_word if w not in steps.stop]
+        stems = steps.stem(kept) if steps.stem else kept
+        term_of_code = np.full(len(code_of_word) + 1, -1, dtype=np.int64)
+        term_of_code[[code_of_word[w] for w in kept]] = [vocabulary.get(s, -1) for s in stems]
+        codes = np.fromiter(map(code_of_word.__getitem__, flat), dtype=np.int64, count=len(flat))
+        term_ids = term_of_code[codes]
+        text_of_token = np.repeat(np.arange(len(texts), dtype=np.int64), [len(t) for t in tokens])
+        known = term_ids >= 0
+        pairs, counts = np.unique(text_of_token[known] * n_terms + term_ids[known], return_counts=True)
+        indptr = np.searchsorted(pairs, np.arange(len(texts) + 1, dtype=np.int64) * n_terms)
+        return sp.csr_matrix((counts.astype(np.float32), pairs % n_terms, indptr), shape=(len(texts), n_terms))
+
     @property
     def vocabulary(self) -> list[str]:
-        return list(self._fitted().get_feature_names_out())
+        """The terms in column order."""
+        terms = [""] * len(self._fitted_vocabulary())
+        for term, column in self._fitted_vocabulary().items():
+            terms[column] = term
+        return terms
 
     def _save(self, folder: Path) -> None:
         atomic_write_json(folder / "vocabulary.json", self.vocabulary)
+        atomic_write_json(folder / STOP_WORDS_FILE, sorted(self._stop_set()))
 
     def _load(self, folder: Path) -> None:
         terms = load_json(folder / "vocabulary.json")
         if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms) or len(set(terms)) != len(terms):
             raise PersistenceError(f"{folder / 'vocabulary.json'}: not a list of distinct terms")
-        self._vectorizer, self._analyze = self._make({t: i for i, t in enumerate(terms)}), None
-        self._vectorizer._validate_vocabulary()  # sets vocabulary_ from the fixed vocabulary
+        stop_words = None
+        if (folder / STOP_WORDS_FILE).is_file():  # folders saved before it was written use scikit-learn's list
+            stop_words = load_json(folder / STOP_WORDS_FILE)
+            if not isinstance(stop_words, list) or not all(isinstance(w, str) for w in stop_words):
+                raise PersistenceError(f"{folder / STOP_WORDS_FILE}: not a list of words")
+            stop_words = frozenset(stop_words)
+        self._vocabulary = {t: i for i, t in enumerate(terms)}
+        self._stop_words, self._vectorizer, self._steps, self._analyze = stop_words, None, None, None

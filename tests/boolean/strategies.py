@@ -49,3 +49,17 @@ QUERY_PIECES = [
 query_strings = st.lists(st.sampled_from(QUERY_PIECES), max_size=12).flatmap(
     lambda pieces: st.sampled_from([" ".join(pieces), "".join(pieces)])
 )
+
+
+def category_documents(node, categories: dict[str, dict], universe: set[str]) -> set[str]:
+    """The oracle: the documents a category expression selects, by plain set algebra over
+    ``categories`` (document → its categories); ``universe`` is every document."""
+    if isinstance(node, Category):
+        return {d for d, cats in categories.items() if set(node.values) & set(cats.get(node.name, ()))}
+    if isinstance(node, And):
+        return set.intersection(*(category_documents(o, categories, universe) for o in node.operands))
+    if isinstance(node, Or):
+        return set.union(*(category_documents(o, categories, universe) for o in node.operands))
+    if isinstance(node, Not):
+        return universe - category_documents(node.operand, categories, universe)
+    raise TypeError(node)

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashrag.boolean import And, Category, FragmentSet, Not, Or, Scope, evaluate, parse, serialise
+from dashrag.boolean import Category, FragmentSet, Scope, evaluate, parse, serialise
 from dashrag.boolean.evaluate import tree_summary
 from dashrag.documents.model import Chunk
 
 from .corpus_fixture import CorpusLeafEvaluator, build_corpus, category_fragments
-from .strategies import trees
+from .strategies import category_documents, trees
 
 ALL_DOCUMENTS = {
     "asylum_afghanistan_appeal", "asylum_eritrea_reception", "asylum_iraq_detention", "asylum_iraq_family",
@@ -222,18 +222,6 @@ assignments = st.lists(
 )
 
 
-def set_semantics(node, categories: dict[str, dict], universe: set[str]) -> set[str]:
-    if isinstance(node, Category):
-        return {d for d, cats in categories.items() if set(node.values) & set(cats.get(node.name, ()))}
-    if isinstance(node, And):
-        return set.intersection(*(set_semantics(o, categories, universe) for o in node.operands))
-    if isinstance(node, Or):
-        return set.union(*(set_semantics(o, categories, universe) for o in node.operands))
-    if isinstance(node, Not):
-        return universe - set_semantics(node.operand, categories, universe)
-    raise TypeError(node)
-
-
 @settings(max_examples=300, deadline=None)
 @given(trees(category_clauses, max_leaves=10), assignments)
 def test_category_expressions_return_the_set_algebra_result(tree, assignment):
@@ -245,7 +233,7 @@ def test_category_expressions_return_the_set_algebra_result(tree, assignment):
             chunks.append(Chunk(len(chunks), doc, position, f"{doc} part {position}", metadata=cats))
     scope = Scope.from_chunks(chunks)
     result, _ = evaluate(parse(serialise(tree)), lambda clause, s: category_fragments(clause, s, chunks), scope)
-    assert result.document_ids == set_semantics(tree, categories, set(categories))
+    assert result.document_ids == category_documents(tree, categories, set(categories))
 
 
 # -- trace listings and leaves that answer with a fragment set ---------------------------------

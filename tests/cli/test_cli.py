@@ -17,14 +17,6 @@ def run(*args):
     return runner.invoke(app, [str(a) for a in args])
 
 
-@pytest.fixture(scope="module")
-def indexed(tmp_path_factory):
-    out = tmp_path_factory.mktemp("cli") / "idx"
-    result = run("index", '{"component": "TFIDFRetriever"}', "--corpus", EXAMPLE_CORPUS, "--out", out)
-    assert result.exit_code == 0, result.output
-    return out
-
-
 def test_components_lists_kind_and_description():
     result = run("components")
     assert result.exit_code == 0
@@ -36,21 +28,21 @@ def test_schema_prints_one_json_schema():
     assert json.loads(result.output)["x-component"] == "TFIDFRetriever"
 
 
-def test_query_prints_ranked_chunks(indexed):
-    result = run("query", indexed, "dense vectors cosine similarity", "--json")
+def test_query_prints_ranked_chunks(saved_folder):
+    result = run("query", saved_folder, "dense vectors cosine similarity", "--json")
     payload = json.loads(result.output)
     assert payload["results"][0]["document_id"] == "dense_retrieval.md"
 
 
-def test_query_trace_shows_the_tree(indexed):
-    result = run("query", indexed, "stemming stop words", "--trace", "--json")
+def test_query_trace_shows_the_tree(saved_folder):
+    result = run("query", saved_folder, "stemming stop words", "--trace", "--json")
     assert json.loads(result.output)["trace"]["component"] == "TFIDFRetriever"
 
 
-def test_queries_file_gives_a_document_level_trec_run(indexed, tmp_path):
+def test_queries_file_gives_a_document_level_trec_run(saved_folder, tmp_path):
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"_id": "q1", "text": "rank fusion"}\n{"_id": "q2", "text": "chunk overlap"}\n')
-    result = run("query", indexed, "--queries", queries, "--format", "trec")
+    result = run("query", saved_folder, "--queries", queries, "--format", "trec")
     lines = [line.split() for line in result.output.splitlines()]
     assert {line[0] for line in lines} == {"q1", "q2"}
     assert all(line[1] == "Q0" and line[5] == "dashrag" for line in lines)
@@ -60,11 +52,11 @@ def test_queries_file_gives_a_document_level_trec_run(indexed, tmp_path):
     assert q1[0][2] == "hybrid_search.md"
 
 
-def test_index_records_the_retriever_in_the_store(indexed):
+def test_index_records_the_retriever_in_the_store(saved_folder):
     from dashrag.store.store import Store, sqlite_url
 
-    store_file = next(indexed.glob("store-*.sqlite"))
-    assert Store(sqlite_url(store_file)).retriever_records()[0].folder == str(indexed.resolve())
+    store_file = next(saved_folder.glob("store-*.sqlite"))
+    assert Store(sqlite_url(store_file)).retriever_records()[0].folder == str(saved_folder.resolve())
 
 
 @pytest.mark.parametrize(
@@ -110,8 +102,8 @@ def test_bad_input_is_one_line_and_exit_2(args, message):
     assert "Traceback" not in result.output
 
 
-def test_empty_query_is_refused(indexed):
-    result = run("query", indexed, "   ")
+def test_empty_query_is_refused(saved_folder):
+    result = run("query", saved_folder, "   ")
     assert result.exit_code == 2 and "the query is empty" in result.output
 
 

@@ -1,5 +1,11 @@
+import pytest
+
 from dashrag import build_component
-from dashrag.retrievers.tfidf import TFIDFRetriever
+from dashrag.core.component import params_argument
+from dashrag.core.registry import all_components
+from dashrag.core.retriever import UnitRetriever
+from dashrag.retrievers.bm25 import BM25Params
+from dashrag.retrievers.tfidf import TFIDFParams, TFIDFRetriever
 
 
 def test_to_config_rebuilds_an_equal_tree():
@@ -50,3 +56,23 @@ def test_schema_summary_is_recursive():
 def test_iter_nodes_paths_are_stable():
     tree = build_component({"component": "TFIDFRetriever"})
     assert [p for p, _ in tree.iter_nodes()] == ["root", "root.vectorizer"]
+
+
+def test_schema_is_the_generic_parameter_of_every_component():
+    for _, cls in all_components():
+        named = next(p for p in (params_argument(c) for c in cls.__mro__) if p is not None)
+        assert cls.SCHEMA is named, cls.__name__
+
+
+def test_a_subclass_naming_no_parameter_keeps_its_bases_schema():
+    class Wider(TFIDFRetriever):
+        pass
+
+    assert Wider.SCHEMA is TFIDFRetriever.SCHEMA is TFIDFParams
+
+
+def test_a_schema_line_contradicting_the_generic_parameter_is_refused():
+    with pytest.raises(TypeError, match="contradicts its generic parameter TFIDFParams"):
+
+        class Contradicting(UnitRetriever[TFIDFParams]):
+            SCHEMA = BM25Params

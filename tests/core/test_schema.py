@@ -4,7 +4,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from dashrag.core.registry import all_components, get_component
-from dashrag.core.schema import component_schema, frontend_meta, rendered_exports
+from dashrag.core.schema import INDEX_FILE, component_schema, frontend_meta, rendered_exports
 from tests.conftest import REPO
 
 NAMES = [name for name, _ in all_components()]
@@ -45,8 +45,9 @@ def test_checked_in_schemas_equal_the_code():
     expected = rendered_exports()
     on_disk = {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8")
                for folder in ("schemas", "frontend_meta") for p in (REPO / folder).glob("*.json")}
+    on_disk[INDEX_FILE] = (REPO / INDEX_FILE).read_text(encoding="utf-8")
     stale = sorted(set(on_disk) ^ set(expected)) + sorted(
         k for k in expected if on_disk.get(k) not in (None, expected[k])
     )
     assert not stale, f"run `dashrag export-schemas`; out of date: {stale}"
-    assert all(json.loads(text) for text in on_disk.values())
+    assert all(json.loads(text) for path, text in on_disk.items() if path.endswith(".json"))

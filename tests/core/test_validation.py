@@ -118,3 +118,9 @@ def test_optional_component_when_set_is_validated(optional_component):
             "params": {"fallback": {"component": "TokenChunker", "params": {"chunk_size": 0}}},
         }
     ) == ["params.fallback.params.chunk_size: Input should be greater than or equal to 1"]
+
+
+@pytest.mark.parametrize("children", [None, "BM25Retriever", {"component": "BM25Retriever"}])
+def test_a_list_of_components_given_as_something_else_is_named(children):
+    with pytest.raises(ConfigError, match=r"params\.children: expected a list of retriever components"):
+        validate_and_transform({"component": "ParallelRetriever", "params": {"children": children}})

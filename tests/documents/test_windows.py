@@ -155,22 +155,23 @@ def merged_spans(out: list[ScoredChunk]) -> list[tuple[str, int, int]]:
             for c in out]
 
 
+def merged_windows(first: int, second: int, sizes: tuple[int, ...] = (8,)) -> list[tuple[str, int, int]]:
+    """The spans after expanding the chunks at rows ``first`` (score 1.0) and ``second`` (0.5) to
+    windows of 3 and merging them, over documents of ``sizes`` chunks."""
+    _, chunks = corpus_of(list(sizes))
+    return merged_spans(expand_and_merge([hit(chunks[first], 1.0), hit(chunks[second], 0.5)], 3, ChunkTable(chunks)))
+
+
 def test_overlapping_windows_merge_into_one_chunk():
-    texts, chunks = corpus_of([8])
-    out = expand_and_merge([hit(chunks[2], 1.0), hit(chunks[3], 0.5)], 3, ChunkTable(chunks))
-    assert merged_spans(out) == [("doc0", 1, 4)]
+    assert merged_windows(2, 3) == [("doc0", 1, 4)]
 
 
 def test_touching_windows_stay_separate():
-    texts, chunks = corpus_of([8])
-    out = expand_and_merge([hit(chunks[1], 1.0), hit(chunks[4], 0.5)], 3, ChunkTable(chunks))
-    assert merged_spans(out) == [("doc0", 0, 2), ("doc0", 3, 5)]
+    assert merged_windows(1, 4) == [("doc0", 0, 2), ("doc0", 3, 5)]
 
 
 def test_windows_sharing_one_chunk_merge():
-    texts, chunks = corpus_of([8])
-    out = expand_and_merge([hit(chunks[1], 1.0), hit(chunks[3], 0.5)], 3, ChunkTable(chunks))
-    assert merged_spans(out) == [("doc0", 0, 4)]
+    assert merged_windows(1, 3) == [("doc0", 0, 4)]
 
 
 def test_a_plain_chunk_passes_through_merge_unwidened():
@@ -187,15 +188,11 @@ def test_a_plain_chunk_inside_a_window_merges_into_it_without_widening_it():
 
 
 def test_windows_with_a_gap_stay_apart():
-    texts, chunks = corpus_of([8])
-    out = expand_and_merge([hit(chunks[1], 1.0), hit(chunks[5], 0.5)], 3, ChunkTable(chunks))
-    assert merged_spans(out) == [("doc0", 0, 2), ("doc0", 4, 6)]
+    assert merged_windows(1, 5) == [("doc0", 0, 2), ("doc0", 4, 6)]
 
 
 def test_same_positions_in_two_documents_stay_apart():
-    texts, chunks = corpus_of([3, 3])
-    out = expand_and_merge([hit(chunks[1], 1.0), hit(chunks[4], 0.5)], 3, ChunkTable(chunks))
-    assert merged_spans(out) == [("doc0", 0, 2), ("doc1", 0, 2)]
+    assert merged_windows(1, 4, sizes=(3, 3)) == [("doc0", 0, 2), ("doc1", 0, 2)]
 
 
 def test_merged_chunk_takes_id_score_and_provenance_of_its_best_hit():

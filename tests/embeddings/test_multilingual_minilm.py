@@ -8,23 +8,13 @@ import pytest
 from dashrag.embeddings.multilingual_minilm import MULTILINGUAL_MINILM, MultilingualMiniLMEmbedding
 from dashrag.embeddings.sentence_transformer import MiniLMEmbedding
 from dashrag.errors import ConfigError
-from tests.fixtures.models import minilm_dir
+from tests.fixtures.models import in_local_hub_cache, minilm_dir
 
 pytestmark = pytest.mark.slow  # loads a real model
 
 
-def _in_local_hub_cache() -> bool:
-    from huggingface_hub import snapshot_download
-
-    try:
-        snapshot_download(MULTILINGUAL_MINILM, local_files_only=True)
-    except Exception:
-        return False
-    return True
-
-
 def test_without_its_weights_the_error_says_how_to_provide_them():
-    if _in_local_hub_cache():
+    if in_local_hub_cache(MULTILINGUAL_MINILM):
         pytest.skip("paraphrase-multilingual-MiniLM-L12-v2 is in this machine's Hugging Face cache")
     with pytest.raises(ConfigError) as info:  # at validation, before anything is built
         MultilingualMiniLMEmbedding({})

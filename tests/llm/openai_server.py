@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable
 
+from tests.fixtures.http import send_json
+
 SELECT_FUNCTION = "select_best_chunks"
 CHAT_PATH = "/v1/chat/completions"
 
@@ -236,20 +238,10 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
         def _send(self, status: int, payload: dict[str, Any], record: RecordedRequest) -> None:
             record.response.update(payload)
-            self._write(status, json.dumps(payload).encode())
+            send_json(self, status, json.dumps(payload).encode())  # the request is recorded whatever happens
 
         def _send_raw(self, status: int, text: str, record: RecordedRequest) -> None:
             record.response.update({"_raw": text})
-            self._write(status, text.encode())
-
-        def _write(self, status: int, data: bytes) -> None:
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (its timeout); the request is still recorded
+            send_json(self, status, text.encode())  # a body that is not a completion, as a broken proxy sends
 
     return Handler

@@ -15,20 +15,11 @@ from dashrag.core.factory import build_component
 from dashrag.embeddings.paraphrase_multilingual import ParaphraseMultilingualMiniLML12V2Embedding
 from dashrag.errors import ConfigError
 from tests.conftest import EXAMPLE_CORPUS, REPO
+from tests.fixtures.models import in_local_hub_cache
 
 pytestmark = pytest.mark.slow  # loads a real model
 
 MULTILINGUAL = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
-
-
-def _weights_here() -> bool:
-    from huggingface_hub import snapshot_download
-
-    try:
-        snapshot_download(MULTILINGUAL, local_files_only=True)
-    except Exception:
-        return False
-    return True
 
 
 def with_local_dir(tree: dict, folder) -> dict:
@@ -37,7 +28,7 @@ def with_local_dir(tree: dict, folder) -> dict:
 
 
 def test_without_the_weights_validation_fails_saying_how_to_get_them_and_what_to_use_instead(reference_tree):
-    if _weights_here():
+    if in_local_hub_cache(MULTILINGUAL):
         pytest.skip("paraphrase-multilingual-MiniLM-L12-v2 is in this machine's Hugging Face cache")
     with pytest.raises(ConfigError) as info:
         dashrag.validate_and_transform(reference_tree)
@@ -50,7 +41,7 @@ def test_without_the_weights_validation_fails_saying_how_to_get_them_and_what_to
 
 
 def test_the_cli_refuses_the_tree_at_validation_before_reading_the_corpus(reference_tree, tmp_path):
-    if _weights_here():
+    if in_local_hub_cache(MULTILINGUAL):
         pytest.skip("paraphrase-multilingual-MiniLM-L12-v2 is in this machine's Hugging Face cache")
     config = tmp_path / "reference.json"
     config.write_text(json.dumps(reference_tree))

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from tests.fixtures.http import send_json
+
 Answer = Callable[[dict, dict], tuple[int, bytes]]  # (body, headers) -> (status, raw response body)
 
 
@@ -90,14 +92,7 @@ class RerankServer:
                 finally:
                     with server._lock:
                         server._in_flight -= 1
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (a timeout test)
+                send_json(self, status, payload)
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -18,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dashrag
-from dashrag.boolean import And, Category, Or, UnknownCategoryError, serialise
+from dashrag.boolean import Category, UnknownCategoryError, serialise
 from dashrag.boolean.lexer import ExpressionSyntaxError
 from dashrag.core.restriction import Restriction
 from dashrag.errors import ConfigError, QueryError
-from tests.boolean.strategies import trees
+from tests.boolean.strategies import category_documents, trees
 
 from .rerank_server import RerankServer
 
@@ -166,22 +166,12 @@ category_clauses = st.builds(
 )
 
 
-def document_sets(node, categories: dict[str, dict], universe: set[str]) -> set[str]:
-    if isinstance(node, Category):
-        return {d for d, cats in categories.items() if set(node.values) & set(cats.get(node.name, ()))}
-    if isinstance(node, And):
-        return set.intersection(*(document_sets(o, categories, universe) for o in node.operands))
-    if isinstance(node, Or):
-        return set.union(*(document_sets(o, categories, universe) for o in node.operands))
-    return universe - document_sets(node.operand, categories, universe)  # Not
-
-
 @settings(max_examples=60, deadline=None)
 @given(trees(category_clauses, max_leaves=8))
 def test_category_expressions_return_the_set_algebra_over_the_corpus(retriever, expression):
     chunks = retriever.require_infra().chunks
     categories = dict(zip(chunks.document_ids, chunks.document_categories))
-    assert docs(retriever, serialise(expression)) == document_sets(expression, categories, set(categories))
+    assert docs(retriever, serialise(expression)) == category_documents(expression, categories, set(categories))
 
 
 # -- restriction before top-k -------------------------------------------------------------
@@ -349,7 +339,7 @@ def rerank_server():
 
 def with_reranker(build, server, **params):
     return build(
-        reranker=[{"component": "HttpReranker", "params": {"api_base": server.url, "batch_size": 4}}], **params
+        reranker={"component": "HttpReranker", "params": {"api_base": server.url, "batch_size": 4}}, **params
     )
 
 

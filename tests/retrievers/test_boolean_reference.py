@@ -48,7 +48,7 @@ def server():
 def example_tree(url: str, **params) -> dict:
     return {"component": "BooleanQueryRetriever", "params": {
         "children": [{"component": "BM25Retriever", "params": {"top_k": 5}}],
-        "reranker": [{"component": "HttpReranker", "params": {"api_base": url}}], **params}}
+        "reranker": {"component": "HttpReranker", "params": {"api_base": url}}, **params}}
 
 
 def built(url: str, tmp_path, **params):

@@ -61,3 +61,50 @@ def test_save_and_load_rebuild_the_same_vocabulary(tmp_path):
     other.load_state(tmp_path)
     assert other.vocabulary == vec.vocabulary
     np.testing.assert_array_equal(other.transform(DOCS).toarray(), vec.transform(DOCS).toarray())
+
+
+WORDS = ["running", "runners", "the", "and", "Café", "cafe", "noir", "fun", "zzz", "is", "RUN", "a1", "x"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(WORDS), max_size=12).map(" ".join), max_size=8))
+def test_batch_analysis_equals_one_text_at_a_time(texts):
+    """The one-pass batch analysis (distinct words analysed once) gives each text's own counts."""
+    vec = make(stemmer="english", stop_words="english")
+    rows = [vec.term_counts(text) for text in texts]
+    batch = vec.transform(texts)
+    assert batch.shape == (len(texts), len(vec.vocabulary))
+    for i, (ids, counts) in enumerate(rows):
+        row = batch.getrow(i)
+        np.testing.assert_array_equal(row.indices, ids)
+        np.testing.assert_array_equal(row.data, counts)
+
+
+def test_a_loaded_converter_analyses_with_the_saved_stop_words(tmp_path):
+    vec = make(stop_words="english")
+    vec.save_state(tmp_path)
+    other = build_component(vec.to_config())
+    other.load_state(tmp_path)
+    assert other.single_word_steps().stop == vec.single_word_steps().stop and "the" in other.single_word_steps().stop
+    np.testing.assert_array_equal(other.transform(DOCS).toarray(), vec._vectorizer.transform(DOCS).toarray())
+
+
+def test_a_folder_saved_without_stop_words_uses_scikit_learns(tmp_path):
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    vec = make(stop_words="english")
+    vec.save_state(tmp_path)
+    (tmp_path / "stop_words.json").unlink()
+    other = build_component(vec.to_config())
+    other.load_state(tmp_path)
+    assert other.single_word_steps().stop == frozenset(ENGLISH_STOP_WORDS)
+
+
+def test_a_malformed_stop_word_file_is_a_persistence_error(tmp_path):
+    from dashrag.errors import PersistenceError
+
+    vec = make(stop_words="english")
+    vec.save_state(tmp_path)
+    (tmp_path / "stop_words.json").write_text('{"the": 1}')
+    with pytest.raises(PersistenceError, match="stop_words.json: not a list of words"):
+        build_component(vec.to_config()).load_state(tmp_path)

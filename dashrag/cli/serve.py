@@ -1,0 +1,46 @@
+"""``dashrag serve``: the retrieval service on uvicorn (see docs/service.md).
+
+Flags override the settings file, which overrides the ``RAG_*`` environment variables
+(:func:`dashrag.service.settings.load_settings`); a flag left out changes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import typer
+
+TREES_HELP = "Folder of saved trees; each sub-folder is a collection (RAG_TREES_DIR)."
+SETTINGS_HELP = "A JSON or TOML settings file (the RAG_* names, lower case, without the prefix)."
+
+
+def register_serve_command(app: typer.Typer, user_errors: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    @app.command()
+    @user_errors
+    def serve(
+        trees: Path | None = typer.Option(None, "--trees", help=TREES_HELP),
+        host: str | None = typer.Option(None, help="Address to listen on (RAG_HOST, default 127.0.0.1)."),
+        port: int | None = typer.Option(None, help="Port (RAG_PORT, default 8051; 0 picks a free one)."),
+        data_root: Path | None = typer.Option(None, "--data-root", help="POST /trees reads corpora under it."),
+        settings: Path | None = typer.Option(None, "--settings", help=SETTINGS_HELP),
+        reranker_url: str | None = typer.Option(None, "--reranker-url", help="TEI-style /rerank server."),
+        cache_dir: Path | None = typer.Option(None, "--cache-dir", envvar="DASHRAG_CACHE_DIR",
+                                                 help="Embedding cache for builds."),
+        log_level: str | None = typer.Option(None, "--log-level", help="DEBUG, INFO (default), WARNING."),
+    ) -> None:
+        """Serve POST /retrieve and the tree API over the saved trees in --trees."""
+        import uvicorn
+
+        from dashrag.errors import ConfigError
+        from dashrag.service.app import create_app
+        from dashrag.service.logs import configure_logging
+        from dashrag.service.settings import load_settings
+
+        resolved = load_settings(settings, trees_dir=trees, host=host, port=port, data_root=data_root,
+                                 reranker_url=reranker_url, cache_dir=cache_dir, log_level=log_level)
+        if resolved.trees_dir is not None and not resolved.trees_dir.is_dir():
+            raise ConfigError(f"--trees {resolved.trees_dir}: no such folder")
+        configure_logging(resolved.log_level)
+        uvicorn.run(create_app(resolved), host=resolved.host, port=resolved.port, log_config=None,
+                    access_log=False, log_level=resolved.log_level.lower())

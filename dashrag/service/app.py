@@ -1,0 +1,98 @@
+"""``create_app(settings) -> FastAPI``: the retrieval service and the tree API, and the web page at ``/``.
+
+Statuses (every one documented in the OpenAPI): 200; 202 (a build job accepted);
+204 (a tree deleted); 401 (bearer token, when configured); 404 (no such collection,
+tree, job or component); 409 (a tree name taken); 413 (a body over the limit);
+422 (an empty query, any malformed body: FastAPI's validation errors; never a 400);
+503 (a pipeline step or an upstream dependency failed: the body names the step).
+An unexpected error is logged with its request id and answered 500 without details.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import AsyncIterator
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from dashrag.service.auth import require_token
+from dashrag.service.middleware import RequestMiddleware
+from dashrag.service.pipeline import NoCollection, StepFailure
+from dashrag.service.routes import meta, retrieve, trees
+from dashrag.service.settings import ServiceSettings
+from dashrag.service.state import build_service
+
+logger = logging.getLogger(__name__)
+
+STATIC_DIR = Path(__file__).resolve().parents[1] / "web" / "static"
+
+
+def create_app(settings: ServiceSettings | None = None, static_dir: Path | None = STATIC_DIR) -> FastAPI:
+    settings = settings or ServiceSettings()
+    service = build_service(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        service.close()
+
+    app = FastAPI(title="dashrag retrieval service", version="1", lifespan=lifespan,
+                  description="Fetches and ranks grounding chunks (never generates an answer); builds and "
+                              "queries retriever trees.")
+    app.state.service = service
+    guarded = [Depends(require_token)] if settings.auth_token_var else []  # the OpenAPI shows auth only when on
+    app.include_router(meta.open_router)
+    for router in (meta.router, retrieve.router, trees.router):
+        app.include_router(router, dependencies=guarded)
+    api_routes = [r for router in (meta.open_router, meta.router, retrieve.router, trees.router)
+                  for r in router.routes if isinstance(r, APIRoute)]
+
+    @app.exception_handler(StepFailure)
+    async def step_failed(request: Request, exc: StepFailure) -> JSONResponse:
+        logger.warning("step %s failed", exc.step, exc_info=exc.__cause__ is not None and logger.isEnabledFor(10),
+                       extra={"request_id": request.scope.get("state", {}).get("request_id")})
+        return JSONResponse({"detail": str(exc)}, status_code=503)
+
+    @app.exception_handler(NoCollection)
+    async def no_collection(request: Request, exc: NoCollection) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=404)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        """FastAPI answers 400 to a body it cannot decode; the contract says a malformed body is a 422."""
+        if exc.status_code == 400:
+            problem = {"loc": ["body"], "type": "json_invalid",
+                       "msg": f"the body cannot be read as JSON ({exc.detail})"}
+            return JSONResponse({"detail": [problem]}, status_code=422)
+        return await http_exception_handler(request, exc)
+
+    @app.exception_handler(405)
+    async def method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
+        """405 with the methods of every route of the path's template (Starlette names only one route's)."""
+        path = request.scope["path"]
+        first = next((r for r in api_routes if r.path_regex.match(path)), None)  # the route the path means
+        methods = sorted({m for r in api_routes if first is not None and r.path == first.path for m in r.methods or ()})
+        return JSONResponse({"detail": f"{request.method} is not allowed here; use {', '.join(methods)}"},
+                            status_code=405, headers={"Allow": ", ".join(methods)})
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        request_id = request.scope.get("state", {}).get("request_id")
+        logger.error("unexpected error", exc_info=exc, extra={"request_id": request_id})
+        return JSONResponse({"detail": f"internal error (request {request_id})"}, status_code=500)
+
+    if static_dir is not None and static_dir.is_dir():
+        app.mount("/", StaticFiles(directory=static_dir, html=True), name="web")
+    app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
+                       allow_headers=["*"], allow_credentials="*" not in settings.cors_origins)
+    app.add_middleware(RequestMiddleware, max_json_bytes=settings.max_request_bytes,
+                       max_upload_bytes=settings.max_upload_bytes)
+    return app

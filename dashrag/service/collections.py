@@ -1,0 +1,159 @@
+"""What ``POST /retrieve`` searches: collections, one small protocol, several kinds.
+
+A :class:`Collection` has a ``name``, says whether it ``exists()`` now, and answers
+``search(query, limit)`` with :class:`RetrievedChunk` s whose ``retrieval_score`` is
+calibrated to [0, 1] (higher is better; ``None`` when the collection cannot score a
+chunk, which the floor counts as 0.0). A collection that can also explain its answer
+implements ``search_traced(query, limit) -> (chunks, trace node)``.
+
+The built-in kind is :class:`TreeCollection`: a saved-tree folder under ``--trees``,
+loaded once and shared by every request (a query never writes it). Other kinds (a
+Qdrant collection served directly, say) are added with
+:meth:`CollectionRegistry.add` and are searched the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from dashrag.api import load
+from dashrag.core.persistence import MANIFEST_NAME, read_manifest
+from dashrag.core.retriever import Retriever
+from dashrag.documents.model import ScoredChunk
+from dashrag.service.calibration import Calibration, calibrate_retriever
+
+logger = logging.getLogger(__name__)
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # a folder name; never hidden, never a path
+
+
+@dataclass(frozen=True)
+class RetrievedChunk:
+    chunk_id: str
+    text: str
+    source_id: str | None
+    collection_name: str
+    retrieval_score: float | None
+
+
+@runtime_checkable
+class Collection(Protocol):
+    name: str
+
+    def exists(self) -> bool: ...
+
+    def search(self, query: str, limit: int) -> list[RetrievedChunk]: ...
+
+
+class TreeCollection:
+    """A saved tree (a folder written by ``dashrag index`` / ``POST /trees``) served as a collection."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.name = self.folder.name
+        self.manifest = read_manifest(self.folder)
+        self.retriever: Retriever = load(self.folder)
+        self.calibration: Calibration = calibrate_retriever(self.retriever)
+
+    def exists(self) -> bool:
+        return (self.folder / MANIFEST_NAME).is_file()
+
+    def search(self, query: str, limit: int) -> list[RetrievedChunk]:
+        return self.search_traced(query, limit)[0]
+
+    def search_traced(self, query: str, limit: int) -> tuple[list[RetrievedChunk], dict]:
+        chunks, trace = self.retriever.retrieve(query, top_k=limit)
+        return [self._retrieved(c) for c in chunks[:limit]], trace
+
+    def _retrieved(self, scored: ScoredChunk) -> RetrievedChunk:
+        return RetrievedChunk(chunk_id=str(scored.chunk.id), text=scored.chunk.text, source_id=scored.document_id,
+                              collection_name=self.name, retrieval_score=self.calibration(scored.score))
+
+    def query(self, query: str, top_k: int | None) -> tuple[Sequence[ScoredChunk], dict]:
+        """The tree's own answer (native scores), for ``POST /trees/{name}/query``."""
+        return self.retriever.retrieve(query, **({} if top_k is None else {"top_k": top_k}))
+
+    def info(self) -> dict[str, Any]:
+        chunks = self.retriever.require_infra().chunks
+        return {"name": self.name, "config": self.manifest["config"],
+                "corpus_fingerprint": self.manifest["corpus_fingerprint"], "chunks": len(chunks),
+                "documents": len(chunks.document_ids), "saved_at": self.manifest.get("saved_at"),
+                "calibration": self.calibration.describe()}
+
+
+class CollectionRegistry:
+    """The collections the service answers from, by name; swapped under a lock, read without one.
+
+    A reloaded or deleted tree is not closed: requests already running on it finish on
+    the old object, which is freed (with its thread pools) when the last one lets go.
+    """
+
+    def __init__(self, trees_dir: Path | None):
+        self.trees_dir = Path(trees_dir) if trees_dir is not None else None
+        self._collections: dict[str, Collection] = {}
+        self._lock = threading.Lock()
+        self.load_errors: dict[str, str] = {}
+
+    def load_all(self) -> None:
+        if self.trees_dir is None or not self.trees_dir.is_dir():
+            return
+        for folder in sorted(self.trees_dir.iterdir()):
+            if folder.name.startswith(".") or not (folder / MANIFEST_NAME).is_file():
+                continue
+            try:
+                self.load_tree(folder.name)
+            except Exception as exc:  # one broken folder must not keep the others from being served
+                self.load_errors[folder.name] = str(exc)
+                logger.warning("collection %s not loaded: %s", folder.name, exc)
+
+    def folder_of(self, name: str) -> Path:
+        if self.trees_dir is None:
+            raise LookupError("the service has no trees folder (--trees)")
+        return self.trees_dir / name
+
+    def load_tree(self, name: str) -> TreeCollection:
+        collection = TreeCollection(self.folder_of(name))
+        self.add(collection)
+        self.load_errors.pop(name, None)
+        return collection
+
+    def add(self, collection: Collection) -> None:
+        with self._lock:
+            self._collections = {**self._collections, collection.name: collection}
+
+    def get(self, name: str) -> Collection | None:
+        collection = self._collections.get(name)
+        return collection if collection is not None and collection.exists() else None
+
+    def tree(self, name: str) -> TreeCollection | None:
+        collection = self.get(name)
+        return collection if isinstance(collection, TreeCollection) else None
+
+    def trees(self) -> list[TreeCollection]:
+        return [c for _, c in sorted(self._collections.items()) if isinstance(c, TreeCollection) and c.exists()]
+
+    def forget(self, name: str) -> Collection | None:
+        with self._lock:
+            remaining = dict(self._collections)
+            gone = remaining.pop(name, None)
+            self._collections = remaining
+        return gone
+
+    def delete_tree(self, name: str) -> bool:
+        """Forget the tree and remove its folder (renamed aside first, so it vanishes at once)."""
+        if self.forget(name) is None and not (self.folder_of(name) / MANIFEST_NAME).is_file():
+            return False
+        folder = self.folder_of(name)
+        if folder.is_dir():
+            trash = folder.with_name(f".deleted-{name}-{uuid.uuid4().hex[:8]}")
+            os.replace(folder, trash)
+            shutil.rmtree(trash, ignore_errors=True)
+        return True

@@ -1,0 +1,116 @@
+"""Tree builds as jobs: a thread pool builds, ``GET /jobs/{id}`` reports progress.
+
+A build works in hidden folders of ``--trees`` (``.work-<id>`` for the store and
+caches, ``.building-<id>`` for the saved tree) and only then renames the finished
+folder to its name, so a half-built tree is never listed or served; the collection
+registry never looks at hidden folders. With ``overwrite`` the old folder is renamed
+aside first and removed after the new one is in place.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dashrag.api import build
+from dashrag.core.persistence import MANIFEST_NAME
+from dashrag.documents.corpus import Corpus
+from dashrag.service.collections import CollectionRegistry
+from dashrag.service.pipeline import safe_message
+
+logger = logging.getLogger(__name__)
+
+
+class NameTaken(Exception):
+    pass
+
+
+@dataclass
+class Job:
+    id: str
+    tree: str
+    status: str = "queued"
+    progress: float = 0.0
+    message: str = "queued"
+    error: str | None = None
+    cleanup: list[Path] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "status": self.status, "progress": self.progress, "message": self.message,
+                "tree": self.tree if self.status == "done" else None, "error": self.error}
+
+
+class BuildJobs:
+    def __init__(self, registry: CollectionRegistry, workers: int, cache_dir: Path | None):
+        self.registry = registry
+        self.cache_dir = cache_dir
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dashrag-build")
+
+    def new_job_id(self) -> str:
+        return uuid.uuid4().hex
+
+    def get(self, job_id: str) -> Job | None:
+        return self._jobs.get(job_id)
+
+    def submit(self, job_id: str, name: str, config: dict, corpus: Path, chunker: dict | None, overwrite: bool,
+               cleanup: list[Path] = ()) -> Job:  # type: ignore[assignment]
+        with self._lock:
+            busy = any(j.tree == name and j.status in ("queued", "running") for j in self._jobs.values())
+            exists = (self.registry.folder_of(name) / MANIFEST_NAME).is_file()
+            if busy or (exists and not overwrite):
+                raise NameTaken(f"a tree named {name!r} {'is being built' if busy else 'exists'}"
+                                + ("" if busy else "; send overwrite: true to replace it"))
+            job = Job(job_id, name, cleanup=list(cleanup))
+            self._jobs[job_id] = job
+        self._pool.submit(self._run, job, config, corpus, chunker, overwrite)
+        return job
+
+    def _run(self, job: Job, config: dict, corpus_path: Path, chunker: dict | None, overwrite: bool) -> None:
+        trees = self.registry.folder_of(job.tree).parent
+        work, staging = trees / f".work-{job.id}", trees / f".building-{job.id}"
+
+        def step(progress: float, message: str) -> None:
+            job.status, job.progress, job.message = "running", progress, message
+
+        try:
+            step(0.05, "reading the corpus")
+            corpus = Corpus.from_path(corpus_path)
+            step(0.2, f"chunking, storing and fitting {len(corpus)} documents")
+            retriever = build(config, corpus, work, chunker=chunker, cache_dir=self.cache_dir)
+            step(0.85, "saving")
+            retriever.save(staging)
+            step(0.95, "publishing")
+            self._publish(staging, job.tree, overwrite)
+            self.registry.load_tree(job.tree)
+            job.status, job.progress, job.message = "done", 1.0, f"built {job.tree}"
+        except Exception as exc:  # a failed build is a job state, never a crashed worker
+            logger.warning("build job %s failed: %s", job.id, type(exc).__name__, exc_info=logger.isEnabledFor(10))
+            job.status, job.message, job.error = "failed", "build failed", safe_message(exc)
+        finally:
+            for path in [work, staging, *job.cleanup]:
+                shutil.rmtree(path, ignore_errors=True)
+
+    def _publish(self, staging: Path, name: str, overwrite: bool) -> None:
+        target = self.registry.folder_of(name)
+        aside: Path | None = None
+        if target.exists():
+            if not overwrite:
+                raise FileExistsError(f"{name} appeared while building")
+            aside = target.with_name(f".replaced-{name}-{uuid.uuid4().hex[:8]}")
+            os.replace(target, aside)
+        os.replace(staging, target)
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+
+    def shutdown(self) -> None:
+        """Stop accepting work and wait for running builds (the app's shutdown)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)

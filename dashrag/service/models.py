@@ -1,0 +1,146 @@
+"""The request and response bodies of the HTTP API: one pydantic model each, so the OpenAPI is exact."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from dashrag.service.collections import NAME_PATTERN
+
+MAX_LIMIT = 50
+NOT_BLANK = r"\S"  # in the schema: a query holds at least one non-space character (checked by not_blank)
+
+
+class ErrorBody(BaseModel):
+    detail: str = Field(description="What went wrong and where (a 503 starts with the failing step).")
+
+
+class RetrieveRequest(BaseModel):
+    query: str = Field(description="The user's question; empty or whitespace-only is a 422.",
+                       json_schema_extra={"pattern": NOT_BLANK})
+    collection_name: str = Field(min_length=1)
+    user_collection_name: str | None = None
+    limit: int = Field(15, ge=1, le=MAX_LIMIT, description="Top-k asked of every collection.")
+    trace: bool = Field(False, description="Add the whole trace tree to the answer.")
+
+    @field_validator("query")
+    @classmethod
+    def not_blank(cls, query: str) -> str:
+        if not query.strip():
+            raise ValueError("the query is empty or only whitespace")
+        return query
+
+
+class ContextChunk(BaseModel):
+    chunk_id: str
+    text: str
+    source_id: str | None
+    collection_name: str
+    retrieval_score: float | None = Field(description="Calibrated to [0, 1] per collection; null: not scored.")
+    rerank_score: float | None
+
+
+class RetrieveResponse(BaseModel):
+    context_chunks: list[ContextChunk]
+    citations: list[str]
+    low_confidence: bool
+    reranker: str = Field(description="The reranker used, or 'none' (then rerank_score = retrieval_score).")
+    trace: dict[str, Any] | None = None
+
+
+class Health(BaseModel):
+    service: Literal["dashrag"] = "dashrag"
+    status: Literal["ok"] = "ok"
+
+
+class TreeNode(BaseModel):
+    """A component config ``{component, params}`` (validated as a whole by the registry, not here)."""
+
+    model_config = ConfigDict(extra="allow")
+    component: Any = None
+    params: Any = None
+
+
+class ConfigProblem(BaseModel):
+    path: str
+    message: str
+
+
+class Validation(BaseModel):
+    valid: bool
+    errors: list[ConfigProblem]
+
+
+class TreeInfo(BaseModel):
+    name: str
+    config: dict[str, Any]
+    corpus_fingerprint: str
+    chunks: int
+    documents: int
+    saved_at: str | None
+    calibration: dict[str, Any]
+
+
+class BuildRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=NAME_PATTERN, description="The new tree's (collection's) name: a folder name.")
+    config: dict[str, Any] = Field(description="The tree's config {component, params}.")
+    corpus_path: str = Field(min_length=1, description="A corpus folder or corpus.jsonl under the data root.")
+    chunker: dict[str, Any] | None = Field(None, description="A chunker config (default: recursive 2000/200).")
+    overwrite: bool = False
+
+
+class JobAccepted(BaseModel):
+    job_id: str
+
+
+class JobStatus(BaseModel):
+    id: str
+    status: Literal["queued", "running", "done", "failed"]
+    progress: float = Field(ge=0, le=1)
+    message: str
+    tree: str | None
+    error: str | None
+
+
+class TreeQuery(BaseModel):
+    query: str = Field(description="The query; empty or whitespace-only is a 422.",
+                       json_schema_extra={"pattern": NOT_BLANK})
+    top_k: int | None = Field(None, ge=1, le=1000)
+    trace: bool = True
+
+    @field_validator("query")
+    @classmethod
+    def not_blank(cls, query: str) -> str:
+        if not query.strip():
+            raise ValueError("the query is empty or only whitespace")
+        return query
+
+
+class QueryChunk(BaseModel):
+    chunk_id: int
+    document_id: str
+    position: int
+    text: str
+    score: float
+    source: str
+
+
+class TreeQueryResponse(BaseModel):
+    chunks: list[QueryChunk]
+    trace: dict[str, Any] | None
+    elapsed_ms: float
+
+
+class ValidationIssue(BaseModel):
+    """One problem, as FastAPI reports request validation errors (config problems add ``path``, ``message``)."""
+
+    model_config = ConfigDict(extra="allow")
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ValidationErrorBody(BaseModel):
+    detail: list[ValidationIssue]

@@ -1,0 +1,162 @@
+"""``POST /retrieve``: the reference pipeline, step by step, each step a small function of its own module.
+
+validate (the request model) → collections → rewrite → complexity (of the original
+query) → search every collection concurrently → merge and sort → retrieval floor →
+rerank → confidence filter → pack into the budget, citations, low_confidence.
+
+A step that fails (search, rerank) raises :class:`StepFailure` naming the step; the app
+answers 503 with that name and a message fit to show (a DashragError's own message,
+which never carries a secret, or only the exception's class otherwise).
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Sequence
+
+from dashrag.errors import DashragError
+from dashrag.service import citations as cite
+from dashrag.service import complexity, gates, packing
+from dashrag.service.collections import Collection, CollectionRegistry, RetrievedChunk
+from dashrag.service.models import ContextChunk, RetrieveRequest, RetrieveResponse
+from dashrag.service.rerank import TextReranker
+from dashrag.service.rewrite import QueryRewriter, RewriteOutcome
+
+
+class StepFailure(Exception):
+    def __init__(self, step: str, message: str):
+        self.step = step
+        super().__init__(f"{step}: {message}")
+
+
+class NoCollection(Exception):
+    pass
+
+
+def safe_message(exc: BaseException) -> str:
+    """What may be shown of an exception: a DashragError's message (written for users, secrets masked),
+    else only its class name (a library's message may hold anything)."""
+    return str(exc) if isinstance(exc, DashragError) else f"{type(exc).__name__} (details in the server log)"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    floor: float
+    confidence: float
+    budgets: dict[str, int]
+
+
+def step_node(component: str, query: str, started: float, output: Sequence[Any] = (), children: Sequence[dict] = (),
+              **selection: Any) -> dict[str, Any]:
+    """A trace node of the project's shape for one pipeline step."""
+    node: dict[str, Any] = {"component": component, "params": {}, "query": query,
+                            "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
+                            "output": [o if isinstance(o, dict) else _chunk_json(o) for o in output],
+                            "children": list(children)}
+    if selection:
+        node["selection"] = selection
+    return node
+
+
+def _chunk_json(chunk: RetrievedChunk | ContextChunk) -> dict[str, Any]:
+    data = chunk.model_dump() if isinstance(chunk, ContextChunk) else asdict(chunk)
+    data.pop("text", None)
+    return data
+
+
+class RetrievePipeline:
+    def __init__(self, registry: CollectionRegistry, thresholds: Thresholds, rewriter: QueryRewriter | None,
+                 reranker: TextReranker | None, executor: ThreadPoolExecutor):
+        self.registry = registry
+        self.thresholds = thresholds
+        self.rewriter = rewriter
+        self.reranker = reranker
+        self.executor = executor
+
+    def run(self, request: RetrieveRequest) -> RetrieveResponse:
+        started = time.perf_counter()
+        nodes: list[dict[str, Any]] = []
+
+        def note(*args: Any, **kwargs: Any) -> None:  # trace nodes are built only when asked for
+            if request.trace:
+                nodes.append(step_node(*args, **kwargs))
+
+        names = [request.collection_name] + ([request.user_collection_name] if request.user_collection_name else [])
+        found = [c for c in (self.registry.get(n) for n in dict.fromkeys(names)) if c is not None]
+        if not found:
+            raise NoCollection(f"no collection named {' or '.join(map(repr, dict.fromkeys(names)))}")
+
+        t = time.perf_counter()
+        rewrite = self._rewrite(request.query)
+        note("rewrite", request.query, t, status=rewrite.status, used_query=rewrite.query, detail=rewrite.detail)
+        t = time.perf_counter()
+        level = complexity.classify(request.query)
+        budget = complexity.token_budget(level, self.thresholds.budgets)
+        note("complexity", request.query, t, complexity=level, token_budget=budget)
+
+        t = time.perf_counter()
+        searched = self._search(found, rewrite.query, request.limit, request.trace)
+        merged = gates.sort_by([c for chunks, _ in searched for c in chunks], lambda c: c.retrieval_score)
+        note("search", rewrite.query, t, merged, [n for _, n in searched if n], collections=[c.name for c in found])
+
+        t = time.perf_counter()
+        survivors = gates.at_least(merged, lambda c: c.retrieval_score, self.thresholds.floor)
+        note("retrieval_floor", rewrite.query, t, survivors, floor=self.thresholds.floor,
+             dropped=len(merged) - len(survivors))
+
+        t = time.perf_counter()
+        reranked = self._rerank(rewrite.query, survivors)
+        note("rerank", rewrite.query, t, reranked, reranker=self.reranker_name)
+
+        t = time.perf_counter()
+        confident = gates.at_least(reranked, lambda c: c.rerank_score, self.thresholds.confidence)
+        note("confidence", rewrite.query, t, confident, threshold=self.thresholds.confidence,
+             dropped=len(reranked) - len(confident))
+
+        t = time.perf_counter()
+        budget_chars = packing.char_budget(budget)
+        kept = packing.pack(confident, budget_chars, lambda c: c.text)
+        sources = cite.citations(c.source_id for c in kept)
+        note("assemble", request.query, t, kept, budget_chars=budget_chars,
+             packed_chars=sum(len(c.text) for c in kept), citations=sources)
+        trace = step_node("retrieve", request.query, started, kept, nodes) if request.trace else None
+        return RetrieveResponse(context_chunks=kept, citations=sources, low_confidence=cite.low_confidence(kept),
+                                reranker=self.reranker_name, trace=trace)
+
+    @property
+    def reranker_name(self) -> str:
+        return self.reranker.name if self.reranker is not None else "none"
+
+    def _rewrite(self, query: str) -> RewriteOutcome:
+        if self.rewriter is None:
+            return RewriteOutcome(query, "off")
+        return self.rewriter.rewrite(query)
+
+    def _search(self, found: list[Collection], query: str, limit: int,
+                trace: bool) -> list[tuple[list[RetrievedChunk], dict | None]]:
+        def one(collection: Collection) -> tuple[list[RetrievedChunk], dict | None]:
+            t = time.perf_counter()
+            try:
+                traced: Callable | None = getattr(collection, "search_traced", None)
+                chunks, tree = traced(query, limit) if traced else (collection.search(query, limit), None)
+            except Exception as exc:
+                raise StepFailure("search", f"collection {collection.name!r}: {safe_message(exc)}") from exc
+            return chunks, step_node(f"search:{collection.name}", query, t, chunks, [tree] if tree else []) \
+                if trace else None
+
+        if len(found) == 1:
+            return [one(found[0])]
+        return list(self.executor.map(one, found))
+
+    def _rerank(self, query: str, chunks: list[RetrievedChunk]) -> list[ContextChunk]:
+        if self.reranker is None or not chunks:
+            scores = [c.retrieval_score for c in chunks]
+        else:
+            try:
+                scores = list(self.reranker.score(query, [c.text for c in chunks]))
+            except Exception as exc:
+                raise StepFailure("rerank", f"{self.reranker.name}: {safe_message(exc)}") from exc
+        ranked = [ContextChunk(**asdict(c), rerank_score=s) for c, s in zip(chunks, scores)]
+        return gates.sort_by(ranked, lambda c: c.rerank_score)

@@ -1,0 +1,38 @@
+"""Liveness, the component registry and the components' JSON Schemas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+
+from dashrag.core.registry import get_component
+from dashrag.core.schema import component_schema
+from dashrag.errors import UnknownComponentError
+from dashrag.service.models import Health
+from dashrag.service.routes import errors
+from dashrag.service.state import service_of
+
+open_router = APIRouter()
+router = APIRouter()
+
+
+@open_router.get("/health", response_model=Health)
+def health() -> Health:
+    """A static liveness check: it probes nothing."""
+    return Health()
+
+
+@router.get("/components", response_model=list[dict[str, Any]], responses=errors(401, 503))
+def components(request: Request) -> list[dict[str, Any]]:
+    """Every registered component's frontend metadata (as frontend_meta/<Name>.json) plus its ``name``."""
+    return service_of(request).components
+
+
+@router.get("/schemas/{component}", response_model=dict[str, Any], responses=errors(401, 404, 503))
+def schema(component: str) -> dict[str, Any]:
+    """One component's JSON Schema (as schemas/<Name>.json)."""
+    try:
+        return component_schema(get_component(component))
+    except UnknownComponentError as exc:
+        raise HTTPException(404, str(exc)) from None

@@ -1,0 +1,226 @@
+"""Trees: list, validate, build (a job), query, reload, delete; and the build jobs' status."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Body, HTTPException, Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
+
+from dashrag.core.validation import validate_and_transform
+from dashrag.errors import ConfigError, DashragError
+from dashrag.service.collections import NAME_PATTERN, TreeCollection
+from dashrag.service.jobs import NameTaken
+from dashrag.service.models import (
+    BuildRequest,
+    ConfigProblem,
+    JobAccepted,
+    JobStatus,
+    QueryChunk,
+    TreeInfo,
+    TreeQuery,
+    TreeQueryResponse,
+    Validation,
+)
+from dashrag.service.pipeline import StepFailure, safe_message
+from dashrag.service.routes import errors, invalid
+from dashrag.service.state import Service, service_of
+
+router = APIRouter()
+
+UPLOAD_SUFFIXES = (".jsonl", ".jsonl.gz", ".txt", ".md")
+MULTIPART_SCHEMA = {
+    "type": "object", "required": ["name", "config", "corpus"],
+    "properties": {
+        "name": {"type": "string", "pattern": NAME_PATTERN},
+        "config": {"type": "string", "description": "The tree config as JSON text."},
+        "chunker": {"type": "string", "description": "A chunker config as JSON text."},
+        "overwrite": {"type": "boolean"},
+        "corpus": {"type": "array", "items": {"type": "string", "format": "binary"},
+                   "description": "One corpus.jsonl, or several .txt/.md files."},
+    },
+}
+
+
+def _tree(service: Service, name: str) -> TreeCollection:
+    tree = service.registry.tree(name)
+    if tree is None:
+        raise HTTPException(404, f"no tree named {name!r}")
+    return tree
+
+
+def _config_errors(exc: ConfigError, where: tuple[str, ...]) -> RequestValidationError:
+    return RequestValidationError([{"loc": list(where), "msg": str(i), "type": "config_error", "path": i.path,
+                                    "message": i.message} for i in exc.issues])
+
+
+@router.get("/trees", response_model=list[TreeInfo], responses=errors(401, 503))
+def list_trees(request: Request) -> list[dict[str, Any]]:
+    """The saved trees served as collections."""
+    return [tree.info() for tree in service_of(request).registry.trees()]
+
+
+@router.post("/trees/validate", response_model=Validation, responses={**errors(401, 413, 503),
+             **invalid("The body is not JSON.")})
+def validate_tree(config: Any = Body(..., description="A tree config {component, params}.")) -> Validation:
+    """Every problem of a tree config with its JSON path, as the CLI reports them (200 either way)."""
+    try:
+        validate_and_transform(config, "retriever")
+    except ConfigError as exc:
+        return Validation(valid=False, errors=[ConfigProblem(path=i.path, message=i.message) for i in exc.issues])
+    return Validation(valid=True, errors=[])
+
+
+@router.post("/trees", status_code=202, response_model=JobAccepted,
+             responses={**errors(401, 409, 413, 503), **invalid("An invalid name, config, chunker or corpus.")},
+             openapi_extra={"requestBody": {"required": True, "content": {
+                 "application/json": {"schema": BuildRequest.model_json_schema()},
+                 "multipart/form-data": {"schema": MULTIPART_SCHEMA}}}})
+async def build_tree(request: Request) -> JobAccepted:
+    """Build a tree from a config over a corpus (a path under the data root, or uploaded files) as a job;
+    the finished tree is saved under the trees folder atomically and served at once."""
+    service = service_of(request)
+    if service.settings.trees_dir is None:
+        raise HTTPException(503, "build: the service has no trees folder (--trees)")
+    job_id = service.jobs.new_job_id()
+    content_type = request.headers.get("content-type", "")
+    cleanup: list[Path] = []
+    if content_type.startswith("multipart/form-data"):
+        body, corpus = await _multipart(request, service, job_id)
+        cleanup.append(corpus if corpus.is_dir() else corpus.parent)
+    else:
+        body = _json_body(await request.body())
+        corpus = _corpus_under_root(service, body.corpus_path)
+    try:
+        config = validate_and_transform(body.config, "retriever")
+        chunker = validate_and_transform(body.chunker, "chunker") if body.chunker is not None else None
+        job = service.jobs.submit(job_id, body.name, config, corpus, chunker, body.overwrite, cleanup)
+    except ConfigError as exc:
+        _remove(cleanup)
+        raise _config_errors(exc, ("body", "config")) from None
+    except NameTaken as exc:
+        _remove(cleanup)
+        raise HTTPException(409, str(exc)) from None
+    return JobAccepted(job_id=job.id)
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _located(exc: ValidationError) -> RequestValidationError:
+    return RequestValidationError([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)])
+
+
+def _json_body(raw: bytes) -> BuildRequest:
+    try:
+        return BuildRequest.model_validate_json(raw or b"null")
+    except ValidationError as exc:
+        raise _located(exc) from None
+
+
+def _corpus_under_root(service: Service, corpus_path: str) -> Path:
+    root = service.settings.data_root
+    if root is None:
+        raise RequestValidationError([{"loc": ["body", "corpus_path"], "type": "value_error",
+                                       "msg": "the service has no data root (--data-root): upload the corpus instead"}])
+    path = (Path(root) / corpus_path).resolve()
+    if not path.is_relative_to(Path(root).resolve()) or not path.exists():
+        raise RequestValidationError([{"loc": ["body", "corpus_path"], "type": "value_error",
+                                       "msg": f"{corpus_path!r} is not a corpus under the data root"}])
+    return path
+
+
+async def _multipart(request: Request, service: Service, job_id: str) -> tuple[BuildRequest, Path]:
+    form = await request.form(max_files=10_000)
+    try:
+        fields = {key: form.get(key) for key in ("name", "config", "chunker", "overwrite") if form.get(key) is not None}
+        if any(isinstance(v, UploadFile) for v in fields.values()):
+            raise ValueError("name, config, chunker and overwrite are text fields, not files")
+        parsed: dict[str, Any] = {k: v for k, v in fields.items() if k in ("name", "overwrite")}
+        for key in ("config", "chunker"):
+            if key in fields:
+                parsed[key] = json.loads(str(fields[key]))
+        files = [f for f in form.getlist("corpus") if isinstance(f, UploadFile)]
+        if not files:
+            raise ValueError("no corpus files (send one corpus.jsonl or .txt/.md files in the field 'corpus')")
+        body = BuildRequest.model_validate({**parsed, "corpus_path": "upload"})
+    except json.JSONDecodeError as exc:
+        raise RequestValidationError([{"loc": ["body"], "type": "json_invalid", "msg": f"not JSON: {exc}"}]) from None
+    except ValidationError as exc:
+        raise _located(exc) from None
+    except ValueError as exc:
+        raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error", "msg": str(exc)}]) from None
+    folder = Path(service.settings.trees_dir) / f".upload-{job_id}"  # type: ignore[arg-type]
+    folder.mkdir(parents=True)
+    names = [_upload_name(f.filename) for f in files]
+    for upload, name in zip(files, names):
+        with open(folder / name, "wb") as out:
+            shutil.copyfileobj(upload.file, out)
+    jsonl = [n for n in names if n.endswith((".jsonl", ".jsonl.gz"))]
+    if jsonl and len(names) > 1:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error",
+                                       "msg": "send either one corpus.jsonl or several .txt/.md files"}])
+    return body, folder / jsonl[0] if jsonl else folder
+
+
+def _upload_name(filename: str | None) -> str:
+    name = Path(filename or "").name
+    if not name or name.startswith(".") or not name.endswith(UPLOAD_SUFFIXES) or not re.match(r"^[\w.\- ]+$", name):
+        raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error",
+                                       "msg": f"{filename!r}: corpus files are .jsonl, .jsonl.gz, .txt or .md"}])
+    return name
+
+
+@router.get("/jobs/{job_id}", response_model=JobStatus, responses=errors(401, 404, 503))
+def job_status(job_id: str, request: Request) -> dict[str, Any]:
+    job = service_of(request).jobs.get(job_id)
+    if job is None:
+        raise HTTPException(404, f"no job {job_id!r}")
+    return job.to_json()
+
+
+@router.post("/trees/{name}/query", response_model=TreeQueryResponse,
+             responses={**errors(401, 404, 413, 503), **invalid("An empty query or a malformed body.")})
+def query_tree(name: str, body: TreeQuery, request: Request) -> TreeQueryResponse:
+    """The tree's own answer: chunks with native scores, and its trace."""
+    tree = _tree(service_of(request), name)
+    started = time.perf_counter()
+    try:
+        chunks, trace = tree.query(body.query, body.top_k)
+    except Exception as exc:
+        raise StepFailure("query", f"tree {name!r}: {safe_message(exc)}") from exc
+    return TreeQueryResponse(chunks=[QueryChunk.model_validate(c.to_json()) for c in chunks],
+                             trace=trace if body.trace else None,
+                             elapsed_ms=round((time.perf_counter() - started) * 1000, 3))
+
+
+@router.post("/trees/{name}/reload", response_model=TreeInfo, responses=errors(401, 404, 503))
+def reload_tree(name: str, request: Request) -> dict[str, Any]:
+    """Load the tree's folder again (after it was replaced on disk)."""
+    service = service_of(request)
+    if service.settings.trees_dir is None or not re.match(NAME_PATTERN, name) \
+            or not (service.registry.folder_of(name) / "dashrag.json").is_file():
+        raise HTTPException(404, f"no saved tree named {name!r}")
+    try:
+        return service.registry.load_tree(name).info()
+    except DashragError as exc:
+        raise StepFailure("load", str(exc)) from None
+
+
+@router.delete("/trees/{name}", status_code=204, response_class=Response, responses=errors(401, 404, 503))
+def delete_tree(name: str, request: Request) -> Response:
+    service = service_of(request)
+    if service.settings.trees_dir is None or not re.match(NAME_PATTERN, name) \
+            or not service.registry.delete_tree(name):
+        raise HTTPException(404, f"no tree named {name!r}")
+    return Response(status_code=204)

@@ -1,0 +1,85 @@
+"""Service settings: environment variables with the reference's ``RAG_*`` names, a settings file, flags.
+
+Precedence, lowest first: the defaults below, the environment (``RAG_PORT``,
+``RAG_RETRIEVAL_SCORE_FLOOR``, ...: the field name upper-cased behind ``RAG_``), a
+settings file (JSON or TOML, the same field names), then command-line flags.
+Secrets are never settings: ``llm_api_key_var``, ``reranker_api_key_var`` and
+``auth_token_var`` hold the *names* of the environment variables that hold them,
+read when a request needs them (the reference's ``RAG_LLM_API_KEY`` is the default
+name for the rewrite LLM's key).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from dashrag.errors import ConfigError
+from dashrag.llm.credential import ENV_VAR_PATTERN
+
+ComponentConfig = dict[str, Any]
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAG_", extra="forbid", frozen=True)
+
+    trees_dir: Path | None = Field(None, description="Folder whose sub-folders are saved trees (collections).")
+    data_root: Path | None = Field(None, description="POST /trees may read corpora only under this folder.")
+    cache_dir: Path | None = Field(None, description="Embedding cache shared by tree builds.")
+    host: str = "127.0.0.1"
+    port: int = Field(8051, ge=0, le=65535)
+    retrieval_score_floor: float = Field(0.3, ge=0, le=1)
+    confidence_threshold: float = Field(0.5)
+    budget_simple: int = Field(512, ge=1)
+    budget_medium: int = Field(1024, ge=1)
+    budget_complex: int = Field(2048, ge=1)
+    llm_model: str | None = Field(None, description="litellm model of the query rewrite; unset: no rewrite.")
+    llm_api_base: str | None = Field(None, description="OpenAI-compatible server of the rewrite model.")
+    llm_api_key_var: str = Field("RAG_LLM_API_KEY", pattern=ENV_VAR_PATTERN)
+    llm_timeout: float = Field(5.0, gt=0, description="Seconds the rewrite may take before falling back.")
+    llm: ComponentConfig | None = Field(None, description="The rewrite LLM as a component config (instead of llm_*).")
+    reranker_url: str | None = Field(None, description="Base URL of a TEI-style /rerank server.")
+    reranker_api_key_var: str = Field("RAG_RERANKER_API_KEY", pattern=ENV_VAR_PATTERN)
+    reranker_timeout: float = Field(10.0, gt=0)
+    reranker: ComponentConfig | None = Field(None, description="A reranker component config (HttpReranker, ...).")
+    cors_origins: list[str] = Field(default_factory=lambda: ["*"])
+    auth_token_var: str | None = Field(None, pattern=ENV_VAR_PATTERN,
+                                       description="Name of the env variable holding the bearer token; unset: no auth.")
+    max_request_bytes: int = Field(1 << 20, ge=1024, description="Largest JSON request body.")
+    max_upload_bytes: int = Field(200 << 20, ge=1024, description="Largest multipart upload (POST /trees).")
+    build_workers: int = Field(1, ge=1, description="Tree builds running at once.")
+    log_level: str = "INFO"
+
+    def budgets(self) -> dict[str, int]:
+        return {"simple": self.budget_simple, "medium": self.budget_medium, "complex": self.budget_complex}
+
+
+def read_settings_file(path: Path) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the settings file ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(text) if Path(path).suffix == ".toml" else json.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid {'TOML' if Path(path).suffix == '.toml' else 'JSON'} ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the settings file must hold an object")
+    return data
+
+
+def load_settings(settings_file: Path | None = None, **overrides: Any) -> ServiceSettings:
+    """Defaults < environment < ``settings_file`` < ``overrides`` (flags; None means not given)."""
+    values = read_settings_file(settings_file) if settings_file is not None else {}
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return ServiceSettings(**values)
+    except ValidationError as exc:
+        where = str(settings_file) if settings_file else "settings"
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"{where}: {problems}") from None

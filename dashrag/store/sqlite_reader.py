@@ -1,0 +1,75 @@
+"""Reading a corpus's chunk set from an SQLite store with the standard library's ``sqlite3``.
+
+Loading a saved tree reads every chunk of its store once and writes nothing. For that,
+importing SQLAlchemy (its ORM, the models) cost a cold ``dashrag query`` more than
+everything else it did (bench/bench_cold_query.py), so :func:`read_chunk_set` reads an
+``sqlite:///`` store read-only through ``sqlite3`` with the same two SELECTs
+:meth:`dashrag.store.store.Store.read_chunk_set` runs, and hands every other URL to
+the Store. The table and column names are those of ``store/models.py`` (a test checks
+they agree, and that both readers give the same chunk set).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+from dashrag.documents.chunk_set import ChunkSet
+from dashrag.documents.model import Chunk
+from dashrag.errors import PersistenceError
+
+SQLITE_PREFIX = "sqlite:///"
+DOCUMENT_CATEGORIES = "SELECT id, categories FROM documents"
+CHUNKS = 'SELECT id, document_id, position, text, start, "end" FROM chunks ORDER BY id'
+
+
+def sqlite_url(path: Path) -> str:
+    """The SQLAlchemy URL of the SQLite file ``path`` (absolute, so the URL works from anywhere)."""
+    return f"{SQLITE_PREFIX}{Path(path).resolve()}"
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a plain ``sqlite:///PATH`` URL; None for any other URL (options, memory, other databases)."""
+    if not url.startswith(SQLITE_PREFIX) or "?" in url or len(url) == len(SQLITE_PREFIX):
+        return None
+    return Path(url[len(SQLITE_PREFIX):])
+
+
+def _categories(raw: str | None) -> dict[str, tuple[str, ...]]:
+    value = json.loads(raw) if raw is not None else None
+    return {k: tuple(v) for k, v in (value or {}).items()}
+
+
+def read_sqlite_chunk_set(path: Path) -> ChunkSet:
+    """The chunk set stored in the SQLite file ``path``, opened read-only."""
+    try:
+        connection = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise PersistenceError(f"cannot open the store {path}: {exc}") from None
+    try:
+        categories = {d: _categories(c) for d, c in connection.execute(DOCUMENT_CATEGORIES)}
+        rows = connection.execute(CHUNKS).fetchall()
+    except (sqlite3.Error, ValueError, AttributeError, TypeError) as exc:
+        raise PersistenceError(f"cannot read the store {path}: {exc.__class__.__name__}: {exc}") from None
+    finally:
+        connection.close()
+    if not rows:
+        raise PersistenceError(f"the store {path} holds no chunks")
+    return ChunkSet(Chunk(id=r[0], document_id=r[1], position=r[2], text=r[3], start=r[4], end=r[5],
+                          metadata=categories.get(r[1], {})) for r in rows)
+
+
+def read_chunk_set(url: str) -> ChunkSet:
+    """The chunk set of the store at ``url``: through ``sqlite3`` for an SQLite file, else through the Store."""
+    path = sqlite_path(url)
+    if path is not None:
+        return read_sqlite_chunk_set(path)
+    from dashrag.store.store import Store, read_only_url
+
+    store = Store(read_only_url(url), read_only=True)
+    try:
+        return store.read_chunk_set()
+    finally:
+        store.close()

@@ -1,0 +1,73 @@
+"""The real server: uvicorn on a loopback port, and ``dashrag serve`` as a user starts it."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from tests.conftest import SCIFACT
+
+QUERY = "how does BM25 saturate term frequency"
+
+
+def scifact_queries(n: int) -> list[str]:
+    lines = (SCIFACT / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["text"] for line in lines[:n]]
+
+
+def test_the_real_server_answers_retrieve_and_health(loopback_server):
+    with httpx.Client(base_url=loopback_server.url) as http:
+        assert http.get("/health").json() == {"service": "dashrag", "status": "ok"}
+        answer = http.post("/retrieve", json={"query": QUERY, "collection_name": "kw"})
+        empty = http.post("/retrieve", json={"query": " ", "collection_name": "kw"})
+    assert answer.status_code == 200 and answer.json()["context_chunks"][0]["source_id"] == "bm25.md"
+    assert empty.status_code == 422
+
+
+def test_sixteen_concurrent_clients_get_exactly_the_answers_of_one_at_a_time(loopback_server):
+    queries = scifact_queries(16 * 50)
+    bodies = [{"query": q, "collection_name": "scifact", "user_collection_name": "kw" if i % 3 == 0 else None,
+               "limit": 5 + i % 10, "trace": False} for i, q in enumerate(queries)]
+    with httpx.Client(base_url=loopback_server.url) as http:
+        alone = [http.post("/retrieve", json=b).json() for b in bodies]
+
+    def client_run(worker: int) -> list[tuple[int, dict]]:
+        with httpx.Client(base_url=loopback_server.url) as http:
+            mine = range(worker, len(bodies), 16)
+            return [(i, http.post("/retrieve", json=bodies[i]).json()) for i in mine]
+
+    with ThreadPoolExecutor(16) as pool:
+        together = dict(pair for part in pool.map(client_run, range(16)) for pair in part)
+    assert len(together) == 800
+    assert [together[i] for i in range(len(bodies))] == alone
+    assert sum(bool(a["context_chunks"]) for a in alone) > 100  # the answers are not all empty
+
+
+def test_dashrag_serve_starts_on_a_free_port_and_serves_the_trees(trees_dir):
+    env = {**os.environ, "RAG_PORT": "0", "RAG_LOG_LEVEL": "INFO"}
+    command = [sys.executable, "-m", "dashrag.cli.main", "serve", "--trees", str(trees_dir)]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True)
+    reader.start()
+    try:
+        url, seen = None, []
+        while url is None:
+            seen.append(lines.get(timeout=60))
+            match = re.search(r"running on (http://127\.0\.0\.1:\d+)", seen[-1])
+            url = match.group(1) if match else None
+        assert json.loads(seen[-1])["level"] == "INFO"  # structured logs
+        answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "kw"})
+        assert answer.status_code == 200 and answer.json()["citations"] == ["bm25.md"]
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=20)
