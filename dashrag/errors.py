@@ -107,12 +107,48 @@ class LLMError(DashragError):
     """The LLM backend failed or answered something unusable."""
 
 
+class LLMBackendError(LLMError):
+    """The LLM backend did not answer usably: a timeout, a refused connection, an HTTP error, a malformed body.
+
+    One class for every such failure, so the CLI prints one ``error:`` line and a caller
+    catches one thing. The message names the endpoint (model and base URL, never the
+    key) and the failure; ``kind`` (``timeout``, ``connection``, ``http``,
+    ``malformed_answer``) and ``status_code`` (the HTTP status, or ``None``)
+    let a caller tell them apart, and the original exception (its litellm class) is
+    chained as ``__cause__``. Never retried by dashrag: see docs/agentic.md.
+    """
+
+    def __init__(self, endpoint: str, failure: str, kind: str, status_code: int | None = None):
+        self.endpoint = endpoint
+        self.failure = failure
+        self.kind = kind
+        self.status_code = status_code
+        super().__init__(f"LLM backend {endpoint} failed: {failure}")
+
+
 class SelectionError(LLMError):
     """Every selection attempt of an LLM reranker was invalid; ``attempts`` says why each failed."""
 
     def __init__(self, message: str, attempts: Sequence[dict] = ()):
         self.attempts = list(attempts)
         super().__init__(message)
+
+
+class BatchQueryError(DashragError):
+    """A query of a streamed batch failed; every query before it had been answered and handed out.
+
+    ``position`` is 1-based in the batch's order, ``query_id`` the caller's name for the
+    query (its position when the caller gave none), ``cause`` the error that stopped it.
+    """
+
+    def __init__(self, position: int, total: int, query_id: str, cause: DashragError):
+        self.position = position
+        self.total = total
+        self.query_id = query_id
+        self.cause = cause
+        done = position - 1
+        super().__init__(f"query {query_id!r} ({position} of {total}) failed; the {done} "
+                         f"{'answer' if done == 1 else 'answers'} before it were delivered: {cause}")
 
 
 class CredentialError(DashragError):

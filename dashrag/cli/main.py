@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
@@ -30,6 +31,7 @@ from dashrag.core.persistence import save_lock
 from dashrag.core.registry import all_components, get_component
 from dashrag.core.trace import format_trace
 from dashrag.display import visible
+from dashrag.documents.model import ScoredChunk
 from dashrag.errors import ConfigError, QueryError, excerpt
 from dashrag.evaluation.runs import format_trec_run, run_from_results
 
@@ -174,7 +176,8 @@ def _read_queries(path: Path) -> list[tuple[str, str]]:
 def query(
     folder: Path = typer.Argument(..., help="A folder written by `dashrag index`."),
     text: str | None = typer.Argument(None, help="The query."),
-    queries: Path | None = typer.Option(None, help="A BEIR queries.jsonl: answer every query in one batched run."),
+    queries: Path | None = typer.Option(None, help=(
+        "A BEIR queries.jsonl: answer every query, each written as it completes.")),
     top_k: int | None = typer.Option(None, "--top-k", min=1, help="How many chunks (default: the tree's own top_k)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON lines."),
     trace: bool = typer.Option(False, "--trace", help="Print the trace tree."),
@@ -184,7 +187,13 @@ def query(
         None, help="SQLAlchemy URL of the store, for a tree indexed with --store (default: the store file in FOLDER)."
     ),
 ) -> None:
-    """Load a saved tree (no refitting) and answer one query or a queries file."""
+    """Load a saved tree (no refitting) and answer one query or a queries file.
+
+    With ``--queries`` every answer is written (and flushed) as soon as it is made, in
+    the file's order: when a query fails part-way (an LLM backend that stops
+    answering), the answers before it are already out, the error names the query, and
+    the exit code is 2.
+    """
     if fmt not in ("text", "json", "trec"):
         raise QueryError(f"--format must be text, json or trec, not {excerpt(fmt)}")
     fmt = "json" if as_json else fmt
@@ -198,24 +207,31 @@ def query(
     kwargs = {} if top_k is None else {"top_k": top_k}
     try:
         if queries is not None:
-            answers = retriever.retrieve_batch([q for _, q in pairs], **kwargs)
+            answers = retriever.stream_batch([q for _, q in pairs], query_ids=[qid for qid, _ in pairs], **kwargs)
+            for index, answer, node in answers:
+                _write_answer(fmt, tag, trace, pairs[index], answer, node)
         else:
-            answers = [retriever.retrieve(pairs[0][1], **kwargs)]
+            chunks, node = retriever.retrieve(pairs[0][1], **kwargs)
+            _write_answer(fmt, tag, trace, pairs[0], chunks, node)
     finally:
         retriever.close()  # engine connections, embedded Qdrant's storage lock
-    rows = [(qid, chunks, node) for (qid, _), (chunks, node) in zip(pairs, answers)]
+
+
+def _write_answer(fmt: str, tag: str, trace: bool, pair: tuple[str, str], chunks: Sequence[ScoredChunk],
+                  node: dict) -> None:
+    """One query's answer in the chosen format, flushed at once (a batch writes each as it completes)."""
+    qid, text = pair
     if fmt == "trec":
-        run = run_from_results({_trec_field(qid): chunks for qid, chunks, _ in rows})
-        fields = {q: {_trec_field(d): s for d, s in docs.items()} for q, docs in run.items()}
+        run = run_from_results({_trec_field(qid): chunks})
+        fields = {q: {_trec_field(d): score for d, score in docs.items()} for q, docs in run.items()}
         sys.stdout.write(format_trec_run(fields, _trec_field(tag)))
-        return
-    for (_qid, chunks, node), (_, q) in zip(rows, pairs):
-        if fmt == "json":
-            print(results_json(q, chunks, node if trace else None))
-        else:
-            print_table(console, q, chunks)
-            if trace:
-                console.print(plain(format_trace(node), keep_lines=True), highlight=False)
+    elif fmt == "json":
+        print(results_json(text, chunks, node if trace else None))
+    else:
+        print_table(console, text, chunks)
+        if trace:
+            console.print(plain(format_trace(node), keep_lines=True), highlight=False)
+    sys.stdout.flush()
 
 
 def _trec_field(value: str) -> str:

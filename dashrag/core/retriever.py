@@ -31,7 +31,7 @@ from dashrag.core.trace import TraceSettings, trace_node
 from dashrag.documents.model import ScoredChunk
 from dashrag.documents.scored_chunks import ScoredChunks
 from dashrag.documents.windows import ChunkSetLookup, expand_retrieved_chunks, merge_expanded_chunks
-from dashrag.errors import ConfigError, PersistenceError, QueryError
+from dashrag.errors import BatchQueryError, ConfigError, DashragError, PersistenceError, QueryError
 
 P = TypeVar("P", bound=ComponentParams)
 
@@ -102,6 +102,9 @@ def check_query(query: Any) -> str:
 
 class Retriever(ConfigObject[P], Generic[P]):
     trace_settings: TraceSettings
+    #: Most queries per ``retrieve_batch`` call in :meth:`stream_batch`. A component that spends
+    #: seconds on each query (an LLM call) sets 1, so every answer is handed out as soon as it exists.
+    stream_block: int = 64
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -129,6 +132,46 @@ class Retriever(ConfigObject[P], Generic[P]):
             share = (time.perf_counter() - start) * 1000 / len(queries)
             sweep()
         return BatchAnswers(queries, results, share, self._node)
+
+    def stream_batch(self, queries: Sequence[str], *, query_ids: Sequence[str] | None = None,
+                     **kwargs: Any) -> Iterator[tuple[int, Sequence[ScoredChunk], dict]]:
+        """Answer ``queries`` in order, yielding ``(index, chunks, trace)`` as answers are made.
+
+        Why: a long batch must not lose finished work when one query fails (a backend that
+        stops answering part-way). Queries go through :meth:`retrieve_batch` in blocks of
+        the smallest ``stream_block`` in the tree, so a tree with an LLM stage yields every
+        answer as soon as it exists, and a cheap tree keeps its vectorised blocks. When a
+        block fails with a DashragError, its queries are answered again one at a time, so
+        the answers before the failing query are still yielded; then
+        :class:`~dashrag.errors.BatchQueryError` names that query (``query_ids[i]``, or its
+        1-based position). (A failure that does not repeat query by query is no failure:
+        the block's answers are yielded and the batch goes on.) Other exceptions (bugs)
+        propagate as they are.
+        """
+        queries = [check_query(q) for q in queries]
+        names = [str(i + 1) for i in range(len(queries))] if query_ids is None else [str(q) for q in query_ids]
+        if len(names) != len(queries):
+            raise QueryError(f"{len(names)} query ids for {len(queries)} queries")
+        block = max(1, min(node.stream_block for _, node in self.iter_nodes() if isinstance(node, Retriever)))
+        for start in range(0, len(queries), block):
+            part = queries[start:start + block]
+            try:
+                answers = self.retrieve_batch(part, **kwargs)
+            except DashragError as exc:
+                if len(part) == 1:
+                    raise BatchQueryError(start + 1, len(queries), names[start], exc) from exc
+                answers = None
+            if answers is not None:
+                for offset, (chunks, node) in enumerate(answers):
+                    yield start + offset, chunks, node
+                continue
+            for offset, query in enumerate(part):  # the block failed: one at a time, to keep what answers
+                i = start + offset
+                try:
+                    [(chunks, node)] = self.retrieve_batch([query], **kwargs)
+                except DashragError as exc:
+                    raise BatchQueryError(i + 1, len(queries), names[i], exc) from exc
+                yield i, chunks, node
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
         """``[(chunk_id, distance)]`` ascending; an unknown id raises UnknownChunkError."""

@@ -29,6 +29,15 @@ ignores the forced tool choice is caught by the answer validator.
 (tool-call arguments and text) has the key replaced by ``[REDACTED]`` here, because it
 is written into traces and SelectionErrors verbatim and a server may echo the key.
 
+**Retry feedback.** After an invalid answer the reranker tells the model what was wrong.
+``retry_feedback`` says how, after an answer with tool calls: ``tool_message`` (the
+OpenAI protocol: hosted providers refuse a tool call left without its ``tool`` reply)
+or ``user_message`` (for a server whose chat template knows only system/user/assistant,
+as llama.cpp's ``chatml-function-calling`` does: it drops a ``tool`` message's text, and
+stricter templates refuse it with HTTP 500). ``auto`` picks ``user_message`` when
+``api_base`` names a server you run (its template is unknown, and a user message
+reaches every template) and ``tool_message`` otherwise (:attr:`LiteLLMModel.feedback_mode`).
+
 **Usage and cost** come back with every call (:class:`~dashrag.llm.tool_call.ToolCallResult`);
 cost is litellm's price for the model, or None where litellm has no price.
 
@@ -39,7 +48,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import Field
 
@@ -68,6 +77,10 @@ class LiteLLMParams(ComponentParams):
     timeout: float = Field(60.0, gt=0, description="Seconds to wait for one answer before giving up (litellm.Timeout).")
     max_tokens: int | None = Field(256, ge=1, description=(
         "Most tokens the model may generate per answer (a selection needs a few dozen); None: the server's default."))
+    retry_feedback: Literal["auto", "tool_message", "user_message"] = Field("auto", description=(
+        "How the reason for a refused answer reaches the model on a retry: tool_message (the OpenAI protocol), "
+        "user_message (chat templates that know only system/user/assistant, e.g. llama.cpp's), or auto: "
+        "user_message when api_base is set, tool_message otherwise."))
     credential: ComponentSpec = component_field(
         "credential", spec("EnvCredential", var="OPENAI_API_KEY"),
         description="Where the API key is read from when a request is sent (a reference, never the key).")
@@ -100,6 +113,14 @@ class LiteLLMModel(ConfigObject[LiteLLMParams]):
         if self.params.api_base is None:
             return self.credential.resolve()
         return self.credential.resolve_or_none() or NO_KEY
+
+    @property
+    def feedback_mode(self) -> str:
+        """``retry_feedback`` with ``auto`` resolved: ``tool_message`` or ``user_message`` (module docstring)."""
+        mode = self.params.retry_feedback
+        if mode != "auto":
+            return mode
+        return "tool_message" if self.params.api_base is None else "user_message"
 
     def check_function_calling(self) -> None:
         """Refuse a model that litellm's model list knows and marks as unable to call functions."""

@@ -22,9 +22,13 @@ Every problem of step 3-4 is reported, not only the first, so one retry can fix 
 An accepted answer yields the 0-based indices in the order the model named them.
 
 The JSON Schema of the tool says the same thing (``minimum``/``maximum``,
-``minItems``/``maxItems``, ``uniqueItems``) so a server that enforces schemas by
-grammar never produces an invalid answer. It is, by the JSON Schema rules, a little
-looser in one place: it counts ``3.0`` as an integer; the check above does not.
+``minItems``/``maxItems``, ``uniqueItems``), which guides a model and lets a server
+that enforces schemas by grammar narrow what it can emit. It guarantees nothing:
+llama-cpp-python's schema-to-grammar conversion ignores ``minimum``/``maximum`` and
+``uniqueItems`` (a real llama.cpp server answered ``[40, 41, 42]`` for 8 candidates),
+so this check is what guarantees a correct selection, whatever the server. The schema
+is, by the JSON Schema rules, a little looser in one place: it counts ``3.0`` as an
+integer; the check above does not.
 """
 
 from __future__ import annotations
@@ -126,20 +130,41 @@ def retry_message(problem: str, n_candidates: int, top_k: int) -> str:
     )
 
 
+#: How the retry message reaches the model after an answer with tool calls (see :func:`follow_up_messages`).
+FEEDBACK_MODES = ("tool_message", "user_message")
+
+
 def follow_up_messages(
-    tool_calls: Sequence[Mapping[str, Any]], content: str | None, problem: str, n_candidates: int, top_k: int
+    tool_calls: Sequence[Mapping[str, Any]], content: str | None, problem: str, n_candidates: int, top_k: int,
+    feedback: str = "tool_message",
 ) -> list[dict[str, Any]]:
     """The messages that append a refused answer and the retry message to a conversation.
 
-    The model sees its own answer and why it was refused. After an answer with tool
-    calls, the OpenAI protocol requires one ``tool`` message per call id, so the retry
-    message is that reply; after a plain-text answer it is a ``user`` message.
+    The model sees its own answer and why it was refused. The assistant turn always has
+    a string ``content`` (``""`` when the model sent none): litellm drops a ``None``
+    content, and a chat template that reads ``message.content`` (llama.cpp's, through
+    jinja's strict undefined) then fails with HTTP 500.
+
+    After an answer with tool calls, ``feedback`` says how the retry message travels:
+
+    * ``"tool_message"``: one ``tool`` message per call id, as the OpenAI protocol
+      requires (hosted providers refuse an assistant tool call left without its reply);
+    * ``"user_message"``: one ``user`` message, for servers whose chat template knows
+      only system/user/assistant (a ``tool`` message is then dropped or refused, and the
+      model would never learn what was wrong).
+
+    After a plain-text answer the retry message is always a ``user`` message.
     """
+    if feedback not in FEEDBACK_MODES:
+        raise ConfigError(f"feedback must be one of {', '.join(FEEDBACK_MODES)}, not {feedback!r}")
     message = retry_message(problem, n_candidates, top_k)
     if not tool_calls:
         return [{"role": "assistant", "content": content or ""}, {"role": "user", "content": message}]
     calls = [dict(call) for call in tool_calls]
-    return [{"role": "assistant", "content": content, "tool_calls": calls}] + [
+    assistant = {"role": "assistant", "content": content or "", "tool_calls": calls}
+    if feedback == "user_message":
+        return [assistant, {"role": "user", "content": message}]
+    return [assistant] + [
         {"role": "tool", "tool_call_id": call.get("id", ""), "content": message} for call in calls
     ]
 

@@ -15,11 +15,15 @@ Why these choices:
 * **No hidden retries.** ``num_retries=0`` (litellm) and ``max_retries=0`` (the
   openai SDK beneath it): one call is one HTTP request. Whether to try again is the
   reranker's decision, which it records in the trace.
-* **Backend errors propagate with their litellm class** (``litellm.Timeout``,
-  ``litellm.RateLimitError``, ``litellm.InternalServerError``, ...; the full list
-  measured against a live server is in docs/agentic.md), after the API key has been
-  masked in their messages (:mod:`dashrag.llm.redaction`): a server may echo the
-  key it rejected.
+* **Every backend failure is one** :class:`~dashrag.errors.LLMBackendError`: a timeout,
+  a refused connection, an HTTP error (401, 429, 500, ...) or a body that is not a
+  chat completion. Its message names the endpoint (model and base URL without any
+  credentials in it, never the key) and the failure in one line; ``kind`` and
+  ``status_code`` tell the cases apart, and litellm's exception (``litellm.Timeout``,
+  ``litellm.RateLimitError``, ...; the full list measured against a live server is in
+  docs/agentic.md) is chained as its ``__cause__``, with the API key masked in it
+  and in everything chained to it (:mod:`dashrag.llm.redaction`): a server may echo
+  the key it rejected. Exceptions that are not litellm's (bugs) propagate as they are.
 * **Cost where litellm knows the price.** ``litellm.completion_cost`` raises for a
   model missing from its price list (every local server's model); that is reported
   as ``None``, never as 0.
@@ -27,12 +31,17 @@ Why these choices:
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import time
-from typing import Any, Mapping, NamedTuple, Sequence
+from http import HTTPStatus
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
+from urllib.parse import urlsplit
 
-from dashrag.llm.redaction import redacting_logs, scrub_exception
+from dashrag.errors import LLMBackendError
+from dashrag.llm.redaction import redact, redacting_logs, scrub_exception
 from dashrag.llm.selection import forced_tool_choice
 
 logger = logging.getLogger(__name__)
@@ -94,11 +103,18 @@ def call_tool(
             )
     except Exception as exc:
         scrub_exception(exc, api_key or "")
-        raise
+        if not _is_backend_failure(exc):
+            raise  # not litellm's: a bug, kept with its traceback
+        raise backend_error(exc, model, api_base, timeout, api_key) from exc
     latency_ms = (time.perf_counter() - started) * 1000.0
-    message = response.choices[0].message
+    try:
+        message = response.choices[0].message
+        tool_calls = [_plain_tool_call(call) for call in (message.tool_calls or [])]
+    except (AttributeError, IndexError, TypeError) as exc:  # litellm let through something that is not a completion
+        raise LLMBackendError(endpoint_name(model, api_base), f"the answer is not a chat completion ({exc})",
+                              "malformed_answer") from None
     result = ToolCallResult(
-        tool_calls=[_plain_tool_call(call) for call in (message.tool_calls or [])],
+        tool_calls=tool_calls,
         usage=_usage(response),
         cost=_cost(litellm, response),
         latency_ms=latency_ms,
@@ -109,6 +125,99 @@ def call_tool(
         model, len(result.tool_calls), latency_ms, result.usage, result.cost,
     )
     return result
+
+
+def endpoint_name(model: str, api_base: str | None) -> str:
+    """The model and where it is served, for messages: a URL's user, password and query are left out."""
+    if api_base is None:
+        return f"{model} (the provider's endpoint)"
+    parts = urlsplit(api_base)
+    host = parts.hostname or ""
+    where = f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}" if host else "the api_base"
+    return f"{model} at {where}"
+
+
+def backend_error(exc: BaseException, model: str, api_base: str | None, timeout: float,
+                  api_key: str | None) -> LLMBackendError:
+    """The one-line :class:`LLMBackendError` for an exception litellm raised (already scrubbed of the key).
+
+    What happened is read from the openai exceptions litellm chains beneath its own:
+    an ``APIStatusError`` carries the HTTP status and the server's error body, an
+    ``APITimeoutError`` a timeout, an ``APIConnectionError`` a failed connection (litellm
+    reports a refused connection as ``InternalServerError``, so its class alone says
+    nothing). Anything else litellm raised came from reading the answer: malformed.
+    """
+    import openai
+
+    chain = list(_chain(exc))
+    # litellm's classes subclass openai's, whatever happened: only the openai SDK's own exception says what did
+    sdk = [e for e in chain if type(e).__module__.split(".")[0] == "openai"]
+    status = next((e for e in sdk if isinstance(e, openai.APIStatusError)), None)
+    endpoint = endpoint_name(model, api_base)
+    if status is not None:
+        code = int(status.status_code)
+        failure = f"HTTP {code} {_reason(code)}: {_server_message(status)}"
+        return LLMBackendError(endpoint, redact(failure, api_key or ""), "http", code)
+    if any(isinstance(e, openai.APITimeoutError) for e in sdk):
+        return LLMBackendError(endpoint, f"no answer within {timeout:g} s (timeout)", "timeout")
+    if any(isinstance(e, openai.APIConnectionError) for e in sdk):
+        root = chain[-1] if len(chain) > 1 else exc
+        return LLMBackendError(endpoint, redact(f"cannot connect ({_one_line(str(root))})", api_key or ""),
+                               "connection")
+    decode = next((e for e in chain if isinstance(e, json.JSONDecodeError)), None)
+    detail = f"not JSON: {decode}" if decode is not None else _litellm_text(str(exc))
+    return LLMBackendError(endpoint, redact(f"the answer is not a chat completion ({_one_line(detail)})",
+                                            api_key or ""), "malformed_answer")
+
+
+def _is_backend_failure(exc: BaseException) -> bool:
+    import openai  # litellm's exceptions all derive from the openai SDK's
+
+    return isinstance(exc, openai.OpenAIError)
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _reason(code: int) -> str:
+    try:
+        return HTTPStatus(code).phrase
+    except ValueError:
+        return ""
+
+
+def _server_message(error: Any) -> str:
+    """The message of an OpenAI-style error body (``{"error": {"message": ...}}``), or the body itself."""
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        text = inner.get("message") if isinstance(inner, dict) else inner
+        text = text if text is not None else body.get("detail", body)
+    else:
+        text = body if body is not None else getattr(error, "message", "")
+    return _one_line(text if isinstance(text, str) else json.dumps(text, ensure_ascii=False))
+
+
+_LITELLM_PREFIX = re.compile(r"^(?:litellm\.\w+: |\w+Error: |OpenAIException - |LiteLLM: |error - )+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_MAX_DETAIL = 300
+
+
+def _litellm_text(text: str) -> str:
+    """litellm's message without the class names it stacks in front of it."""
+    return _LITELLM_PREFIX.sub("", text)
+
+
+def _one_line(text: str) -> str:
+    """Server text made safe for a one-line message: no control characters, at most 300 characters."""
+    flat = " ".join(_CONTROL.sub(" ", text).split())
+    return flat if len(flat) <= _MAX_DETAIL else flat[: _MAX_DETAIL - 1] + "…"
 
 
 def _plain_tool_call(call: Any) -> dict[str, Any]:

@@ -11,8 +11,10 @@ The behaviour, clause by clause (docs/agentic.md has the whole contract):
   each, :mod:`dashrag.llm.candidates`) and must call ``select_best_chunks`` with up
   to ``top_k`` distinct 1-based numbers (:mod:`dashrag.llm.selection`).
 * An invalid answer is retried with a message saying exactly what was wrong, up to
-  ``function_call_max_trials`` attempts in all. Backend exceptions (timeouts, HTTP
-  errors) propagate with their litellm class, never retried here. Exhausted trials
+  ``function_call_max_trials`` attempts in all, the reason sent the way the model's
+  ``retry_feedback`` says (a ``tool`` or a ``user`` message). Backend failures
+  (timeouts, refused connections, HTTP errors, malformed bodies) propagate as one
+  :class:`~dashrag.errors.LLMBackendError`, never retried here. Exhausted trials
   raise :class:`~dashrag.errors.SelectionError` carrying every attempt, or, with
   ``fallback_to_child_order``, return the child's first ``top_k`` and say so.
 * With ``window_size`` set and more candidates than that, the model judges a
@@ -195,6 +197,8 @@ def dedupe_and_cap(chunks: Sequence[ScoredChunk], k1: int) -> list[ScoredChunk]:
     operation="Asks the child for k1 candidates and lets the LLM select up to top_k of them, best first.",
 )
 class AgenticRerankerRetriever(SingleChildRetriever[AgenticParams]):
+    stream_block = 1  # an LLM call per query (seconds each): a streamed batch hands out every answer as it is made
+
     @property
     def llm(self) -> LiteLLMModel:
         return self.nested["llm_model"]
@@ -285,6 +289,11 @@ class AgenticRerankerRetriever(SingleChildRetriever[AgenticParams]):
             if verdict.accepted:
                 return [shown[i] for i in verdict.indices or ()]
             problems.append(f"trial {trial}: {verdict.problem}")
-            messages = messages + follow_up_messages(answer.tool_calls, answer.content, verdict.problem or "", n, k)
-        raise SelectionError(f"{self.component_name}: no valid selection in {p.function_call_max_trials} "
-                             f"trial(s) ({'; '.join(problems)})", record.attempts)
+            messages = messages + follow_up_messages(
+                answer.tool_calls, answer.content, verdict.problem or "", n, k, feedback=self.llm.feedback_mode
+            )
+        raise SelectionError(
+            f"{self.component_name}: no valid selection in {p.function_call_max_trials} "
+            f"trial(s) ({'; '.join(problems)})",
+            record.attempts,
+        )

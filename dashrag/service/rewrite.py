@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_component
-from dashrag.llm.tool_call import load_litellm
+from dashrag.errors import LLMBackendError
 
 REWRITE_FUNCTION = "rewrite_query"
 REWRITE_TOOL: dict[str, Any] = {
@@ -72,8 +72,10 @@ class QueryRewriter:
             result = self.model.call_tool(messages, REWRITE_TOOL)  # type: ignore[attr-defined]
             text = rewritten_text(result.tool_calls, result.content)
         except Exception as exc:  # fail-open: the original query is always a valid search
-            timeout = isinstance(exc, (TimeoutError, load_litellm().Timeout))
-            return outcome(query, "timeout" if timeout else "error", type(exc).__name__)
+            # every backend failure is an LLMBackendError (dashrag/llm/tool_call.py); its kind says a timeout
+            timeout = isinstance(exc, TimeoutError) or getattr(exc, "kind", None) == "timeout"
+            detail = type(exc.__cause__ or exc).__name__ if isinstance(exc, LLMBackendError) else type(exc).__name__
+            return outcome(query, "timeout" if timeout else "error", detail)
         if not text:
             return outcome(query, "empty")
         return outcome(text, "rewritten")

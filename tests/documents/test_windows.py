@@ -249,7 +249,7 @@ def test_output_is_ordered_by_best_hit_not_by_position():
 # -- merges: properties ----------------------------------------------------------------
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # a property, not a timing: no deadline on a shared CPU
 @given(corpus_and_hits(), windows_sizes)
 def test_every_hit_lies_in_exactly_one_output_window(case, window):
     texts, chunks, hits = case
@@ -259,7 +259,7 @@ def test_every_hit_lies_in_exactly_one_output_window(case, window):
         assert sum(h.id in c.provenance["window"]["hit_ids"] for c in out) == 1
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # a property, not a timing: no deadline on a shared CPU
 @given(corpus_and_hits(), windows_sizes)
 def test_no_output_window_crosses_documents(case, window):
     texts, chunks, hits = case
@@ -271,7 +271,7 @@ def test_no_output_window_crosses_documents(case, window):
         assert positions == list(range(positions[0], positions[0] + len(positions)))
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # a property, not a timing: no deadline on a shared CPU
 @given(corpus_and_hits(), windows_sizes)
 def test_output_covers_exactly_the_union_of_hit_windows(case, window):
     texts, chunks, hits = case
@@ -290,7 +290,7 @@ def test_output_covers_exactly_the_union_of_hit_windows(case, window):
     assert sorted(covered) == sorted(expected)  # no position twice, none missing, none extra
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # a property, not a timing: no deadline on a shared CPU
 @given(corpus_and_hits(), windows_sizes)
 def test_output_windows_of_one_document_share_no_chunk(case, window):
     texts, chunks, hits = case
@@ -299,7 +299,7 @@ def test_output_windows_of_one_document_share_no_chunk(case, window):
         assert doc_a != doc_b or first_b > last_a
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # a property, not a timing: no deadline on a shared CPU
 @given(corpus_and_hits(), windows_sizes)
 def test_windows_sharing_a_chunk_merge_and_touching_windows_stay_separate(case, window):
     """Merge exactly the expanded windows that share a chunk (transitively), and nothing else."""
@@ -328,7 +328,7 @@ def test_windows_sharing_a_chunk_merge_and_touching_windows_stay_separate(case, 
             assert (owner[hit_a] == owner[hit_b]) == (root(hit_a) == root(hit_b))
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # a property, not a timing: no deadline on a shared CPU
 @given(corpus_and_hits())
 def test_plain_chunks_that_share_no_chunk_pass_through_merge_unwidened(case):
     texts, chunks, hits = case
@@ -337,7 +337,7 @@ def test_plain_chunks_that_share_no_chunk_pass_through_merge_unwidened(case):
     assert all("window" not in c.provenance for c in out)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # a property, not a timing: no deadline on a shared CPU
 @given(corpus_and_hits(), windows_sizes)
 def test_output_is_ordered_by_each_windows_best_hit(case, window):
     texts, chunks, hits = case
@@ -349,7 +349,7 @@ def test_output_is_ordered_by_each_windows_best_hit(case, window):
     assert [m.score for m in out] == sorted((m.score for m in out), reverse=True)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # a property, not a timing: no deadline on a shared CPU
 @given(corpus_and_hits(), windows_sizes)
 def test_best_hit_ties_go_to_the_earlier_hit(case, window):
     texts, chunks, hits = case
@@ -366,7 +366,7 @@ def test_best_hit_ties_go_to_the_earlier_hit(case, window):
         assert a.score > b.score or arrival[a.id] < arrival[b.id]
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # a property, not a timing: no deadline on a shared CPU
 @given(corpus_and_hits(), windows_sizes)
 def test_merged_text_is_the_document_slice(case, window):
     texts, chunks, hits = case

@@ -10,6 +10,14 @@ Every request is recorded (path, headers, parsed JSON body) together with the
 response body that was sent, so a test can check what the client asked for (the
 forced ``tool_choice``, the retry message) and what the server answered (usage).
 
+**Strict mode** (``strict=True``) answers like llama.cpp's server behind a chat template
+that reads ``message.content`` under jinja's strict undefined and knows only the
+system/user/assistant roles: a message without a ``content`` key is HTTP 500 (``'dict
+object' has no attribute 'content'``, the server's own words), and so is a ``tool``
+message unless ``tool_role=True``. Such a refused request still consumes no reply.
+
+A reply can also be a 200 whose body is not a chat completion (:func:`malformed_body`).
+
 Standard library only: ``ThreadingHTTPServer`` on ``127.0.0.1``, port 0 (the kernel
 picks a free port), served from a daemon thread.
 """
@@ -39,6 +47,7 @@ class Reply:
     status: int = 200
     error_message: str = ""
     delay_s: float = 0.0
+    raw_body: str | None = None  # sent as is with ``status`` instead of a completion (a malformed answer)
 
 
 def select(*indices: Any, function: str = SELECT_FUNCTION) -> Reply:
@@ -67,10 +76,15 @@ def http_error(status: int, message: str = "scripted failure") -> Reply:
     return Reply(status=status, error_message=message)
 
 
+def malformed_body(text: str = "<html>upstream proxy error</html>") -> Reply:
+    """HTTP 200 whose body is not a chat completion at all (a proxy's page, a truncated answer)."""
+    return Reply(raw_body=text)
+
+
 def slow(delay_s: float, then: Reply | None = None) -> Reply:
     """``then`` (by default a valid selection of candidate 1), sent only after ``delay_s``."""
     base = then if then is not None else select(1)
-    return Reply(base.tool_calls, base.text, base.status, base.error_message, delay_s)
+    return Reply(base.tool_calls, base.text, base.status, base.error_message, delay_s, base.raw_body)
 
 
 @dataclass(frozen=True)
@@ -84,8 +98,10 @@ class RecordedRequest:
 class ScriptedOpenAIServer:
     """Start with ``with ScriptedOpenAIServer() as server:``; queue replies with ``server.script(...)``."""
 
-    def __init__(self, replies: Iterable[Reply] = ()) -> None:
+    def __init__(self, replies: Iterable[Reply] = (), *, strict: bool = False, tool_role: bool = False) -> None:
         self._replies: deque[Reply] = deque(replies)
+        self.strict = strict  # answer like a strict system/user/assistant chat template (module docstring)
+        self.tool_role = tool_role  # in strict mode: whether the template knows ``tool`` messages
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self.requests: list[RecordedRequest] = []
@@ -131,6 +147,17 @@ class ScriptedOpenAIServer:
     def remaining(self) -> int:
         with self._lock:
             return len(self._replies)
+
+    def template_error(self, body: dict[str, Any]) -> str | None:
+        """What a strict chat template would fail on in this request (``None``: it renders)."""
+        if not self.strict:
+            return None
+        for message in body.get("messages", []):
+            if not isinstance(message, dict) or "content" not in message:
+                return "'dict object' has no attribute 'content'"
+            if message.get("role") == "tool" and not self.tool_role:
+                return "the chat template knows only the system, user and assistant roles, not 'tool'"
+        return None
 
     def _next_reply(self) -> Reply | None:
         with self._lock:
@@ -196,6 +223,10 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if self.path != CHAT_PATH:
                 self._send(404, _error_body(404, f"no route {self.path}"), record)
                 return
+            refused = server.template_error(body)
+            if refused is not None:
+                self._send(500, _error_body(500, refused), record)
+                return
             reply = server._next_reply()
             if reply is None:
                 server.unscripted += 1
@@ -203,7 +234,9 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 return
             if reply.delay_s and server._stopping.wait(reply.delay_s):
                 return  # server stopped while this reply was still waiting
-            if reply.status != 200:
+            if reply.raw_body is not None:
+                self._send_raw(reply.status, reply.raw_body, record)
+            elif reply.status != 200:
                 self._send(reply.status, _error_body(reply.status, reply.error_message), record)
             else:
                 self._send(200, _completion_body(reply, body, serial), record)
@@ -211,5 +244,9 @@ def _handler_for(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
         def _send(self, status: int, payload: dict[str, Any], record: RecordedRequest) -> None:
             record.response.update(payload)
             send_json(self, status, json.dumps(payload).encode())  # the request is recorded whatever happens
+
+        def _send_raw(self, status: int, text: str, record: RecordedRequest) -> None:
+            record.response.update({"_raw": text})
+            send_json(self, status, text.encode())  # a body that is not a completion, as a broken proxy sends
 
     return Handler

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashrag.errors import ConfigError, CredentialError, LLMError
+from dashrag.errors import ConfigError, CredentialError, LLMBackendError, LLMError
 from dashrag.llm.litellm_model import NO_KEY, LiteLLMModel
 from dashrag.llm.selection import SELECT_FUNCTION_NAME, selection_tool_schema
 from dashrag.llm.tool_call import load_litellm
@@ -93,9 +93,26 @@ def test_timeout_is_honoured_in_one_request(openai_server, monkeypatch):
     litellm = load_litellm()
     monkeypatch.setenv(VAR, "sk-model-test")
     openai_server.script(slow(3.0))
-    with pytest.raises(litellm.Timeout):
+    with pytest.raises(LLMBackendError, match=r"no answer within 0\.5 s") as caught:
         model_for(openai_server, timeout=0.5).call_tool(MESSAGES, TOOL)
+    assert caught.value.kind == "timeout" and isinstance(caught.value.__cause__, litellm.Timeout)
     assert len(openai_server.requests) == 1
+
+
+@pytest.mark.parametrize("api_base, expected", [(None, "tool_message"), ("http://127.0.0.1:9/v1", "user_message")])
+def test_auto_retry_feedback_is_a_user_message_for_a_server_you_run(api_base, expected):
+    assert LiteLLMModel({"api_base": api_base}).feedback_mode == expected
+
+
+@pytest.mark.parametrize("mode", ["tool_message", "user_message"])
+def test_an_explicit_retry_feedback_is_kept_whatever_the_api_base(mode):
+    assert {LiteLLMModel({"retry_feedback": mode, "api_base": base}).feedback_mode
+            for base in (None, "http://127.0.0.1:9/v1")} == {mode}
+
+
+def test_an_unknown_retry_feedback_is_a_validation_error():
+    with pytest.raises(ConfigError, match="retry_feedback"):
+        LiteLLMModel({"retry_feedback": "system_message"})
 
 
 def test_a_closed_model_refuses_calls(openai_server, monkeypatch):

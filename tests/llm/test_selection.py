@@ -180,6 +180,26 @@ def test_follow_up_after_a_tool_call_answers_each_call_id():
     assert messages[1]["content"] == retry_message("index 12 is out of range 1..10", 10, 3)
 
 
+def test_follow_up_in_user_message_mode_keeps_the_call_and_sends_the_reason_as_one_user_message():
+    calls = [call({"indices": [12]}, call_id="call_a")]
+    messages = follow_up_messages(calls, None, "index 12 is out of range 1..10", 10, 3, feedback="user_message")
+    assert messages == [{"role": "assistant", "content": "", "tool_calls": calls},
+                        {"role": "user", "content": retry_message("index 12 is out of range 1..10", 10, 3)}]
+
+
+@pytest.mark.parametrize("feedback", ["tool_message", "user_message"])
+@pytest.mark.parametrize("calls", [[], [call({"indices": [12]})]], ids=["text", "tool-call"])
+def test_follow_up_never_sends_a_null_content(feedback, calls):
+    # litellm drops a None content, and a strict chat template then fails on the missing key (HTTP 500)
+    messages = follow_up_messages(calls, None, "index 12 is out of range 1..10", 10, 3, feedback=feedback)
+    assert all(isinstance(m["content"], str) for m in messages)
+
+
+def test_follow_up_with_an_unknown_feedback_mode_is_a_config_error():
+    with pytest.raises(ConfigError, match="feedback must be one of tool_message, user_message"):
+        follow_up_messages([], "x", "p", 10, 3, feedback="system_message")
+
+
 def test_follow_up_after_plain_text_is_a_user_message():
     messages = follow_up_messages([], "I pick 2", "the answer called no function", 10, 3)
     assert [(m["role"], m["content"]) for m in messages] == [

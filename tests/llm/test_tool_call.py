@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dashrag.errors import LLMBackendError
 from dashrag.llm.candidates import render_candidates
 from dashrag.llm.selection import (
     SELECT_FUNCTION_NAME,
@@ -16,11 +17,12 @@ from dashrag.llm.selection import (
     selection_tool_schema,
     validate_selection,
 )
-from dashrag.llm.tool_call import call_tool, load_litellm
+from dashrag.llm.tool_call import call_tool, endpoint_name, load_litellm
 
 from .openai_server import (
     ScriptedOpenAIServer,
     http_error,
+    malformed_body,
     malformed_json,
     plain_text,
     raw_arguments,
@@ -157,29 +159,59 @@ def test_plain_text_answer_keeps_its_text(openai_server):
 # -- scripted misbehaviour: backend failures that raise ---------------------------------------
 
 
-@pytest.mark.parametrize(
-    "reply, exception_name",
-    [
-        (slow(5.0), "Timeout"),
-        (http_error(429), "RateLimitError"),
-        (http_error(500), "InternalServerError"),
-        (http_error(401), "AuthenticationError"),
-        (http_error(400), "BadRequestError"),
-    ],
-    ids=["timeout", "429", "500", "401", "400"],
-)
-def test_backend_failure_raises_its_litellm_class_after_one_request(openai_server, reply, exception_name):
+BACKEND_FAILURES = {
+    "timeout": (slow(5.0), "timeout", None, "Timeout", r"no answer within 0.3 s (timeout)"),
+    "429": (http_error(429, "slow down"), "http", 429, "RateLimitError", "HTTP 429 Too Many Requests: slow down"),
+    "500": (http_error(500, "boom"), "http", 500, "InternalServerError", "HTTP 500 Internal Server Error: boom"),
+    "401": (http_error(401, "bad key"), "http", 401, "AuthenticationError", "HTTP 401 Unauthorized: bad key"),
+    "400": (http_error(400, "no such field"), "http", 400, "BadRequestError", "HTTP 400 Bad Request: no such field"),
+    "html-body": (malformed_body(), "malformed_answer", None, "InternalServerError",
+                  "the answer is not a chat completion (not JSON: Expecting value: line 1 column 1 (char 0))"),
+    "no-choices": (malformed_body('{"id": "x"}'), "malformed_answer", None, "InternalServerError",
+                   "the answer is not a chat completion (provider returned a response with no 'choices'."),
+}
+
+
+@pytest.mark.parametrize("failure", list(BACKEND_FAILURES.values()), ids=list(BACKEND_FAILURES))
+def test_backend_failure_is_one_llm_backend_error_naming_the_endpoint_after_one_request(openai_server, failure):
+    reply, kind, status, litellm_class, says = failure
     openai_server.script(reply)
-    with pytest.raises(getattr(load_litellm(), exception_name)):
+    with pytest.raises(LLMBackendError) as caught:
         ask(openai_server, timeout=0.3)
-    assert len(openai_server.requests) == 1  # no hidden retries, neither litellm's nor the SDK's
+    error = caught.value
+    assert str(error).startswith(f"LLM backend {MODEL} at {openai_server.api_base} failed: {says}")
+    assert (error.kind, error.status_code, error.endpoint) == (kind, status, f"{MODEL} at {openai_server.api_base}")
+    assert type(error.__cause__) is getattr(load_litellm(), litellm_class)  # litellm's own class, kept as the cause
+    assert "\n" not in str(error) and len(openai_server.requests) == 1  # one line; no hidden retries
 
 
-def test_unreachable_server_raises_internal_server_error():
+def test_unreachable_server_is_a_connection_failure():
     with ScriptedOpenAIServer() as server:
         pass  # started and stopped: nothing listens on its port any more
-    with pytest.raises(load_litellm().InternalServerError, match="Connection error"):
+    with pytest.raises(LLMBackendError) as caught:
         ask(server, timeout=2.0)
+    assert str(caught.value) == f"LLM backend {MODEL} at {server.api_base} failed: cannot connect ([Errno 111] " \
+                                "Connection refused)"
+    assert caught.value.kind == "connection"
+    assert type(caught.value.__cause__) is load_litellm().InternalServerError  # what litellm calls it
+
+
+def test_server_text_in_the_failure_is_one_line_without_control_characters(openai_server):
+    openai_server.script(http_error(500, "line one\nline two\x1b[31m\u2028" + "x" * 500))
+    with pytest.raises(LLMBackendError) as caught:
+        ask(openai_server)
+    failure = caught.value.failure
+    assert failure.startswith("HTTP 500 Internal Server Error: line one line two [31m x")
+    assert len(failure) <= len("HTTP 500 Internal Server Error: ") + 300 and failure.endswith("…")
+
+
+@pytest.mark.parametrize("api_base, shown", [
+    (None, "m (the provider's endpoint)"),
+    ("http://127.0.0.1:8080/v1", "m at http://127.0.0.1:8080/v1"),
+    ("https://user:s3cret@llm.example/v1?api-key=s3cret#x", "m at https://llm.example/v1"),
+])
+def test_endpoint_name_leaves_credentials_in_the_url_out(api_base, shown):
+    assert endpoint_name("m", api_base) == shown
 
 
 # -- retries and injected instructions ------------------------------------------------------
@@ -196,6 +228,20 @@ def test_retry_message_reaches_the_model_as_the_tool_reply(openai_server):
         "tool_call_id": first.tool_calls[0]["id"],
         "content": retry_message(problem, N, TOP_K),
     }
+    assert validate_selection(second.tool_calls, N, TOP_K).indices == (1,)
+
+
+def test_retry_message_reaches_the_model_as_a_user_message_in_user_message_mode(openai_server):
+    openai_server.strict = True  # a template that knows only system/user/assistant
+    openai_server.script(select(9), select(2))
+    first = ask(openai_server)
+    problem = validate_selection(first.tool_calls, N, TOP_K).problem
+    follow_up = follow_up_messages(first.tool_calls, first.content, problem, N, TOP_K, feedback="user_message")
+    second = ask(openai_server, MESSAGES + follow_up)
+    assert openai_server.requests[1].body["messages"][-2:] == [
+        {"role": "assistant", "content": "", "tool_calls": first.tool_calls},
+        {"role": "user", "content": retry_message(problem, N, TOP_K)},
+    ]
     assert validate_selection(second.tool_calls, N, TOP_K).indices == (1,)
 
 

@@ -21,7 +21,7 @@ from dashrag.core.schema import component_schema
 from dashrag.core.validation import validate_and_transform
 from dashrag.documents.model import Chunk, ScoredChunk
 from dashrag.documents.windows import ChunkTable, expand_and_merge
-from dashrag.errors import ConfigError, SelectionError
+from dashrag.errors import ConfigError, LLMBackendError, SelectionError
 from dashrag.llm.litellm_model import LiteLLMModel
 from dashrag.llm.selection import SELECT_FUNCTION_NAME
 from dashrag.llm.tool_call import load_litellm
@@ -32,6 +32,7 @@ from tests.llm.openai_server import (
     Reply,
     ScriptedOpenAIServer,
     http_error,
+    malformed_body,
     malformed_json,
     plain_text,
     raw_arguments,
@@ -45,10 +46,18 @@ SMALL_CHUNKS = {"component": "TokenChunker", "params": {"chunk_size": 20, "chunk
 KEY_VAR = "DASHRAG_TEST_AGENTIC_KEY"
 
 
+SERVER_MODES = ["openai", "strict-template"]
+#: The two routes a retry can take: the OpenAI protocol (feedback as ``tool`` messages) against a
+#: server that accepts it, and llama.cpp's (a template knowing only system/user/assistant, strict
+#: about ``content``) with the feedback mode left to ``auto``, as a user of a local server leaves it.
+BOTH_SERVER_MODES = pytest.mark.parametrize("server", SERVER_MODES, indirect=True)
+
+
 @pytest.fixture
-def server(monkeypatch):
+def server(request, monkeypatch):
+    """The loopback server: lenient (``openai``, the default) or ``strict-template`` (by indirect parametrize)."""
     monkeypatch.setenv(KEY_VAR, "sk-agentic-test")
-    with ScriptedOpenAIServer() as scripted:
+    with ScriptedOpenAIServer(strict=getattr(request, "param", "openai") == "strict-template") as scripted:
         yield scripted
 
 
@@ -57,6 +66,7 @@ def config(server, child=None, llm=None, **params) -> dict:
         "children": [child or {"component": "BM25Retriever", "params": {}}],
         "llm_model": {"component": "LiteLLMModel", "params": {
             "model": "openai/test-model", "api_base": server.api_base, "timeout": 5.0,
+            "retry_feedback": "auto" if server.strict else "tool_message",
             "credential": {"component": "EnvCredential", "params": {"var": KEY_VAR}}, **(llm or {})}},
         **params}}
 
@@ -163,6 +173,7 @@ def test_model_without_function_calling_is_refused_before_any_request(server, tm
     assert server.requests == []
 
 
+@BOTH_SERVER_MODES
 def test_instructions_inside_a_candidate_stay_on_its_line_and_cannot_change_the_function(server, tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -181,6 +192,7 @@ def test_instructions_inside_a_candidate_stay_on_its_line_and_cannot_change_the_
 
 # -- retries -----------------------------------------------------------------------------
 
+@BOTH_SERVER_MODES
 def test_wrong_twice_then_right_succeeds_in_3_trials_and_the_trace_says_why(server, tmp_path):
     retriever = build(server, tmp_path, k1=6, top_k=2)  # function_call_max_trials: 3 by default
     server.script(malformed_json(), select(9), select(2, 1))
@@ -194,14 +206,58 @@ def test_wrong_twice_then_right_succeeds_in_3_trials_and_the_trace_says_why(serv
     assert [c.id for c in chunks] == trace["selection"]["candidate_ids"][1::-1]
 
 
+@BOTH_SERVER_MODES
 def test_each_retry_tells_the_model_what_was_wrong(server, tmp_path):
     retriever = build(server, tmp_path, k1=6, top_k=2)
     server.script(select(9), select(1))
     retriever.retrieve(QUERY)
-    last = server.requests[1].body["messages"][-1]
-    assert last["role"] == "tool" and "index 9 is out of range 1..6" in last["content"]
+    *_, refused, last = server.requests[1].body["messages"]
+    assert last["role"] == ("user" if server.strict else "tool") and "index 9 is out of range 1..6" in last["content"]
+    assert refused["role"] == "assistant" and refused["content"] == ""  # never null: litellm would drop the key
 
 
+def test_invalid_then_valid_through_a_strict_template_server_takes_2_attempts_and_returns_the_named_chunks(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_VAR, "sk-agentic-test")
+    with ScriptedOpenAIServer(strict=True) as strict:  # retry_feedback left to its default: auto
+        tree = config(strict, k1=6, top_k=2)
+        del tree["params"]["llm_model"]["params"]["retry_feedback"]
+        retriever = dashrag.build(tree, EXAMPLE_CORPUS, tmp_path / "work", chunker=SMALL_CHUNKS)
+        strict.script(select(40, 41, 42), select(3, 1))  # what llama.cpp's grammar let through, then a valid one
+        chunks, trace = retriever.retrieve(QUERY)
+    attempts = trace["selection"]["attempts"]
+    assert [(a["trial"], a["verdict"]["accepted"]) for a in attempts] == [(1, False), (2, True)]
+    assert attempts[0]["verdict"]["problem"].startswith("3 indices given, at most 2 allowed; index 40 is out of range")
+    candidates = trace["selection"]["candidate_ids"]
+    assert [c.id for c in chunks] == [candidates[2], candidates[0]]
+    assert [r.response.get("error") for r in strict.requests] == [None, None]  # the template accepted both turns
+    assert strict.requests[1].body["messages"][-1]["role"] == "user"
+
+
+def test_tool_message_feedback_against_a_strict_template_is_a_backend_error_naming_the_template(tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_VAR, "sk-agentic-test")
+    with ScriptedOpenAIServer(strict=True) as strict:
+        tree = config(strict, k1=6, top_k=2, llm={"retry_feedback": "tool_message"})
+        retriever = dashrag.build(tree, EXAMPLE_CORPUS, tmp_path / "work", chunker=SMALL_CHUNKS)
+        strict.script(select(9), select(1))
+        with pytest.raises(LLMBackendError, match="HTTP 500 Internal Server Error: the chat template knows only "
+                                                  "the system, user and assistant roles, not 'tool'"):
+            retriever.retrieve(QUERY)
+    assert len(strict.requests) == 2 and strict.remaining == 1  # the refused turn consumed no reply
+
+
+def test_tool_message_feedback_works_once_the_strict_template_knows_the_tool_role(tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_VAR, "sk-agentic-test")
+    with ScriptedOpenAIServer(strict=True, tool_role=True) as strict:
+        tree = config(strict, k1=6, top_k=2, llm={"retry_feedback": "tool_message"})
+        retriever = dashrag.build(tree, EXAMPLE_CORPUS, tmp_path / "work", chunker=SMALL_CHUNKS)
+        strict.script(select(9), select(1))
+        chunks, trace = retriever.retrieve(QUERY)
+    assert len(trace["selection"]["attempts"]) == 2 and len(chunks) == 1
+    assert strict.requests[1].body["messages"][-1]["role"] == "tool"
+
+
+@BOTH_SERVER_MODES
 def test_wrong_twice_with_2_trials_raises_selection_error_with_the_attempts(server, tmp_path):
     retriever = build(server, tmp_path, k1=6, top_k=2, function_call_max_trials=2)
     server.script(malformed_json(), select(9), select(2, 1))
@@ -223,6 +279,7 @@ INVALID = {
 }
 
 
+@BOTH_SERVER_MODES
 @pytest.mark.parametrize("bad", list(INVALID.values()), ids=list(INVALID))
 def test_every_kind_of_invalid_answer_is_retried(server, tmp_path, bad):
     reply, problem = bad
@@ -233,17 +290,28 @@ def test_every_kind_of_invalid_answer_is_retried(server, tmp_path, bad):
     assert problem in first["problem"] and len(chunks) == 1 and len(server.requests) == 2
 
 
-@pytest.mark.parametrize("reply,exception", [(http_error(429), "RateLimitError"),
-                                             (http_error(500), "InternalServerError"),
-                                             (slow(3.0), "Timeout")], ids=["429", "500", "timeout"])
-def test_backend_exceptions_propagate_and_are_not_retried(server, tmp_path, reply, exception):
+@BOTH_SERVER_MODES
+@pytest.mark.parametrize("reply,kind", [(http_error(429), "http"), (http_error(500), "http"), (slow(3.0), "timeout"),
+                                        (malformed_body(), "malformed_answer")],
+                         ids=["429", "500", "timeout", "malformed"])
+def test_backend_failures_propagate_as_llm_backend_errors_and_are_not_retried(server, tmp_path, reply, kind):
     retriever = build(server, tmp_path, k1=6, top_k=2, llm={"timeout": 0.5})
     server.script(reply, select(1))
-    with pytest.raises(getattr(load_litellm(), exception)):
+    with pytest.raises(LLMBackendError, match=f"LLM backend openai/test-model at {server.api_base} failed") as caught:
         retriever.retrieve(QUERY)
-    assert len(server.requests) == 1
+    assert caught.value.kind == kind and len(server.requests) == 1
 
 
+@BOTH_SERVER_MODES
+def test_a_backend_failure_on_a_retry_propagates_too(server, tmp_path):
+    retriever = build(server, tmp_path, k1=6, top_k=2, fallback_to_child_order=True)
+    server.script(select(9), http_error(500))
+    with pytest.raises(LLMBackendError, match="HTTP 500"):  # the fallback is for invalid answers, not for outages
+        retriever.retrieve(QUERY)
+    assert len(server.requests) == 2
+
+
+@BOTH_SERVER_MODES
 def test_fallback_returns_the_childs_order_and_says_so(server, tmp_path):
     retriever = build(server, tmp_path, k1=6, top_k=2, function_call_max_trials=2, fallback_to_child_order=True)
     server.script(plain_text(), select(7))
@@ -253,6 +321,8 @@ def test_fallback_returns_the_childs_order_and_says_so(server, tmp_path):
     assert chunks == expected[:2]
     assert selection["fallback_used"] is True and "index 7 is out of range" in selection["fallback_reason"]
     assert selection["summary"].startswith("fallback to the child's order")
+    assert [a["verdict"]["accepted"] for a in selection["attempts"]] == [False, False]  # the refused ones, kept
+    assert selection["attempts"][1]["raw_answer"]["tool_calls"][0]["function"]["arguments"] == '{"indices": [7]}'
 
 
 # -- sliding window ------------------------------------------------------------------------
@@ -430,6 +500,7 @@ def test_restriction_is_passed_down_to_the_child(server, tmp_path):
 
 # -- the trace -----------------------------------------------------------------------------
 
+@BOTH_SERVER_MODES
 def test_trace_holds_the_child_node_and_a_json_summary_of_every_attempt(server, tmp_path):
     retriever = build(server, tmp_path, k1=6, top_k=2, enable_retrieve_then_expand=True)
     server.script(select(7), select(2))
