@@ -42,8 +42,6 @@ QUERY_BLOCK = 256  # queries scored per matrix product
           es=("Vectores en proceso", "Búsqueda exacta sobre los vectores de los fragmentos en este proceso (numpy)."),
           representation="in-process exact")
 class InMemoryVectorIndex(VectorIndex[NoParams]):
-    SCHEMA = NoParams
-
     def __init__(self, *args: object, **kwargs: object):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._vectors: np.ndarray | None = None

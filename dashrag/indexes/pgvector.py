@@ -77,7 +77,6 @@ class PgVectorParams(EngineIndexParams):
               "Vectores de los fragmentos en una tabla de PostgreSQL con pgvector, exacta o HNSW."),
           representation="pgvector {table} exact={exact}")
 class PgVectorIndex(EngineVectorIndex[PgVectorParams]):
-    SCHEMA = PgVectorParams
     engine_name = "PostgreSQL"
     object_kind = "table"
 

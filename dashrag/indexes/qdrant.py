@@ -74,7 +74,6 @@ _local_lock = threading.Lock()
               "Vectores de los fragmentos en una colección de Qdrant: embebida, o un servidor o clúster."),
           representation="Qdrant {collection} exact={exact}")
 class QdrantVectorIndex(EngineVectorIndex[QdrantParams]):
-    SCHEMA = QdrantParams
     engine_name = "Qdrant"
     object_kind = "collection"
 

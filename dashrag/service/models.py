@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from dashrag.service.collections import NAME_PATTERN
 
@@ -12,24 +12,26 @@ MAX_LIMIT = 50
 NOT_BLANK = r"\S"  # in the schema: a query holds at least one non-space character (checked by not_blank)
 
 
+def not_blank(query: str) -> str:
+    if not query.strip():
+        raise ValueError("the query is empty or only whitespace")
+    return query
+
+
+Query = Annotated[str, AfterValidator(not_blank)]
+
+
 class ErrorBody(BaseModel):
     detail: str = Field(description="What went wrong and where (a 503 starts with the failing step).")
 
 
 class RetrieveRequest(BaseModel):
-    query: str = Field(description="The user's question; empty or whitespace-only is a 422.",
+    query: Query = Field(description="The user's question; empty or whitespace-only is a 422.",
                        json_schema_extra={"pattern": NOT_BLANK})
     collection_name: str = Field(min_length=1)
     user_collection_name: str | None = None
     limit: int = Field(15, ge=1, le=MAX_LIMIT, description="Top-k asked of every collection.")
     trace: bool = Field(False, description="Add the whole trace tree to the answer.")
-
-    @field_validator("query")
-    @classmethod
-    def not_blank(cls, query: str) -> str:
-        if not query.strip():
-            raise ValueError("the query is empty or only whitespace")
-        return query
 
 
 class ContextChunk(BaseModel):
@@ -105,17 +107,10 @@ class JobStatus(BaseModel):
 
 
 class TreeQuery(BaseModel):
-    query: str = Field(description="The query; empty or whitespace-only is a 422.",
+    query: Query = Field(description="The query; empty or whitespace-only is a 422.",
                        json_schema_extra={"pattern": NOT_BLANK})
     top_k: int | None = Field(None, ge=1, le=1000)
     trace: bool = True
-
-    @field_validator("query")
-    @classmethod
-    def not_blank(cls, query: str) -> str:
-        if not query.strip():
-            raise ValueError("the query is empty or only whitespace")
-        return query
 
 
 class QueryChunk(BaseModel):
