@@ -63,6 +63,7 @@ def corpus_of(work: Path, docs: int | None) -> Path:
         return SCIFACT
     path = work / f"scifact-{docs}.jsonl"
     if not path.is_file():
+        work.mkdir(parents=True, exist_ok=True)
         with gzip.open(SCIFACT / "corpus.jsonl.gz", "rt", encoding="utf-8") as source:
             path.write_text("".join(line for _, line in zip(range(docs), source)), encoding="utf-8")
     return path
