@@ -118,21 +118,23 @@ def test_rebuilding_the_same_node_reuses_the_table(on_pg_exact, engine_subset, e
         tree.close()
 
 
-def test_a_table_edited_behind_the_trees_back_is_refused_on_load(engine_subset, engine_cache, pg_url, tmp_path):
-    tree = dashrag.build(dense_tree(pg_index(pg_url, table="edited", exact=True)), engine_subset.corpus, tmp_path,
+def save_exact_tree(table: str, engine_subset, engine_cache, pg_url: str, folder) -> None:
+    """An exact pgvector tree on ``table`` saved to ``folder`` and closed: what a later load meets."""
+    tree = dashrag.build(dense_tree(pg_index(pg_url, table=table, exact=True)), engine_subset.corpus, folder,
                          cache_dir=engine_cache, overwrite=True)
-    tree.save(tmp_path)
+    tree.save(folder)
     tree.close()
+
+
+def test_a_table_edited_behind_the_trees_back_is_refused_on_load(engine_subset, engine_cache, pg_url, tmp_path):
+    save_exact_tree("edited", engine_subset, engine_cache, pg_url, tmp_path)
     execute(pg_url, "UPDATE edited SET text = 'changed' WHERE chunk_id = 0")
     with pytest.raises(EngineError, match=r"PostgreSQL table 'edited' at .* modified 1 time"):
         dashrag.load(tmp_path)
 
 
 def test_a_table_of_another_dimension_is_refused_on_load(engine_subset, engine_cache, pg_url, tmp_path):
-    tree = dashrag.build(dense_tree(pg_index(pg_url, table="resized", exact=True)), engine_subset.corpus, tmp_path,
-                         cache_dir=engine_cache, overwrite=True)
-    tree.save(tmp_path)
-    tree.close()
+    save_exact_tree("resized", engine_subset, engine_cache, pg_url, tmp_path)
     execute(pg_url, "ALTER TABLE resized DROP COLUMN embedding")
     execute(pg_url, "ALTER TABLE resized ADD COLUMN embedding vector(8)")
     with pytest.raises(EngineError, match=r"PostgreSQL table 'resized' at .* 8-dimensional vectors.* gives 384"):
