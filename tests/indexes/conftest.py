@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import dashrag
@@ -23,6 +24,15 @@ def dense_tree(index: dict | None = None, top_k: int = 10, metric: str = "cosine
 
 def ranked_ids(retriever, queries: list[str], **kwargs) -> list[list[int]]:
     return [[c.id for c in chunks] for chunks, _ in retriever.retrieve_batch(queries, **kwargs)]
+
+
+def assert_answers_like_in_process(engine_tree, in_process, subset: Subset) -> None:
+    """The same ranking for every query of the subset, and the same scores (to 1e-5) for the first five."""
+    queries = list(subset.queries.values())
+    assert ranked_ids(engine_tree, queries) == ranked_ids(in_process, queries)
+    ours = [c.score for chunks, _ in engine_tree.retrieve_batch(queries[:5]) for c in chunks]
+    theirs = [c.score for chunks, _ in in_process.retrieve_batch(queries[:5]) for c in chunks]
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)
 
 
 def ndcg_at_10(retriever, subset: Subset) -> float:

@@ -13,7 +13,7 @@ import dashrag
 from dashrag.core.persistence import read_manifest
 from dashrag.engines.local_postgres import free_port
 from dashrag.errors import ConfigError, EngineError
-from tests.indexes.conftest import dense_tree, ndcg_at_10, ranked_ids
+from tests.indexes.conftest import assert_answers_like_in_process, dense_tree, ndcg_at_10, ranked_ids
 
 
 def pg_index(url: str, **params) -> dict:
@@ -52,11 +52,7 @@ def on_pg_hnsw(engine_subset, engine_cache, pg_url, tmp_path_factory):
 
 
 def test_exact_search_returns_the_in_process_ranking_and_scores(on_pg_exact, in_process, engine_subset):
-    queries = list(engine_subset.queries.values())
-    assert ranked_ids(on_pg_exact, queries) == ranked_ids(in_process, queries)
-    ours = [c.score for chunks, _ in on_pg_exact.retrieve_batch(queries[:5]) for c in chunks]
-    theirs = [c.score for chunks, _ in in_process.retrieve_batch(queries[:5]) for c in chunks]
-    np.testing.assert_allclose(ours, theirs, atol=1e-5)
+    assert_answers_like_in_process(on_pg_exact, in_process, engine_subset)
 
 
 def test_exact_search_gives_the_in_process_ndcg_to_four_decimals(on_pg_exact, in_process, engine_subset):

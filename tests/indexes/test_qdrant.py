@@ -14,7 +14,7 @@ import dashrag
 from dashrag.core.persistence import read_manifest
 from dashrag.engines.local_postgres import free_port
 from dashrag.errors import EngineError, PersistenceError
-from tests.indexes.conftest import dense_tree, ndcg_at_10, ranked_ids
+from tests.indexes.conftest import assert_answers_like_in_process, dense_tree, ndcg_at_10, ranked_ids
 
 EXACT = {"component": "QdrantVectorIndex", "params": {"exact": True}}
 
@@ -33,11 +33,7 @@ def on_qdrant(engine_subset, engine_cache, qdrant_folder):
 
 
 def test_exact_search_returns_the_in_process_ranking_and_scores(on_qdrant, in_process, engine_subset):
-    queries = list(engine_subset.queries.values())
-    assert ranked_ids(on_qdrant, queries) == ranked_ids(in_process, queries)
-    ours = [c.score for chunks, _ in on_qdrant.retrieve_batch(queries[:5]) for c in chunks]
-    theirs = [c.score for chunks, _ in in_process.retrieve_batch(queries[:5]) for c in chunks]
-    np.testing.assert_allclose(ours, theirs, atol=1e-5)
+    assert_answers_like_in_process(on_qdrant, in_process, engine_subset)
 
 
 def test_exact_search_gives_the_in_process_ndcg_to_four_decimals(on_qdrant, in_process, engine_subset):
