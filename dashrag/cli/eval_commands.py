@@ -138,6 +138,7 @@ def points_table(result: TuningResult) -> Table:
 
 
 def comparison_table(result: TuningResult) -> Table:
+    assert result.test is not None and result.baseline_test is not None  # `dashrag tune` always gives a test split
     labels = list(result.test["metrics"])
     table = Table(title=markup_safe(f"{result.test['dataset']} · {result.test['split']} · "
                                     f"{result.test['n_queries']} queries"))
@@ -248,12 +249,17 @@ def register_eval_commands(app: typer.Typer) -> None:
         workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
         train_split: str = typer.Option("train", help="The split the search runs on."),
         test_split: str = typer.Option("test", help="The split the best point is reported on."),
+        force_test: bool = typer.Option(
+            False, "--force-test", help="Allow --train-split test (the search then sees the final figure's queries)."
+        ),
     ) -> None:
         """Grid-search parameters on the train split; report the best on test; write the tuned config."""
         from dashrag.evaluation.beir import load_split
         from dashrag.evaluation.metrics import parse_metric, parse_metrics
         from dashrag.evaluation.tuner import plan_grid, plot_tuning, tune
+        from dashrag.finetuning.pairs import refuse_test_split
 
+        refuse_test_split(train_split, force_test, "--train-split")
         raw = read_manifest(Path(config))["config"] if is_saved_folder(config) else resolve_config(config)
         chunker_spec = checked_chunker(chunker)
         for path, option in ((out, "--out"), (json_out, "--json"), (plot, "--plot")):

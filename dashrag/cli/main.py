@@ -20,6 +20,7 @@ import dashrag
 from dashrag.cli.config_files import resolve_component, resolve_config
 from dashrag.cli.console import console, user_errors
 from dashrag.cli.eval_commands import register_eval_commands
+from dashrag.cli.finetune_commands import register_finetune_commands
 from dashrag.cli.output import print_table, results_json
 from dashrag.cli.paths import check_output_folder, create_output_folder
 from dashrag.cli.pg_commands import register_pg_commands
@@ -242,6 +243,7 @@ def _trec_field(value: str) -> str:
 register_eval_commands(app)  # eval and tune (dashrag/cli/eval_commands.py)
 register_serve_command(app, user_errors)  # serve (dashrag/cli/serve.py)
 register_pg_commands(app)  # pg start / stop / status (dashrag/cli/pg_commands.py)
+register_finetune_commands(app)  # finetune embedding / reranker / pipeline (dashrag/cli/finetune_commands.py)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -81,6 +81,28 @@ def _atomic_write(path: Path, write: Callable[[Any], None], mode: str) -> None:
         raise
 
 
+@contextmanager
+def atomic_directory(target: Path) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``target``; when the block ends without error it becomes
+    ``target`` by rename (an older ``target`` is moved aside first and removed after), so a reader sees
+    the old folder or the whole new one, never half of it. On error the temporary folder is removed."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
+    try:
+        yield staging
+        if target.exists():
+            retired = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+            os.replace(target, retired / target.name)
+            os.replace(staging, target)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     _atomic_write(path, lambda h: h.write(text.encode("utf-8")), "wb")
 

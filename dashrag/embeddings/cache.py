@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -73,19 +73,25 @@ def read_cached(path: Path, rows: int) -> np.ndarray | None:
     return np.asarray(array)
 
 
-def embed_with_progress(embedding: EmbeddingModel, texts: Sequence[str], description: str = "embedding") -> np.ndarray:
-    """``embedding.embed_documents`` in blocks, with a tqdm bar when there are many texts."""
+def embed_with_progress(embedding: EmbeddingModel, texts: Sequence[str], description: str = "embedding",
+                        on_block: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """``embedding.embed_documents`` in blocks, with a tqdm bar when there are many texts, or
+    ``on_block(done, total)`` after each block instead (a caller with its own progress display)."""
     texts = list(texts)
     block = embedding.batch_size * BLOCK_BATCHES
     parts = []
-    with tqdm(total=len(texts), unit="chunk", desc=description, disable=len(texts) < PROGRESS_MIN_TEXTS) as bar:
+    hidden = on_block is not None or len(texts) < PROGRESS_MIN_TEXTS
+    with tqdm(total=len(texts), unit="chunk", desc=description, disable=hidden) as bar:
         for start in range(0, len(texts), block):
             parts.append(embedding.embed_documents(texts[start:start + block]))
             bar.update(len(parts[-1]))
+            if on_block is not None:
+                on_block(start + len(parts[-1]), len(texts))
     return np.concatenate(parts) if parts else embedding.embed_documents([])
 
 
-def document_vectors(embedding: EmbeddingModel, chunks: ChunkSet, env_path: Path) -> np.ndarray:
+def document_vectors(embedding: EmbeddingModel, chunks: ChunkSet, env_path: Path,
+                     on_block: Callable[[int, int], None] | None = None) -> np.ndarray:
     """The (len(chunks), d) float32 vectors of the chunks' texts: from the cache, or embedded and cached."""
     path = cache_path(env_path, chunks.fingerprint, embedding)
     with _lock_for(path):
@@ -93,7 +99,7 @@ def document_vectors(embedding: EmbeddingModel, chunks: ChunkSet, env_path: Path
         if cached is not None:
             return cached
         vectors = embed_with_progress(
-            embedding, chunks.texts, f"embedding {len(chunks)} chunks ({embedding.component_name})"
+            embedding, chunks.texts, f"embedding {len(chunks)} chunks ({embedding.component_name})", on_block
         )
         save_array(path, vectors)
         atomic_write_json(

@@ -14,12 +14,13 @@ opts in to downloads by the Hugging Face libraries themselves.
 
 Each resolution carries an *identity* — what the files are — that cache keys
 are derived from: a package name and version, a hub revision, or a directory's
-path with the names, sizes and modification times of its files (so swapping the
-weights in place invalidates cached vectors).
+files' names and content digests (so weights retrained or swapped in place invalidate
+cached vectors, whatever their path or times).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import threading
@@ -67,13 +68,39 @@ def looks_like_path(name: str) -> bool:
     return name.startswith(("/", ".", "~")) or name.count("/") > 1 or (os.sep != "/" and os.sep in name)
 
 
+_CONTENT_BLOCK = 1 << 20
+_content_digests: dict[tuple[str, int, int], str] = {}
+_content_lock = threading.Lock()
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's bytes, remembered per (path, size, mtime): hashing a 90 MB weights file
+    takes a fraction of a second, and a tree resolves the same folder several times."""
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    with _content_lock:
+        known = _content_digests.get(key)
+    if known is not None:
+        return known
+    sha = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(_CONTENT_BLOCK), b""):
+            sha.update(block)
+    with _content_lock:
+        _content_digests[key] = sha.hexdigest()
+    return sha.hexdigest()
+
+
 def directory_identity(folder: Path) -> dict[str, Any]:
+    """What a model folder holds: every file's name and content digest. Keyed on content, not on the
+    path or the times, so a model retrained into the same folder never matches the old one's cached
+    vectors, and a copy of a folder elsewhere still does."""
     files = sorted(
-        (p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
+        (p.relative_to(folder).as_posix(), file_digest(p))
         for p in folder.rglob("*")
         if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
     )
-    return {"source": "directory", "path": str(folder), "files": digest(files)}
+    return {"source": "directory", "files": digest(files)}
 
 
 def _packaged(repo: str) -> ModelSource | None:
@@ -103,6 +130,12 @@ def _hub_snapshot(repo: str) -> ModelSource | None:
     return ModelSource(path, {"source": "hub", "repo": repo, "revision": path.name})
 
 
+def missing_folder_message(name: str, what: str) -> str:
+    """Why a model given as a path cannot be used, and how a fine-tuned one is made."""
+    return (f"{name!r} is not a directory; point it at a folder holding a {what} (a model fine-tuned by "
+            "`dashrag finetune` is not shipped: rerun the command that wrote it, see docs/finetuning.md)")
+
+
 def resolve_model(name: str, *, what: str, param: str = "model", default_org: str | None = None,
                   how_to: str = "") -> ModelSource:
     """The folder ``name`` refers to, or a ModelUnavailableError saying how to provide it.
@@ -115,9 +148,7 @@ def resolve_model(name: str, *, what: str, param: str = "model", default_org: st
         folder = candidate.resolve()
         return ModelSource(folder, directory_identity(folder))
     if looks_like_path(name) or candidate.exists():
-        raise ModelUnavailableError(
-            f"params.{param}: {name!r} is not a directory; point it at a folder holding a {what}"
-        )
+        raise ModelUnavailableError(f"params.{param}: {missing_folder_message(name, what)}")
     repo = hub_name(name, default_org)
     source = _packaged(repo) or _hub_snapshot(repo)
     if source is None:
@@ -132,17 +163,18 @@ def resolve_model(name: str, *, what: str, param: str = "model", default_org: st
 
 
 class LoadedModels:
-    """Models loaded once per process, keyed by (folder, device, length limit), under a lock: a tree
-    often holds the same model twice (two dense children, a reranker) and loading costs seconds."""
+    """Models loaded once per process, keyed by (folder, what it holds, device, length limit), under a
+    lock: a tree often holds the same model twice (two dense children, a reranker) and loading costs
+    seconds; a model retrained into the same folder is a new key, so it is loaded afresh."""
 
     def __init__(self, what: str):
         self._what = what
-        self._loaded: dict[tuple[str, str, int | None], Any] = {}
+        self._loaded: dict[tuple[str, str, str, int | None], Any] = {}
         self._lock = threading.Lock()
 
     def get(self, source: ModelSource, device: str, limit: int | None, load: Callable[[], Any]) -> Any:
         """The model for this key, ``load()``-ed the first time (offline; a failure names the folder)."""
-        key = (str(source.path), device, limit)
+        key = (str(source.path), digest(source.identity), device, limit)
         with self._lock:
             if key not in self._loaded:
                 set_offline_defaults()

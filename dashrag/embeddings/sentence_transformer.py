@@ -15,6 +15,7 @@ several dense nodes over one model).
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Iterator, Literal, TypeVar
 
@@ -24,7 +25,13 @@ from pydantic import Field, field_validator
 from dashrag.core.params import ComponentParams
 from dashrag.core.registry import register
 from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel
-from dashrag.embeddings.model_source import LoadedModels, ModelSource, resolve_model
+from dashrag.embeddings.model_source import (
+    LoadedModels,
+    ModelSource,
+    looks_like_path,
+    missing_folder_message,
+    resolve_model,
+)
 from dashrag.embeddings.overflow import average_by_owner, unit_rows, window_spans
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -170,6 +177,14 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
     representation={"en": "{model}", "es": "{model}"},
 )
 class SentenceTransformerEmbedding(SentenceTransformerBacked[SentenceTransformerParams]):
+    @classmethod
+    def availability_problem(cls, params: SentenceTransformerParams) -> str | None:
+        """A ``model`` written as a path (a fine-tuned model's folder, say) that is not there fails
+        validation at once, naming the folder, not minutes later when the tree is fitted."""
+        if looks_like_path(params.model) and not Path(params.model).expanduser().is_dir():
+            return "model " + missing_folder_message(params.model, "sentence-transformers model")
+        return None
+
     def _resolve(self) -> ModelSource:
         return resolve_model(self.params.model, what="sentence-transformers model", default_org="sentence-transformers")
 

@@ -300,8 +300,8 @@ class TuningResult:
     params: list[TunedParam]
     points: list[GridPoint]
     best: int
-    test: dict[str, Any]  # the tuned tree's report on the test split
-    baseline_test: dict[str, Any]  # the untuned tree's report on the test split
+    test: dict[str, Any] | None  # the tuned tree's report on the test split (None: no test split given)
+    baseline_test: dict[str, Any] | None  # the untuned tree's report on the test split
     fitted: list[str]
     timings: dict[str, float]
 
@@ -338,7 +338,7 @@ def tune(
     *,
     infra: Infra,
     train: EvaluationSplit,
-    test: EvaluationSplit,
+    test: EvaluationSplit | None,
     metric: str = "ndcg@10",
     metrics: str | None = None,
     top_k: int | None = DEFAULT_TOP_K,
@@ -346,7 +346,9 @@ def tune(
 ) -> TuningResult:
     """Grid-search ``params`` on ``train`` by ``metric``; score the best and the untuned tree on ``test``.
 
-    ``metrics`` (default: just ``metric``) are the figures of the test reports.
+    ``metrics`` (default: just ``metric``) are the figures of the test reports. With ``test`` None
+    nothing but ``train`` is read (the fine-tuning pipeline tunes on a dev slice and leaves the test
+    split to the final evaluation).
     """
     label = parse_metric(metric).label
     points = plan_grid(config, params, top_k)
@@ -368,12 +370,14 @@ def tune(
                     on_point(point)
             search_s = time.perf_counter() - began
             best = best_index(points, label)
-            test_evaluator = Evaluator(test.qrels, test_metrics)
-            tuned_report = evaluate_tree(cache.build(points[best].config), test, test_evaluator, top_k=top_k)
-            sweep()
-            baseline_report = evaluate_tree(
-                cache.build(validate_and_transform(config, "retriever")), test, test_evaluator, top_k=top_k
-            )
+            tuned_report = baseline_report = None
+            if test is not None:
+                test_evaluator = Evaluator(test.qrels, test_metrics)
+                tuned_report = evaluate_tree(cache.build(points[best].config), test, test_evaluator, top_k=top_k)
+                sweep()
+                baseline_report = evaluate_tree(
+                    cache.build(validate_and_transform(config, "retriever")), test, test_evaluator, top_k=top_k
+                )
         finally:
             cache.close()
     return TuningResult(
@@ -422,7 +426,8 @@ def plot_tuning(result: TuningResult, path: str | Path) -> Path:
         axes.set_ylabel(f"{result.metric} (train)")
         if index == 0:
             axes.legend(fontsize=7)
-    figure.suptitle(f"tuning {result.metric} on {result.test['dataset']} {result.train_split}")
+    dataset = f"{result.test['dataset']} " if result.test is not None else ""
+    figure.suptitle(f"tuning {result.metric} on {dataset}{result.train_split}")
     path = Path(path)
     figure.savefig(path, format="png", dpi=110)
     return path

@@ -92,11 +92,9 @@ def test_normalize_true_makes_any_model_unit_length(unnormalised_minilm_dir):
     np.testing.assert_allclose(np.linalg.norm(unit.embed_documents(TEXTS), axis=1), 1, atol=1e-5)
 
 
-def test_a_bad_model_path_is_a_clear_config_error(tmp_path):
-    bad = SentenceTransformerEmbedding({"model": str(tmp_path / "missing-model")})
-    with pytest.raises(ModelUnavailableError, match="missing-model.*is not a directory") as info:
-        bad.embed_documents(TEXTS)
-    assert isinstance(info.value, ConfigError)
+def test_a_bad_model_path_is_a_clear_config_error_at_validation(tmp_path):
+    with pytest.raises(ConfigError, match="params: model .*missing-model.*is not a directory.*dashrag finetune"):
+        SentenceTransformerEmbedding({"model": str(tmp_path / "missing-model")})
 
 
 def test_a_folder_that_is_not_a_model_fails_to_load_clearly(tmp_path):

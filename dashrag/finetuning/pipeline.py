@@ -1,0 +1,228 @@
+"""``dashrag finetune pipeline``: fine-tune, embed the corpus, tune the tree, write a preset; one command.
+
+The steps, in order, each timed:
+
+1. **mine**: read the split (never ``test`` unless forced), hold out the dev slice, rank every
+   query with the first-stage tree (BM25) for hard negatives;
+2. **train**: fine-tune the embedding on the fit queries' pairs (``embedding_trainer``), written
+   atomically to the model folder with its card;
+3. **embed**: embed the corpus (each document whole) with the new model into the embedding cache,
+   keyed by the model's content, so the tuner's trees read it and a later ``dashrag eval`` too;
+4. **tune**: grid-search the hybrid tree (BM25 ``k1``/``b``, the fusion weight) on the dev slice
+   (queries the model never trained on), and write the best tree as the preset;
+5. **final** (only when asked, e.g. ``--final-eval test``): score the written preset on that
+   split with per-node figures. It runs after the preset is fixed, so nothing chose anything on it.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dashrag.core.persistence import atomic_write_json
+from dashrag.errors import ConfigError, ConfigIssue
+from dashrag.evaluation.beir import EvaluationSplit
+from dashrag.finetuning.base_model import resolve_embedding_base
+from dashrag.finetuning.embedding_trainer import EmbeddingHyperparameters, train_embedding
+from dashrag.finetuning.negatives import WHOLE_DOCUMENTS
+from dashrag.finetuning.pairs import refuse_test_split
+from dashrag.finetuning.progress import Progress, no_progress, quietly
+from dashrag.finetuning.training_data import TrainingData, prepare_training_data
+
+STEPS = ("mine", "train", "embed", "tune", "final")
+K1_VALUES = (0.6, 0.9, 1.2, 1.5)
+B_VALUES = (0.6, 0.75, 0.9, 1.0)
+BM25_WEIGHTS = (0.2, 0.35, 0.5, 0.7, 1.0)  # the dense child's weight stays 1: only the ratio matters
+TUNE_METRIC = "ndcg@10"
+FINAL_METRICS = "ndcg@10,recall@100,mrr@10"
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """Everything the pipeline does, recorded whole in its report."""
+
+    dataset: Path
+    out: Path
+    model_dir: Path
+    split: str = "train"
+    base: str = "MiniLMEmbedding"
+    dev_fraction: float = 0.1
+    first_stage: str = "keyword"
+    hyper: EmbeddingHyperparameters = field(default_factory=EmbeddingHyperparameters)
+    k1_values: tuple[float, ...] = K1_VALUES
+    b_values: tuple[float, ...] = B_VALUES
+    bm25_weights: tuple[float, ...] = BM25_WEIGHTS
+    workdir: Path = Path(".dashrag-work")
+    final_eval: str | None = None
+    force_test: bool = False
+    device: str = "cpu"
+
+
+def model_reference(model_dir: Path) -> str:
+    """How the preset names the model folder: ``./relative`` from the current folder when it lies
+    under it (a preset read from the repository root finds it), else absolute. Written as a path,
+    so a missing folder fails validation naming it, never a hub lookup."""
+    absolute = model_dir.resolve()
+    try:
+        return "./" + absolute.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(absolute)
+
+
+def hybrid_config(model: str, bm25: dict[str, Any]) -> dict[str, Any]:
+    """BM25 (the first stage's params) and the fine-tuned dense child, fused by min-max (relative score)."""
+    keyword = copy.deepcopy(bm25)
+    keyword.setdefault("params", {})["top_k"] = 100
+    return {
+        "component": "ParallelRetriever",
+        "params": {
+            "children": [
+                keyword,
+                {"component": "DenseEmbeddingRetriever",
+                 "params": {"top_k": 100, "similarity_metric": "cosine",
+                            "embedding": {"component": "SentenceTransformerEmbedding", "params": {"model": model}}}},
+            ],
+            "merge_strategy": "relative_score",
+            "weights": [0.5, 1.0],
+        },
+    }
+
+
+def tune_params(settings: PipelineSettings) -> list[Any]:
+    from dashrag.evaluation.tuner import parse_param
+
+    def joined(values: tuple[float, ...]) -> str:
+        return ",".join(str(v) for v in values)
+
+    return [parse_param(f"params.children[0].params.k1={joined(settings.k1_values)}"),
+            parse_param(f"params.children[0].params.b={joined(settings.b_values)}"),
+            parse_param(f"params.weights[0]={joined(settings.bm25_weights)}")]
+
+
+def check_settings(settings: PipelineSettings) -> dict[str, Any]:
+    """Everything checkable before minutes of work: splits, the first stage, the grid; the first stage's config."""
+    from dashrag.core.validation import validate_and_transform
+    from dashrag.evaluation.tuner import plan_grid
+    from dashrag.presets import load_preset
+
+    refuse_test_split(settings.split, settings.force_test)
+    if settings.final_eval is not None and settings.final_eval == settings.split:
+        raise ConfigError([ConfigIssue("--final-eval", f"is the training split {settings.split!r}")])
+    bm25 = validate_and_transform(load_preset(settings.first_stage), "retriever")
+    if bm25["component"] != "BM25Retriever":
+        raise ConfigError([ConfigIssue("--first-stage", f"the hybrid tunes a BM25Retriever's k1 and b; "
+                                                         f"{settings.first_stage!r} is a {bm25['component']}")])
+    settings.hyper.check()
+    base = resolve_embedding_base(settings.base)
+    plan_grid(hybrid_config(str(base.source.path), bm25), tune_params(settings))  # the model folder is not made yet
+    return bm25
+
+
+def embed_corpus(config: dict[str, Any], dataset: Path, workdir: Path, progress: Progress) -> Any:
+    """Chunk and store the corpus (documents whole), embed it with the dense child into the cache."""
+    import dashrag
+    from dashrag.api import prepare_corpus
+    from dashrag.core.factory import build_component
+    from dashrag.embeddings.cache import document_vectors
+
+    infra = prepare_corpus(dashrag.Corpus.from_beir(dataset), workdir, WHOLE_DOCUMENTS)
+    embedding = build_component(config["params"]["children"][1]["params"]["embedding"], "embedding")
+    progress("embed", 0, len(infra.chunks))
+    document_vectors(embedding, infra.chunks, infra.env_path, on_block=lambda d, n: progress("embed", d, n))
+    embedding.close()
+    return infra
+
+
+def tuning_split(data: TrainingData) -> EvaluationSplit:
+    """The dev slice (queries the model never trained on), or the whole split without one."""
+    return data.dev if data.dev is not None else data.split
+
+
+@quietly
+def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress) -> dict[str, Any]:
+    """Run every step; write the model folder, the preset (``settings.out``); return the report."""
+    from dashrag.evaluation.beir import load_split
+    from dashrag.evaluation.tuner import tune
+
+    bm25 = check_settings(settings)
+    final_split = None if settings.final_eval is None else load_split(settings.dataset, settings.final_eval)
+    timings: dict[str, float] = {}
+    began = time.perf_counter()
+    data = prepare_training_data(settings.dataset, split=settings.split, dev_fraction=settings.dev_fraction,
+                                 seed=settings.hyper.seed, first_stage=settings.first_stage,
+                                 workdir=settings.workdir, force_test=settings.force_test, progress=progress)
+    timings["mine_s"] = time.perf_counter() - began
+    began = time.perf_counter()
+    card = train_embedding(data, settings.model_dir, base=settings.base, hyper=settings.hyper,
+                           device=settings.device, progress=progress)
+    timings["train_s"] = time.perf_counter() - began
+    config = hybrid_config(model_reference(settings.model_dir), bm25)
+    began = time.perf_counter()
+    infra = embed_corpus(config, settings.dataset, settings.workdir, progress)
+    timings["embed_s"] = time.perf_counter() - began
+    began = time.perf_counter()
+    params = tune_params(settings)
+    tuned_on = tuning_split(data)
+    points = len(settings.k1_values) * len(settings.b_values) * len(settings.bm25_weights)
+    done = 0
+
+    def point_done(_: Any) -> None:
+        nonlocal done
+        done += 1
+        progress("tune", done, points)
+
+    result = tune(config, params, infra=infra, train=tuned_on, test=None, metric=TUNE_METRIC, on_point=point_done)
+    best = result.best_point
+    atomic_write_json(settings.out, best.config)
+    timings["tune_s"] = time.perf_counter() - began
+    report: dict[str, Any] = {
+        "settings": {**asdict(settings), "dataset": str(settings.dataset), "out": str(settings.out),
+                     "model_dir": str(settings.model_dir), "workdir": str(settings.workdir)},
+        "model_card": card,
+        "tuning": {"split": tuned_on.split, "queries": len(tuned_on), "points": len(result.points),
+                   "best": {"values": best.values, TUNE_METRIC: best.train[TUNE_METRIC]},
+                   "grid": [{"values": p.values, TUNE_METRIC: p.train[TUNE_METRIC]} for p in result.points]},
+        "preset": str(settings.out),
+        "model_reference": config["params"]["children"][1]["params"]["embedding"]["params"]["model"],
+        "final": None,
+        "timings": timings,
+    }
+    if final_split is not None:
+        began = time.perf_counter()
+        report["final"] = final_evaluation(best.config, final_split, infra, progress)
+        timings["final_s"] = time.perf_counter() - began
+    timings["total_s"] = sum(timings.values())
+    return report
+
+
+def final_evaluation(config: dict[str, Any], split: EvaluationSplit, infra: Any, progress: Progress) -> dict[str, Any]:
+    """The written preset scored on ``split`` (every node), after nothing is left to choose."""
+    from dashrag.core.factory import build_component
+    from dashrag.evaluation.runner import evaluate_tree
+
+    tree = build_component(config, "retriever")
+    tree.inject_infra(infra)
+    tree.init_model()
+    try:
+        progress("final", 0, len(split))
+        done = 0
+
+        def advance(n: int) -> None:
+            nonlocal done
+            done += n
+            progress("final", done, len(split))
+
+        return evaluate_tree(tree, split, FINAL_METRICS, on_batch=advance)  # type: ignore[arg-type]
+    finally:
+        tree.close()
+
+
+def default_model_dir(out: Path) -> Path:
+    """``components/NAME.json`` → ``models/NAME-embedding`` (beside the current folder; never committed)."""
+    return Path("models") / f"{out.stem}-embedding"
+
+
+__all__ = ["PipelineSettings", "STEPS", "default_model_dir", "run_pipeline"]

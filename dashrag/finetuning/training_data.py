@@ -1,0 +1,105 @@
+"""Everything a trainer reads, prepared once: the split, its dev slice, judged pairs, first-stage rankings.
+
+The split is refused when it is ``test`` (unless forced) before anything is read; the corpus is
+read once; the first stage (a dashrag tree, BM25 by default) ranks the training and dev queries,
+which gives both the hard negatives and the dev pool the model card's figures are measured on.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from dashrag.core.validation import validate_and_transform
+from dashrag.evaluation.beir import EvaluationSplit, load_split
+from dashrag.finetuning.negatives import DEFAULT_DEPTH, Candidates, build_first_stage, rank_documents
+from dashrag.finetuning.pairs import JudgedPair, carve_dev, document_texts, judged_pairs, refuse_test_split
+from dashrag.finetuning.progress import Progress, no_progress
+
+
+@dataclass
+class TrainingData:
+    """A split ready to train on: its fit and dev queries, the fit pairs, every query's ranking."""
+
+    dataset: Path
+    split: EvaluationSplit
+    fit: EvaluationSplit
+    dev: EvaluationSplit | None
+    documents: dict[str, str]
+    pairs: list[JudgedPair]
+    candidates: Candidates
+    first_stage: dict[str, Any]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        """The data part of a model card: which dataset, splits, queries and pairs."""
+        return {
+            "dataset": self.split.dataset,
+            "dataset_path": str(self.dataset.resolve()),
+            "corpus_documents": len(self.documents),
+            "split": self.split.split,
+            "splits_read": sorted({self.split.split}),
+            "trained_on": {"split": self.fit.split, "queries": len(self.fit), "pairs": len(self.pairs)},
+            "dev": None if self.dev is None else {"split": self.dev.split, "queries": len(self.dev)},
+            "first_stage": self.first_stage,
+        }
+
+
+def dev_pool(data: TrainingData, depth: int) -> tuple[list[str], Mapping[str, Mapping[str, int]]]:
+    """The documents a dev figure ranks: each dev query's judged documents and its first ``depth``
+    first-stage candidates (a small, hard pool: embedding the whole corpus would cost minutes)."""
+    assert data.dev is not None
+    pool: dict[str, None] = {}
+    for query_id, judged in data.dev.qrels.items():
+        pool.update(dict.fromkeys(d for d in judged if d in data.documents))
+        pool.update(dict.fromkeys(data.candidates.ranked.get(query_id, [])[:depth]))
+    return list(pool), data.dev.qrels
+
+
+def prepare_training_data(
+    dataset: Path,
+    *,
+    split: str = "train",
+    dev_fraction: float = 0.1,
+    seed: int = 42,
+    first_stage: Any = "keyword",
+    workdir: Path,
+    depth: int = DEFAULT_DEPTH,
+    force_test: bool = False,
+    progress: Progress = no_progress,
+) -> TrainingData:
+    """Read ``split`` of the BEIR folder ``dataset``, hold out the dev slice, mine the rankings."""
+    import dashrag
+    from dashrag.presets import load_preset
+
+    refuse_test_split(split, force_test)
+    config = load_preset(first_stage) if isinstance(first_stage, str) else first_stage
+    normalised = validate_and_transform(config, "retriever")
+    timings: dict[str, float] = {}
+    began = time.perf_counter()
+    whole = load_split(dataset, split)
+    fit, dev = carve_dev(whole, dev_fraction, seed)
+    corpus = dashrag.Corpus.from_beir(dataset)
+    documents = document_texts(corpus)
+    pairs = judged_pairs(fit, documents)
+    timings["read_s"] = time.perf_counter() - began
+    began = time.perf_counter()
+    tree = build_first_stage(normalised, corpus, workdir)
+    try:
+        progress("mine", 0, len(whole))
+        done = 0
+
+        def advance(n: int) -> None:
+            nonlocal done
+            done += n
+            progress("mine", done, len(whole))
+
+        candidates = rank_documents(tree, whole, depth=depth, on_batch=advance)
+    finally:
+        tree.close()
+    timings["mine_s"] = time.perf_counter() - began
+    return TrainingData(dataset=Path(dataset), split=whole, fit=fit, dev=dev, documents=documents, pairs=pairs,
+                        candidates=candidates, first_stage=normalised, timings=timings)
+
