@@ -69,15 +69,16 @@ def looks_like_path(name: str) -> bool:
 
 
 _CONTENT_BLOCK = 1 << 20
-_content_digests: dict[tuple[str, int, int], str] = {}
+_content_digests: dict[tuple[str, int, int, int, int], str] = {}
 _content_lock = threading.Lock()
 
 
 def file_digest(path: Path) -> str:
-    """sha256 of a file's bytes, remembered per (path, size, mtime): hashing a 90 MB weights file
-    takes a fraction of a second, and a tree resolves the same folder several times."""
+    """sha256 of a file's bytes, remembered per (path, inode, size, mtime, ctime): hashing a 90 MB
+    weights file takes a fraction of a second and a tree resolves the same folder several times; any
+    write changes the ctime (which no tool can set back), so a remembered digest is never stale."""
     stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    key = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
     with _content_lock:
         known = _content_digests.get(key)
     if known is not None:

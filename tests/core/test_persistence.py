@@ -127,3 +127,34 @@ def test_object_arrays_are_never_saved(tmp_path):
 
     with pytest.raises(TypeError):
         persistence.save_array(tmp_path / "x.npy", np.array([{"a": 1}], dtype=object))
+
+
+def test_atomic_directory_publishes_the_whole_folder_at_once(tmp_path):
+    target = tmp_path / "model"
+    with persistence.atomic_directory(target) as staging:
+        (staging / "weights").write_text("new")
+        assert not target.exists()  # nothing visible until the block ends
+    assert (target / "weights").read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
+def test_atomic_directory_replaces_an_old_folder_whole(tmp_path):
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "stale").write_text("old")
+    with persistence.atomic_directory(target) as staging:
+        (staging / "weights").write_text("new")
+    assert sorted(p.name for p in target.iterdir()) == ["weights"]
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
+def test_a_failure_inside_atomic_directory_keeps_the_old_folder_and_leaves_no_temporary(tmp_path):
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "weights").write_text("old")
+    with pytest.raises(RuntimeError):
+        with persistence.atomic_directory(target) as staging:
+            (staging / "weights").write_text("half")
+            raise RuntimeError("killed")
+    assert (target / "weights").read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]

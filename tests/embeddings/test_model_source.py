@@ -59,3 +59,20 @@ def test_offline_defaults_keep_a_users_explicit_choice(monkeypatch):
     set_offline_defaults()
     assert os.environ["HF_HUB_OFFLINE"] == "0"
     assert os.environ["TRANSFORMERS_OFFLINE"] == "1"
+
+
+def test_directory_identity_is_the_content_not_the_path_or_the_times(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.safetensors").write_bytes(b"weights")
+    os.utime(tmp_path / "b" / "model.safetensors", (1, 1))
+    assert directory_identity(tmp_path / "a") == directory_identity(tmp_path / "b")
+
+
+def test_same_size_other_bytes_are_another_identity(tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(b"aaaa")
+    before = directory_identity(tmp_path)
+    stat = (tmp_path / "model.safetensors").stat()
+    (tmp_path / "model.safetensors").write_bytes(b"bbbb")
+    os.utime(tmp_path / "model.safetensors", ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same size, same time
+    assert directory_identity(tmp_path) != before
