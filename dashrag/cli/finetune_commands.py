@@ -74,12 +74,12 @@ def hyperparameters(epochs: int, batch_size: int, learning_rate: float, max_seq_
 def print_card_figures(card: dict[str, Any]) -> None:
     figures = card["figures"]
     console.print(plain(f"trained {figures['train_steps']} steps, loss {figures['train_loss']:.4f}, "
-                        f"in {card['timings']['train_s']:.0f}s"), highlight=False)
+                        f"in {card['timings']['train_s']:.0f}s"), highlight=False, soft_wrap=True)
     dev = figures.get("dev_pool")
     if dev:
         console.print(plain(f"dev pool ({dev['base']['pool_documents']} documents) nDCG@10: base "
                             f"{dev['base']['ndcg@10']:.4f} → fine-tuned {dev['fine_tuned']['ndcg@10']:.4f}"),
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
 
 
 def register_finetune_commands(app: typer.Typer) -> None:
@@ -121,7 +121,7 @@ def register_finetune_commands(app: typer.Typer) -> None:
                                          force_test=force_test, progress=bars)
             card = train_embedding(data, out, base=base, hyper=hyper, progress=bars)
         print_card_figures(card)
-        console.print(plain(f"wrote {out}"), highlight=False)
+        console.print(plain(f"wrote {out}"), highlight=False, soft_wrap=True)
 
     @finetune.command("reranker")
     @user_errors
@@ -162,14 +162,14 @@ def register_finetune_commands(app: typer.Typer) -> None:
             card = train_reranker(data, out, base=base, hyper=hyper, progress=bars)
         figures = card["figures"]
         console.print(plain(f"trained {figures['train_steps']} steps, loss {figures['train_loss']:.4f}"),
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
         dev = figures.get("dev_rerank")
         if dev:
             verdict = "beats" if dev["beats_first_stage"] else "does not beat"
             console.print(plain(f"dev nDCG@10: first stage {dev['first_stage']['ndcg@10']:.4f}, reranked "
                                 f"{dev['reranked']['ndcg@10']:.4f}: the reranker {verdict} its first stage"),
-                          highlight=False)
-        console.print(plain(f"wrote {out}"), highlight=False)
+                          highlight=False, soft_wrap=True)
+        console.print(plain(f"wrote {out}"), highlight=False, soft_wrap=True)
 
     @finetune.command("pipeline")
     @user_errors
@@ -214,14 +214,14 @@ def register_finetune_commands(app: typer.Typer) -> None:
         tuning = report["tuning"]
         console.print(plain(f"tuned {tuning['points']} points on {tuning['split']} ({tuning['queries']} queries): "
                             f"best {tuning['best']['values']} nDCG@10 {tuning['best']['ndcg@10']:.4f}"),
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
         if report["final"] is not None:
             print_wide(console, per_node_table(report["final"]))
         steps = " · ".join(f"{name[:-2]} {seconds:.0f}s" for name, seconds in report["timings"].items())
-        console.print(plain(f"steps: {steps}"), highlight=False)
-        console.print(plain(f"wrote {out} (model {report['model_reference']})"), highlight=False)
+        console.print(plain(f"steps: {steps}"), highlight=False, soft_wrap=True)
+        console.print(plain(f"wrote {out} (model {report['model_reference']})"), highlight=False, soft_wrap=True)
         if json_out is not None:
             atomic_write_json(json_out, report)
-            console.print(plain(f"wrote {json_out}"), highlight=False)
+            console.print(plain(f"wrote {json_out}"), highlight=False, soft_wrap=True)
 
     app.add_typer(finetune, name="finetune")

@@ -35,7 +35,7 @@ from dashrag.finetuning.training_data import TrainingData, prepare_training_data
 STEPS = ("mine", "train", "embed", "tune", "final")
 K1_VALUES = (0.6, 0.9, 1.2, 1.5)
 B_VALUES = (0.6, 0.75, 0.9, 1.0)
-BM25_WEIGHTS = (0.2, 0.35, 0.5, 0.7, 1.0)  # the dense child's weight stays 1: only the ratio matters
+BM25_WEIGHTS = (0.2, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0)  # the dense child's weight stays 1: only the ratio matters
 TUNE_METRIC = "ndcg@10"
 FINAL_METRICS = "ndcg@10,recall@100,mrr@10"
 
