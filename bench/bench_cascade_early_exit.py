@@ -135,11 +135,13 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     figure = Figure(figsize=(6.4, 4.2), layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
+    rows = sorted(rows, key=lambda r: r["ms_per_query"])
     xs, ys = [r["ms_per_query"] for r in rows], [r["ndcg@10"] for r in rows]
     axes.plot(xs, ys, marker="o")
-    for row, x, y in zip(rows, xs, ys):
+    for i, (row, x, y) in enumerate(zip(rows, xs, ys)):
         axes.annotate(f"{row['variant']} ({row['exit_rate']:.0%} exit)", (x, y), fontsize=7,
-                      textcoords="offset points", xytext=(4, 4))
+                      textcoords="offset points", xytext=(-8, 8) if i % 2 else (6, -12),
+                      ha="right" if i % 2 else "left")
     axes.set_xlabel("ms per query (fastest of the rounds, mean over SciFact test)")
     axes.set_ylabel("nDCG@10 (SciFact test)")
     axes.set_title("Rerank cascade: BM25 → fine-tuned hybrid, early exit by BM25 top score")

@@ -15,8 +15,8 @@ several dense nodes over one model).
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator, Literal, TypeVar
 
 import numpy as np

@@ -125,11 +125,12 @@ def embed_corpus(config: dict[str, Any], dataset: Path, workdir: Path, progress:
     """Chunk and store the corpus (documents whole), embed it with the dense child into the cache."""
     import dashrag
     from dashrag.api import prepare_corpus
-    from dashrag.core.factory import build_component
+    from dashrag.core.factory import build_as
+    from dashrag.embeddings.base import EmbeddingModel
     from dashrag.embeddings.cache import document_vectors
 
     infra = prepare_corpus(dashrag.Corpus.from_beir(dataset), workdir, WHOLE_DOCUMENTS)
-    embedding = build_component(config["params"]["children"][1]["params"]["embedding"], "embedding")
+    embedding = build_as(config["params"]["children"][1]["params"]["embedding"], EmbeddingModel, "embedding")
     progress("embed", 0, len(infra.chunks))
     document_vectors(embedding, infra.chunks, infra.env_path, on_block=lambda d, n: progress("embed", d, n))
     embedding.close()

@@ -27,7 +27,7 @@ def trainer_callback(progress: Progress, step: str = "train") -> Any:
     """A transformers ``TrainerCallback`` that reports every optimiser step as ``step``."""
     from transformers import TrainerCallback
 
-    class ReportSteps(TrainerCallback):  # type: ignore[misc]
+    class ReportSteps(TrainerCallback):
         def on_step_end(self, args: Any, state: _StepState, control: Any, **kwargs: Any) -> None:
             progress(step, int(state.global_step), int(state.max_steps))
 

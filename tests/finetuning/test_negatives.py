@@ -6,7 +6,13 @@ import pytest
 
 import dashrag
 from dashrag.evaluation.beir import load_split
-from dashrag.finetuning.negatives import Candidates, build_first_stage, hard_negatives, negatives_per_pair, rank_documents
+from dashrag.finetuning.negatives import (
+    Candidates,
+    build_first_stage,
+    hard_negatives,
+    negatives_per_pair,
+    rank_documents,
+)
 from dashrag.finetuning.pairs import JudgedPair
 
 
