@@ -123,8 +123,8 @@ def read_queries(path: str | Path, wanted: set[str] | None = None) -> dict[str, 
     return queries
 
 
-def load_split(folder: str | Path, split: str = "test") -> EvaluationSplit:
-    """The queries and judgements of ``split`` in the BEIR folder ``folder``."""
+def qrels_file(folder: str | Path, split: str) -> Path:
+    """``folder/qrels/<split>.tsv``, or an error naming the splits the folder has (nothing is read)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise CorpusError(f"{folder}: dataset folder not found")
@@ -135,6 +135,13 @@ def load_split(folder: str | Path, split: str = "test") -> EvaluationSplit:
             f"{qrels_path}: no qrels for split {split!r}; available splits: "
             f"{', '.join(available) if available else 'none'}"
         )
+    return qrels_path
+
+
+def load_split(folder: str | Path, split: str = "test") -> EvaluationSplit:
+    """The queries and judgements of ``split`` in the BEIR folder ``folder``."""
+    folder = Path(folder)
+    qrels_path = qrels_file(folder, split)
     qrels = read_qrels(qrels_path)
     texts = read_queries(folder / "queries.jsonl", wanted=set(qrels))
     missing = [q for q in qrels if q not in texts]

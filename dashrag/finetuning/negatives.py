@@ -20,7 +20,7 @@ DEFAULT_DEPTH = 30  # candidates read per query: enough for a few negatives afte
 
 @dataclass(frozen=True)
 class Candidates:
-    """Each query's first-stage ranking (document ids, best first), and the split's judgements."""
+    """Each query's first-stage ranking: document ids, best first."""
 
     ranked: Mapping[str, list[str]]
 

@@ -145,11 +145,12 @@ def tuning_split(data: TrainingData) -> EvaluationSplit:
 @quietly
 def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress) -> dict[str, Any]:
     """Run every step; write the model folder, the preset (``settings.out``); return the report."""
-    from dashrag.evaluation.beir import load_split
+    from dashrag.evaluation.beir import load_split, qrels_file
     from dashrag.evaluation.tuner import tune
 
     bm25 = check_settings(settings)
-    final_split = None if settings.final_eval is None else load_split(settings.dataset, settings.final_eval)
+    if settings.final_eval is not None:
+        qrels_file(settings.dataset, settings.final_eval)  # there, but not read before the last step
     timings: dict[str, float] = {}
     began = time.perf_counter()
     data = prepare_training_data(settings.dataset, split=settings.split, dev_fraction=settings.dev_fraction,
@@ -191,8 +192,9 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress) -
         "final": None,
         "timings": timings,
     }
-    if final_split is not None:
+    if settings.final_eval is not None:
         began = time.perf_counter()
+        final_split = load_split(settings.dataset, settings.final_eval)
         report["final"] = final_evaluation(best.config, final_split, infra, progress)
         timings["final_s"] = time.perf_counter() - began
     timings["total_s"] = sum(timings.values())

@@ -68,3 +68,16 @@ def test_a_dev_fraction_that_leaves_nothing_to_train_on_is_refused(tiny_scifact,
     line = error_line(run_cli("finetune", "embedding", "--dataset", tiny_scifact, "--dev-fraction", "1",
                               "--out", tmp_path / "m"))
     assert "--dev-fraction" in line
+
+
+def test_the_pipeline_checks_its_final_split_before_any_training(tiny_scifact, tmp_path):
+    line = error_line(run_cli("finetune", "pipeline", "--dataset", tiny_scifact, "--final-eval", "dev",
+                              "--out", tmp_path / "p.json", "--model-dir", tmp_path / "m", *TINY))
+    assert "dev.tsv: no qrels for split 'dev'" in line
+    assert not (tmp_path / "m").exists() and not (tmp_path / "p.json").exists()
+
+
+def test_the_pipeline_refuses_to_score_its_final_figure_on_the_training_split(tiny_scifact, tmp_path):
+    line = error_line(run_cli("finetune", "pipeline", "--dataset", tiny_scifact, "--final-eval", "train",
+                              "--out", tmp_path / "p.json", *TINY))
+    assert "--final-eval: is the training split 'train'" in line
