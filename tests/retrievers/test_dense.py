@@ -7,7 +7,6 @@ import pytest
 
 import dashrag
 from dashrag.documents.corpus import Corpus
-from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.errors import ConfigError, UnknownChunkError
 from dashrag.retrievers.dense import (
     euclidean_from_ranking,
@@ -185,12 +184,13 @@ def test_load_memory_maps_the_vectors(cosine, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_bad_model_path_fails_the_build_clearly(subset, tmp_path):
+def test_a_bad_model_path_fails_the_build_clearly_before_anything_is_written(subset, tmp_path):
     config = dense_config(
         embedding={"component": "SentenceTransformerEmbedding", "params": {"model": str(tmp_path / "no-model")}}
     )
-    with pytest.raises(ModelUnavailableError, match="no-model"):
+    with pytest.raises(ConfigError, match=r"params\.embedding\.params: model .*no-model.* is not a directory"):
         dashrag.build(config, Corpus(subset.corpus.documents[:3]), tmp_path / "work")
+    assert not (tmp_path / "work").exists()  # refused at validation: no store, no cache
 
 
 def test_an_unknown_metric_is_a_config_error():
