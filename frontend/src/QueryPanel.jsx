@@ -1,8 +1,9 @@
 import React, { useCallback, useEffect, useState } from 'react';
+import { Failure } from './Failure';
 import { TraceNode } from './Trace';
 
 function Results({ answer, catalog, t, lang }) {
-  if (answer.error) return <p className="error" role="alert">{t('failed', { error: answer.error })}</p>;
+  if (answer.error) return <Failure error={answer.error} t={t} />;
   return (
     <div className="answer">
       <h3>{t('results')} <small>({Number(answer.elapsed_ms).toFixed(1)} ms)</small></h3>
@@ -64,12 +65,12 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees }) {
     setBusy(true);
     const results = await Promise.all(names.map((name) => api
       .post(`/trees/${encodeURIComponent(name)}/query`, { query, trace: true })
-      .then((body) => ({ name, ...body }), (error) => ({ name, error: error.message }))));
+      .then((body) => ({ name, ...body }), (error) => ({ name, error }))));
     setAnswers(results);
     setBusy(false);
   }, [api, compare, first, second, query]);
 
-  const act = (promise) => promise.then(refreshTrees, (error) => setAnswers([{ name: '', error: error.message }]));
+  const act = (promise) => promise.then(refreshTrees, (error) => setAnswers([{ name: '', error }]));
   const select = (value, set, label) => (
     <label>{label}{' '}
       <select value={value} onChange={(e) => set(e.target.value)}>

@@ -1,0 +1,27 @@
+"""The page's own strings (frontend/src/strings.json) exist in English and Spanish alike."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.conftest import REPO
+
+TEXTS = json.loads((REPO / "frontend" / "src" / "strings.json").read_text(encoding="utf-8"))
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def test_every_page_string_has_english_and_spanish():
+    en, es = TEXTS["strings"]["en"], TEXTS["strings"]["es"]
+    assert sorted(en) == sorted(es)
+    assert [k for k in en if not en[k].strip() or not es[k].strip()] == []
+
+
+def test_the_spanish_strings_keep_the_english_placeholders():
+    en, es = TEXTS["strings"]["en"], TEXTS["strings"]["es"]
+    assert {k: sorted(PLACEHOLDER.findall(v)) for k, v in en.items()} == \
+        {k: sorted(PLACEHOLDER.findall(v)) for k, v in es.items()}
+
+
+def test_every_picker_category_has_both_names():
+    assert sorted(TEXTS["categories"]["en"]) == sorted(TEXTS["categories"]["es"])
