@@ -125,7 +125,8 @@ def unused_translations(schemas: dict[str, dict[str, Any]]) -> list[str]:
     """Catalog entries no component uses any more (a renamed parameter, a reworded description)."""
     texts = catalog()
     props = [(f, p) for schema in schemas.values() for f, p in schema.get("properties", {}).items()]
-    used_ids = {i for s in schemas.values() for r in s.get("x-dashrag-rules", []) for i in RULE_MESSAGES.get(r["rule"], ())}
+    rules = [r["rule"] for schema in schemas.values() for r in schema.get("x-dashrag-rules", [])]
+    used_ids = {i for kind in rules for i in RULE_MESSAGES.get(kind, ())}
     unused = [f"titles_es: {k}" for k in texts["titles_es"] if k not in {f for f, _ in props}]
     descriptions = {p.get("description") for _, p in props}
     unused += [f"descriptions_es: {k}" for k in texts["descriptions_es"] if k not in descriptions]

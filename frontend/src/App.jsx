@@ -49,6 +49,7 @@ export function App() {
   const [trees, setTrees] = useState([]);
   const [choosingRoot, setChoosingRoot] = useState(false);
   const [presets, setPresets] = useState([]);
+  const [queried, setQueried] = useState(null); // a tree just built, chosen on the query tab
   const [session, setSession] = useState(0); // counts token changes: everything is asked for again
   const t = useMemo(() => translator(lang), [lang]);
 
@@ -118,11 +119,13 @@ export function App() {
             </div>
             <aside className="side">
               <JsonPanel tree={tree} t={t} onLoad={(loaded) => setTree(canonicalTree(catalog, loaded))} presets={presets} />
-              <IndexPanel api={api} catalog={catalog} tree={tree} valid={valid} t={t} lang={lang} onBuilt={refreshTrees} />
+              <IndexPanel api={api} catalog={catalog} tree={tree} valid={valid} t={t} lang={lang} onBuilt={refreshTrees}
+                onQuery={(name) => { setQueried(name); setTab('query'); refreshTrees(); }} />
             </aside>
           </div>
           <div hidden={tab !== 'query'}>
-            <QueryPanel api={api} catalog={catalog} t={t} lang={lang} trees={trees} refreshTrees={refreshTrees} />
+            <QueryPanel api={api} catalog={catalog} t={t} lang={lang} trees={trees} refreshTrees={refreshTrees}
+              chosen={queried} />
           </div>
           {choosingRoot && (
             <Picker catalog={catalog} accepts={retrievers} lang={lang} t={t} title={t('chooseRoot')}

@@ -9,7 +9,7 @@ const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
 // Build an index of the tree on screen: a corpus path under the server's data root, or uploaded files, cut
 // by the chunker chosen here (a form from its schema, checked like the tree) or by the service's default.
 // The job's progress is polled from GET /jobs/{id} until it is done or failed.
-export function IndexPanel({ api, catalog, tree, valid, t, lang, onBuilt }) {
+export function IndexPanel({ api, catalog, tree, valid, t, lang, onBuilt, onQuery }) {
   const [name, setName] = useState('my-tree');
   const [corpusPath, setCorpusPath] = useState('');
   const [files, setFiles] = useState([]);
@@ -62,7 +62,7 @@ export function IndexPanel({ api, catalog, tree, valid, t, lang, onBuilt }) {
         <input type="text" value={name} required pattern="[A-Za-z0-9][A-Za-z0-9_.\-]*" onChange={(e) => setName(e.target.value)} />
       </label>
       <label>{t('corpusPath')}{' '}
-        <input type="text" value={corpusPath} onChange={(e) => setCorpusPath(e.target.value)} placeholder="corpus" />
+        <input type="text" value={corpusPath} onChange={(e) => setCorpusPath(e.target.value)} placeholder={t('corpusPlaceholder')} />
       </label>
       <label>{t('corpusFiles')}{' '}
         <input type="file" multiple accept=".jsonl,.txt,.md" onChange={(e) => setFiles([...e.target.files])} />
@@ -88,10 +88,16 @@ export function IndexPanel({ api, catalog, tree, valid, t, lang, onBuilt }) {
       {job && (
         <div className="job" aria-live="polite" data-status={job.status}>
           <progress max="1" value={job.progress ?? 0} />
-          {' '}{t('jobStatus', { id: job.id, status: t(`status_${job.status}`) })} · {Math.round((job.progress ?? 0) * 100)} %
+          {' '}{t('jobStatus', { id: String(job.id).slice(0, 8), status: t(`status_${job.status}`) })} · {Math.round((job.progress ?? 0) * 100)} %
           {/* the server words its progress in English: shown as is on the English page */}
           {lang === 'en' && job.message ? ` — ${job.message}` : ''}
           {job.error && <Failure summary={t('jobFailed')} detail={job.error} t={t} />}
+          {job.status === 'done' && (
+            <p>
+              {t('builtHint', { name: job.tree })}{' '}
+              <button type="button" onClick={() => onQuery(job.tree)}>{t('goQuery')}</button>
+            </p>
+          )}
         </div>
       )}
       {problem && <Failure error={problem} t={t} />}

@@ -19,8 +19,8 @@ def test_spanish_shows_each_parameters_help_and_its_choices_labels(page):
     assert "Cuántos devolver (top_k)" in top_k.locator("label").first.inner_text()
     assert "Cuántos fragmentos elige el modelo como máximo; a lo sumo k1." in top_k.inner_text()
     assert "por defecto: 5" in top_k.inner_text()
-    child = page.locator('section[data-path="params.children[0]"]')
-    assert "Recuperadores que se ejecutan lado a lado." in child.locator('fieldset[data-field="children"]').first.inner_text()
+    slot = page.locator('section[data-path="params.children[0]"] > fieldset[data-field="children"]')
+    assert "Recuperadores que se ejecutan lado a lado." in slot.locator("> p.help").inner_text()
     merge = field(page, "params.children[0]", "merge_strategy")
     assert merge.locator("option:checked").inner_text() == "Por turnos (round_robin)"
     assert "Fusión por rango recíproco (rrf)" in merge.locator("option").all_inner_texts()

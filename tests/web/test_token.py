@@ -48,8 +48,8 @@ def test_without_the_token_the_page_says_to_enter_it(guarded, guarded_url, probl
 def test_a_wrong_token_is_refused_and_the_right_one_serves_the_page(guarded, guarded_url, problems):
     for path in API_CALLS:
         problems.expect(401, path)
-    sent = []
-    guarded.on("request", lambda r: sent.append(r.headers.get("authorization")) if r.url.endswith("/components") else None)
+    sent: list[str | None] = []  # the Authorization header of each GET /components
+    guarded.on("request", lambda r: r.url.endswith("/components") and sent.append(r.headers.get("authorization")))
     guarded.goto(guarded_url + "/")
     guarded.get_by_label("Access token").fill("wrong-token")
     guarded.get_by_role("button", name="Use token").click()
