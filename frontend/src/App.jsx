@@ -119,7 +119,8 @@ export function App() {
             </div>
             <aside className="side">
               <JsonPanel tree={tree} t={t} onLoad={(loaded) => setTree(canonicalTree(catalog, loaded))} presets={presets} />
-              <IndexPanel api={api} catalog={catalog} tree={tree} valid={valid} t={t} lang={lang} onBuilt={refreshTrees}
+              <IndexPanel api={api} catalog={catalog} tree={tree} valid={valid} problems={errors.length} t={t} lang={lang}
+                onBuilt={refreshTrees}
                 onQuery={(name) => { setQueried(name); setTab('query'); refreshTrees(); }} />
             </aside>
           </div>

@@ -9,7 +9,7 @@ const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
 // Build an index of the tree on screen: a corpus path under the server's data root, or uploaded files, cut
 // by the chunker chosen here (a form from its schema, checked like the tree) or by the service's default.
 // The job's progress is polled from GET /jobs/{id} until it is done or failed.
-export function IndexPanel({ api, catalog, tree, valid, t, lang, onBuilt, onQuery }) {
+export function IndexPanel({ api, catalog, tree, valid, problems, t, lang, onBuilt, onQuery }) {
   const [name, setName] = useState('my-tree');
   const [corpusPath, setCorpusPath] = useState('');
   const [files, setFiles] = useState([]);
@@ -84,6 +84,7 @@ export function IndexPanel({ api, catalog, tree, valid, t, lang, onBuilt, onQuer
       )}
       <label><input type="checkbox" checked={overwrite} onChange={(e) => setOverwrite(e.target.checked)} /> {t('overwrite')}</label>
       <button type="submit" disabled={blocked || running || noCorpus}>{t('build')}</button>
+      {tree && problems > 0 && <p className="help">{t('invalidTree')}</p>}
       {tree && valid && noCorpus && <p className="help">{t('needCorpus')}</p>}
       {job && (
         <div className="job" aria-live="polite" data-status={job.status}>

@@ -2,6 +2,7 @@ import React, { useState } from 'react';
 import Form from '@rjsf/core';
 import validator from '@rjsf/validator-ajv8';
 import { componentFields, defaultNode, formUiSchema, iconOf, paramHelp, paramTitle, representation, scalarSchema } from './catalog';
+import { rjsfTranslator } from './i18n';
 import { joinText, parsePath, setIn } from './paths';
 import { Picker } from './Picker';
 
@@ -131,6 +132,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
           idPrefix={nodeId(path, idBase)}
           uiSchema={formUiSchema(formSchema, meta, lang, t)}
           experimental_defaultFormStateBehavior={FORM_DEFAULTS}
+          translateString={rjsfTranslator(lang)}
         />
       </div>
       {slotFields.map(([field, prop]) => {

@@ -1,6 +1,7 @@
 // The page's own strings in English and Spanish (strings.json: `strings` by language, `categories` the
 // picker's group names); tests/web/test_strings.py fails when a key or placeholder is in one language only.
 // The words of each component and parameter come from frontend_meta (display, params, rule_messages).
+import { replaceStringParameters } from '@rjsf/utils';
 import TEXTS from './strings.json';
 
 const STRINGS = TEXTS.strings;
@@ -13,6 +14,13 @@ export function translator(lang) {
     const text = table[key] ?? STRINGS.en[key] ?? key;
     return text.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
   };
+}
+
+// rjsf's own words (the buttons of a list field, "Item", ...) in `lang`: strings.json's `rjsf_es` maps
+// each of rjsf's English strings (its TranslatableString values) to Spanish.
+export function rjsfTranslator(lang) {
+  const table = lang === 'es' ? TEXTS.rjsf_es : {};
+  return (text, params) => replaceStringParameters(table[text] ?? text, params);
 }
 
 export function categoryName(lang, category) {
