@@ -4,8 +4,9 @@
 collection of a Qdrant server (or of an embedded storage folder) whose points carry the
 reference payload: ``chunk_id``, ``text``, ``source_id``. A query is embedded by the
 configured embedding component (the same model that embedded the points: the
-collection's vector size must be the model's, checked when the service starts) and
-answered by ``query_points``. dashrag's own bookkeeping collection (``dashrag_records``)
+collection's vector size must be the model's) and
+answered by ``query_points``. The collection's layout is read on its first search (so a
+server that is down when the service starts is a 503 until it answers). dashrag's own bookkeeping collection (``dashrag_records``)
 is never served, and a saved tree of the same name wins (it is registered first).
 
 retrieval_score: Qdrant's cosine (or dot product, meant for normalised embeddings) is a
@@ -83,7 +84,14 @@ class QdrantCollection:
         self.server = server
         self.name = name
         self.embedding = embedding
-        self.vector_name, self.distance = self._vector_layout()
+        self._layout: tuple[str | None, str] | None = None
+
+    @property
+    def layout(self) -> tuple[str | None, str]:
+        """(vector name, distance), read from the collection on first use and kept once it fits."""
+        if self._layout is None:
+            self._layout = self._vector_layout()
+        return self._layout
 
     def _where(self) -> str:
         return f"collection {self.name!r}"
@@ -114,12 +122,13 @@ class QdrantCollection:
             return True
 
     def score(self, native: float) -> float:
-        return clip_cosine(native) if self.distance in COSINE_LIKE else 1.0 / (1.0 + max(0.0, native))
+        return clip_cosine(native) if self.layout[1] in COSINE_LIKE else 1.0 / (1.0 + max(0.0, native))
 
     def search(self, query: str, limit: int) -> list[RetrievedChunk]:
+        vector_name = self.layout[0]
         vector = self.embedding.embed_queries([query])[0].tolist()
         with self.server.errors(self._where(), "searching"):
-            answer = self.server.client.query_points(self.name, query=vector, using=self.vector_name, limit=limit,
+            answer = self.server.client.query_points(self.name, query=vector, using=vector_name, limit=limit,
                                                      with_payload=["chunk_id", "text", "source_id"])
         found: list[RetrievedChunk] = []
         for point in answer.points:
@@ -136,7 +145,8 @@ class QdrantCollection:
 
 def qdrant_collections(location: str, embedding_config: dict[str, Any] | None, api_key: str | None,
                        names: list[str] | None = None) -> tuple[QdrantServer, list[QdrantCollection]]:
-    """The configured Qdrant's collections (``names``, or every one), ready to register."""
+    """The configured Qdrant's collections (``names``, or every one, listed now: an EngineError when the
+    server cannot be reached, so a service told to serve "every collection" does not start without them)."""
     embedding = build_component(embedding_config or {"component": "MiniLMEmbedding"}, "embedding")
     if not isinstance(embedding, EmbeddingModel):
         raise ConfigError(f"qdrant_embedding: {embedding.component_name} is not an embedding model")
