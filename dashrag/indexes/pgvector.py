@@ -39,6 +39,7 @@ from dashrag.indexes.postgres_engine import (  # noqa: F401  (RECORDS_TABLE, sql
 
 OPERATORS = {"cosine": "<=>", "dot": "<#>", "euclidean": "<->"}
 OPCLASSES = {"cosine": "vector_cosine_ops", "dot": "vector_ip_ops", "euclidean": "vector_l2_ops"}
+BUILD_MEMORY = "1GB"  # maintenance_work_mem of the HNSW build: 200,000 384-d vectors and their graph fit
 
 
 class PgVectorParams(PgConnectionParams):
@@ -82,9 +83,15 @@ class PgVectorIndex(PgEngine[PgVectorParams], VectorIndex[PgVectorParams]):
         metric = record["metric"]
         if not self.params.exact:
             p = self.params
-            self._run("building the HNSW index", f"""
-                CREATE INDEX "{self.name}_hnsw" ON "{self.name}" USING hnsw (embedding {OPCLASSES[metric]})
-                WITH (m = {int(p.hnsw_m)}, ef_construction = {int(p.hnsw_ef_construction)})""")
+            from sqlalchemy import text
+
+            with self.engine_errors("building the HNSW index"), self.engine.begin() as connection:
+                # pgvector builds fast only while the graph fits in maintenance_work_mem (default 64 MB: about
+                # 40,000 384-d vectors); above it the build slows many times over
+                connection.execute(text(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'"))
+                connection.execute(text(f"""
+                    CREATE INDEX "{self.name}_hnsw" ON "{self.name}" USING hnsw (embedding {OPCLASSES[metric]})
+                    WITH (m = {int(p.hnsw_m)}, ef_construction = {int(p.hnsw_ef_construction)})"""))
         self.record_and_guard(record)
 
     # -- search ------------------------------------------------------------------
