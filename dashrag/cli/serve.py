@@ -40,12 +40,11 @@ def register_serve_command(app: typer.Typer, user_errors: Callable[[Callable[...
         """Serve POST /retrieve and the tree API over the saved trees in --trees (and Qdrant collections)."""
         import uvicorn
 
+        from dashrag.core.config_json import loads_config
         from dashrag.errors import ConfigError
         from dashrag.service.app import create_app
         from dashrag.service.logs import configure_logging
         from dashrag.service.settings import load_settings
-
-        from dashrag.core.config_json import loads_config
 
         embedding = loads_config(qdrant_embedding, "--qdrant-embedding") if qdrant_embedding else None
         resolved = load_settings(settings, trees_dir=trees, host=host, port=port, data_root=data_root,

@@ -24,6 +24,7 @@ first, ties to the lower chunk id.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -32,7 +33,7 @@ import scipy.sparse as sp
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams
 from dashrag.core.restriction import Restriction
-from dashrag.indexes.base import Hits
+from dashrag.indexes.base import Hits, IndexIdentity
 from dashrag.scoring.bm25 import BM25Weights
 
 P = TypeVar("P", bound=ComponentParams)
@@ -44,6 +45,16 @@ class KeywordIndex(ConfigObject[P], Generic[P]):
 
     #: the node scores in this process with its own arrays (True), or asks the index to search (False)
     in_process = False
+
+    def add(self, weights: BM25Weights, identity: IndexIdentity) -> None:
+        """Hold the node's BM25 weights (computed over the whole corpus)."""
+        raise NotImplementedError
+
+    def save_into(self, folder: Path) -> None:
+        raise NotImplementedError
+
+    def load_from(self, folder: Path, identity: IndexIdentity) -> None:
+        raise NotImplementedError
 
     def search(self, queries: list[QueryTerms], k: int, restriction: Restriction | None,
                chunk_ids: list[int] | None = None) -> list[Hits]:

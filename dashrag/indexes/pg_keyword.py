@@ -43,7 +43,7 @@ class PgKeywordParams(PgConnectionParams):
               "(exacta)."),
           representation="PostgreSQL BM25 {table}")
 class PgKeywordIndex(PgEngine[PgKeywordParams], KeywordIndex[PgKeywordParams]):
-    def add(self, weights: BM25Weights, identity: IndexIdentity) -> None:  # type: ignore[override]
+    def add(self, weights: BM25Weights, identity: IndexIdentity) -> None:
         super().add(document_weights(weights), identity)
 
     @property

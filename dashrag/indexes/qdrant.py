@@ -12,8 +12,6 @@ no HNSW).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from pydantic import Field
 

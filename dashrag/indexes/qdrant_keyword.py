@@ -40,7 +40,7 @@ class QdrantKeywordParams(QdrantConnectionParams):
               "Pesos BM25 de los términos como vectores dispersos en una colección de Qdrant (exacta)."),
           representation="Qdrant BM25 {collection}")
 class QdrantKeywordIndex(QdrantEngine[QdrantKeywordParams], KeywordIndex[QdrantKeywordParams]):
-    def add(self, weights: BM25Weights, identity: IndexIdentity) -> None:  # type: ignore[override]
+    def add(self, weights: BM25Weights, identity: IndexIdentity) -> None:
         super().add(document_weights(weights), identity)
 
     def check_layout(self, identity: IndexIdentity) -> None:

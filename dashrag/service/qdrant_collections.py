@@ -4,10 +4,11 @@
 collection of a Qdrant server (or of an embedded storage folder) whose points carry the
 reference payload: ``chunk_id``, ``text``, ``source_id``. A query is embedded by the
 configured embedding component (the same model that embedded the points: the
-collection's vector size must be the model's) and
-answered by ``query_points``. The collection's layout is read on its first search (so a
-server that is down when the service starts is a 503 until it answers). dashrag's own bookkeeping collection (``dashrag_records``)
-is never served, and a saved tree of the same name wins (it is registered first).
+collection's vector size must be the model's) and answered by ``query_points``. The
+collection's layout is read on its first search (so a server that is down when the
+service starts is a 503 until it answers). dashrag's own bookkeeping collection
+(``dashrag_records``) is never served, and a saved tree of the same name wins (it is
+registered first).
 
 retrieval_score: Qdrant's cosine (or dot product, meant for normalised embeddings) is a
 cosine already: clipped to [0, 1] like a cosine tree's; a Euclid or Manhattan distance
