@@ -257,6 +257,8 @@ def bench_corpus(label: str, builders: dict[str, Any], queries: Any, repeats: in
     print(f"  {label}: load average after the timings: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
     for row in rows.values():
         row["load_average"] = list(load)
+        row["peak_mib"] = float("nan")
+    print_table(f"{label}, timings (peak memory follows)", rows)  # kept even if the memory probes are cut short
     for tree in trees.values():
         tree.close()
     for name in builders:  # memory: one child process per index
