@@ -31,13 +31,13 @@ import numpy as np
 import scipy.sparse as sp
 from pydantic import Field
 
+from dashrag.core.digest import digest
 from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec
 from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
 from dashrag.core.ranking import by_distance
 from dashrag.core.registry import register
 from dashrag.core.retriever import Result, UnitRetriever, check_query
 from dashrag.documents.scored_chunks import ScoredChunks
-from dashrag.embeddings.base import digest
 from dashrag.errors import ConfigError, PersistenceError, RetrievalError
 from dashrag.indexes.base import IndexIdentity
 from dashrag.indexes.keyword_base import KeywordIndex, QueryTerms
