@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -159,6 +161,9 @@ def test_query_on_a_collection_of_another_dimension_exits_2(tmp_path):
 
 
 def test_serve_of_an_unreachable_qdrant_exits_2_naming_it(tmp_path):
+    """A real process: `serve` sets up the process's logging, which must not outlive it into other tests."""
     url = f"http://127.0.0.1:{free_port()}"
-    result = run("serve", "--qdrant", url, "--qdrant-embedding", json.dumps(ONNX), "--port", "0")
-    assert result.exit_code == 2 and f"Qdrant server at {url}" in result.output and "Traceback" not in result.output
+    proc = subprocess.run([sys.executable, "-m", "dashrag.cli.main", "serve", "--qdrant", url,
+                           "--qdrant-embedding", json.dumps(ONNX), "--port", "0"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and f"Qdrant server at {url}" in proc.stderr and "Traceback" not in proc.stderr
