@@ -28,6 +28,7 @@ from jsonschema import Draft202012Validator
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ALIASES_KEY, RULES_KEY
 from dashrag.core.registry import all_components, render_index
+from dashrag.core.translations import component_texts
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_BASE = "https://dashrag.dev/schemas/"
@@ -116,12 +117,14 @@ def component_schema(cls: type[ConfigObject]) -> dict[str, Any]:
 
 
 def frontend_meta(cls: type[ConfigObject]) -> dict[str, Any]:
-    """Everything the UI shows about a component besides the form itself."""
+    """Everything the UI shows about a component besides the form itself, and the words of the form in each
+    language (``params``: title, help and choice labels; ``rule_messages``), from dashrag.core.translations."""
     nested = {
         field_name: {"kind": kind, "list": is_list, "accepts": components_of_kind(kind)}
         for field_name, (kind, is_list) in cls.SCHEMA.component_fields().items()
     }
-    return {"component": cls.component_name, **cls.META.to_json(), "nested_fields": nested}
+    return {"component": cls.component_name, **cls.META.to_json(), "nested_fields": nested,
+            **component_texts(component_schema(cls))}
 
 
 def _dump(data: Any) -> str:

@@ -1,5 +1,6 @@
 import React, { useCallback, useEffect, useMemo, useState } from 'react';
 import { api } from './api';
+import { Failure } from './Failure';
 import { canonicalTree, defaultNode, loadCatalog } from './catalog';
 import { LANGUAGES, translator } from './i18n';
 import { IndexPanel } from './IndexPanel';
@@ -7,6 +8,7 @@ import { JsonPanel } from './JsonPanel';
 import { NodeCard } from './NodeCard';
 import { Picker } from './Picker';
 import { QueryPanel } from './QueryPanel';
+import { TokenField } from './TokenField';
 import { groupErrors, makeValidator, validateTree } from './validate';
 
 const SERVER_DELAY_MS = 350;
@@ -17,21 +19,25 @@ function initialLanguage() {
   return (navigator.language || 'en').startsWith('es') ? 'es' : 'en';
 }
 
-// Ask the server about the tree, a moment after the last change; its errors show at the same paths.
-function useServerErrors(tree) {
-  const [state, setState] = useState({ tree: null, errors: [] });
+// Ask the server about the tree, a moment after the last change; its errors show at the same paths. A call
+// that fails (no token, server gone) is a `failure`, shown as such, and the tree counts as unchecked.
+function useServerErrors(tree, session) {
+  const [state, setState] = useState({ tree: null, errors: [], failure: null });
   useEffect(() => {
     if (!tree) return undefined;
     let current = true;
     const timer = setTimeout(() => {
       api.post('/trees/validate', tree).then(
-        (body) => current && setState({ tree, errors: (body.errors || []).map((e) => ({ ...e, source: 'server' })) }),
-        (error) => current && setState({ tree, errors: [{ path: '', message: error.message, source: 'server' }] }),
+        (body) => current && setState({
+          tree, errors: (body.errors || []).map((e) => ({ ...e, source: 'server' })), failure: null }),
+        (error) => current && setState({ tree, errors: [], failure: error }),
       );
     }, SERVER_DELAY_MS);
     return () => { current = false; clearTimeout(timer); };
-  }, [tree]);
-  return state.tree === tree ? { checking: false, errors: state.errors } : { checking: Boolean(tree), errors: [] };
+  }, [tree, session]);
+  return state.tree === tree
+    ? { checking: false, errors: state.errors, failure: state.failure }
+    : { checking: Boolean(tree), errors: [], failure: null };
 }
 
 export function App() {
@@ -43,14 +49,17 @@ export function App() {
   const [trees, setTrees] = useState([]);
   const [choosingRoot, setChoosingRoot] = useState(false);
   const [presets, setPresets] = useState([]);
+  const [queried, setQueried] = useState(null); // a tree just built, chosen on the query tab
+  const [session, setSession] = useState(0); // counts token changes: everything is asked for again
   const t = useMemo(() => translator(lang), [lang]);
 
   useEffect(() => {
-    loadCatalog(api).then(setCatalog, (error) => setFailure(error.message));
-    api.get('/presets').then(setPresets, (error) => setFailure(error.message));
-  }, []);
-  const refreshTrees = useCallback(() => api.get('/trees').then(setTrees, (error) => setFailure(error.message)), []);
-  useEffect(() => { refreshTrees(); }, [refreshTrees]);
+    setFailure(null);
+    loadCatalog(api).then(setCatalog, setFailure);
+    api.get('/presets').then(setPresets, setFailure);
+  }, [session]);
+  const refreshTrees = useCallback(() => api.get('/trees').then(setTrees, setFailure), []);
+  useEffect(() => { refreshTrees(); }, [refreshTrees, session]);
   useEffect(() => {
     document.documentElement.lang = lang;
     document.title = t('title');
@@ -60,13 +69,14 @@ export function App() {
   const validateFn = useMemo(() => (catalog ? makeValidator(catalog) : null), [catalog]);
   const clientErrors = useMemo(
     () => (catalog && tree ? validateTree(catalog, validateFn, tree, lang) : []), [catalog, validateFn, tree, lang]);
-  const server = useServerErrors(tree);
+  const server = useServerErrors(tree, session);
   // the server's answer adds what the page's own checks did not find at that path (the same problem twice,
   // once in each wording, would only be noise)
   const clientPaths = new Set(clientErrors.map((e) => e.path));
   const errors = [...clientErrors, ...server.errors.filter((e) => !clientPaths.has(e.path))];
   const errorsByPath = groupErrors(errors);
-  const valid = Boolean(tree) && clientErrors.length === 0 && !server.checking && server.errors.length === 0;
+  const valid = Boolean(tree) && clientErrors.length === 0 && !server.checking && !server.failure
+    && server.errors.length === 0;
 
   const retrievers = catalog ? catalog.components.filter((c) => c.kind === 'retriever').map((c) => c.name) : [];
   return (
@@ -77,6 +87,7 @@ export function App() {
           <button type="button" aria-pressed={tab === 'build'} onClick={() => setTab('build')}>{t('tabBuild')}</button>
           <button type="button" aria-pressed={tab === 'query'} onClick={() => { setTab('query'); refreshTrees(); }}>{t('tabQuery')}</button>
         </nav>
+        <TokenField t={t} onChange={() => setSession((n) => n + 1)} />
         <label className="language">{t('language')}{' '}
           <select value={lang} onChange={(e) => setLang(e.target.value)}>
             <option value="en">English</option>
@@ -84,7 +95,7 @@ export function App() {
           </select>
         </label>
       </header>
-      {failure && <p className="error" role="alert">{t('failed', { error: failure })}</p>}
+      {failure && <Failure error={failure} t={t} />}
       {!catalog ? <p>{t('loading')}</p> : (
         <main>
           <div hidden={tab !== 'build'} className="build">
@@ -96,8 +107,9 @@ export function App() {
               {tree && (
                 <div className="status" aria-live="polite">
                   {errors.length > 0 && <span className="bad">{errors.length} {t('errors')}</span>}
-                  {errors.length === 0 && !server.checking && <span className="ok">{t('noErrors')}</span>}
+                  {errors.length === 0 && !server.checking && !server.failure && <span className="ok">{t('noErrors')}</span>}
                   {server.checking && <span className="checking"> {t('serverChecking')}</span>}
+                  {server.failure && <Failure error={server.failure} t={t} />}
                 </div>
               )}
               {tree && (
@@ -107,11 +119,14 @@ export function App() {
             </div>
             <aside className="side">
               <JsonPanel tree={tree} t={t} onLoad={(loaded) => setTree(canonicalTree(catalog, loaded))} presets={presets} />
-              <IndexPanel api={api} tree={tree} valid={valid} t={t} onBuilt={refreshTrees} />
+              <IndexPanel api={api} catalog={catalog} tree={tree} valid={valid} problems={errors.length} t={t} lang={lang}
+                onBuilt={refreshTrees}
+                onQuery={(name) => { setQueried(name); setTab('query'); refreshTrees(); }} />
             </aside>
           </div>
           <div hidden={tab !== 'query'}>
-            <QueryPanel api={api} catalog={catalog} t={t} lang={lang} trees={trees} refreshTrees={refreshTrees} />
+            <QueryPanel api={api} catalog={catalog} t={t} lang={lang} trees={trees} refreshTrees={refreshTrees}
+              chosen={queried} />
           </div>
           {choosingRoot && (
             <Picker catalog={catalog} accepts={retrievers} lang={lang} t={t} title={t('chooseRoot')}

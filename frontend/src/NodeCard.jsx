@@ -1,30 +1,38 @@
 import React, { useState } from 'react';
 import Form from '@rjsf/core';
 import validator from '@rjsf/validator-ajv8';
-import { componentFields, defaultNode, formUiSchema, iconOf, representation, scalarSchema } from './catalog';
-import { fieldTitle } from './fieldTitles';
+import { componentFields, defaultNode, formUiSchema, iconOf, paramHelp, paramTitle, representation, scalarSchema } from './catalog';
+import { rjsfTranslator } from './i18n';
 import { joinText, parsePath, setIn } from './paths';
 import { Picker } from './Picker';
 
 // rjsf must never add what the user did not enter: the tree on screen is exactly the JSON it downloads.
 const FORM_DEFAULTS = { emptyObjectFields: 'skipDefaults', arrayMinItems: { populate: 'never' } };
 
-export function nodeId(path) {
-  return path ? `node-${path.replace(/[^A-Za-z0-9]+/g, '-').replace(/-$/, '')}` : 'node';
+// rjsf's ids: `<root>_<field>`, the root naming the node by its JSON path (`node-params-children-0`);
+// `base` tells apart forms that are not in the tree (the chunker's is `chunker`).
+export function nodeId(path, base = 'node') {
+  return path ? `${base}-${path.replace(/[^A-Za-z0-9]+/g, '-').replace(/-$/, '')}` : base;
 }
 
-function ErrorList({ errors, className = 'errors' }) {
+// A message of the server's (it checks a tree too) is in English: in another language it is introduced
+// as the server's words. The page's own checks speak the page's language.
+export function errorText(e, t, lang) {
+  return e.source === 'server' && lang !== 'en' ? `${t('serverSays')}: ${e.message}` : e.message;
+}
+
+function ErrorList({ errors, t, lang, className = 'errors' }) {
   if (!errors || errors.length === 0) return null;
   return (
     <ul className={className} role="alert">
-      {errors.map((e) => <li key={`${e.source}:${e.message}`} data-source={e.source}>{e.message}</li>)}
+      {errors.map((e) => <li key={`${e.source}:${e.message}`} data-source={e.source}>{e.worded ? e.message : errorText(e, t, lang)}</li>)}
     </ul>
   );
 }
 
 // The errors of one node, split into those rjsf shows at its own fields (an ErrorSchema), those of its
 // component slots, and those of the node itself (unknown component, unexpected keys).
-function splitErrors(errorsByPath, path, schema) {
+function splitErrors(errorsByPath, path, schema, t, lang) {
   const paramsPath = joinText(path, 'params');
   const prefix = `${paramsPath}.`;
   const own = {};
@@ -37,7 +45,7 @@ function splitErrors(errorsByPath, path, schema) {
     }
     const rel = path ? (where.startsWith(`${path}.`) ? parsePath(where.slice(path.length + 1)) : []) : parsePath(where);
     if (rel.length === 1 && rel[0] !== 'params') { // a key a node does not have ("parms")
-      node.push(...list.map((e) => ({ ...e, message: `${rel[0]}: ${e.message}` })));
+      node.push(...list.map((e) => ({ ...e, message: `${rel[0]}: ${errorText(e, t, lang)}`, worded: true })));
       continue;
     }
     if (!where.startsWith(prefix)) continue;
@@ -49,17 +57,17 @@ function splitErrors(errorsByPath, path, schema) {
       continue; // deeper errors belong to the nested node
     }
     if (!prop) {
-      node.push(...list.map((e) => ({ ...e, message: `${field}: ${e.message}` })));
+      node.push(...list.map((e) => ({ ...e, message: `${field}: ${errorText(e, t, lang)}`, worded: true })));
       continue;
     }
     let tree = own;
     for (const key of rest) tree = tree[key] = tree[key] || {};
-    tree.__errors = [...(tree.__errors || []), ...list.map((e) => e.message)];
+    tree.__errors = [...(tree.__errors || []), ...list.map((e) => errorText(e, t, lang))];
   }
   return { own, slots, node };
 }
 
-export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, onChange, actions }) {
+export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, onChange, actions, idBase = 'node' }) {
   const [picking, setPicking] = useState(null); // {title, accepts, apply(name)}
   const meta = catalog.byName[node.component];
   const schema = catalog.schemas[node.component];
@@ -67,7 +75,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
     return (
       <section className="node unknown" data-path={path}>
         <header><strong>{String(node.component)}</strong>{actions}</header>
-        <ErrorList errors={errorsByPath[joinText(path, 'component')] || errorsByPath[path]} />
+        <ErrorList errors={errorsByPath[joinText(path, 'component')] || errorsByPath[path]} t={t} lang={lang} />
       </section>
     );
   }
@@ -75,8 +83,8 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
   const params = node.params || {};
   const slotFields = componentFields(schema);
   const scalarData = Object.fromEntries(Object.entries(params).filter(([k]) => !schema.properties?.[k]?.['x-component-kind']));
-  const { own, slots, node: nodeErrors } = splitErrors(errorsByPath, path, schema);
-  const formSchema = scalarSchema(schema, t, lang);
+  const { own, slots, node: nodeErrors } = splitErrors(errorsByPath, path, schema, t, lang);
+  const formSchema = scalarSchema(schema, meta, t, lang);
 
   const setParam = (field, value) => onChange({ ...node, params: { ...params, [field]: value } });
   // The form shows every field's value, the default where the tree leaves it out; it writes back only
@@ -111,7 +119,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
         </span>
       </header>
       <p className="representation" aria-live="polite">{representation(catalog, node, lang)}</p>
-      <ErrorList errors={nodeErrors} />
+      <ErrorList errors={nodeErrors} t={t} lang={lang} />
       <div className="node-form">
         <Form
           schema={formSchema}
@@ -121,23 +129,25 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
           extraErrors={own}
           showErrorList={false}
           noHtml5Validate
-          idPrefix={nodeId(path)}
-          uiSchema={formUiSchema(formSchema, t)}
+          idPrefix={nodeId(path, idBase)}
+          uiSchema={formUiSchema(formSchema, meta, lang, t)}
           experimental_defaultFormStateBehavior={FORM_DEFAULTS}
+          translateString={rjsfTranslator(lang)}
         />
       </div>
       {slotFields.map(([field, prop]) => {
         const fieldPath = joinText(joinText(path, 'params'), field);
         const value = params[field];
-        const label = fieldTitle(lang, field, prop);
+        const label = paramTitle(meta, field, lang);
+        const help = paramHelp(meta, field, lang, prop);
         if (prop['x-component-list']) {
           const list = Array.isArray(value) ? value : [];
           const full = prop.maxItems !== undefined && list.length >= prop.maxItems;
           return (
             <fieldset key={field} className="slot" data-field={field}>
               <legend>{label}</legend>
-              {prop.description && <p className="help">{prop.description}</p>}
-              <ErrorList errors={slots[field]} />
+              {help && <p className="help">{help}</p>}
+              <ErrorList errors={slots[field]} t={t} lang={lang} />
               {list.map((child, i) => {
                 const move = (to) => {
                   const copy = [...list];
@@ -154,6 +164,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
                     lang={lang}
                     t={t}
                     errorsByPath={errorsByPath}
+                    idBase={idBase}
                     onChange={(next) => setParam(field, setIn(list, [i], next))}
                     actions={(
                       <>
@@ -178,8 +189,8 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
         return (
           <fieldset key={field} className="slot" data-field={field}>
             <legend>{label}</legend>
-            {prop.description && <p className="help">{prop.description}</p>}
-            <ErrorList errors={slots[field]} />
+            {help && <p className="help">{help}</p>}
+            <ErrorList errors={slots[field]} t={t} lang={lang} />
             {value && typeof value === 'object' ? (
               <NodeCard
                 catalog={catalog}
@@ -189,6 +200,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
                 lang={lang}
                 t={t}
                 errorsByPath={errorsByPath}
+                idBase={idBase}
                 onChange={(next) => setParam(field, next)}
                 actions={prop.default === null && (
                   <button type="button" onClick={() => setParam(field, null)}>{t('remove')}</button>

@@ -1,8 +1,9 @@
 import React, { useCallback, useEffect, useState } from 'react';
+import { Failure } from './Failure';
 import { TraceNode } from './Trace';
 
 function Results({ answer, catalog, t, lang }) {
-  if (answer.error) return <p className="error" role="alert">{t('failed', { error: answer.error })}</p>;
+  if (answer.error) return <Failure error={answer.error} t={t} />;
   return (
     <div className="answer">
       <h3>{t('results')} <small>({Number(answer.elapsed_ms).toFixed(1)} ms)</small></h3>
@@ -29,14 +30,14 @@ function Results({ answer, catalog, t, lang }) {
   );
 }
 
-export function TreeList({ trees, t, onReload, onDelete }) {
+export function TreeList({ trees, t, lang, onReload, onDelete }) {
   if (trees.length === 0) return <p>{t('noTrees')}</p>;
   return (
     <ul className="tree-list">
       {trees.map((tree) => (
         <li key={tree.name} data-tree={tree.name}>
           <strong>{tree.name}</strong> <code>{tree.config?.component}</code>
-          {' · '}{tree.documents} {t('documents')} · {tree.chunks} {t('chunks')} · {tree.saved_at}
+          {' · '}{tree.documents} {t('documents')} · {tree.chunks} {t('chunks')} · {tree.saved_at ? new Date(tree.saved_at).toLocaleString(lang) : ''}
           {' '}<button type="button" onClick={() => onReload(tree.name)}>{t('reload')}</button>
           {' '}<button type="button" onClick={() => onDelete(tree.name)}>{t('delete')}</button>
         </li>
@@ -45,7 +46,7 @@ export function TreeList({ trees, t, onReload, onDelete }) {
   );
 }
 
-export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees }) {
+export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen }) {
   const [query, setQuery] = useState('');
   const [first, setFirst] = useState('');
   const [second, setSecond] = useState('');
@@ -53,6 +54,7 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees }) {
   const [answers, setAnswers] = useState([]);
   const [busy, setBusy] = useState(false);
 
+  useEffect(() => { if (chosen) setFirst(chosen); }, [chosen]);
   useEffect(() => {
     if (!first && trees.length) setFirst(trees[0].name);
     if (!second && trees.length > 1) setSecond(trees[1].name);
@@ -64,12 +66,12 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees }) {
     setBusy(true);
     const results = await Promise.all(names.map((name) => api
       .post(`/trees/${encodeURIComponent(name)}/query`, { query, trace: true })
-      .then((body) => ({ name, ...body }), (error) => ({ name, error: error.message }))));
+      .then((body) => ({ name, ...body }), (error) => ({ name, error }))));
     setAnswers(results);
     setBusy(false);
   }, [api, compare, first, second, query]);
 
-  const act = (promise) => promise.then(refreshTrees, (error) => setAnswers([{ name: '', error: error.message }]));
+  const act = (promise) => promise.then(refreshTrees, (error) => setAnswers([{ name: '', error }]));
   const select = (value, set, label) => (
     <label>{label}{' '}
       <select value={value} onChange={(e) => set(e.target.value)}>
@@ -82,7 +84,7 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees }) {
     <div className="query-panel">
       <section>
         <h2>{t('savedTrees')}</h2>
-        <TreeList trees={trees} t={t}
+        <TreeList trees={trees} t={t} lang={lang}
           onReload={(name) => act(api.post(`/trees/${encodeURIComponent(name)}/reload`, {}))}
           onDelete={(name) => act(api.del(`/trees/${encodeURIComponent(name)}`))} />
       </section>

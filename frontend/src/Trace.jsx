@@ -19,7 +19,7 @@ function Attempts({ selection, t }) {
       {selection.attempts.length > 0 && (
         <table>
           <caption>{t('attempts')}</caption>
-          <thead><tr><th>#</th><th>window</th><th>{t('verdict')}</th><th>ms</th></tr></thead>
+          <thead><tr><th>#</th><th>{t('window')}</th><th>{t('verdict')}</th><th>ms</th></tr></thead>
           <tbody>
             {selection.attempts.map((a, i) => (
               <tr key={i} className={a.verdict?.accepted ? 'accepted' : 'rejected'}>
@@ -58,7 +58,7 @@ export function TraceNode({ node, catalog, t, lang, depth = 0 }) {
           <ol className="trace-output">
             {out.slice(0, 10).map((c, i) => (
               <li key={`${c.chunk_id}-${i}`}>
-                chunk {c.chunk_id} ({t('document')} {String(c.document_id)}#{c.position}) {t('score')} {scoreText(c.score)}
+                {t('chunk')} {c.chunk_id} ({t('document')} {String(c.document_id)}#{c.position}) {t('score')} {scoreText(c.score)}
               </li>
             ))}
           </ol>

@@ -1,5 +1,3 @@
-import { fieldTitle } from './fieldTitles';
-
 // What the page knows about the components: GET /components (frontend_meta) and GET /schemas/{name}
 // (the generated JSON Schemas). Everything the forms show comes from these two answers.
 
@@ -94,13 +92,34 @@ export function representation(catalog, node, lang = 'en') {
   return template.replace(/\{([\w.]+)\}/g, (whole, key) => (key in values ? show(values[key]) : whole));
 }
 
+// The words of one parameter in `lang`, from frontend_meta's `params` (dashrag/core/translations.py):
+// English where the catalog has no entry in that language.
+function words(meta, field) {
+  return meta?.params?.[field] || {};
+}
+
+export function paramTitle(meta, field, lang) {
+  const title = words(meta, field).title || {};
+  const english = title.en || field;
+  const local = lang === 'en' ? null : title[lang];
+  if (!local) return english;
+  return local === field ? field : `${local} (${field})`;
+}
+
+export function paramHelp(meta, field, lang, prop) {
+  const description = words(meta, field).description;
+  return description ? (description[lang] || description.en) : (prop?.description || '');
+}
+
 // The schema rjsf draws for one node: its own (non-component) parameters, each description extended
 // with its limits and default so every field shows them.
-export function scalarSchema(schema, t, lang) {
+export function scalarSchema(schema, meta, t, lang) {
   const properties = {};
   for (const [field, prop] of Object.entries(schema.properties || {})) {
     if (isComponentField(prop)) continue;
-    properties[field] = { ...nullable(prop, t), title: fieldTitle(lang, field, prop), description: withLimits(prop, t) };
+    properties[field] = {
+      ...nullable(prop, t), title: paramTitle(meta, field, lang), description: withLimits(prop, paramHelp(meta, field, lang, prop), t),
+    };
   }
   return { type: 'object', properties, additionalProperties: false };
 }
@@ -135,27 +154,29 @@ function limitsOf(prop) {
   return parts;
 }
 
-function withLimits(prop, t) {
+function withLimits(prop, help, t) {
   const notes = [];
   for (const [kind, text] of limitsOf(prop)) notes.push(kind === 'null' ? t('may be empty') : text);
   if ('default' in prop) notes.push(`${t('default')}: ${show(prop.default)}`);
-  const base = prop.description || '';
+  const base = help || '';
   return notes.length ? `${base}${base ? ' ' : ''}(${notes.join('; ')})` : base;
 }
 
-function readable(value, t) {
+// A choice's label in `lang` with its exact value: "Round robin (round_robin)", "Por turnos (round_robin)".
+function choiceLabel(labels, value, lang, t) {
   if (value === null) return t('none');
-  const text = String(value);
-  const words = text.replace(/[_-]+/g, ' ');
-  const label = words.charAt(0).toUpperCase() + words.slice(1);
-  return label === text ? text : `${label} (${text})`;
+  const found = (labels || []).find((l) => l.value === value);
+  const label = found ? (found[lang] || found.en) : String(value);
+  return label === String(value) ? label : `${label} (${value})`;
 }
 
-// rjsf's uiSchema for one node's form: readable labels for enum values ("Round robin (round_robin)").
-export function formUiSchema(formSchema, t) {
+// rjsf's uiSchema for one node's form: readable labels for enum values, in the page's language.
+export function formUiSchema(formSchema, meta, lang, t) {
   const ui = { 'ui:submitButtonOptions': { norender: true } };
   for (const [field, prop] of Object.entries(formSchema.properties || {})) {
-    if (Array.isArray(prop.enum)) ui[field] = { 'ui:enumNames': prop.enum.map((v) => readable(v, t)) };
+    if (Array.isArray(prop.enum)) {
+      ui[field] = { 'ui:enumNames': prop.enum.map((v) => choiceLabel(words(meta, field).enum_labels, v, lang, t)) };
+    }
   }
   return ui;
 }

@@ -1,148 +1,12 @@
-// The page's own strings in English and Spanish. Component names and descriptions come from
-// frontend_meta (display.en / display.es); field help comes from the schemas.
-const STRINGS = {
-  en: {
-    title: 'dashrag — retriever trees',
-    language: 'Language',
-    tabBuild: 'Build a tree',
-    tabQuery: 'Query saved trees',
-    loading: 'Loading components…',
-    chooseRoot: 'Choose the root component',
-    rootHint: 'Start from a component (for example the Parallel retriever), then fill each slot.',
-    newTree: 'New tree',
-    replace: 'Replace',
-    remove: 'Remove',
-    moveUp: 'Move up',
-    moveDown: 'Move down',
-    add: 'Add',
-    addTo: 'Add to {field}',
-    setComponent: 'Choose a component for {field}',
-    none: 'None (default)',
-    list: 'a list',
-    pickerTitle: 'Choose a component',
-    cancel: 'Cancel',
-    default: 'default',
-    'may be empty': 'may be empty',
-    errors: 'problem(s)',
-    noErrors: 'The tree is valid (page and server agree).',
-    serverChecking: 'Checking with the server…',
-    serverSays: 'server',
-    json: 'JSON of the tree',
-    jsonHint: 'Paste a tree (a preset or your own) and press Load; Download saves what is on screen.',
-    loadJson: 'Load JSON',
-    uploadJson: 'Upload JSON file',
-    download: 'Download JSON',
-    presets: 'Presets',
-    loadPreset: 'Load preset',
-    badJson: 'Not valid JSON: {error}',
-    indexTitle: 'Build an index',
-    treeName: 'Tree name',
-    corpusPath: 'Corpus path (under the server data root)',
-    corpusFiles: 'or upload corpus.jsonl or .txt/.md files',
-    overwrite: 'Replace a saved tree of that name',
-    build: 'Build index',
-    jobStatus: 'Job {id}: {status}',
-    savedTrees: 'Saved trees',
-    noTrees: 'No saved trees yet: build one in "Build a tree".',
-    chunks: 'chunks',
-    documents: 'documents',
-    reload: 'Reload',
-    delete: 'Delete',
-    query: 'Query',
-    queryPlaceholder: 'Type a question',
-    search: 'Search',
-    compare: 'Compare with a second tree',
-    tree: 'Tree',
-    results: 'Results',
-    noResults: 'No results.',
-    score: 'score',
-    document: 'document',
-    trace: 'Trace',
-    traceIn: 'in',
-    traceOut: 'out',
-    elapsed: '{ms} ms',
-    attempts: 'LLM attempts',
-    verdict: 'verdict',
-    selection: 'selection',
-    params: 'parameters',
-    noTree: 'choose a tree',
-    failed: 'Failed: {error}',
-  },
-  es: {
-    title: 'dashrag — árboles de recuperadores',
-    language: 'Idioma',
-    tabBuild: 'Construir un árbol',
-    tabQuery: 'Consultar árboles guardados',
-    loading: 'Cargando componentes…',
-    chooseRoot: 'Elegir el componente raíz',
-    rootHint: 'Empiece por un componente (por ejemplo el recuperador paralelo) y rellene cada hueco.',
-    newTree: 'Árbol nuevo',
-    replace: 'Sustituir',
-    remove: 'Quitar',
-    moveUp: 'Subir',
-    moveDown: 'Bajar',
-    add: 'Añadir',
-    addTo: 'Añadir a {field}',
-    setComponent: 'Elegir un componente para {field}',
-    none: 'Ninguno (por defecto)',
-    list: 'una lista',
-    pickerTitle: 'Elegir un componente',
-    cancel: 'Cancelar',
-    default: 'por defecto',
-    'may be empty': 'puede quedar vacío',
-    errors: 'problema(s)',
-    noErrors: 'El árbol es válido (la página y el servidor coinciden).',
-    serverChecking: 'Consultando al servidor…',
-    serverSays: 'servidor',
-    json: 'JSON del árbol',
-    jsonHint: 'Pegue un árbol (un preajuste o uno propio) y pulse Cargar; Descargar guarda lo que se ve.',
-    loadJson: 'Cargar JSON',
-    uploadJson: 'Subir un archivo JSON',
-    download: 'Descargar JSON',
-    presets: 'Preajustes',
-    loadPreset: 'Cargar preajuste',
-    badJson: 'JSON no válido: {error}',
-    indexTitle: 'Construir un índice',
-    treeName: 'Nombre del árbol',
-    corpusPath: 'Ruta del corpus (dentro de la carpeta de datos del servidor)',
-    corpusFiles: 'o subir corpus.jsonl o archivos .txt/.md',
-    overwrite: 'Sustituir un árbol guardado con ese nombre',
-    build: 'Construir el índice',
-    jobStatus: 'Tarea {id}: {status}',
-    savedTrees: 'Árboles guardados',
-    noTrees: 'Aún no hay árboles guardados: construya uno en «Construir un árbol».',
-    chunks: 'fragmentos',
-    documents: 'documentos',
-    reload: 'Recargar',
-    delete: 'Borrar',
-    query: 'Consulta',
-    queryPlaceholder: 'Escriba una pregunta',
-    search: 'Buscar',
-    compare: 'Comparar con un segundo árbol',
-    tree: 'Árbol',
-    results: 'Resultados',
-    noResults: 'Sin resultados.',
-    score: 'puntuación',
-    document: 'documento',
-    trace: 'Traza',
-    traceIn: 'entran',
-    traceOut: 'salen',
-    elapsed: '{ms} ms',
-    attempts: 'Intentos del LLM',
-    verdict: 'veredicto',
-    selection: 'selección',
-    params: 'parámetros',
-    noTree: 'elija un árbol',
-    failed: 'Error: {error}',
-  },
-};
+// The page's own strings in English and Spanish (strings.json: `strings` by language, `categories` the
+// picker's group names); tests/web/test_strings.py fails when a key or placeholder is in one language only.
+// The words of each component and parameter come from frontend_meta (display, params, rule_messages).
+import { replaceStringParameters } from '@rjsf/utils';
+import TEXTS from './strings.json';
 
-export const CATEGORY_NAMES = {
-  en: { keyword: 'Keyword', semantic: 'Dense / semantic', dense: 'Dense', fusion: 'Fusion', rerank: 'Rerank',
-    composite: 'Composite', llm: 'Language models', chunking: 'Chunking' },
-  es: { keyword: 'Palabras clave', semantic: 'Denso / semántico', dense: 'Denso', fusion: 'Fusión', rerank: 'Reordenación',
-    composite: 'Compuestos', llm: 'Modelos de lenguaje', chunking: 'Fragmentación' },
-};
+const STRINGS = TEXTS.strings;
+export const CATEGORY_NAMES = TEXTS.categories;
+export const LANGUAGES = ['en', 'es'];
 
 export function translator(lang) {
   const table = STRINGS[lang] || STRINGS.en;
@@ -152,8 +16,30 @@ export function translator(lang) {
   };
 }
 
+// rjsf's own words (the buttons of a list field, "Item", ...) in `lang`: strings.json's `rjsf_es` maps
+// each of rjsf's English strings (its TranslatableString values) to Spanish.
+export function rjsfTranslator(lang) {
+  const table = lang === 'es' ? TEXTS.rjsf_es : {};
+  return (text, params) => replaceStringParameters(table[text] ?? text, params);
+}
+
 export function categoryName(lang, category) {
   return (CATEGORY_NAMES[lang] || CATEGORY_NAMES.en)[category] || category;
 }
 
-export const LANGUAGES = ['en', 'es'];
+// A failed API call in the page's language: the summary is chosen by the HTTP status (and, for a 503,
+// by the pipeline step its detail starts with), so it needs no translation of the server's English; the
+// server's own detail is shown beside it verbatim (React escapes it), for what only the server knows.
+export function describeFailure(error, t) {
+  const status = error && typeof error.status === 'number' ? error.status : null;
+  if (status === null) return { summary: t('failed', { error: String(error?.message ?? error) }), detail: null };
+  let summary;
+  if (status === 503 && error.step && t(`step_${error.step}`) !== `step_${error.step}`) {
+    summary = t('error503step', { step: t(`step_${error.step}`) });
+  } else if ([0, 401, 404, 405, 409, 413, 422, 500, 503].includes(status)) {
+    summary = t(`error${status}`);
+  } else {
+    summary = t('errorOther', { status });
+  }
+  return { summary, detail: error.detail || null };
+}

@@ -1,7 +1,9 @@
 // Client-side validation of a whole tree, so errors show at the field as the user types:
 //  1. ajv (Draft 2020-12) on the generated schemas: every field's type and limits, which components a slot
 //     accepts, nested params by each component's own schema, and the rules JSON Schema states (if/then);
-//  2. the rules JSON Schema cannot state (x-dashrag-rules without in_schema), evaluated here;
+//  2. the rules of x-dashrag-rules, evaluated here and worded by frontend_meta's rule_messages in the page's
+//     language; for a rule the schema states too (in_schema, an if/then in allOf), its message replaces ajv's
+//     generic "must have required property" from the `then` branch.
 // The page also asks the server (POST /trees/validate) and shows its answer at the same paths.
 import Ajv2020 from 'ajv/dist/2020';
 import localizeEs from 'ajv-i18n/localize/es';
@@ -36,6 +38,9 @@ function schemaErrors(validateFn, tree, lang) {
   const found = [];
   for (const e of errors) {
     if (e.keyword === 'if' || e.keyword === 'allOf') continue; // the failing branch's own errors say it
+    // a component's rule stated as if/then (its allOf): the rule's own message says it (ruleErrors); a node's
+    // allOf branch holds only the $ref to its component's schema, whose errors carry that schema's paths
+    if (/^#\/allOf\/\d+\/then\//.test(e.schemaPath)) continue;
     const path = pointerToPath(e.instancePath);
     if (e.keyword === 'required') path.push(e.params.missingProperty);
     if (e.keyword === 'additionalProperties') path.push(e.params.additionalProperty);
@@ -48,48 +53,40 @@ function schemaErrors(validateFn, tree, lang) {
   return found;
 }
 
-const RULE_TEXT = {
-  en: {
-    le: (a, x, b, y) => `${a} (${x}) must be <= ${b} (${y})`,
-    lt: (a, x, b, y) => `${a} (${x}) must be < ${b} (${y})`,
-    same_length: (a, n, b, m) => `${a} has ${n} entries but there are ${m} ${b}`,
-    window: (k, s, w) => `top_k (${k}) + window_stride (${s}) must be <= window_size (${w})`,
-    slide: (w, k) => `window_size (${w}) must exceed top_k (${k}) for the window to slide`,
-    grow: (i, x, y) => `children[${i}].params.top_k (${x}) is larger than children[${i - 1}].params.top_k (${y}): a cascade cannot grow`,
-  },
-  es: {
-    le: (a, x, b, y) => `${a} (${x}) debe ser <= ${b} (${y})`,
-    lt: (a, x, b, y) => `${a} (${x}) debe ser < ${b} (${y})`,
-    same_length: (a, n, b, m) => `${a} tiene ${n} entradas pero hay ${m} ${b}`,
-    window: (k, s, w) => `top_k (${k}) + window_stride (${s}) debe ser <= window_size (${w})`,
-    slide: (w, k) => `window_size (${w}) debe superar top_k (${k}) para que la ventana avance`,
-    grow: (i, x, y) => `children[${i}].params.top_k (${x}) es mayor que children[${i - 1}].params.top_k (${y}): una cascada no puede crecer`,
-  },
-};
-
 const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
 
 // One evaluator per rule kind of x-dashrag-rules; each mirrors the rule's check in the Python code and
-// returns the problem or null. A kind the page does not know is left to the server's answer.
+// returns the problem as [message id, values] (the ids and templates of dashrag/core/translations.py), or
+// null. A kind the page does not know is left to the server's answer.
 const RULES = {
-  le: (p, [a, b], text) => (isNum(p[a]) && isNum(p[b]) && p[a] > p[b] ? text.le(a, p[a], b, p[b]) : null),
-  lt: (p, [a, b], text) => (isNum(p[a]) && isNum(p[b]) && p[a] >= p[b] ? text.lt(a, p[a], b, p[b]) : null),
-  same_length: (p, [a, b], text) => (Array.isArray(p[a]) && Array.isArray(p[b]) && p[a].length !== p[b].length
-    ? text.same_length(a, p[a].length, b, p[b].length) : null),
-  sliding_window: (p, _fields, text) => {
+  le: (p, [a, b]) => (isNum(p[a]) && isNum(p[b]) && p[a] > p[b] ? ['le', { a, x: p[a], b, y: p[b] }] : null),
+  lt: (p, [a, b]) => (isNum(p[a]) && isNum(p[b]) && p[a] >= p[b] ? ['lt', { a, x: p[a], b, y: p[b] }] : null),
+  same_length: (p, [a, b]) => (Array.isArray(p[a]) && Array.isArray(p[b]) && p[a].length !== p[b].length
+    ? ['same_length', { a, n: p[a].length, b, m: p[b].length }] : null),
+  sliding_window: (p) => {
     if (!isNum(p.window_size) || !isNum(p.top_k)) return null;
     const stride = isNum(p.window_stride) ? p.window_stride : p.window_size - p.top_k;
-    if (stride < 1) return text.slide(p.window_size, p.top_k);
-    return p.top_k + stride > p.window_size ? text.window(p.top_k, stride, p.window_size) : null;
+    if (stride < 1) return ['sliding_window.slide', { w: p.window_size, k: p.top_k }];
+    return p.top_k + stride > p.window_size ? ['sliding_window.stride', { k: p.top_k, s: stride, w: p.window_size }] : null;
   },
-  non_increasing: (p, _fields, text, childTopK) => {
-    const sizes = childTopK;
-    for (let i = 1; i < sizes.length; i += 1) {
-      if (isNum(sizes[i]) && isNum(sizes[i - 1]) && sizes[i] > sizes[i - 1]) return text.grow(i, sizes[i], sizes[i - 1]);
+  non_increasing: (p, _fields, { childTopK }) => {
+    for (let i = 1; i < childTopK.length; i += 1) {
+      const [x, y] = [childTopK[i], childTopK[i - 1]];
+      if (isNum(x) && isNum(y) && x > y) return ['non_increasing', { i, x, j: i - 1, y }];
     }
     return null;
   },
+  // "b is needed when a is <value>": the value is the const of the rule's `if` in the schema's allOf
+  requires: (p, [a, b], { statement }) => {
+    const value = statement?.if?.properties?.[a]?.const;
+    const missing = p[b] === undefined || p[b] === null || (Array.isArray(p[b]) && p[b].length === 0);
+    return value !== undefined && p[a] === value && missing ? ['requires', { a, value: String(value), b }] : null;
+  },
 };
+
+export function fill(template, values) {
+  return template.replace(/\{(\w+)\}/g, (whole, key) => (key in values ? String(values[key]) : whole));
+}
 
 function walk(catalog, node, path, visit) {
   if (!node || typeof node !== 'object' || !catalog.schemas[node.component]) return;
@@ -105,18 +102,23 @@ function walk(catalog, node, path, visit) {
 }
 
 function ruleErrors(catalog, tree, lang) {
-  const text = RULE_TEXT[lang] || RULE_TEXT.en;
   const found = [];
   walk(catalog, tree, '', (node, path) => {
-    const rules = catalog.schemas[node.component]['x-dashrag-rules'] || [];
+    const schema = catalog.schemas[node.component];
+    const messages = catalog.byName[node.component]?.rule_messages || {};
+    const rules = schema['x-dashrag-rules'] || [];
+    const statements = schema.allOf || []; // the in_schema rules' if/then, in the order of the rules
     const params = effectiveParams(catalog, node);
+    const childTopK = Array.isArray(params.children) ? params.children.map((c) => effectiveParams(catalog, c).top_k) : [];
+    let stated = 0;
     for (const rule of rules) {
+      const statement = rule.in_schema ? statements[stated++] : undefined;
       const evaluate = RULES[rule.rule];
-      if (rule.in_schema || !evaluate) continue;
-      const childTopK = Array.isArray(params.children)
-        ? params.children.map((c) => effectiveParams(catalog, c).top_k) : [];
-      const message = evaluate(params, rule.fields, text, childTopK);
-      if (message) found.push({ path: joinText(joinText(path, 'params'), rule.at), message, source: 'rule' });
+      const problem = evaluate ? evaluate(params, rule.fields, { childTopK, statement }) : null;
+      if (!problem) continue;
+      const [id, values] = problem;
+      const template = messages[id] ? (messages[id][lang] || messages[id].en) : id;
+      found.push({ path: joinText(joinText(path, 'params'), rule.at), message: fill(template, values), source: 'rule' });
     }
   });
   return found;

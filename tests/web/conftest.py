@@ -45,9 +45,11 @@ def _forward(stream: IO[str] | None, lines: queue.Queue[str]) -> None:
 
 
 @contextmanager
-def serving(trees: Path, data_root: Path = REPO / "examples") -> Iterator[str]:
-    """``dashrag serve`` as a user starts it, on a free loopback port (--port 0); yields its URL, then stops it."""
-    env = {**os.environ, "RAG_LOG_LEVEL": "INFO", "OPENBLAS_NUM_THREADS": "1", LLM_KEY_VAR: "sk-web-test"}
+def serving(trees: Path, data_root: Path = REPO / "examples", env: dict[str, str] | None = None) -> Iterator[str]:
+    """``dashrag serve`` as a user starts it, on a free loopback port (--port 0); yields its URL, then stops it.
+    ``env``: more environment for the served process (``RAG_AUTH_TOKEN_VAR`` and the token, for one)."""
+    env = {**os.environ, "RAG_LOG_LEVEL": "INFO", "OPENBLAS_NUM_THREADS": "1", LLM_KEY_VAR: "sk-web-test",
+           **(env or {})}
     command = [sys.executable, "-m", "dashrag.cli.main", "serve", "--trees", str(trees), "--port", "0",
                "--host", "127.0.0.1", "--data-root", str(data_root)]
     process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
@@ -104,9 +106,21 @@ def browser():
 
 @dataclass
 class PageProblems:
-    """What must never happen on the page: console errors, uncaught exceptions, failed requests or error statuses."""
+    """What must never happen on the page: console errors, uncaught exceptions, failed requests or error statuses.
+
+    A test that makes the server refuse on purpose (a 401 without the token, a 422 for a wrong corpus path)
+    names each refusal it causes with :meth:`expect`: that status from that path, and Chromium's console line
+    about it, are then no problem; any other still is.
+    """
 
     found: list[str] = field(default_factory=list)
+    expected: list[tuple[int, str]] = field(default_factory=list)
+
+    def expect(self, status: int, path: str) -> None:
+        self.expected.append((status, path))
+
+    def _is_expected(self, status: int, url: str) -> bool:
+        return any(status == s and url.split("?")[0].endswith(path) for s, path in self.expected)
 
     def watch(self, page: Any) -> None:
         page.on("console", self._console)
@@ -115,19 +129,28 @@ class PageProblems:
         page.on("response", self._response)
 
     def _console(self, message: Any) -> None:
-        if message.type == "error":
-            self.found.append(f"console error: {message.text}")
+        if message.type != "error":
+            return
+        refused = re.match(r"Failed to load resource: the server responded with a status of (\d+)", message.text)
+        if refused and self._is_expected(int(refused.group(1)), message.location.get("url", "")):
+            return
+        self.found.append(f"console error: {message.text}")
 
     def _response(self, response: Any) -> None:
-        if response.status >= 400:
+        if response.status >= 400 and not self._is_expected(response.status, response.url):
             self.found.append(f"{response.status} from {response.url}")
 
 
 @pytest.fixture()
-def page(browser, server):
+def problems() -> PageProblems:
+    """The problems of the test's page; a test that causes a refusal on purpose says so here first."""
+    return PageProblems()
+
+
+@pytest.fixture()
+def page(browser, server, problems):
     """A fresh page on the served web app in English; fails the test on any console error or failed request."""
     context = browser.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000}, locale="en-US")
-    problems = PageProblems()
     opened = context.new_page()
     opened.set_default_timeout(20_000)
     problems.watch(opened)

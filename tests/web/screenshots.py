@@ -2,7 +2,7 @@
 
 The same harness as the browser tests: the real ``dashrag serve`` over a temporary --trees folder
 and Debian's headless Chromium. Two trees are indexed on examples/corpus (hybrid and keyword) so
-the query screen can show them side by side.
+the query screen can show them side by side; a third is built on the page with a token chunker.
 """
 
 from __future__ import annotations
@@ -29,6 +29,14 @@ def main(out: Path = OUT) -> None:
         page.get_by_role("button", name="Load preset").click()
         page.get_by_text("The tree is valid").wait_for()
         page.screenshot(path=out / "web-build.png")
+
+        page.get_by_label("Tree name").fill("hybrid-tokens")
+        page.get_by_label("Corpus path").fill("corpus")
+        page.get_by_label("Chunker").select_option("TokenChunker")
+        page.locator("#chunker_chunk_size").fill("120")
+        page.get_by_role("button", name="Build index").click()
+        page.locator('.job[data-status="done"]').wait_for(timeout=240_000)
+        page.locator(".index-panel").screenshot(path=out / "web-index.png")
 
         page.locator('button[data-slot="params.children"]').click()
         page.locator("dialog[open]").wait_for()
@@ -57,6 +65,13 @@ def main(out: Path = OUT) -> None:
         page.get_by_text("El árbol es válido").wait_for()
         page.evaluate("window.scrollTo(0, 0)")
         page.screenshot(path=out / "web-es.png")
+
+        page.get_by_role("button", name="Árbol nuevo").click()
+        page.locator('dialog[open] button.pick[data-component="AgenticRerankerRetriever"]').click()
+        page.locator("#node_top_k").fill("20")
+        page.get_by_text("top_k (20) debe ser <= k1 (10)").first.wait_for()
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=out / "web-es-rule.png")
     print(f"screenshots in {out}")
 
 
