@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Mapping, TypeVar
+from typing import Any, Generic, Iterator, Mapping, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,7 +35,7 @@ from dashrag.core.params import ComponentParams, Rule
 from dashrag.core.persistence import atomic_write_json, load_json
 from dashrag.core.restriction import Restriction
 from dashrag.documents.chunk_set import ChunkSet
-from dashrag.errors import EngineError, PersistenceError
+from dashrag.errors import DashragError, EngineError, PersistenceError
 from dashrag.indexes.base import IndexIdentity
 
 REFERENCE_FILE = "index.json"
@@ -103,6 +104,21 @@ class EngineIndex(ConfigObject[P], Generic[P]):
         self._record: dict[str, Any] | None = None
         self._name: str | None = None
         self._rows: np.ndarray | None = None  # the corpus rows this shard holds
+
+    @contextmanager
+    def engine_errors(self, action: str) -> Iterator[None]:
+        """Any failure of the engine's client becomes an EngineError naming the engine, the object and the
+        action (the clients raise many kinds: HTTP, connection, SQL, local-mode ValueError)."""
+        try:
+            yield
+        except DashragError:
+            raise
+        except Exception as exc:
+            raise EngineError(f"{self.where()}: {action} failed: {self.describe_error(exc)}") from None
+
+    def describe_error(self, exc: Exception) -> str:
+        """The client's error in one line, with no secret in it."""
+        raise NotImplementedError
 
     # -- what this node holds --------------------------------------------------
     def shard_rows(self) -> np.ndarray:

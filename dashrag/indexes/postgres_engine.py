@@ -15,14 +15,13 @@
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from typing import Any, Generic, Iterable, Iterator, TypeVar
 
 import numpy as np
 from pydantic import Field, field_validator
 
 from dashrag.core.params import ComponentSpec, component_field
-from dashrag.errors import DashragError, EngineError
+from dashrag.errors import EngineError
 from dashrag.indexes.engine import EngineFilter, EngineIndex, EngineParams, payload_of
 
 RECORDS_TABLE = "dashrag_indexes"
@@ -113,17 +112,7 @@ class PgEngine(EngineIndex[G], Generic[G]):
             self._engine.dispose()
             self._engine = None
 
-    @contextmanager
-    def engine_errors(self, action: str) -> Iterator[None]:
-        """Any failure of the driver becomes an EngineError naming PostgreSQL, the table and the action."""
-        try:
-            yield
-        except DashragError:
-            raise
-        except Exception as exc:  # SQLAlchemy / psycopg errors of every kind
-            raise EngineError(f"{self.where()}: {action} failed: {self._describe(exc)}") from None
-
-    def _describe(self, exc: Exception) -> str:
+    def describe_error(self, exc: Exception) -> str:
         origin = getattr(exc, "orig", None) or exc
         text = " ".join(str(origin).split())[:300]
         if "password" in self.nested:

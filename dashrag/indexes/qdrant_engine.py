@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import threading
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Generic, Iterator, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import Field
 
 from dashrag.core.params import ComponentSpec, component_field
 from dashrag.core.persistence import saved_folder_of
 from dashrag.core.restriction import Restriction
-from dashrag.errors import DashragError, EngineError, PersistenceError
+from dashrag.errors import PersistenceError
 from dashrag.indexes.engine import EngineFilter, EngineIndex, EngineParams, engine_filter
 
 RECORDS_COLLECTION = "dashrag_records"
@@ -116,15 +115,8 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
             self._client.close()
         self._client = None
 
-    @contextmanager
-    def engine_errors(self, action: str) -> Iterator[None]:
-        """Any failure of the client becomes an EngineError naming Qdrant, the collection and the action."""
-        try:
-            yield
-        except DashragError:
-            raise
-        except Exception as exc:  # the client raises many kinds (HTTP, connection, local-mode ValueError)
-            raise EngineError(f"{self.where()}: {action} failed: {describe_qdrant_error(exc)}") from None
+    def describe_error(self, exc: Exception) -> str:
+        return describe_qdrant_error(exc)
 
     # -- the engine object -------------------------------------------------------
     def configured_name(self) -> str | None:
