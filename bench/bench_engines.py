@@ -1,4 +1,5 @@
-"""One dense tree, four indexes: in-process, Qdrant (embedded), pgvector exact, pgvector HNSW.
+"""One dense tree, four indexes: in-process, Qdrant (embedded), pgvector exact, pgvector HNSW; and one BM25
+tree, three keyword indexes: in-process, Qdrant sparse vectors (embedded), PostgreSQL sparse table.
 
 For each index the same DenseEmbeddingRetriever (MiniLM int8 ONNX, cosine) is built
 and searched; only its nested ``index`` differs. Measured, side by side in one run:
@@ -16,6 +17,10 @@ and searched; only its nested ``index`` differs. Measured, side by side in one r
   vectors outside it (the in-process index memory-maps the cached vectors and reads them all);
 * quality: nDCG@10 on SciFact test and recall@10 against exact in-process search.
 
+BM25 (SciFact only: the synthetic corpus has no text): the same measures with text
+queries (``retrieve_batch``: the query's analysis included, as a user meets it), the
+default BM25Retriever with only its ``index`` changed.
+
 Corpora: SciFact (5,183 abstracts, WholeDocumentChunker, 300 test queries; the first
 run embeds it, ~5 minutes on 2 cores, cached in --cache-dir) and N synthetic random
 unit 384-d vectors (default 200,000; ``--small``: 20,000 and fewer queries) written
@@ -27,13 +32,18 @@ brute force: it has no HNSW): on SciFact with its storage in the build's folder 
 default), on the synthetic corpus in memory (``path: ":memory:"``), because the on-disk
 local mode commits every point on its own and would take hours for 200,000.
 
+``--skip NAME`` leaves an index out of the synthetic corpus (``qdrant-memory``: qdrant-client's
+local mode inserts points in pure Python; docs/engines.md gives its measured rate).
+
 Run: .venv/bin/python bench/bench_engines.py [--small] [--json OUT] [--cache-dir .dashrag-work/scifact]
+     [--skip qdrant-memory] [--no-keyword]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -70,6 +80,18 @@ def indexes(pg_url: str, qdrant_path: str = "qdrant") -> dict[str, dict | None]:
             "pgvector-hnsw": {"component": "PgVectorIndex", "params": {"url": pg_url}}}
 
 
+def keyword_indexes(pg_url: str) -> dict[str, dict | None]:
+    return {"in-process": None, "qdrant-local": {"component": "QdrantKeywordIndex", "params": {}},
+            "postgresql": {"component": "PgKeywordIndex", "params": {"url": pg_url}}}
+
+
+def bm25(index: dict | None, top_k: int = K) -> dict:
+    params: dict[str, Any] = {"top_k": top_k}
+    if index is not None:
+        params["index"] = index
+    return {"component": "BM25Retriever", "params": params}
+
+
 def dense(index: dict | None, top_k: int = K) -> dict:
     params: dict[str, Any] = {"top_k": top_k, "similarity_metric": "cosine", "embedding": ONNX}
     if index is not None:
@@ -83,9 +105,17 @@ def unit_random(rng: np.random.Generator, rows: int, dim: int) -> np.ndarray:
 
 
 # -- building --------------------------------------------------------------------
-def build_scifact(index: dict | None, folder: Path, cache: Path, corpus: Any) -> DenseEmbeddingRetriever:
-    return dashrag.build(dense(index), corpus, folder, cache_dir=cache,  # type: ignore[return-value]
+def build_scifact(index: dict | None, folder: Path, cache: Path, corpus: Any, tree: Any = None) -> Any:
+    return dashrag.build((tree or dense)(index), corpus, folder, cache_dir=cache,
                          chunker={"component": "WholeDocumentChunker", "params": {}}, overwrite=True)
+
+
+def search_vectors(tree: Any, queries: Any) -> list:
+    return tree.retrieve_vectors(queries)
+
+
+def search_texts(tree: Any, queries: Any) -> list:
+    return tree.retrieve_batch(list(queries)).results()
 
 
 def build_synthetic(index: dict | None, folder: Path, chunks: ChunkSet, vectors: np.ndarray) -> DenseEmbeddingRetriever:
@@ -100,24 +130,24 @@ def build_synthetic(index: dict | None, folder: Path, chunks: ChunkSet, vectors:
 
 
 # -- measuring ---------------------------------------------------------------------
-def latencies(trees: dict[str, DenseEmbeddingRetriever], queries: np.ndarray) -> dict[str, list[float]]:
+def latencies(trees: dict[str, Any], queries: Any, search: Any) -> dict[str, list[float]]:
     """Seconds per query, one at a time, the trees interleaved query by query."""
     times: dict[str, list[float]] = {name: [] for name in trees}
-    for q in queries:
+    for i in range(len(queries)):
         for name, tree in trees.items():
             start = time.perf_counter()
-            tree.retrieve_vectors(q[None, :])
+            search(tree, queries[i:i + 1])
             times[name].append(time.perf_counter() - start)
     return times
 
 
-def batched(trees: dict[str, DenseEmbeddingRetriever], queries: np.ndarray, repeats: int) -> dict[str, float]:
+def batched(trees: dict[str, Any], queries: Any, repeats: int, search: Any) -> dict[str, float]:
     """Seconds per query when all queries go in one call (best of ``repeats``, interleaved)."""
     best = {name: float("inf") for name in trees}
     for _ in range(repeats):
         for name, tree in trees.items():
             start = time.perf_counter()
-            tree.retrieve_vectors(queries)
+            search(tree, queries)
             best[name] = min(best[name], (time.perf_counter() - start) / len(queries))
     return best
 
@@ -130,7 +160,7 @@ def probe_spec(spec: dict | None, name: str) -> dict | None:
     """The index spec for a memory probe: its own collection / table, so it really builds."""
     if spec is None:
         return None
-    key = "collection" if spec["component"] == "QdrantVectorIndex" else "table"
+    key = "collection" if spec["component"].startswith("Qdrant") else "table"
     return {"component": spec["component"], "params": {**spec["params"], key: f"probe_{name.replace('-', '_')}"}}
 
 
@@ -166,18 +196,25 @@ def run_probe(args: argparse.Namespace) -> None:
     spec = probe_spec(json.loads(args.probe_spec), args.probe_name)
     root = Path(args.probe_root)
     folder = root / f"probe-{args.probe}-{args.probe_name}"
+    search = search_vectors
     if args.probe == "scifact":
         corpus = dashrag.Corpus.from_path(SCIFACT)
         queries = np.load(root / "scifact-queries.npy")
         resting = reset_resident_peak()
         tree = build_scifact(spec, folder, args.cache_dir, corpus)
+    elif args.probe == "keyword":
+        corpus = dashrag.Corpus.from_path(SCIFACT)
+        queries = json.loads((root / "scifact-queries.json").read_text())
+        search = search_texts
+        resting = reset_resident_peak()
+        tree = build_scifact(spec, folder, args.cache_dir, corpus, tree=bm25)
     else:
         chunks = synthetic_set(args.synthetic)
         vectors = np.load(root / "synthetic-vectors.npy", mmap_mode="r")
         queries = np.load(root / "synthetic-queries.npy")
         resting = reset_resident_peak()
         tree = build_synthetic(spec, folder, chunks, vectors)
-    tree.retrieve_vectors(queries)
+    search(tree, queries)
     tree.close()
     print(resident_peak_mib() - resting)
 
@@ -190,11 +227,11 @@ def ids_of(results: list) -> list[list[int]]:
     return [[c.id for c in hits] for hits in results]
 
 
-def bench_corpus(label: str, builders: dict[str, Any], queries: np.ndarray, repeats: int,
+def bench_corpus(label: str, builders: dict[str, Any], queries: Any, repeats: int,
                  query_ids: list[str] | None = None, qrels: dict | None = None,
-                 memory: Any = None) -> dict[str, Any]:
+                 memory: Any = None, search: Any = search_vectors) -> dict[str, Any]:
     """Build every index (timed), then measure; returns one row per index."""
-    trees: dict[str, DenseEmbeddingRetriever] = {}
+    trees: dict[str, Any] = {}
     rows: dict[str, dict[str, Any]] = {}
     for name, build in builders.items():
         start = time.perf_counter()
@@ -202,12 +239,12 @@ def bench_corpus(label: str, builders: dict[str, Any], queries: np.ndarray, repe
         rows[name] = {"build_s": time.perf_counter() - start}
         print(f"  {label}: built {name} in {rows[name]['build_s']:.1f}s", flush=True)
     for tree in trees.values():  # warm-up: connections, first-query costs
-        tree.retrieve_vectors(queries[:2])
-    one = latencies(trees, queries)
-    per_query = batched(trees, queries, repeats)
-    exact_ids = ids_of(trees["in-process"].retrieve_vectors(queries))
+        search(tree, queries[:2])
+    one = latencies(trees, queries, search)
+    per_query = batched(trees, queries, repeats, search)
+    exact_ids = ids_of(search(trees["in-process"], queries))
     for name, tree in trees.items():
-        results = tree.retrieve_vectors(queries)
+        results = search(tree, queries)
         row = rows[name]
         row["p50_ms"] = 1000 * float(np.percentile(one[name], 50))
         row["p99_ms"] = 1000 * float(np.percentile(one[name], 99))
@@ -216,6 +253,12 @@ def bench_corpus(label: str, builders: dict[str, Any], queries: np.ndarray, repe
         if qrels is not None and query_ids is not None:
             chunks = {q: hits for q, hits in zip(query_ids, results)}
             row["ndcg@10"] = evaluate(qrels, run_from_results(chunks), "ndcg@10").mean["ndcg@10"]
+    load = os.getloadavg()
+    print(f"  {label}: load average after the timings: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
+    for row in rows.values():
+        row["load_average"] = list(load)
+        row["peak_mib"] = float("nan")
+    print_table(f"{label}, timings (peak memory follows)", rows)  # kept even if the memory probes are cut short
     for tree in trees.values():
         tree.close()
     for name in builders:  # memory: one child process per index
@@ -247,6 +290,8 @@ def main() -> None:
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--no-memory", action="store_true", help="Skip the peak-memory child processes.")
     parser.add_argument("--no-synthetic", action="store_true")
+    parser.add_argument("--no-keyword", action="store_true", help="Skip the BM25 keyword indexes.")
+    parser.add_argument("--skip", action="append", default=[], help="Leave this index out of the synthetic corpus.")
     parser.add_argument("--json", type=Path, default=None)
     for hidden in ("--probe", "--probe-name", "--probe-spec", "--probe-root"):
         parser.add_argument(hidden, default=None, help=argparse.SUPPRESS)
@@ -278,6 +323,25 @@ def main() -> None:
                                              None if args.no_memory else
                                              lambda name: peak_memory("scifact", name, specs[name], root, args))
             print_table(f"SciFact: 5,183 x 384, {len(query_ids)} queries, top {K}", report["scifact"])
+            save_report(args, report)
+        if not args.no_keyword:
+            split = load_split(SCIFACT, "test")
+            corpus = dashrag.Corpus.from_path(SCIFACT)
+            query_ids = list(split.queries)
+            texts = [split.queries[q] for q in query_ids]
+            (root / "scifact-queries.json").write_text(json.dumps(texts))
+            words = keyword_indexes(server.url)
+            builders = {name: (lambda spec=spec, name=name: build_scifact(spec, root / f"keyword-{name}",
+                                                                          args.cache_dir, corpus, tree=bm25))
+                        for name, spec in words.items()}
+            report["scifact_bm25"] = bench_corpus("SciFact BM25", builders, texts, args.repeats, query_ids,
+                                                  {q: dict(split.qrels[q]) for q in query_ids},
+                                                  None if args.no_memory else
+                                                  lambda name: peak_memory("keyword", name, words[name], root, args),
+                                                  search=search_texts)
+            print_table(f"SciFact BM25: 5,183 documents, {len(query_ids)} text queries, top {K}",
+                        report["scifact_bm25"])
+            save_report(args, report)
         if not args.no_synthetic:
             rng = np.random.default_rng(7)
             vectors = unit_random(rng, n, 384)
@@ -285,7 +349,8 @@ def main() -> None:
             np.save(root / "synthetic-vectors.npy", vectors)
             np.save(root / "synthetic-queries.npy", queries)
             chunks = synthetic_set(n)
-            specs = indexes(server.url, ":memory:")  # embedded on disk commits point by point: hours at 200,000
+            specs = {name: spec for name, spec in indexes(server.url, ":memory:").items()  # on disk: hours at 200,000
+                     if name not in args.skip}
             builders = {name: (lambda spec=spec, name=name: build_synthetic(
                 spec, root / f"synthetic-{name}", chunks, vectors)) for name, spec in specs.items()}
             memory = None if args.no_memory else (
@@ -296,8 +361,13 @@ def main() -> None:
     finally:
         local_postgres.stop(root / "pg")
         shutil.rmtree(root, ignore_errors=True)
+    save_report(args, report)
+
+
+def save_report(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Written after every corpus, so a long run that stops keeps what it measured."""
     if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
+        args.json.write_text(json.dumps({**report, "load_average_now": list(os.getloadavg())}, indent=2))
 
 
 if __name__ == "__main__":

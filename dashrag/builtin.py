@@ -15,8 +15,11 @@ import dashrag.embeddings.multilingual_minilm  # noqa: F401
 import dashrag.embeddings.paraphrase_multilingual  # noqa: F401
 import dashrag.embeddings.sentence_transformer  # noqa: F401
 import dashrag.indexes.in_memory  # noqa: F401
+import dashrag.indexes.keyword_in_memory  # noqa: F401
+import dashrag.indexes.pg_keyword  # noqa: F401
 import dashrag.indexes.pgvector  # noqa: F401
 import dashrag.indexes.qdrant  # noqa: F401
+import dashrag.indexes.qdrant_keyword  # noqa: F401
 import dashrag.llm.credential  # noqa: F401
 import dashrag.llm.litellm_model  # noqa: F401
 import dashrag.llm.prompt  # noqa: F401

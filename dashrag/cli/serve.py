@@ -28,17 +28,29 @@ def register_serve_command(app: typer.Typer, user_errors: Callable[[Callable[...
         cache_dir: Path | None = typer.Option(None, "--cache-dir", envvar="DASHRAG_CACHE_DIR",
                                                  help="Embedding cache for builds."),
         log_level: str | None = typer.Option(None, "--log-level", help="DEBUG, INFO (default), WARNING."),
+        qdrant: str | None = typer.Option(None, "--qdrant", help=(
+            "Also serve the collections of this Qdrant (server URL or embedded folder) directly.")),
+        qdrant_embedding: str | None = typer.Option(None, "--qdrant-embedding", help=(
+            "The embedding component (JSON) that embeds queries for --qdrant (default MiniLMEmbedding).")),
+        qdrant_collection: list[str] | None = typer.Option(None, "--qdrant-collection", help=(
+            "Serve only this Qdrant collection (repeatable; default: all).")),
+        qdrant_api_key_var: str | None = typer.Option(None, "--qdrant-api-key-var", help=(
+            "Name of the env variable holding the Qdrant API key.")),
     ) -> None:
-        """Serve POST /retrieve and the tree API over the saved trees in --trees."""
+        """Serve POST /retrieve and the tree API over the saved trees in --trees (and Qdrant collections)."""
         import uvicorn
 
+        from dashrag.core.config_json import loads_config
         from dashrag.errors import ConfigError
         from dashrag.service.app import create_app
         from dashrag.service.logs import configure_logging
         from dashrag.service.settings import load_settings
 
+        embedding = loads_config(qdrant_embedding, "--qdrant-embedding") if qdrant_embedding else None
         resolved = load_settings(settings, trees_dir=trees, host=host, port=port, data_root=data_root,
-                                 reranker_url=reranker_url, cache_dir=cache_dir, log_level=log_level)
+                                 reranker_url=reranker_url, cache_dir=cache_dir, log_level=log_level, qdrant=qdrant,
+                                 qdrant_embedding=embedding, qdrant_collections=qdrant_collection or None,
+                                 qdrant_api_key_var=qdrant_api_key_var)
         if resolved.trees_dir is not None and not resolved.trees_dir.is_dir():
             raise ConfigError(f"--trees {resolved.trees_dir}: no such folder")
         configure_logging(resolved.log_level)

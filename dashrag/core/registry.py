@@ -32,7 +32,7 @@ ENTRY_POINT_GROUP = "dashrag.components"
 BUILTIN_MODULES = "dashrag.builtin"  # imports every built-in component module: the source of the index
 INDEX_MODULE = "dashrag.component_index"  # generated: INDEX = {name: module}
 KINDS = ("retriever", "embedding", "vectorizer", "llm", "prompt", "credential", "chunker", "reranker",
-         "vector_index")
+         "vector_index", "keyword_index")
 
 
 @dataclass(frozen=True)

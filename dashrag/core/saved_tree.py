@@ -90,6 +90,13 @@ def _store_in_folder(folder: Path, ref: str | None) -> str:
     return sqlite_url(path)
 
 
+def holds_state(node: ConfigObject) -> bool:
+    """Whether the node reads state of its own on load. A folder saved before a stateless sub-component
+    existed (the ``index`` of a dense or BM25 node, whose state its parent saves) has no folder for it,
+    and still loads: nothing of it was lost."""
+    return type(node)._load is not ConfigObject._load
+
+
 def load(folder: str | Path, store_url: str | None = None) -> Retriever:
     """Load a saved tree without refitting; refuses a folder whose corpus or format does not match.
 
@@ -115,6 +122,8 @@ def load(folder: str | Path, store_url: str | None = None) -> Retriever:
             for path, node in reversed(list(root.iter_nodes())):  # children before their parents
                 node_dir = snapshot / "nodes" / node_dirname(path)
                 if not node_dir.is_dir():
+                    if not holds_state(node):  # a sub-component added after the folder was saved (an index)
+                        continue
                     raise PersistenceError(f"{node_dir}: state folder of node {path} is missing")
                 node.load_state(node_dir)
         except BaseException:

@@ -10,13 +10,12 @@ using that model reads the same cached matrix.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any, Generic, Sequence, TypeVar
 
 import numpy as np
 
 from dashrag.core.component import ConfigObject
+from dashrag.core.digest import digest
 from dashrag.core.params import ComponentParams
 from dashrag.errors import ConfigError, QueryError, RetrievalError
 
@@ -40,11 +39,6 @@ class ModelUnavailableError(ConfigError):
     directory); it surfaces when the tree is fitted or first queried, since
     validation never touches the file system.
     """
-
-
-def digest(data: Any) -> str:
-    """sha256 of a canonical JSON rendering: the same data always gives the same key."""
-    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=True).encode("utf-8")).hexdigest()
 
 
 def check_texts(texts: Sequence[str], what: str) -> list[str]:

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from dashrag.core.digest import digest
 from dashrag.core.persistence import atomic_write_json, load_array, save_array
-from dashrag.embeddings.base import EmbeddingModel, digest
+from dashrag.embeddings.base import EmbeddingModel
 from dashrag.errors import PersistenceError
 
 if TYPE_CHECKING:

@@ -30,7 +30,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from dashrag.embeddings.base import ModelUnavailableError, digest
+from dashrag.core.digest import digest
+from dashrag.embeddings.base import ModelUnavailableError
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 

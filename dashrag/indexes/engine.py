@@ -1,7 +1,6 @@
-"""What the engine-backed vector indexes (Qdrant, PostgreSQL + pgvector) share.
+"""What the engine-backed indexes (Qdrant, PostgreSQL; dense vectors and BM25 keyword weights) share.
 
-* **Params**: ``exact`` (brute force inside the engine) or HNSW; the name of the
-  collection / table (default: derived from what it holds, so the same node over
+* **Params**: the name of the collection / table (default: derived from what it holds, so the same node over
   the same corpus and model finds its own object again); ``shards`` / ``shard``
   (this node holds only the chunks whose id modulo ``shards`` is ``shard``, for a
   ParallelRetriever over several servers, docs/engines.md).
@@ -22,19 +21,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Mapping, TypeVar
+from typing import Any, Generic, Iterator, Mapping, TypeVar
 
 import numpy as np
+import scipy.sparse as sp
 from pydantic import Field
 
+from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams, Rule
 from dashrag.core.persistence import atomic_write_json, load_json
 from dashrag.core.restriction import Restriction
 from dashrag.documents.chunk_set import ChunkSet
-from dashrag.errors import EngineError, PersistenceError
-from dashrag.indexes.base import IndexIdentity, VectorIndex
+from dashrag.errors import DashragError, EngineError, PersistenceError
+from dashrag.indexes.base import IndexIdentity
 
 REFERENCE_FILE = "index.json"
 UPLOAD_BATCH = 512  # points / rows written per request
@@ -46,9 +48,9 @@ def _shard_in_range(params: Any) -> str | None:
     return None
 
 
-class EngineIndexParams(ComponentParams):
-    exact: bool = Field(False, description=(
-        "Exact (brute-force) search inside the engine; false: the engine's HNSW index (approximate, faster at scale)."))
+class EngineParams(ComponentParams):
+    """What every engine-backed index takes (vector or keyword): which shard of the corpus it holds."""
+
     shards: int = Field(1, ge=1, description="Split the corpus into this many shards by chunk id (one per node).")
     shard: int = Field(0, ge=0, description="Which shard this node holds: chunks whose id modulo `shards` is this.")
 
@@ -85,11 +87,13 @@ def object_name(prefix: str, record: dict[str, Any]) -> str:
     return f"{prefix}_{str(record['corpus_fingerprint'])[:12]}_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
-P = TypeVar("P", bound=EngineIndexParams)
+P = TypeVar("P", bound=EngineParams)
 
 
-class EngineVectorIndex(VectorIndex[P], Generic[P]):
-    """Shared logic of the engine indexes; a subclass talks to its engine."""
+class EngineIndex(ConfigObject[P], Generic[P]):
+    """Shared logic of the engine indexes, vector and keyword: ownership record, overwrite rule, saved
+    reference and its checks, shards. A subclass talks to its engine; what it uploads is a matrix with
+    one row per chunk (dense vectors, or a sparse matrix of BM25 term weights)."""
 
     engine_name = "engine"
     object_kind = "object"  # "collection", "table"
@@ -100,6 +104,21 @@ class EngineVectorIndex(VectorIndex[P], Generic[P]):
         self._record: dict[str, Any] | None = None
         self._name: str | None = None
         self._rows: np.ndarray | None = None  # the corpus rows this shard holds
+
+    @contextmanager
+    def engine_errors(self, action: str) -> Iterator[None]:
+        """Any failure of the engine's client becomes an EngineError naming the engine, the object and the
+        action (the clients raise many kinds: HTTP, connection, SQL, local-mode ValueError)."""
+        try:
+            yield
+        except DashragError:
+            raise
+        except Exception as exc:
+            raise EngineError(f"{self.where()}: {action} failed: {self.describe_error(exc)}") from None
+
+    def describe_error(self, exc: Exception) -> str:
+        """The client's error in one line, with no secret in it."""
+        raise NotImplementedError
 
     # -- what this node holds --------------------------------------------------
     def shard_rows(self) -> np.ndarray:
@@ -140,7 +159,8 @@ class EngineVectorIndex(VectorIndex[P], Generic[P]):
         return int(self._record["dimension"])
 
     # -- building --------------------------------------------------------------
-    def add(self, vectors: np.ndarray, identity: IndexIdentity) -> None:
+    def add(self, vectors: Any, identity: IndexIdentity) -> None:
+        """Hold ``vectors`` (one row per chunk, in chunk-id order: a dense array or a scipy sparse matrix)."""
         self._name = self._choose_name(identity)
         wanted = self.record_for(identity)
         existing = self.read_record()
@@ -156,7 +176,7 @@ class EngineVectorIndex(VectorIndex[P], Generic[P]):
             self.drop()
         rows = self.shard_rows()
         self.create(identity.dimension, identity.metric)
-        self.upload(rows, np.asarray(vectors)[rows])
+        self.upload(rows, vectors[rows] if sp.issparse(vectors) else np.asarray(vectors)[rows])
         self.finish_build(wanted)
         self._record = wanted
 
@@ -182,10 +202,7 @@ class EngineVectorIndex(VectorIndex[P], Generic[P]):
         if existing != wanted:
             raise EngineError(f"{self.where()} holds another index than the saved tree "
                               f"({describe_difference(existing, wanted)}); rebuild with --overwrite")
-        actual = self.actual_dimension()
-        if actual != identity.dimension:
-            raise EngineError(f"{self.where()} holds {actual}-dimensional vectors, the tree's model gives "
-                              f"{identity.dimension}")
+        self.check_layout(identity)
         count = self.count()
         if count != wanted["count"]:
             raise EngineError(f"{self.where()} holds {count} vectors, the tree was saved with {wanted['count']} "
@@ -208,6 +225,14 @@ class EngineVectorIndex(VectorIndex[P], Generic[P]):
 
     def actual_dimension(self) -> int:
         raise NotImplementedError
+
+    def check_layout(self, identity: IndexIdentity) -> None:
+        """Raise EngineError when the object cannot hold what the tree searches (vectors of another
+        dimension; a keyword index overrides it)."""
+        actual = self.actual_dimension()
+        if actual != identity.dimension:
+            raise EngineError(f"{self.where()} holds {actual}-dimensional vectors, the tree's model gives "
+                              f"{identity.dimension}")
 
     def drop(self) -> None:
         raise NotImplementedError

@@ -6,6 +6,14 @@ with rank-bm25 in :mod:`dashrag.scoring.bm25`). Weights are computed
 once at fit time into posting lists, so a query is one scatter-add of each of
 its terms' posting lists.
 
+Where the weights live is the nested ``index`` (kind ``keyword_index``): in this
+process (``InMemoryKeywordIndex``, the default: the scoring above, unchanged), or on
+an engine (``QdrantKeywordIndex`` sparse vectors, ``PgKeywordIndex`` a sparse table)
+that stores each chunk's row of weights and answers the query's sparse dot product:
+the same scores, the restriction inside the engine's search (``indexes/keyword_base.py``,
+docs/engines.md). On an engine, ``bm25`` and ``dot`` work; ``cosine`` needs the
+in-process index.
+
 ``similarity_function`` keeps the reference implementation's configs loading:
 its vector similarities (``cosine``, ``dot``) compare the query's term vector
 with the BM25-weighted chunk vectors. That is *not* BM25 ranking (cosine
@@ -17,20 +25,25 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 from pydantic import Field
 
+from dashrag.core.digest import digest
 from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec
 from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
+from dashrag.core.ranking import by_distance
 from dashrag.core.registry import register
-from dashrag.core.retriever import UnitRetriever
-from dashrag.errors import PersistenceError
+from dashrag.core.retriever import Result, UnitRetriever, check_query
+from dashrag.documents.scored_chunks import ScoredChunks
+from dashrag.errors import ConfigError, PersistenceError, RetrievalError
+from dashrag.indexes.base import IndexIdentity
+from dashrag.indexes.keyword_base import KeywordIndex, QueryTerms
 from dashrag.scoring import bm25 as scoring
 
-STATE_ARRAYS = ("data", "doc_ids", "term_ptr", "nonoccurrence")
+ENGINE_STATE = "keyword.json"  # on an engine: what the node keeps besides the reference (n_docs, parameters)
 
 
 class BM25Params(ComponentParams):
@@ -50,6 +63,9 @@ class BM25Params(ComponentParams):
         spec("BagOfWordsConverter"),
         description="How texts become term counts (tokens, stop words, stemming).",
     )
+    index: ComponentSpec = component_field("keyword_index", spec("InMemoryKeywordIndex"), description=(
+        "Where the chunks' BM25 term weights live and are searched: in this process, as Qdrant sparse vectors "
+        "or in a PostgreSQL sparse table (all exact, the same scores)."))
 
 
 @register(
@@ -68,11 +84,38 @@ class BM25Retriever(UnitRetriever[BM25Params]):
         p = self.params
         return scoring.BM25Parameters(variant=p.variant, k1=p.k1, b=p.b, delta=p.delta, epsilon=p.epsilon)
 
+    @property
+    def index(self) -> KeywordIndex:
+        return self.nested["index"]
+
+    def _identity(self) -> IndexIdentity:
+        """What the weights are: the corpus, the analysis and the BM25 parameters (the same identity gives
+        the same weights, so an engine object recorded with it is this node's)."""
+        p = self.params
+        key = digest({"vectorizer": self.nested["vectorizer"].to_config(), "variant": p.variant, "k1": p.k1,
+                      "b": p.b, "delta": p.delta, "epsilon": p.epsilon})
+        return IndexIdentity(self.require_infra().chunks.fingerprint, key, "bm25-weights",
+                             len(self.nested["vectorizer"].vocabulary))
+
+    def _check_engine_function(self) -> None:
+        if not self.index.in_process and self.params.similarity_function == "cosine":
+            raise ConfigError(f"{self.component_name}: similarity_function 'cosine' needs the in-process index "
+                              f"(InMemoryKeywordIndex), not {self.index.component_name}; use 'bm25' or 'dot'")
+
     def _fit(self) -> None:
+        self._check_engine_function()
         counts = self.nested["vectorizer"].fit_transform(self.require_infra().chunks.texts)
-        self._set_weights(scoring.bm25_weights(counts, self._parameters()))
+        weights = scoring.bm25_weights(counts, self._parameters())
+        self.index.add(weights, self._identity())
+        self._set_weights(weights)
 
     def _set_weights(self, weights: scoring.BM25Weights) -> None:
+        """The weights the node scores with (in-process), or only their per-term constants (on an engine: what
+        BM25+ adds for the query terms a chunk lacks, ``nonoccurrence``, with empty posting lists)."""
+        if not self.index.in_process:
+            weights = dataclasses.replace(weights, data=np.zeros(0, dtype=weights.data.dtype),
+                                          doc_ids=np.zeros(0, dtype=np.int32),
+                                          term_ptr=np.zeros(weights.vocab_size + 1, dtype=np.int64))
         self._weights = weights
         self._norms = scoring.document_norms(weights) if self.params.similarity_function == "cosine" else None
         self._dot_weights = dataclasses.replace(weights, nonoccurrence=np.zeros_like(weights.nonoccurrence))
@@ -106,9 +149,6 @@ class BM25Retriever(UnitRetriever[BM25Params]):
         scores = scoring.score_query(ids, self._weights, counts)
         return scores[None, :], np.array([scoring.absent_term_score(self._weights, ids, counts)])
 
-    def _score_block(self, queries: list[str]) -> np.ndarray:
-        return self._score_matrix(self.nested["vectorizer"].transform(queries))
-
     def _score_matrix(self, q) -> np.ndarray:
         mode = self.params.similarity_function
         if mode == "cosine":
@@ -118,21 +158,62 @@ class BM25Retriever(UnitRetriever[BM25Params]):
             return scoring.score_queries(q, self._dot_weights)
         return scoring.score_queries(q, self._weights)
 
+    # -- on an engine ----------------------------------------------------------------
+    def _query_terms(self, queries: list[str]) -> list[QueryTerms]:
+        q = self.nested["vectorizer"].transform(queries)
+        return [(q.indices[lo:hi], q.data[lo:hi]) for lo, hi in zip(q.indptr[:-1], q.indptr[1:])]
+
+    def _floor(self, terms: QueryTerms) -> float:
+        """What the engine's sum lacks: BM25+'s constant for the query's terms (0 otherwise, and in 'dot')."""
+        if self.params.similarity_function != "bm25":
+            return 0.0
+        return float(scoring.absent_term_score(self._weights, terms[0], terms[1]))
+
+    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
+        if self.index.in_process:
+            return super()._retrieve_batch(queries, **kwargs)
+        chunks = self.require_infra().chunks
+        terms = self._query_terms(queries)
+        found = self.index.search(terms, self.top_k(kwargs), kwargs.get("restriction"))
+        return [(ScoredChunks(chunks, rows, (sums + scoring.SCORE_DTYPE(self._floor(t))).astype(scoring.SCORE_DTYPE),
+                              self.component_name), [], None) for t, (rows, sums) in zip(terms, found)]
+
+    def _score_block(self, queries: list[str]) -> np.ndarray:
+        if not self.index.in_process:
+            raise RetrievalError(f"{self.component_name}: scoring every chunk needs the in-process index, "
+                                 f"this node searches {self.index.component_name}")
+        return self._score_matrix(self.nested["vectorizer"].transform(queries))
+
+    def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
+        if self.index.in_process:
+            return super().score_chunks(chunk_ids, query)
+        query = check_query(query)
+        chunks = self.require_infra().chunks
+        rows = chunks.rows_of(chunk_ids)
+        [terms] = self._query_terms([query])
+        [(found, sums)] = self.index.search([terms], len(rows), None, chunk_ids=[int(i) for i in chunk_ids])
+        scores = np.zeros(len(chunks), dtype=np.float64)
+        scores[found] = sums
+        return by_distance(chunk_ids, rows, -(scores[rows] + self._floor(terms)))
+
+    # -- saved state -----------------------------------------------------------------
     def _save(self, folder: Path) -> None:
-        for name, array in self._weights.to_arrays().items():
-            save_array(folder / f"{name}.npy", array)
-        atomic_write_json(folder / "weights.json", self._weights.meta())
+        self.index.save_into(folder)
+        if not self.index.in_process:
+            save_array(folder / "nonoccurrence.npy", self._weights.nonoccurrence)
+            atomic_write_json(folder / ENGINE_STATE, self._weights.meta())
 
     def _load(self, folder: Path) -> None:
-        # memory-mapped (pages load on demand), seen as plain arrays: slicing an np.memmap runs Python code
-        # per slice, which was a third of a loaded tree's batched query time (docs/performance.md)
-        arrays = {name: np.asarray(load_array(folder / f"{name}.npy", mmap=True)) for name in STATE_ARRAYS}
-        weights = scoring.BM25Weights.from_arrays(arrays, load_json(folder / "weights.json"))
-        if weights.n_docs != len(self.require_infra().chunks):
-            raise PersistenceError(
-                f"{folder}: BM25 state covers {weights.n_docs} chunks, "
-                f"the corpus has {len(self.require_infra().chunks)}"
-            )
-        if weights.vocab_size != len(self.nested["vectorizer"].vocabulary):
+        self._check_engine_function()
+        identity = self._identity()
+        self.index.load_from(folder, identity)
+        if self.index.in_process:
+            self._set_weights(self.index.weights)  # type: ignore[attr-defined]
+            return
+        nonoccurrence = load_array(folder / "nonoccurrence.npy")
+        if nonoccurrence.shape != (identity.dimension,):
             raise PersistenceError(f"{folder}: BM25 state and vocabulary disagree on the number of terms")
-        self._set_weights(weights)
+        self._set_weights(scoring.BM25Weights.from_arrays(
+            {"data": np.zeros(0, dtype=scoring.WEIGHT_DTYPE), "doc_ids": np.zeros(0, dtype=np.int32),
+             "term_ptr": np.zeros(identity.dimension + 1, dtype=np.int64), "nonoccurrence": nonoccurrence},
+            load_json(folder / ENGINE_STATE)))

@@ -8,8 +8,13 @@ implements ``search_traced(query, limit) -> (chunks, trace node)``.
 
 The built-in kind is :class:`TreeCollection`: a saved-tree folder under ``--trees``,
 loaded once and shared by every request (a query never writes it). Other kinds (a
-Qdrant collection served directly, say) are added with
+Qdrant collection served directly: ``qdrant_collections.py``) are added with
 :meth:`CollectionRegistry.add` and are searched the same way.
+
+A tree whose engine failed when it was loaded (unreachable server, refused key,
+collection of another dimension, table edited behind its back: an ``EngineError``) is
+registered as an :class:`UnavailableCollection`: a request for it is a 503 whose body
+names the engine and the object, not a 404 (the tree exists; its engine does not answer).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from dashrag.api import load
 from dashrag.core.persistence import MANIFEST_NAME, read_manifest
 from dashrag.core.retriever import Retriever
 from dashrag.documents.model import ScoredChunk
+from dashrag.errors import EngineError
 from dashrag.service.calibration import Calibration, calibrate_retriever
 
 logger = logging.getLogger(__name__)
@@ -90,6 +96,20 @@ class TreeCollection:
                 "calibration": self.calibration.describe()}
 
 
+class UnavailableCollection:
+    """A collection whose engine failed when it was loaded: every search repeats that error (a 503)."""
+
+    def __init__(self, name: str, error: EngineError):
+        self.name = name
+        self.error = error
+
+    def exists(self) -> bool:
+        return True
+
+    def search(self, query: str, limit: int) -> list[RetrievedChunk]:
+        raise EngineError(f"not loaded: {self.error}")
+
+
 class CollectionRegistry:
     """The collections the service answers from, by name; swapped under a lock, read without one.
 
@@ -114,6 +134,8 @@ class CollectionRegistry:
             except Exception as exc:  # one broken folder must not keep the others from being served
                 self.load_errors[folder.name] = str(exc)
                 logger.warning("collection %s not loaded: %s", folder.name, exc)
+                if isinstance(exc, EngineError):
+                    self.add(UnavailableCollection(folder.name, exc))
 
     def folder_of(self, name: str) -> Path:
         if self.trees_dir is None:

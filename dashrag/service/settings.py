@@ -53,6 +53,14 @@ class ServiceSettings(BaseSettings):
     max_request_bytes: int = Field(1 << 20, ge=1024, description="Largest JSON request body.")
     max_upload_bytes: int = Field(200 << 20, ge=1024, description="Largest multipart upload (POST /trees).")
     build_workers: int = Field(1, ge=1, description="Tree builds running at once.")
+    qdrant: str | None = Field(None, description=(
+        "Serve Qdrant collections directly: a server URL (http://host:6333) or an embedded storage folder."))
+    qdrant_api_key_var: str | None = Field(None, pattern=ENV_VAR_PATTERN, description=(
+        "Name of the env variable holding the Qdrant API key; unset: no key."))
+    qdrant_embedding: ComponentConfig | None = Field(None, description=(
+        "The embedding component that embeds queries for the Qdrant collections (default MiniLMEmbedding)."))
+    qdrant_collections: list[str] | None = Field(None, description=(
+        "Which Qdrant collections to serve (default: every one, listed when the service starts)."))
     log_level: str = "INFO"
 
     def budgets(self) -> dict[str, int]:

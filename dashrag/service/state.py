@@ -11,6 +11,7 @@ from fastapi import Request
 from dashrag.service.collections import CollectionRegistry
 from dashrag.service.jobs import BuildJobs
 from dashrag.service.pipeline import RetrievePipeline, Thresholds
+from dashrag.service.qdrant_collections import QdrantServer, qdrant_collections
 from dashrag.service.rerank import reranker_from_settings
 from dashrag.service.rewrite import rewriter_from_settings
 from dashrag.service.settings import ServiceSettings
@@ -24,10 +25,13 @@ class Service:
     jobs: BuildJobs
     executor: ThreadPoolExecutor
     components: list[dict[str, Any]]
+    qdrant: QdrantServer | None = None
 
     def close(self) -> None:
         self.jobs.shutdown()
         self.executor.shutdown(wait=False, cancel_futures=True)
+        if self.qdrant is not None:
+            self.qdrant.close()
 
 
 def build_service(settings: ServiceSettings) -> Service:
@@ -36,6 +40,7 @@ def build_service(settings: ServiceSettings) -> Service:
 
     registry = CollectionRegistry(settings.trees_dir)
     registry.load_all()
+    qdrant = serve_qdrant(settings, registry) if settings.qdrant else None
     executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dashrag-search")
     s = settings
     pipeline = RetrievePipeline(
@@ -44,7 +49,20 @@ def build_service(settings: ServiceSettings) -> Service:
         reranker_from_settings(s.reranker, s.reranker_url, s.reranker_api_key_var, s.reranker_timeout), executor)
     components = [{"name": name, **frontend_meta(cls)} for name, cls in all_components()]
     jobs = BuildJobs(registry, s.build_workers, s.cache_dir)
-    return Service(settings, registry, pipeline, jobs, executor, components)
+    return Service(settings, registry, pipeline, jobs, executor, components, qdrant)
+
+
+def serve_qdrant(settings: ServiceSettings, registry: CollectionRegistry) -> QdrantServer:
+    """Register the configured Qdrant's collections beside the trees (a saved tree of the same name wins)."""
+    import os
+
+    key = os.environ.get(settings.qdrant_api_key_var) if settings.qdrant_api_key_var else None
+    server, collections = qdrant_collections(str(settings.qdrant), settings.qdrant_embedding, key,
+                                             settings.qdrant_collections)
+    for collection in collections:
+        if registry.get(collection.name) is None:
+            registry.add(collection)
+    return server
 
 
 def service_of(request: Request) -> Service:

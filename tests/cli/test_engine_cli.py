@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -110,3 +112,58 @@ def test_the_document_store_on_postgresql_serves_index_and_query(pg_url, tmp_pat
     answer = run("query", out, "cosine similarity of dense vectors", "--json", "--store", store)
     assert answer.exit_code == 0, answer.output
     assert json.loads(answer.output)["results"]
+
+
+def keyword(index: dict) -> str:
+    return json.dumps({"component": "BM25Retriever", "params": {"index": index}})
+
+
+def test_index_and_query_bm25_on_postgresql(pg_url, tmp_path):
+    config = keyword({"component": "PgKeywordIndex", "params": {"url": pg_url, "table": "cli_words"}})
+    built = run("index", config, "--corpus", EXAMPLE_CORPUS, "--out", tmp_path / "t", "--overwrite")
+    assert built.exit_code == 0, built.output
+    answer = run("query", tmp_path / "t", "chunk overlap", "--json")
+    assert answer.exit_code == 0 and json.loads(answer.output)["results"]
+
+
+def test_query_on_a_table_edited_behind_the_trees_back_exits_2(pg_url, tmp_path):
+    config = keyword({"component": "PgKeywordIndex", "params": {"url": pg_url, "table": "cli_edited"}})
+    assert run("index", config, "--corpus", EXAMPLE_CORPUS, "--out", tmp_path / "t", "--overwrite").exit_code == 0
+    sql(pg_url, "UPDATE cli_edited_terms SET weight = 0 WHERE term_id = 1")
+    answer = run("query", tmp_path / "t", "chunk overlap")
+    assert answer.exit_code == 2 and "Traceback" not in answer.output
+    assert "PostgreSQL table 'cli_edited'" in answer.output and "modified" in answer.output
+
+
+def test_index_with_a_refused_qdrant_key_exits_2_without_showing_the_key(refusing_qdrant, tmp_path, monkeypatch):
+    monkeypatch.setenv("DASHRAG_TEST_CLI_KEY", "s3cret-cli-key")
+    config = keyword({"component": "QdrantKeywordIndex", "params": {
+        "url": refusing_qdrant, "collection": "words",
+        "api_key": {"component": "EnvCredential", "params": {"var": "DASHRAG_TEST_CLI_KEY"}}}})
+    result = run("index", config, "--corpus", EXAMPLE_CORPUS, "--out", tmp_path / "t")
+    assert result.exit_code == 2 and "Qdrant collection 'words'" in result.output
+    assert "refused the API key" in result.output and "s3cret-cli-key" not in result.output
+
+
+def test_query_on_a_collection_of_another_dimension_exits_2(tmp_path):
+    from qdrant_client import QdrantClient, models
+
+    out = tmp_path / "t"
+    config = dense({"component": "QdrantVectorIndex", "params": {"collection": "swapped"}})
+    assert run("index", config, "--corpus", EXAMPLE_CORPUS, "--out", out).exit_code == 0
+    client = QdrantClient(path=str(out / "qdrant"))
+    client.delete_collection("swapped")
+    client.create_collection("swapped", vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE))
+    client.close()
+    answer = run("query", out, "what is BM25")
+    assert answer.exit_code == 2 and "Qdrant collection 'swapped'" in answer.output
+    assert "8-dimensional" in answer.output and "Traceback" not in answer.output
+
+
+def test_serve_of_an_unreachable_qdrant_exits_2_naming_it(tmp_path):
+    """A real process: `serve` sets up the process's logging, which must not outlive it into other tests."""
+    url = f"http://127.0.0.1:{free_port()}"
+    proc = subprocess.run([sys.executable, "-m", "dashrag.cli.main", "serve", "--qdrant", url,
+                           "--qdrant-embedding", json.dumps(ONNX), "--port", "0"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and f"Qdrant server at {url}" in proc.stderr and "Traceback" not in proc.stderr

@@ -158,3 +158,23 @@ def test_a_failure_inside_atomic_directory_keeps_the_old_folder_and_leaves_no_te
             raise RuntimeError("killed")
     assert (target / "weights").read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
+@pytest.mark.parametrize("config", [{"component": "BM25Retriever", "params": {"top_k": 5}},
+                                    {"component": "DenseEmbeddingRetriever", "params": {
+                                        "top_k": 5, "embedding": {"component": "MiniLMOnnxEmbedding"}}}])
+def test_a_folder_saved_before_the_index_sub_component_existed_still_loads(config, tmp_path, example_corpus):
+    """Such a folder has no state folder for the stateless ``index`` node (its parent saves the index's state)."""
+    built = dashrag.build(config, example_corpus, tmp_path / "work")
+    folder = built.save(tmp_path / "saved")
+    manifest = json.loads((folder / "dashrag.json").read_text())
+    index_dir = folder / manifest["snapshot"] / "nodes" / "root.index"
+    assert index_dir.is_dir() and not any(index_dir.iterdir())
+    index_dir.rmdir()  # the layout of a folder saved before `index` was a field
+    loaded = dashrag.load(folder)
+    try:
+        assert [[c.id for c in hits] for hits, _ in loaded.retrieve_batch(QUERIES)] == \
+            [[c.id for c in hits] for hits, _ in built.retrieve_batch(QUERIES)]
+    finally:
+        loaded.close()
+        built.close()

@@ -59,3 +59,17 @@ def in_process(engine_subset, engine_cache, tmp_path_factory):
                          cache_dir=engine_cache)
     yield tree
     tree.close()
+
+
+def bm25_tree(index: dict | None = None, top_k: int = 10, **params) -> dict:
+    params = {"top_k": top_k, **params}
+    if index is not None:
+        params["index"] = index
+    return {"component": "BM25Retriever", "params": params}
+
+
+@pytest.fixture(scope="session")
+def bm25_in_process(engine_subset, tmp_path_factory):
+    tree = dashrag.build(bm25_tree(), engine_subset.corpus, tmp_path_factory.mktemp("bm25-in-process"))
+    yield tree
+    tree.close()

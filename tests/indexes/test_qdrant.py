@@ -4,8 +4,6 @@ and every mismatch a clear error naming Qdrant and the collection."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -136,40 +134,11 @@ def test_an_unreachable_server_is_an_error_naming_qdrant_and_the_collection(engi
         dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache)
 
 
-class RefusingQdrant(BaseHTTPRequestHandler):
-    """Answers every request the way a Qdrant server with an API key answers a wrong key."""
-
-    def _refuse(self) -> None:
-        body = json.dumps({"status": {"error": "Invalid api-key"}, "time": 0.0}).encode()
-        self.send_response(401 if self.headers.get("api-key") is None else 403)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = do_PUT = do_DELETE = _refuse
-
-    def log_message(self, *args) -> None:
-        pass
-
-
-@pytest.fixture()
-def refusing_server():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), RefusingQdrant)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_a_wrong_api_key_is_an_error_that_never_shows_the_key(engine_subset, engine_cache, tmp_path,
-                                                              refusing_server, monkeypatch):
+                                                              refusing_qdrant, monkeypatch):
     monkeypatch.setenv("DASHRAG_TEST_QDRANT_KEY", "s3cret-key-value")
     config = dense_tree({"component": "QdrantVectorIndex", "params": {
-        "url": refusing_server, "collection": "docs",
+        "url": refusing_qdrant, "collection": "docs",
         "api_key": {"component": "EnvCredential", "params": {"var": "DASHRAG_TEST_QDRANT_KEY"}}}})
     with pytest.raises(EngineError, match=r"Qdrant collection 'docs' .* refused the API key") as caught:
         dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache)

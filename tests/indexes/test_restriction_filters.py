@@ -1,5 +1,6 @@
-"""The restriction gives the same answers in-process, on Qdrant and on PostgreSQL (a property over random
-category filters, document lists and opaque predicates): each engine filters inside its search, before top-k."""
+"""The restriction gives the same answers in-process, on Qdrant and on PostgreSQL, for dense and for BM25
+nodes (a property over random category filters, document lists and opaque predicates): each engine filters
+inside its search, before top-k."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import dashrag
 from dashrag.core.restriction import Restriction
 from dashrag.documents.corpus import Corpus
 from tests.boolean.corpus_fixture import load_documents
-from tests.indexes.conftest import dense_tree
+from tests.indexes.conftest import bm25_tree, dense_tree
 
 QUERIES = ["asylum appeal hearing", "cleaning the kitchen floor", "family reunification in Iraq", "bread"]
+ENGINES = ("qdrant", "postgresql")
 DOCUMENTS = load_documents()
 VALUES: dict[str, set[str]] = {}
 for document in DOCUMENTS:
@@ -22,18 +24,29 @@ for document in DOCUMENTS:
 NAMES = sorted(VALUES)
 
 
-@pytest.fixture(scope="module")
-def trees(engine_cache, pg_url, tmp_path_factory):
+@pytest.fixture(scope="module", params=["dense", "bm25"])
+def trees(request, engine_cache, pg_url, tmp_path_factory):
+    """The same leaf in-process, on Qdrant and on PostgreSQL: dense (exact) or BM25."""
     corpus = Corpus(tuple(DOCUMENTS))
-    folder = tmp_path_factory.mktemp("restriction-trees")
-    indexes = {"in-process": None,
-               "qdrant": {"component": "QdrantVectorIndex", "params": {"exact": True}},
-               "postgresql": {"component": "PgVectorIndex", "params": {"url": pg_url, "exact": True}}}
-    built = {name: dashrag.build(dense_tree(index, top_k=5), corpus, folder / name, cache_dir=engine_cache)
-             for name, index in indexes.items()}
+    folder = tmp_path_factory.mktemp(f"restriction-trees-{request.param}")
+    if request.param == "dense":
+        indexes = {"in-process": None,
+                   "qdrant": {"component": "QdrantVectorIndex", "params": {"exact": True}},
+                   "postgresql": {"component": "PgVectorIndex", "params": {"url": pg_url, "exact": True}}}
+        configs = {name: dense_tree(index, top_k=5) for name, index in indexes.items()}
+    else:
+        indexes = {"in-process": None, "qdrant": {"component": "QdrantKeywordIndex", "params": {}},
+                   "postgresql": {"component": "PgKeywordIndex", "params": {"url": pg_url}}}
+        configs = {name: bm25_tree(index, top_k=5) for name, index in indexes.items()}
+    built = {name: dashrag.build(config, corpus, folder / name, cache_dir=engine_cache)
+             for name, config in configs.items()}
     yield built
     for tree in built.values():
         tree.close()
+
+
+def agree(found: dict[str, list[int]]) -> bool:
+    return all(found[engine] == found["in-process"] for engine in ENGINES)
 
 
 category_filters = st.lists(st.sampled_from(NAMES), min_size=1, max_size=2, unique=True).flatmap(
@@ -50,7 +63,7 @@ def answers(trees, query: str, restriction: Restriction) -> dict[str, list[int]]
 @given(wanted=category_filters, query=st.sampled_from(QUERIES))
 def test_category_filters_agree_across_engines(trees, wanted, query):
     found = answers(trees, query, Restriction.where_categories(**wanted))
-    assert found["qdrant"] == found["in-process"] and found["postgresql"] == found["in-process"]
+    assert agree(found)
     allowed = {d.id for d in DOCUMENTS if all(set(v) & set(d.metadata.get(k, ())) for k, v in wanted.items())}
     chunks = trees["in-process"].require_infra().chunks
     assert {chunks.by_id(i).document_id for i in found["in-process"]} <= allowed
@@ -60,7 +73,7 @@ def test_category_filters_agree_across_engines(trees, wanted, query):
 @given(documents=document_lists, query=st.sampled_from(QUERIES))
 def test_document_lists_agree_across_engines(trees, documents, query):
     found = answers(trees, query, Restriction.to_documents(documents))
-    assert found["qdrant"] == found["in-process"] and found["postgresql"] == found["in-process"]
+    assert agree(found)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -68,12 +81,18 @@ def test_document_lists_agree_across_engines(trees, documents, query):
 def test_opaque_predicates_agree_across_engines(trees, value, query):
     restriction = Restriction(predicate=lambda categories: value not in categories.get("CAT1", ()))
     found = answers(trees, query, restriction)
-    assert found["qdrant"] == found["in-process"] and found["postgresql"] == found["in-process"]
+    assert agree(found)
 
 
 def test_a_restricted_search_still_returns_k_where_k_exist(trees):
+    """The allowed chunks rank low for the query, yet k of them come back (BM25: of those sharing a term)."""
     restriction = Restriction.where_categories(COUNTRY_OF_ORIGIN=["IQ"])
-    found = answers(trees, "bread recipe", restriction)  # the allowed chunks rank low for this query
-    chunks = trees["in-process"].require_infra().chunks
-    allowed = int(restriction.row_mask(chunks).sum())
-    assert all(len(ids) == min(5, allowed) for ids in found.values())
+    in_process = trees["in-process"]
+    query = "asylum seeker" if in_process.component_name == "BM25Retriever" else "bread recipe"
+    found = answers(trees, query, restriction)
+    chunks = in_process.require_infra().chunks
+    allowed = restriction.row_mask(chunks)
+    everything = in_process.retrieve(query, top_k=len(chunks))[0]  # unrestricted: every hit, best first
+    allowed_hits = [c.id for c in everything if allowed[chunks.rows_of([c.id])[0]]]
+    after_top_k = set(allowed_hits) & {c.id for c in everything[:5]}  # what a filter after top-5 would keep
+    assert agree(found) and found["in-process"] == allowed_hits[:5] and len(allowed_hits[:5]) > len(after_top_k)

@@ -43,3 +43,25 @@ def test_two_shards_give_the_top_10_of_one_server(whole_and_sharded, engine_subs
     for (one, _), (two, _) in zip(whole.retrieve_batch(queries), sharded.retrieve_batch(queries)):
         assert [c.id for c in two] == [c.id for c in one]
         np.testing.assert_allclose([c.score for c in two], [c.score for c in one], atol=1e-6)
+
+
+def test_two_bm25_shards_give_the_top_10_of_one_server(engine_subset, pg_url, pg_url_second, tmp_path):
+    """Each shard stores its chunks' rows of the weights computed over the whole corpus, so the shards' sums
+    are the global BM25 scores and their maximum fusion is the global top-10."""
+    def keyword(url: str, shards: int = 1, shard: int = 0) -> dict:
+        return {"component": "BM25Retriever", "params": {"top_k": 10, "index": {
+            "component": "PgKeywordIndex", "params": {"url": url, "shards": shards, "shard": shard}}}}
+
+    whole = dashrag.build(keyword(pg_url), engine_subset.corpus, tmp_path / "whole")
+    sharded = dashrag.build({"component": "ParallelRetriever", "params": {
+        "merge_strategy": "max_score", "top_k": 10,
+        "children": [keyword(url, 2, i) for i, url in enumerate([pg_url, pg_url_second])]}},
+        engine_subset.corpus, tmp_path / "sharded")
+    try:
+        queries = list(engine_subset.queries.values())
+        for (one, _), (two, _) in zip(whole.retrieve_batch(queries), sharded.retrieve_batch(queries)):
+            assert [c.id for c in two] == [c.id for c in one]
+            np.testing.assert_allclose([c.score for c in two], [c.score for c in one], atol=1e-5)
+    finally:
+        whole.close()
+        sharded.close()

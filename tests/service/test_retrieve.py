@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from dashrag.service.collections import RetrievedChunk, TreeCollection
+from dashrag.service.models import RetrieveResponse
 from tests.service.conftest import make_client
 
 QUERY = "how does BM25 saturate term frequency"
@@ -196,6 +197,18 @@ def test_the_trace_holds_every_step_in_order_and_the_tree_trace(client):
 
 def test_no_trace_unless_asked(client):
     assert retrieve(client, query=QUERY).json()["trace"] is None
+
+
+def test_the_answer_is_exactly_the_response_models_json(client):
+    """The route serialises the answer itself (one worker-thread hand-off, not FastAPI's two)."""
+    answer = retrieve(client, query=QUERY, trace=True)
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.content == RetrieveResponse.model_validate_json(answer.content).model_dump_json().encode()
+
+
+def test_the_openapi_document_still_names_the_response_model_for_the_200(client):
+    documented = client.get("/openapi.json").json()["paths"]["/retrieve"]["post"]["responses"]["200"]
+    assert documented["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/RetrieveResponse"}
 
 
 def test_a_body_that_is_not_utf8_is_422_not_400(client):

@@ -1,8 +1,15 @@
-"""``POST /retrieve``: the reference contract."""
+"""``POST /retrieve``: the reference contract.
+
+The answer is serialised to JSON in the worker thread that ran the pipeline and returned
+as a ready ``Response``. A sync endpoint returning a model makes FastAPI validate that
+model again in a *second* worker-thread hand-off, then serialise it on the event loop;
+the answer is already a validated :class:`RetrieveResponse`, so both were overhead on
+every request (docs/service.md, "Overhead"). ``response_model`` still documents the body.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
 from dashrag.service.models import RetrieveRequest, RetrieveResponse
 from dashrag.service.routes import errors, invalid
@@ -14,7 +21,8 @@ router = APIRouter()
 @router.post("/retrieve", response_model=RetrieveResponse, response_model_exclude_none=False,
              responses={**errors(401, 404, 413, 503), **invalid(
                  "An empty or whitespace-only query, or any malformed body.")})
-def retrieve(body: RetrieveRequest, request: Request) -> RetrieveResponse:
+def retrieve(body: RetrieveRequest, request: Request) -> Response:
     """Fetch and rank grounding chunks from ``collection_name`` (and ``user_collection_name``); an empty
     context is a 200 with ``low_confidence: true``."""
-    return service_of(request).pipeline.run(body)
+    answer = service_of(request).pipeline.run(body)
+    return Response(answer.model_dump_json(), media_type="application/json")

@@ -16,7 +16,7 @@ from starlette.datastructures import UploadFile
 
 from dashrag.core.validation import validate_and_transform
 from dashrag.errors import ConfigError, DashragError
-from dashrag.service.collections import NAME_PATTERN, TreeCollection
+from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
 from dashrag.service.jobs import NameTaken
 from dashrag.service.models import (
     BuildRequest,
@@ -51,6 +51,9 @@ MULTIPART_SCHEMA = {
 
 def _tree(service: Service, name: str) -> TreeCollection:
     tree = service.registry.tree(name)
+    unavailable = service.registry.get(name) if tree is None else None
+    if isinstance(unavailable, UnavailableCollection):
+        raise StepFailure("load", f"tree {name!r}: {unavailable.error}")
     if tree is None:
         raise HTTPException(404, f"no tree named {name!r}")
     return tree
