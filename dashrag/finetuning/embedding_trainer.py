@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from dashrag.core.persistence import atomic_directory
 from dashrag.errors import ConfigError, ConfigIssue
 from dashrag.finetuning.base_model import BaseWeights, resolve_embedding_base
-from dashrag.finetuning.model_card import write_card
+from dashrag.finetuning.model_card import save_model_folder
 from dashrag.finetuning.negatives import negatives_per_pair
 from dashrag.finetuning.progress import Progress, no_progress, quietly, trainer_callback, without_printed_logs
+from dashrag.finetuning.trainer_arguments import shared_arguments
 from dashrag.finetuning.training_data import TrainingData, dev_pool
 
 DEV_POOL_DEPTH = 5  # first-stage candidates per dev query in the dev pool (with its judged documents)
@@ -124,23 +124,8 @@ def train_embedding(
     timings["dev_s"] = time.perf_counter() - began
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dashrag-finetune-") as scratch:
-        args = SentenceTransformerTrainingArguments(
-            output_dir=scratch,
-            num_train_epochs=hyper.epochs,
-            per_device_train_batch_size=hyper.batch_size,
-            learning_rate=hyper.learning_rate,
-            warmup_steps=hyper.warmup_ratio,  # a float below 1 is a ratio of the steps (transformers 5)
-            seed=hyper.seed,
-            data_seed=hyper.seed,
-            full_determinism=True,
-            batch_sampler=BatchSamplers.NO_DUPLICATES,
-            save_strategy="no",
-            logging_strategy="epoch",
-            report_to="none",
-            disable_tqdm=True,
-            use_cpu=device == "cpu",
-            dataloader_num_workers=0,
-        )
+        args = SentenceTransformerTrainingArguments(**shared_arguments(hyper, scratch, device),
+                                                    batch_sampler=BatchSamplers.NO_DUPLICATES)
         trainer = SentenceTransformerTrainer(
             model=model,
             args=args,
@@ -168,7 +153,5 @@ def train_embedding(
         },
         "timings": {k: round(v, 2) for k, v in timings.items()},
     }
-    with atomic_directory(Path(out)) as folder:
-        model.save(str(folder))
-        write_card(folder, card)
+    save_model_folder(Path(out), model, card)
     return card

@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from dashrag.core.persistence import atomic_write_json, load_json
+from dashrag.core.persistence import atomic_directory, atomic_write_json, load_json
 from dashrag.errors import PersistenceError
 
 CARD_NAME = "dashrag-model-card.json"
@@ -28,6 +28,13 @@ def write_card(folder: Path, card: dict[str, Any]) -> Path:
     path = Path(folder) / CARD_NAME
     atomic_write_json(path, {"format": CARD_FORMAT, **card, "libraries": library_versions()})
     return path
+
+
+def save_model_folder(out: Path, model: Any, card: dict[str, Any]) -> None:
+    """The trained model and its card, published together by one rename (never a folder without its card)."""
+    with atomic_directory(out) as folder:
+        model.save(str(folder))
+        write_card(folder, card)
 
 
 def read_card(folder: Path) -> dict[str, Any]:

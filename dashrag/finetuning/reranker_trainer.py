@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from dashrag.core.persistence import atomic_directory
 from dashrag.errors import ConfigError, ConfigIssue
 from dashrag.finetuning.base_model import resolve_reranker_base
-from dashrag.finetuning.model_card import write_card
+from dashrag.finetuning.model_card import save_model_folder
 from dashrag.finetuning.negatives import hard_negatives
 from dashrag.finetuning.progress import Progress, no_progress, quietly, trainer_callback, without_printed_logs
+from dashrag.finetuning.trainer_arguments import shared_arguments
 from dashrag.finetuning.training_data import TrainingData
 
 DEV_RERANK_DEPTH = 20  # first-stage candidates per dev query the reranker reorders
@@ -109,22 +109,7 @@ def train_reranker(
     timings = dict(data.timings)
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dashrag-finetune-") as scratch:
-        args = CrossEncoderTrainingArguments(
-            output_dir=scratch,
-            num_train_epochs=hyper.epochs,
-            per_device_train_batch_size=hyper.batch_size,
-            learning_rate=hyper.learning_rate,
-            warmup_steps=hyper.warmup_ratio,  # a float below 1 is a ratio of the steps (transformers 5)
-            seed=hyper.seed,
-            data_seed=hyper.seed,
-            full_determinism=True,
-            save_strategy="no",
-            logging_strategy="epoch",
-            report_to="none",
-            disable_tqdm=True,
-            use_cpu=device == "cpu",
-            dataloader_num_workers=0,
-        )
+        args = CrossEncoderTrainingArguments(**shared_arguments(hyper, scratch, device))
         trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=Dataset.from_dict(columns),
                                       loss=BinaryCrossEntropyLoss(model), callbacks=[trainer_callback(progress)])
         output = without_printed_logs(trainer).train()
@@ -143,7 +128,5 @@ def train_reranker(
                     "dev_rerank": dev},
         "timings": {k: round(v, 2) for k, v in timings.items()},
     }
-    with atomic_directory(Path(out)) as folder:
-        model.save(str(folder))
-        write_card(folder, card)
+    save_model_folder(Path(out), model, card)
     return card
