@@ -20,14 +20,20 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from dashrag.cli.safe_text import VisibleFormatter
+from dashrag.cli.safe_text import VisibleFormatter, plain
 from dashrag.cli.usage import EXIT_USER_ERROR, print_error
 from dashrag.errors import DashragError
 
 console = Console()
 err_console = Console(stderr=True)
 
-__all__ = ["EXIT_USER_ERROR", "console", "err_console", "user_errors"]
+__all__ = ["EXIT_USER_ERROR", "console", "err_console", "say", "user_errors"]
+
+
+def say(text: object) -> None:
+    """One line of a command's own output on stdout: never read as markup, control characters shown as text,
+    never wrapped (a path or URL stays one copyable line)."""
+    console.print(plain(text), highlight=False, soft_wrap=True)
 
 
 def user_errors(command: Callable) -> Callable:

@@ -8,7 +8,7 @@ remaining time: the estimate). ``test`` is refused as a training split unless ``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import typer
 from rich.progress import (
@@ -21,10 +21,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from dashrag.cli.console import console, user_errors
+from dashrag.cli.console import console, say, user_errors
 from dashrag.cli.eval_commands import default_workdir, print_wide
 from dashrag.cli.paths import check_output_file
-from dashrag.cli.safe_text import plain
 from dashrag.core.persistence import atomic_write_json
 from dashrag.errors import PersistenceError
 
@@ -73,13 +72,25 @@ def hyperparameters(epochs: int, batch_size: int, learning_rate: float, max_seq_
 
 def print_card_figures(card: dict[str, Any]) -> None:
     figures = card["figures"]
-    console.print(plain(f"trained {figures['train_steps']} steps, loss {figures['train_loss']:.4f}, "
-                        f"in {card['timings']['train_s']:.0f}s"), highlight=False, soft_wrap=True)
+    say(f"trained {figures['train_steps']} steps, loss {figures['train_loss']:.4f}, "
+                        f"in {card['timings']['train_s']:.0f}s")
     dev = figures.get("dev_pool")
     if dev:
-        console.print(plain(f"dev pool ({dev['base']['pool_documents']} documents) nDCG@10: base "
-                            f"{dev['base']['ndcg@10']:.4f} → fine-tuned {dev['fine_tuned']['ndcg@10']:.4f}"),
-                      highlight=False, soft_wrap=True)
+        say(f"dev pool ({dev['base']['pool_documents']} documents) nDCG@10: base "
+                            f"{dev['base']['ndcg@10']:.4f} → fine-tuned {dev['fine_tuned']['ndcg@10']:.4f}")
+
+
+def train_on_split(dataset: Path, split: str, dev_fraction: float, seed: int, first_stage: str, workdir: Path | None,
+                   force_test: bool, train: Callable[[Any, StepBars], dict[str, Any]]) -> dict[str, Any]:
+    """Read the split, mine its negatives and run ``train`` on it under one progress display; the model card."""
+    from dashrag.finetuning.training_data import prepare_training_data
+
+    with step_display() as display:
+        bars = StepBars(display)
+        data = prepare_training_data(dataset, split=split, dev_fraction=dev_fraction, seed=seed,
+                                     first_stage=first_stage, workdir=workdir or default_workdir(dataset),
+                                     force_test=force_test, progress=bars)
+        return train(data, bars)
 
 
 def register_finetune_commands(app: typer.Typer) -> None:
@@ -108,20 +119,15 @@ def register_finetune_commands(app: typer.Typer) -> None:
         from dashrag.finetuning.base_model import resolve_embedding_base
         from dashrag.finetuning.embedding_trainer import train_embedding
         from dashrag.finetuning.pairs import refuse_test_split
-        from dashrag.finetuning.training_data import prepare_training_data
 
         refuse_test_split(split, force_test)
         hyper = hyperparameters(epochs, batch_size, learning_rate, max_seq_length, seed)
         check_model_folder(out)
         resolve_embedding_base(base)
-        with step_display() as display:
-            bars = StepBars(display)
-            data = prepare_training_data(dataset, split=split, dev_fraction=dev_fraction, seed=seed,
-                                         first_stage=first_stage, workdir=workdir or default_workdir(dataset),
-                                         force_test=force_test, progress=bars)
-            card = train_embedding(data, out, base=base, hyper=hyper, progress=bars)
+        card = train_on_split(dataset, split, dev_fraction, seed, first_stage, workdir, force_test,
+                              lambda data, bars: train_embedding(data, out, base=base, hyper=hyper, progress=bars))
         print_card_figures(card)
-        console.print(plain(f"wrote {out}"), highlight=False, soft_wrap=True)
+        say(f"wrote {out}")
 
     @finetune.command("reranker")
     @user_errors
@@ -146,7 +152,6 @@ def register_finetune_commands(app: typer.Typer) -> None:
         from dashrag.finetuning.base_model import resolve_reranker_base
         from dashrag.finetuning.pairs import refuse_test_split
         from dashrag.finetuning.reranker_trainer import RerankerHyperparameters, train_reranker
-        from dashrag.finetuning.training_data import prepare_training_data
 
         refuse_test_split(split, force_test)
         hyper = RerankerHyperparameters(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
@@ -154,22 +159,16 @@ def register_finetune_commands(app: typer.Typer) -> None:
         hyper.check()
         check_model_folder(out)
         resolve_reranker_base(base)
-        with step_display() as display:
-            bars = StepBars(display)
-            data = prepare_training_data(dataset, split=split, dev_fraction=dev_fraction, seed=seed,
-                                         first_stage=first_stage, workdir=workdir or default_workdir(dataset),
-                                         force_test=force_test, progress=bars)
-            card = train_reranker(data, out, base=base, hyper=hyper, progress=bars)
+        card = train_on_split(dataset, split, dev_fraction, seed, first_stage, workdir, force_test,
+                              lambda data, bars: train_reranker(data, out, base=base, hyper=hyper, progress=bars))
         figures = card["figures"]
-        console.print(plain(f"trained {figures['train_steps']} steps, loss {figures['train_loss']:.4f}"),
-                      highlight=False, soft_wrap=True)
+        say(f"trained {figures['train_steps']} steps, loss {figures['train_loss']:.4f}")
         dev = figures.get("dev_rerank")
         if dev:
             verdict = "beats" if dev["beats_first_stage"] else "does not beat"
-            console.print(plain(f"dev nDCG@10: first stage {dev['first_stage']['ndcg@10']:.4f}, reranked "
-                                f"{dev['reranked']['ndcg@10']:.4f}: the reranker {verdict} its first stage"),
-                          highlight=False, soft_wrap=True)
-        console.print(plain(f"wrote {out}"), highlight=False, soft_wrap=True)
+            say(f"dev nDCG@10: first stage {dev['first_stage']['ndcg@10']:.4f}, reranked "
+                                f"{dev['reranked']['ndcg@10']:.4f}: the reranker {verdict} its first stage")
+        say(f"wrote {out}")
 
     @finetune.command("pipeline")
     @user_errors
@@ -212,16 +211,15 @@ def register_finetune_commands(app: typer.Typer) -> None:
             report = run_pipeline(settings, StepBars(display))
         print_card_figures(report["model_card"])
         tuning = report["tuning"]
-        console.print(plain(f"tuned {tuning['points']} points on {tuning['split']} ({tuning['queries']} queries): "
-                            f"best {tuning['best']['values']} nDCG@10 {tuning['best']['ndcg@10']:.4f}"),
-                      highlight=False, soft_wrap=True)
+        say(f"tuned {tuning['points']} points on {tuning['split']} ({tuning['queries']} queries): "
+                            f"best {tuning['best']['values']} nDCG@10 {tuning['best']['ndcg@10']:.4f}")
         if report["final"] is not None:
             print_wide(console, per_node_table(report["final"]))
         steps = " · ".join(f"{name[:-2]} {seconds:.0f}s" for name, seconds in report["timings"].items())
-        console.print(plain(f"steps: {steps}"), highlight=False, soft_wrap=True)
-        console.print(plain(f"wrote {out} (model {report['model_reference']})"), highlight=False, soft_wrap=True)
+        say(f"steps: {steps}")
+        say(f"wrote {out} (model {report['model_reference']})")
         if json_out is not None:
             atomic_write_json(json_out, report)
-            console.print(plain(f"wrote {json_out}"), highlight=False, soft_wrap=True)
+            say(f"wrote {json_out}")
 
     app.add_typer(finetune, name="finetune")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from dashrag.cli.console import console, user_errors
+from dashrag.cli.console import say, user_errors
 
 
 def register_pg_commands(app: typer.Typer) -> None:
@@ -24,7 +24,7 @@ def register_pg_commands(app: typer.Typer) -> None:
         from dashrag.engines.local_postgres import start as start_server
 
         server = start_server(data, port)
-        console.print(server.url, highlight=False, soft_wrap=True)
+        say(server.url)
 
     @pg.command("stop")
     @user_errors
@@ -33,8 +33,7 @@ def register_pg_commands(app: typer.Typer) -> None:
         from dashrag.engines.local_postgres import stop as stop_server
 
         stopped = stop_server(data)
-        console.print(f"stopped the PostgreSQL server of {data}" if stopped else f"no server was running for {data}",
-                      highlight=False, soft_wrap=True)
+        say(f"stopped the PostgreSQL server of {data}" if stopped else f"no server was running for {data}")
 
     @pg.command("status")
     @user_errors
@@ -44,8 +43,8 @@ def register_pg_commands(app: typer.Typer) -> None:
 
         server = server_status(data)
         if server is None:
-            console.print(f"no server is running for {data}", highlight=False, soft_wrap=True)
+            say(f"no server is running for {data}")
             raise typer.Exit(1)
-        console.print(server.url, highlight=False, soft_wrap=True)
+        say(server.url)
 
     app.add_typer(pg, name="pg")
