@@ -29,7 +29,7 @@ from dashrag.finetuning.base_model import resolve_embedding_base
 from dashrag.finetuning.embedding_trainer import EmbeddingHyperparameters, train_embedding
 from dashrag.finetuning.negatives import WHOLE_DOCUMENTS
 from dashrag.finetuning.pairs import refuse_test_split
-from dashrag.finetuning.progress import Progress, no_progress, quietly
+from dashrag.finetuning.progress import Progress, counter, no_progress, quietly
 from dashrag.finetuning.training_data import TrainingData, prepare_training_data
 
 STEPS = ("mine", "train", "embed", "tune", "final")
@@ -169,14 +169,9 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress) -
     params = tune_params(settings)
     tuned_on = tuning_split(data)
     points = len(settings.k1_values) * len(settings.b_values) * len(settings.bm25_weights)
-    done = 0
-
-    def point_done(_: Any) -> None:
-        nonlocal done
-        done += 1
-        progress("tune", done, points)
-
-    result = tune(config, params, infra=infra, train=tuned_on, test=None, metric=TUNE_METRIC, on_point=point_done)
+    advance = counter(progress, "tune", points)
+    result = tune(config, params, infra=infra, train=tuned_on, test=None, metric=TUNE_METRIC,
+                  on_point=lambda _: advance(1))
     best = result.best_point
     atomic_write_json(settings.out, best.config)
     timings["tune_s"] = time.perf_counter() - began
@@ -210,14 +205,7 @@ def final_evaluation(config: dict[str, Any], split: EvaluationSplit, infra: Any,
     tree.inject_infra(infra)
     tree.init_model()
     try:
-        progress("final", 0, len(split))
-        done = 0
-
-        def advance(n: int) -> None:
-            nonlocal done
-            done += n
-            progress("final", done, len(split))
-
+        advance = counter(progress, "final", len(split))
         return evaluate_tree(tree, split, FINAL_METRICS, on_batch=advance)  # type: ignore[arg-type]
     finally:
         tree.close()

@@ -18,6 +18,20 @@ def no_progress(step: str, done: int, total: int) -> None:
     """The default: report nothing."""
 
 
+def counter(progress: Progress, step: str, total: int) -> Callable[[int], None]:
+    """Report ``step`` at 0 of ``total`` now; the returned callback adds ``n`` finished items and reports again
+    (the shape of the ``on_batch`` hooks of ranking and evaluation)."""
+    done = 0
+    progress(step, done, total)
+
+    def advance(n: int) -> None:
+        nonlocal done
+        done += n
+        progress(step, done, total)
+
+    return advance
+
+
 class _StepState(Protocol):
     global_step: int
     max_steps: int

@@ -16,7 +16,7 @@ from dashrag.core.validation import validate_and_transform
 from dashrag.evaluation.beir import EvaluationSplit, load_split
 from dashrag.finetuning.negatives import DEFAULT_DEPTH, Candidates, build_first_stage, rank_documents
 from dashrag.finetuning.pairs import JudgedPair, carve_dev, document_texts, judged_pairs, refuse_test_split
-from dashrag.finetuning.progress import Progress, no_progress
+from dashrag.finetuning.progress import Progress, counter, no_progress
 
 
 @dataclass
@@ -88,15 +88,7 @@ def prepare_training_data(
     began = time.perf_counter()
     tree = build_first_stage(normalised, corpus, workdir)
     try:
-        progress("mine", 0, len(whole))
-        done = 0
-
-        def advance(n: int) -> None:
-            nonlocal done
-            done += n
-            progress("mine", done, len(whole))
-
-        candidates = rank_documents(tree, whole, depth=depth, on_batch=advance)
+        candidates = rank_documents(tree, whole, depth=depth, on_batch=counter(progress, "mine", len(whole)))
     finally:
         tree.close()
     timings["mine_s"] = time.perf_counter() - began
