@@ -13,6 +13,8 @@ trace − the tree's ``elapsed_ms`` in it) of each, and whether the untraced bod
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
 import os
 import re
 import statistics
@@ -20,10 +22,34 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
-from bench_service import SCIFACT, TREES, ensure_trees, http_caller, tree_ms
+from bench_service import LIMIT, SCIFACT, TREES, ensure_trees
 
 from dashrag.evaluation.beir import load_split
+
+
+def body_caller(port: int, collection: str, trace: bool) -> Callable[[str], bytes]:
+    """POST /retrieve on one keep-alive connection, answering the body (an earlier commit may send no
+    Server-Timing header, so the tree's time comes from the trace)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port)
+
+    def call(query: str) -> bytes:
+        body = json.dumps({"query": query, "collection_name": collection, "limit": LIMIT, "trace": trace})
+        connection.request("POST", "/retrieve", body=body, headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        raw = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status}")
+        return raw
+
+    return call
+
+
+def tree_ms(raw: bytes) -> float:
+    """The tree's own retrieve() time inside the server, from the answer's trace (search → collection → tree)."""
+    search = next(n for n in json.loads(raw)["trace"]["children"] if n["component"] == "search")
+    return float(search["children"][0]["children"][0]["elapsed_ms"])
 
 
 def start(trees: Path, log: Path, checkout: Path | None) -> tuple[subprocess.Popen, int]:
@@ -60,8 +86,8 @@ def main() -> None:
     try:
         for tree in TREES:
             for _, port in servers.values():
-                http_caller(port, tree)(queries[0])  # load the model sessions, unmeasured
-            calls = {(name, trace): http_caller(port, tree, trace=trace)
+                body_caller(port, tree, trace=False)(queries[0])  # load the model sessions, unmeasured
+            calls = {(name, trace): body_caller(port, tree, trace)
                      for name, (_, port) in servers.items() for trace in (False, True)}
             best = {key: [float("inf")] * len(queries) for key in calls}
             beyond = {name: [float("inf")] * len(queries) for name in servers}

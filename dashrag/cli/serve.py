@@ -6,6 +6,7 @@ Flags override the settings file, which overrides the ``RAG_*`` environment vari
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,6 +44,7 @@ def register_serve_command(app: typer.Typer, user_errors: Callable[[Callable[...
         from dashrag.core.config_json import loads_config
         from dashrag.errors import ConfigError
         from dashrag.service.app import create_app
+        from dashrag.service.blas import limit_blas_threads
         from dashrag.service.logs import configure_logging
         from dashrag.service.settings import load_settings
 
@@ -54,5 +56,8 @@ def register_serve_command(app: typer.Typer, user_errors: Callable[[Callable[...
         if resolved.trees_dir is not None and not resolved.trees_dir.is_dir():
             raise ConfigError(f"--trees {resolved.trees_dir}: no such folder")
         configure_logging(resolved.log_level)
+        blas = limit_blas_threads(resolved.blas_threads)
+        logging.getLogger("dashrag.service").info(
+            "BLAS threads: %s", ", ".join(f"{name} {n}" for name, n in blas.items()) or "no BLAS library loaded")
         uvicorn.run(create_app(resolved), host=resolved.host, port=resolved.port, log_config=None,
                     access_log=False, log_level=resolved.log_level.lower())

@@ -7,13 +7,17 @@ rerank → confidence filter → pack into the budget, citations, low_confidence
 A step that fails (search, rerank) raises :class:`StepFailure` naming the step; the app
 answers 503 with that name and a message fit to show (a DashragError's own message,
 which never carries a secret, or only the exception's class otherwise).
+
+Every step is timed on every request, trace or not: the route sends the times as a
+``Server-Timing`` header, so a browser's developer tools, a proxy or a benchmark can tell
+the collections' search from what the service adds around it.
 """
 
 from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from dashrag.errors import DashragError
@@ -48,11 +52,22 @@ class Thresholds:
     budgets: dict[str, int]
 
 
-def step_node(component: str, query: str, started: float, output: Sequence[Any] = (), children: Sequence[dict] = (),
-              **selection: Any) -> dict[str, Any]:
+@dataclass
+class PipelineResult:
+    """The answer, and each step's wall time in ms in the order the steps ran (``total``: the whole run)."""
+
+    response: RetrieveResponse
+    step_ms: dict[str, float]
+
+
+def ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def step_node(component: str, query: str, elapsed_ms: float, output: Sequence[Any] = (),
+              children: Sequence[dict] = (), **selection: Any) -> dict[str, Any]:
     """A trace node of the project's shape for one pipeline step."""
-    node: dict[str, Any] = {"component": component, "params": {}, "query": query,
-                            "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
+    node: dict[str, Any] = {"component": component, "params": {}, "query": query, "elapsed_ms": elapsed_ms,
                             "output": [o if isinstance(o, dict) else _chunk_json(o) for o in output],
                             "children": list(children)}
     if selection:
@@ -61,7 +76,7 @@ def step_node(component: str, query: str, started: float, output: Sequence[Any] 
 
 
 def _chunk_json(chunk: RetrievedChunk | ContextChunk) -> dict[str, Any]:
-    data = chunk.model_dump() if isinstance(chunk, ContextChunk) else asdict(chunk)
+    data = chunk.model_dump() if isinstance(chunk, ContextChunk) else dict(vars(chunk))
     data.pop("text", None)
     return data
 
@@ -75,13 +90,15 @@ class RetrievePipeline:
         self.reranker = reranker
         self.executor = executor
 
-    def run(self, request: RetrieveRequest) -> RetrieveResponse:
+    def run(self, request: RetrieveRequest) -> PipelineResult:
         started = time.perf_counter()
         nodes: list[dict[str, Any]] = []
+        step_ms: dict[str, float] = {}
 
-        def note(*args: Any, **kwargs: Any) -> None:  # trace nodes are built only when asked for
-            if request.trace:
-                nodes.append(step_node(*args, **kwargs))
+        def note(component: str, query: str, step_started: float, *args: Any, **kwargs: Any) -> None:
+            step_ms[component] = ms_since(step_started)
+            if request.trace:  # trace nodes are built only when asked for
+                nodes.append(step_node(component, query, step_ms[component], *args, **kwargs))
 
         names = [request.collection_name] + ([request.user_collection_name] if request.user_collection_name else [])
         found = [c for c in (self.registry.get(n) for n in dict.fromkeys(names)) if c is not None]
@@ -121,9 +138,11 @@ class RetrievePipeline:
         sources = cite.citations(c.source_id for c in kept)
         note("assemble", request.query, t, kept, budget_chars=budget_chars,
              packed_chars=sum(len(c.text) for c in kept), citations=sources)
-        trace = step_node("retrieve", request.query, started, kept, nodes) if request.trace else None
-        return RetrieveResponse(context_chunks=kept, citations=sources, low_confidence=cite.low_confidence(kept),
-                                reranker=self.reranker_name, trace=trace)
+        step_ms["total"] = ms_since(started)
+        trace = step_node("retrieve", request.query, step_ms["total"], kept, nodes) if request.trace else None
+        response = RetrieveResponse(context_chunks=kept, citations=sources, low_confidence=cite.low_confidence(kept),
+                                    reranker=self.reranker_name, trace=trace)
+        return PipelineResult(response, step_ms)
 
     @property
     def reranker_name(self) -> str:
@@ -143,7 +162,7 @@ class RetrievePipeline:
                 chunks, tree = traced(query, limit) if traced else (collection.search(query, limit), None)
             except Exception as exc:
                 raise StepFailure("search", f"collection {collection.name!r}: {safe_message(exc)}") from exc
-            return chunks, step_node(f"search:{collection.name}", query, t, chunks, [tree] if tree else []) \
+            return chunks, step_node(f"search:{collection.name}", query, ms_since(t), chunks, [tree] if tree else []) \
                 if trace else None
 
         if len(found) == 1:
@@ -158,5 +177,5 @@ class RetrievePipeline:
                 scores = list(self.reranker.score(query, [c.text for c in chunks]))
             except Exception as exc:
                 raise StepFailure("rerank", f"{self.reranker.name}: {safe_message(exc)}") from exc
-        ranked = [ContextChunk(**asdict(c), rerank_score=s) for c, s in zip(chunks, scores)]
+        ranked = [ContextChunk(**vars(c), rerank_score=s) for c, s in zip(chunks, scores)]  # vars: asdict deep-copies
         return gates.sort_by(ranked, lambda c: c.rerank_score)

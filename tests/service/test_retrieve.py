@@ -195,6 +195,20 @@ def test_the_trace_holds_every_step_in_order_and_the_tree_trace(client):
     assert search["children"][0]["children"][0]["component"] == "BM25Retriever"
 
 
+def test_server_timing_names_every_step_with_the_traces_own_times(client):
+    answer = retrieve(client, query=QUERY, trace=True)
+    timing = dict(metric.split(";dur=") for metric in answer.headers["server-timing"].split(", "))
+    trace = answer.json()["trace"]
+    assert list(timing) == [n["component"] for n in trace["children"]] + ["total"]
+    assert {step: float(ms) for step, ms in timing.items()} == {
+        **{n["component"]: n["elapsed_ms"] for n in trace["children"]}, "total": trace["elapsed_ms"]}
+
+
+def test_server_timing_is_sent_without_a_trace_too(client):
+    steps = [metric.split(";")[0] for metric in retrieve(client, query=QUERY).headers["server-timing"].split(", ")]
+    assert steps == ["rewrite", "complexity", "search", "retrieval_floor", "rerank", "confidence", "assemble", "total"]
+
+
 def test_no_trace_unless_asked(client):
     assert retrieve(client, query=QUERY).json()["trace"] is None
 

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Iterator
 
 import httpx
 
@@ -52,22 +54,48 @@ def test_sixteen_concurrent_clients_get_exactly_the_answers_of_one_at_a_time(loo
     assert sum(bool(a["context_chunks"]) for a in alone) > 100  # the answers are not all empty
 
 
-def test_dashrag_serve_starts_on_a_free_port_and_serves_the_trees(trees_dir):
-    env = {**os.environ, "RAG_PORT": "0", "RAG_LOG_LEVEL": "INFO"}
+@contextmanager
+def dashrag_serve(trees_dir, **env_vars: str) -> Iterator[tuple[str, list[str]]]:
+    """``dashrag serve --trees`` as a user starts it, on a free port: its URL and its log lines up to "running on"."""
+    env = {**os.environ, "RAG_PORT": "0", "RAG_LOG_LEVEL": "INFO", **env_vars}
     command = [sys.executable, "-m", "dashrag.cli.main", "serve", "--trees", str(trees_dir)]
     process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True)
-    reader.start()
+
+    def read_stderr() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.put(line)
+
+    threading.Thread(target=read_stderr, daemon=True).start()
     try:
         url, seen = None, []
         while url is None:
             seen.append(lines.get(timeout=60))
             match = re.search(r"running on (http://127\.0\.0\.1:\d+)", seen[-1])
             url = match.group(1) if match else None
-        assert json.loads(seen[-1])["level"] == "INFO"  # structured logs
-        answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "kw"})
-        assert answer.status_code == 200 and answer.json()["citations"] == ["bm25.md"]
+        yield url, seen
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=20)
+
+
+def test_dashrag_serve_starts_on_a_free_port_and_serves_the_trees(trees_dir):
+    with dashrag_serve(trees_dir) as (url, seen):
+        assert json.loads(seen[-1])["level"] == "INFO"  # structured logs
+        answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "kw"})
+    assert answer.status_code == 200 and answer.json()["citations"] == ["bm25.md"]
+
+
+def blas_threads_logged(seen: list[str]) -> str:
+    return next(json.loads(line)["message"] for line in seen if "BLAS threads" in line)
+
+
+def test_dashrag_serve_runs_blas_on_one_thread_by_default(trees_dir):
+    with dashrag_serve(trees_dir) as (_, seen):
+        assert blas_threads_logged(seen) == "BLAS threads: openblas 1"
+
+
+def test_rag_blas_threads_0_leaves_blas_one_thread_per_core(trees_dir):
+    with dashrag_serve(trees_dir, RAG_BLAS_THREADS="0", OPENBLAS_NUM_THREADS="2") as (_, seen):
+        assert blas_threads_logged(seen) == "BLAS threads: openblas 2"
