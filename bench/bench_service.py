@@ -112,17 +112,24 @@ class Service:
         self.handle.close()
 
 
+def post_retrieve(connection: http.client.HTTPConnection, collection: str, query: str,
+                  trace: bool = False) -> tuple[bytes, http.client.HTTPResponse]:
+    """One ``POST /retrieve`` on a keep-alive connection: the body, read whole, and the response (a 200)."""
+    body = json.dumps({"query": query, "collection_name": collection, "limit": LIMIT, "trace": trace})
+    connection.request("POST", "/retrieve", body=body, headers={"Content-Type": "application/json"})
+    response = connection.getresponse()
+    raw = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"HTTP {response.status}")
+    return raw, response
+
+
 def http_caller(port: int, collection: str) -> Callable[[str], float]:
     """POST /retrieve on one keep-alive connection; each call answers the search step's ms (Server-Timing)."""
     connection = http.client.HTTPConnection("127.0.0.1", port)
 
     def call(query: str) -> float:
-        body = json.dumps({"query": query, "collection_name": collection, "limit": LIMIT})
-        connection.request("POST", "/retrieve", body=body, headers={"Content-Type": "application/json"})
-        response = connection.getresponse()
-        response.read()
-        if response.status != 200:
-            raise RuntimeError(f"HTTP {response.status}")
+        _, response = post_retrieve(connection, collection, query)
         return search_ms(response.getheader("Server-Timing", ""))
 
     return call

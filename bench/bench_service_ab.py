@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from bench_service import LIMIT, SCIFACT, TREES, ensure_trees
+from bench_service import SCIFACT, TREES, ensure_trees, post_retrieve
 
 from dashrag.evaluation.beir import load_split
 
@@ -33,17 +33,7 @@ def body_caller(port: int, collection: str, trace: bool) -> Callable[[str], byte
     """POST /retrieve on one keep-alive connection, answering the body (an earlier commit may send no
     Server-Timing header, so the tree's time comes from the trace)."""
     connection = http.client.HTTPConnection("127.0.0.1", port)
-
-    def call(query: str) -> bytes:
-        body = json.dumps({"query": query, "collection_name": collection, "limit": LIMIT, "trace": trace})
-        connection.request("POST", "/retrieve", body=body, headers={"Content-Type": "application/json"})
-        response = connection.getresponse()
-        raw = response.read()
-        if response.status != 200:
-            raise RuntimeError(f"HTTP {response.status}")
-        return raw
-
-    return call
+    return lambda query: post_retrieve(connection, collection, query, trace)[0]
 
 
 def tree_ms(raw: bytes) -> float:
