@@ -128,7 +128,8 @@ def test_components_in_the_checkout_is_the_packaged_presets_folder():
 
 def test_the_installed_package_is_the_wheel_without_the_extras(venv, tmp_path):
     probe = ("import importlib.util as u, dashrag; print(dashrag.__file__); "
-             "print(*(m for m in ('torch', 'sentence_transformers', 'litellm', 'qdrant_client', 'mcp', 'opentelemetry.sdk')"
+             "print(*(m for m in ('torch', 'sentence_transformers', 'litellm', 'qdrant_client', 'mcp',"
+             " 'opentelemetry.sdk')"
              " if u.find_spec(m)))")
     result = subprocess.run([str(venv / "bin" / "python"), "-c", probe], cwd=tmp_path, env=clean_env(),
                             capture_output=True, text=True, check=True)
