@@ -37,6 +37,11 @@ logger = logging.getLogger(__name__)
 STATIC_DIR = Path(__file__).resolve().parents[1] / "web" / "static"
 
 
+def operation_id(route: APIRoute) -> str:
+    """An operation's id is its route's name (``retrieve``, ``list_trees``): what a generated client calls."""
+    return route.name
+
+
 def create_app(settings: ServiceSettings | None = None, static_dir: Path | None = STATIC_DIR) -> FastAPI:
     settings = settings or ServiceSettings()
     service = build_service(settings)
@@ -52,13 +57,16 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
 
     app = FastAPI(title="dashrag retrieval service", version="1", lifespan=lifespan,
                   description="Fetches and ranks grounding chunks (never generates an answer); builds and "
-                              "queries retriever trees.")
+                              "queries retriever trees.",
+                  license_info={"name": "Apache-2.0", "identifier": "Apache-2.0"},
+                  servers=[{"url": f"http://{settings.host}:{settings.port}", "description": "as configured"}],
+                  generate_unique_id_function=operation_id)
     app.state.service = service
     guarded = [Depends(require_token)] if settings.auth_token_var else []  # the OpenAPI shows auth only when on
-    app.include_router(meta.open_router)
+    app.include_router(meta.open_router, tags=["meta"])
     guarded_routers = (meta.router, retrieve.router, trees.router, web_routes.router)  # web: GET /presets
-    for router in guarded_routers:
-        app.include_router(router, dependencies=guarded)
+    for router, tag in zip(guarded_routers, ("meta", "retrieval", "trees", "web")):
+        app.include_router(router, dependencies=guarded, tags=[tag])
     api_routes = [r for router in (meta.open_router, *guarded_routers)
                   for r in router.routes if isinstance(r, APIRoute)]
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Request
 from dashrag.core.registry import get_component
 from dashrag.core.schema import component_schema
 from dashrag.errors import UnknownComponentError
-from dashrag.service.models import Health
+from dashrag.service.models import ComponentMeta, ComponentSchema, Health
 from dashrag.service.routes import errors
 from dashrag.service.state import service_of
 
@@ -23,13 +23,13 @@ def health() -> Health:
     return Health()
 
 
-@router.get("/components", response_model=list[dict[str, Any]], responses=errors(401, 503))
+@router.get("/components", response_model=list[ComponentMeta], responses=errors(401, 503))
 def components(request: Request) -> list[dict[str, Any]]:
     """Every registered component's frontend metadata (as frontend_meta/<Name>.json) plus its ``name``."""
     return service_of(request).components
 
 
-@router.get("/schemas/{component}", response_model=dict[str, Any], responses=errors(401, 404, 503))
+@router.get("/schemas/{component}", response_model=ComponentSchema, responses=errors(401, 404, 503))
 def schema(component: str) -> dict[str, Any]:
     """One component's JSON Schema (as schemas/<Name>.json)."""
     try:

@@ -24,6 +24,8 @@ from dashrag.service.models import (
     JobAccepted,
     JobStatus,
     QueryChunk,
+    TraceNode,
+    TreeConfig,
     TreeInfo,
     TreeQuery,
     TreeQueryResponse,
@@ -71,24 +73,33 @@ def list_trees(request: Request) -> list[dict[str, Any]]:
 
 
 @router.post("/trees/validate", response_model=Validation, responses={**errors(401, 413, 503),
-             **invalid("The body is not JSON.")})
-def validate_tree(config: Any = Body(..., description="A tree config {component, params}.")) -> Validation:
-    """Every problem of a tree config with its JSON path, as the CLI reports them (200 either way)."""
+             **invalid("The body is not a JSON object {component: string, params: object}.")})
+def validate_tree(config: TreeConfig = Body(..., description="A tree config {component, params}.")) -> Validation:
+    """Every problem of a tree config with its JSON path, as the CLI reports them (200 either way, once
+    the body has the shape of a config)."""
     try:
-        validate_and_transform(config, "retriever")
+        validate_and_transform(config.model_dump(exclude_unset=True), "retriever")
     except ConfigError as exc:
         return Validation(valid=False, errors=[ConfigProblem(path=i.path, message=i.message) for i in exc.issues])
     return Validation(valid=True, errors=[])
 
 
-@router.post("/trees", status_code=202, response_model=JobAccepted,
-             responses={**errors(401, 409, 413, 503), **invalid("An invalid name, config, chunker or corpus.")},
-             openapi_extra={"requestBody": {"required": True, "content": {
-                 "application/json": {"schema": BuildRequest.model_json_schema()},
+# One operation per body type: a generator (openapi-python-client) given one operation with both a JSON
+# and a multipart body sends the multipart one with a fixed boundary the server cannot parse. POST /trees
+# still accepts the multipart body too (the web page posts its uploads there).
+BUILD_RESPONSES = {**errors(401, 409, 413, 503), **invalid("An invalid name, config, chunker or corpus.")}
+
+
+@router.post("/trees/upload", status_code=202, response_model=JobAccepted, responses=BUILD_RESPONSES,
+             name="build_tree_from_upload", openapi_extra={"requestBody": {"required": True, "content": {
                  "multipart/form-data": {"schema": MULTIPART_SCHEMA}}}})
+@router.post("/trees", status_code=202, response_model=JobAccepted, responses=BUILD_RESPONSES,
+             openapi_extra={"requestBody": {"required": True, "content": {
+                 "application/json": {"schema": BuildRequest.model_json_schema()}}}})
 async def build_tree(request: Request) -> JobAccepted:
     """Build a tree from a config over a corpus (a path under the data root, or uploaded files) as a job;
-    the finished tree is saved under the trees folder atomically and served at once."""
+    the finished tree is saved under the trees folder atomically and served at once. ``POST /trees`` takes
+    the JSON body (a corpus under the data root) and also the multipart one of ``POST /trees/upload``."""
     service = service_of(request)
     if service.settings.trees_dir is None:
         raise HTTPException(503, "build: the service has no trees folder (--trees)")
@@ -120,7 +131,9 @@ def _remove(paths: list[Path]) -> None:
 
 
 def _located(exc: ValidationError) -> RequestValidationError:
-    return RequestValidationError([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)])
+    # a body that is not JSON comes back as its raw bytes, which the 422's JSON cannot hold: named, not echoed
+    return RequestValidationError([{**{k: v for k, v in e.items() if not isinstance(v, bytes)},
+                                    "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)])
 
 
 def _json_body(raw: bytes) -> BuildRequest:
@@ -203,7 +216,7 @@ def query_tree(name: str, body: TreeQuery, request: Request) -> TreeQueryRespons
     except Exception as exc:
         raise StepFailure("query", f"tree {name!r}: {safe_message(exc)}") from exc
     return TreeQueryResponse(chunks=[QueryChunk.model_validate(c.to_json()) for c in chunks],
-                             trace=trace if body.trace else None,
+                             trace=TraceNode.model_validate(trace) if body.trace else None,
                              elapsed_ms=round((time.perf_counter() - started) * 1000, 3))
 
 
