@@ -36,6 +36,7 @@ RULE_MESSAGES: dict[str, tuple[str, ...]] = {
     "same_length": ("same_length",),
     "sliding_window": ("sliding_window.slide", "sliding_window.stride"),
     "non_increasing": ("non_increasing",),
+    "decreasing": ("decreasing",),
     "requires": ("requires",),
 }
 PLACEHOLDER = re.compile(r"\{(\w+)\}")

@@ -60,7 +60,7 @@ class DenseParams(ComponentParams):
     top_k: int = Field(5, ge=1, description="How many chunks to return.")
     similarity_metric: Metric = Field("cosine", description=(
         "cosine: angle between vectors; dot: inner product (equals cosine for unit vectors); "
-        "euclidean: straight-line distance."))
+        "euclidean: straight-line distance; manhattan: the sum of the coordinates' differences."))
     embedding: ComponentSpec = component_field("embedding", spec("MiniLMEmbedding"),
                                                description="The model that embeds chunks and queries.")
     index: ComponentSpec = component_field("vector_index", spec("InMemoryVectorIndex"), description=(
@@ -68,6 +68,7 @@ class DenseParams(ComponentParams):
         "on Qdrant or on PostgreSQL + pgvector (exact or HNSW)."))
 
     ALIASES = {"embedding_model": "embedding"}  # DashAI's name for the field
+    VALUE_ALIASES = {"similarity_metric": {"l2": "euclidean", "l1": "manhattan", "cityblock": "manhattan"}}  # DashAI's
 
 
 @register(
