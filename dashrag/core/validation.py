@@ -104,7 +104,7 @@ def _children_into_params(raw: dict, params: dict, cls: Any, path: str, issues: 
     if CHILDREN_BESIDE_PARAMS not in cls.SCHEMA.component_fields():
         issues.append(ConfigIssue(where, f"unexpected key 'children'; {cls.component_name} has no children"))
         return params
-    if CHILDREN_BESIDE_PARAMS in params:
+    if params.get(CHILDREN_BESIDE_PARAMS):  # an empty list there is the form's placeholder, not children
         issues.append(ConfigIssue(where, "children are given both beside params and in params.children; give one"))
         return params
     return {**params, CHILDREN_BESIDE_PARAMS: raw[CHILDREN_BESIDE_PARAMS]}

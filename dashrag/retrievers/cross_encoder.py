@@ -15,7 +15,7 @@ The model: ``model`` is a local cross-encoder directory or a Hugging Face name.
 The default, ``cross-encoder/ms-marco-MiniLM-L-6-v2``, is the common English
 passage reranker; no package ships its weights and dashrag never downloads, so
 it works where the model is already in the local Hugging Face cache and
-otherwise fails when the tree is fitted, with a ModelUnavailableError that says
+otherwise fails validation, with a message that says
 how to provide it (``huggingface-cli download`` where there is network, then
 ``model`` = that folder). The model is loaded when the tree is fitted (a missing
 model shows up at build time, not at the first query) or, after ``load``, at the
@@ -35,6 +35,7 @@ from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
 from dashrag.core.retriever import Answer, Result, SingleChildRetriever, check_query
 from dashrag.documents.model import ScoredChunk
+from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.embeddings.model_source import LoadedModels, ModelSource, resolve_model
 from dashrag.embeddings.sentence_transformer import device_field
 
@@ -52,6 +53,10 @@ def load_cross_encoder(source: ModelSource, device: str, max_length: int | None)
         return CrossEncoder(str(source.path), device=device, max_length=max_length)
 
     return _cross_encoders.get(source, device, max_length, load)
+
+
+def locate_cross_encoder(model: str) -> ModelSource:
+    return resolve_model(model, what="cross-encoder", default_org="cross-encoder")
 
 
 class CrossEncoderParams(ComponentParams):
@@ -97,11 +102,21 @@ class CrossEncoderRetriever(SingleChildRetriever[CrossEncoderParams]):
         super().__init__(*args, **kwargs)
         self._model: Any = None
 
+    @classmethod
+    def availability_problem(cls, params: CrossEncoderParams) -> str | None:
+        """A model that is not on this machine fails validation, naming it and how to get it (DashAI's
+        ms-marco cross-encoders are downloaded on first use there; dashrag never downloads)."""
+        try:
+            locate_cross_encoder(params.model)
+        except ModelUnavailableError as exc:
+            return str(exc)
+        return None
+
     def model(self) -> Any:
         """The loaded CrossEncoder (loads it on first call)."""
         if self._model is None:
-            source = resolve_model(self.params.model, what="cross-encoder", default_org="cross-encoder")
-            self._model = load_cross_encoder(source, self.params.device, self.params.max_length)
+            self._model = load_cross_encoder(locate_cross_encoder(self.params.model), self.params.device,
+                                             self.params.max_length)
         return self._model
 
     def _fit(self) -> None:
