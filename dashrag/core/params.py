@@ -195,7 +195,7 @@ class ComponentParams(BaseModel):
         for field_name, lifted in cls.FROM_NESTED.items():
             nested = renamed.get(field_name)
             inner = nested.get("params") if isinstance(nested, dict) else None
-            if not isinstance(inner, dict) or not set(lifted) & set(inner):
+            if not isinstance(nested, dict) or not isinstance(inner, dict) or not set(lifted) & set(inner):
                 continue
             renamed[field_name] = {**nested, "params": {k: v for k, v in inner.items() if k not in lifted}}
             for name in lifted:

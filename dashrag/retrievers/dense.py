@@ -17,7 +17,9 @@ Metrics (``similarity``, a pure function in ``indexes/similarity.py``):
   (the default) are used as they are; otherwise the scores are divided by the
   stored chunk norms (the matrix itself is never rewritten);
 * ``euclidean``: the negated distance (higher is better), from
-  ``|q|² + |d|² − 2 q·d`` with the stored norms.
+  ``|q|² + |d|² − 2 q·d`` with the stored norms;
+* ``manhattan``: the negated sum of the coordinates' absolute differences (DashAI's
+  ``cityblock`` / ``l1`` / ``manhattan``; its ``l2`` is ``euclidean``).
 
 The chunk vectors come from the embedding cache (``embeddings.cache``), so
 dense nodes over the same model and chunks embed once. A saved folder holds
