@@ -29,7 +29,8 @@ from typing import Any, Iterator
 from dashrag.core.factory import build_component
 from dashrag.embeddings.base import EmbeddingModel
 from dashrag.errors import ConfigError, DashragError, EngineError
-from dashrag.indexes.qdrant_engine import RECORDS_COLLECTION, connect_qdrant, describe_qdrant_error, strip_secrets
+from dashrag.indexes.qdrant_client_store import RECORDS_COLLECTION, connect_qdrant
+from dashrag.indexes.qdrant_engine import describe_qdrant_error, strip_secrets
 from dashrag.service.calibration import clip_cosine
 from dashrag.service.collections import RetrievedChunk
 

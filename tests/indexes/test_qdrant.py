@@ -1,9 +1,11 @@
-"""QdrantVectorIndex on Qdrant's embedded local mode: same answers as in-process, references not copies,
-and every mismatch a clear error naming Qdrant and the collection."""
+"""QdrantVectorIndex embedded on Qdrant Edge: exact search gives the in-process answers, HNSW and quantization
+are really built and searched, references not copies, older local-mode trees still load, and every mismatch a
+clear error naming Qdrant and the collection."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -62,28 +64,31 @@ def test_vectors_for_reads_the_stored_vectors_back(on_qdrant, in_process):
     np.testing.assert_allclose(on_qdrant.vectors_for(ids), in_process.vectors_for(ids), atol=1e-6)
 
 
-def test_an_existing_foreign_collection_is_refused_and_left_untouched(engine_subset, engine_cache, tmp_path):
-    from qdrant_client import QdrantClient, models
+def foreign_collection(storage, name: str, size: int = 4) -> None:
+    """A collection someone else made in the embedded folder: an Edge shard with one point, no dashrag record."""
+    from qdrant_edge import Distance, EdgeConfig, EdgeShard, EdgeVectorParams, Point, UpdateOperation
 
-    storage = tmp_path / "qdrant"
-    client = QdrantClient(path=str(storage))
-    client.create_collection("theirs", vectors_config=models.VectorParams(size=4, distance=models.Distance.DOT))
-    client.upsert("theirs", points=[models.PointStruct(id=1, vector=[1, 0, 0, 0], payload={"x": 1})])
-    client.close()
+    shard = EdgeShard.create(str(storage / "edge" / name / "shard"),
+                             EdgeConfig(vectors=EdgeVectorParams(size=size, distance=Distance.Dot)))
+    shard.update(UpdateOperation.upsert_points([Point(1, [1.0] + [0.0] * (size - 1), {"x": 1})]))
+    shard.flush()
+    shard.close()
+
+
+def test_an_existing_foreign_collection_is_refused_and_left_untouched(engine_subset, engine_cache, tmp_path):
+    from qdrant_edge import CountRequest, EdgeShard
+
+    foreign_collection(tmp_path / "qdrant", "theirs")
     config = dense_tree({"component": "QdrantVectorIndex", "params": {"collection": "theirs"}})
     with pytest.raises(EngineError, match=r"Qdrant collection 'theirs' .* not written by dashrag.*--overwrite"):
         dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache).close()
-    client = QdrantClient(path=str(storage))
-    assert client.count("theirs").count == 1
-    client.close()
+    shard = EdgeShard.load(str(tmp_path / "qdrant" / "edge" / "theirs" / "shard"))
+    assert shard.count(CountRequest(exact=True)) == 1
+    shard.close()
 
 
 def test_overwrite_replaces_a_foreign_collection(engine_subset, engine_cache, tmp_path):
-    from qdrant_client import QdrantClient, models
-
-    client = QdrantClient(path=str(tmp_path / "qdrant"))
-    client.create_collection("theirs", vectors_config=models.VectorParams(size=4, distance=models.Distance.DOT))
-    client.close()
+    foreign_collection(tmp_path / "qdrant", "theirs")
     config = dense_tree({"component": "QdrantVectorIndex", "params": {"collection": "theirs", "exact": True}})
     tree = dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache, overwrite=True)
     try:
@@ -93,15 +98,12 @@ def test_overwrite_replaces_a_foreign_collection(engine_subset, engine_cache, tm
 
 
 def test_loading_refuses_a_collection_of_another_dimension(engine_subset, engine_cache, tmp_path):
-    from qdrant_client import models
-
     config = dense_tree({"component": "QdrantVectorIndex", "params": {"collection": "swapped"}})
     tree = dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache)
     tree.save(tmp_path)
-    client = tree.index.client
-    client.delete_collection("swapped")  # someone re-creates it with other vectors behind the tree's back
-    client.create_collection("swapped", vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE))
-    tree.close()
+    tree.close()  # someone re-creates it with other vectors behind the tree's back
+    shutil.rmtree(tmp_path / "qdrant" / "edge" / "swapped" / "shard")
+    foreign_collection(tmp_path / "qdrant", "swapped", size=8)
     with pytest.raises(EngineError, match=r"Qdrant collection 'swapped' .* 8-dimensional vectors.* gives 384"):
         dashrag.load(tmp_path)
 
@@ -110,9 +112,21 @@ def test_loading_refuses_a_dropped_collection(engine_subset, engine_cache, tmp_p
     config = dense_tree({"component": "QdrantVectorIndex", "params": {"collection": "dropped"}})
     tree = dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache)
     tree.save(tmp_path)
-    tree.index.client.delete_collection("dropped")
+    tree.index.store.drop("dropped")
     tree.close()
     with pytest.raises(EngineError, match=r"Qdrant collection 'dropped' .* does not exist"):
+        dashrag.load(tmp_path)
+
+
+def test_a_damaged_shard_is_an_error_naming_qdrant_edge_and_the_collection(engine_subset, engine_cache, tmp_path):
+    config = dense_tree({"component": "QdrantVectorIndex", "params": {"collection": "damaged"}})
+    tree = dashrag.build(config, engine_subset.corpus, tmp_path, cache_dir=engine_cache)
+    tree.save(tmp_path)
+    tree.close()
+    shutil.rmtree(tmp_path / "qdrant" / "edge" / "damaged" / "shard" / "segments")
+    (tmp_path / "qdrant" / "edge" / "damaged" / "shard" / "segments").write_text("not a folder")
+    with pytest.raises(EngineError, match=r"Qdrant collection 'damaged' at embedded storage .*\(Qdrant Edge\): "
+                                          r"counting points failed"):
         dashrag.load(tmp_path)
 
 
