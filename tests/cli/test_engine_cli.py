@@ -164,3 +164,12 @@ def test_serve_of_an_unreachable_qdrant_exits_2_naming_it(tmp_path):
                            "--qdrant-embedding", json.dumps(ONNX), "--port", "0"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and f"Qdrant server at {url}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_serve_of_an_edge_folder_as_qdrant_exits_2_pointing_to_the_trees(tmp_path):
+    foreign_edge_collection(tmp_path / "qdrant", "docs")
+    proc = subprocess.run([sys.executable, "-m", "dashrag.cli.main", "serve", "--qdrant", str(tmp_path / "qdrant"),
+                           "--qdrant-embedding", json.dumps(ONNX), "--port", "0"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "holds Qdrant Edge collections" in proc.stderr and "--trees" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "qdrant" / "meta.json").exists()
