@@ -26,6 +26,7 @@ class ErrorBody(BaseModel):
 
 
 class RetrieveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt or foreign key ("top_k") is a 422 naming it
     query: Query = Field(description="The user's question; empty or whitespace-only is a 422.",
                        json_schema_extra={"pattern": NOT_BLANK})
     collection_name: str = Field(min_length=1)
@@ -48,6 +49,9 @@ class RetrieveResponse(BaseModel):
     citations: list[str]
     low_confidence: bool
     reranker: str = Field(description="The reranker used, or 'none' (then rerank_score = retrieval_score).")
+    empty_reason: str | None = Field(None, description=(
+        "Why context_chunks is empty (no chunk found, or which gate dropped them all, with the best score); "
+        "null when a chunk is kept."))
     trace: dict[str, Any] | None = None
 
 
