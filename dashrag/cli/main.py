@@ -14,11 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import typer
+from rich import box
+from rich.table import Table
 from rich.text import Text
 
 import dashrag
 from dashrag.cli.config_files import resolve_component, resolve_config
-from dashrag.cli.console import console, user_errors
+from dashrag.cli.console import console, say, user_errors
 from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.finetune_commands import register_finetune_commands
 from dashrag.cli.output import print_table, results_json
@@ -48,9 +50,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 @user_errors
 def components() -> None:
     """List the registered components with their kind and description."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
+    table.add_column("component", style="bold", overflow="fold", max_width=28)  # one name has 42 characters
+    table.add_column("kind", style="dim", no_wrap=True)
+    table.add_column("description", overflow="fold")
     for name, cls in all_components():
-        console.print(Text.assemble((visible(name), "bold"), "  ", (cls.META.kind, "dim"), "  ",
-                                    visible(cls.META.display["en"].description)), highlight=False)
+        table.add_row(Text(visible(name)), Text(cls.META.kind), Text(visible(cls.META.display["en"].description)))
+    console.print(table)
 
 
 @app.command()
@@ -94,8 +100,9 @@ def index(
     overwrite: bool = typer.Option(
         False,
         "--overwrite",
-        help="Save into a non-empty folder that holds no saved tree (its files are kept), and let engine indexes "
-        "(Qdrant, PostgreSQL) replace a collection or table that holds something else.",
+        help="Replace the saved tree in --out, or save into a non-empty folder that holds no saved tree (its files "
+        "are kept); and let engine indexes (Qdrant, PostgreSQL) replace a collection or table that holds something "
+        "else.",
     ),
     follow_symlinks: bool = typer.Option(
         False, "--follow-symlinks", help="Read files that symbolic links in a corpus folder point to."
@@ -114,9 +121,7 @@ def index(
         Store(store, read_only=True).close()  # a missing driver or a malformed URL, before any work
     with console.status("reading the corpus"):
         documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
-    console.print(
-        f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else "")
-    )
+    say(f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else ""))
     create_output_folder(out, "--out")
     start = time.perf_counter()
     with console.status("chunking, storing and fitting"):
@@ -136,7 +141,7 @@ def index(
         )
         record_store.close()
         retriever.set_id(record_id)
-    console.print(plain(f"indexed {len(infra.chunks)} chunks in {built:.1f}s; saved to {out}"), highlight=False)
+    say(f"indexed {len(infra.chunks)} chunks in {built:.1f}s; saved to {out}")  # one copyable line, never wrapped
     retriever.close()  # engine connections, embedded Qdrant's storage lock
 
 
