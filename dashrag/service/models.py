@@ -103,11 +103,18 @@ class JobAccepted(BaseModel):
 
 class JobStatus(BaseModel):
     id: str
-    status: Literal["queued", "running", "done", "failed"]
+    status: Literal["queued", "running", "done", "failed", "cancelled"]
     progress: float = Field(ge=0, le=1)
     message: str
     tree: str | None
     error: str | None
+    stage: str | None = Field(description="The build's stage now (reading the corpus, chunking, storing, fitting, "
+                                          "embedding chunks, saving, publishing); null while queued.")
+    done: int = Field(description="What is finished of the stage (documents chunked, chunks embedded).")
+    total: int | None = Field(description="How much the stage has; null when it is not counted.")
+    elapsed_s: float = Field(description="Seconds since the job was accepted (until it ended).")
+    stage_eta_s: float | None = Field(description="The stage's remaining seconds at its pace so far; null until "
+                                                  "its counter moved, or when it is not counted.")
 
 
 class TreeQuery(BaseModel):
