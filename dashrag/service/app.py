@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import AsyncIterator
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
+from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dashrag.service.auth import require_token
@@ -42,6 +44,13 @@ def operation_id(route: APIRoute) -> str:
     return route.name
 
 
+def unknown_key_named(error: dict) -> dict:
+    """An ``extra_forbidden`` error worded with its key (``unknown key 'top_k'``); any other error as it is."""
+    if error.get("type") != "extra_forbidden" or not error.get("loc"):
+        return error
+    return {**error, "msg": f"unknown key {str(error['loc'][-1])!r}: not a field of this body"}
+
+
 def create_app(settings: ServiceSettings | None = None, static_dir: Path | None = STATIC_DIR) -> FastAPI:
     settings = settings or ServiceSettings()
     service = build_service(settings)
@@ -55,7 +64,7 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
             yield
         service.close()
 
-    app = FastAPI(title="dashrag retrieval service", version="1", lifespan=lifespan,
+    app = FastAPIOffline(title="dashrag retrieval service", version="1", lifespan=lifespan,
                   description="Fetches and ranks grounding chunks (never generates an answer); builds and "
                               "queries retriever trees.",
                   license_info={"name": "Apache-2.0", "identifier": "Apache-2.0"},
@@ -79,6 +88,12 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     @app.exception_handler(NoCollection)
     async def no_collection(request: Request, exc: NoCollection) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=404)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        """pydantic says only "Extra inputs are not permitted" of an unknown key: the message names the key."""
+        return await request_validation_exception_handler(request, RequestValidationError(
+            [unknown_key_named(e) for e in exc.errors()]))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
