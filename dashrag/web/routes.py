@@ -18,7 +18,7 @@ from dashrag.service.routes import errors
 router = APIRouter()  # create_app adds the bearer-token check when the service has one
 
 
-@router.get("/presets", response_model=list[Preset], responses=errors(401))
+@router.get("/presets", response_model=list[Preset], response_model_exclude_unset=True, responses=errors(401))
 def presets() -> list[dict[str, Any]]:
     """``[{"name", "config"}]`` for every preset in components/, by name."""
     found = ((name, preset_path(name)) for name in preset_names())

@@ -23,13 +23,15 @@ def health() -> Health:
     return Health()
 
 
-@router.get("/components", response_model=list[ComponentMeta], responses=errors(401, 503))
+@router.get("/components", response_model=list[ComponentMeta], response_model_exclude_unset=True,
+            responses=errors(401, 503))
 def components(request: Request) -> list[dict[str, Any]]:
     """Every registered component's frontend metadata (as frontend_meta/<Name>.json) plus its ``name``."""
     return service_of(request).components
 
 
-@router.get("/schemas/{component}", response_model=ComponentSchema, responses=errors(401, 404, 503))
+@router.get("/schemas/{component}", response_model=ComponentSchema, response_model_exclude_unset=True,
+            responses=errors(401, 404, 503))
 def schema(component: str) -> dict[str, Any]:
     """One component's JSON Schema (as schemas/<Name>.json)."""
     try:
