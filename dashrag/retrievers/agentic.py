@@ -125,6 +125,7 @@ class SelectionRecord:
     chosen: list[int] = field(default_factory=list)
     fallback_reason: str | None = None
     expansion: dict[str, Any] | None = None
+    llm: dict[str, str] = field(default_factory=dict)  # the model asked: {component, model} (OpenTelemetry's LLM spans)
 
     def attempt(self, window: int, trial: int, shown: list[int], answer: ToolCallResult,
                 verdict: SelectionVerdict) -> None:
@@ -166,6 +167,7 @@ class SelectionRecord:
             "fallback_used": self.fallback_reason is not None,
             "fallback_reason": self.fallback_reason,
             "expansion": {"applied": self.expansion is not None, **(self.expansion or {})},
+            "llm": self.llm,
             "llm_calls": len(self.attempts),
             "llm_ms": round(sum(a["latency_ms"] for a in self.attempts), 3),
             "usage": usage,
@@ -228,7 +230,8 @@ class AgenticRerankerRetriever(SingleChildRetriever[AgenticParams]):
     def _decide(self, query: str, received: Sequence[ScoredChunk], child_node: dict) -> Result:
         p = self.params
         candidates = dedupe_and_cap(received, p.k1)
-        record = SelectionRecord(received=len(received), candidates=candidates, top_k=p.top_k)
+        record = SelectionRecord(received=len(received), candidates=candidates, top_k=p.top_k,
+                                 llm={"component": self.llm.component_name, "model": self.llm.params.model})
         if len(candidates) <= p.top_k:
             chosen = list(candidates)
             record.model_skipped = True
