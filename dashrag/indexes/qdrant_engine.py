@@ -26,7 +26,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import Field
 
-from dashrag.core.params import ComponentSpec, component_field
+from dashrag.core.params import ComponentSpec, ParamKind, component_field, kind_field
 from dashrag.core.persistence import saved_folder_of
 from dashrag.core.restriction import Restriction
 from dashrag.errors import PersistenceError
@@ -37,9 +37,9 @@ MEMORY = ":memory:"
 
 
 class QdrantConnectionParams(EngineParams):
-    url: str | None = Field(None, description=(
+    url: str | None = kind_field(ParamKind.ENDPOINT, None, description=(
         "URL of a Qdrant server or cluster (http://host:6333); empty: Qdrant's embedded local mode."))
-    path: str = Field("qdrant", description=(
+    path: str = kind_field(ParamKind.STORAGE_PATH, "qdrant", description=(
         "Embedded mode: storage folder, relative to the tree's folder (or absolute); ':memory:' keeps nothing."))
     api_key: ComponentSpec | None = component_field("credential", None, optional=True, description=(
         "Server mode: the API key, as a reference (an environment variable), never the key itself."))

@@ -24,7 +24,15 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import Field
 
-from dashrag.core.params import ComponentParams, ComponentSpec, components_field, less_or_equal, spec
+from dashrag.core.params import (
+    ComponentParams,
+    ComponentSpec,
+    ParamKind,
+    components_field,
+    kind_field,
+    less_or_equal,
+    spec,
+)
 from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
 from dashrag.core.retriever import Answer, Result, SingleChildRetriever, check_query
@@ -51,7 +59,7 @@ class CrossEncoderParams(ComponentParams):
     children: list[ComponentSpec] = components_field(
         "retriever", [spec("DenseEmbeddingRetriever")], min_length=1, max_length=1,
         description="The one retriever whose candidates the cross-encoder re-scores.")
-    model: str = Field(DEFAULT_CROSS_ENCODER, min_length=1, description=(
+    model: str = kind_field(ParamKind.MODEL_SOURCE, DEFAULT_CROSS_ENCODER, min_length=1, description=(
         "A local cross-encoder folder, or a Hugging Face name already in the local cache (never downloaded)."))
     batch_size: int = Field(32, ge=1, description="(query, chunk) pairs per forward pass.")
     max_length: int | None = Field(None, ge=8, description="Tokens read per pair; None: the model's own limit.")

@@ -40,7 +40,16 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import Field
 
-from dashrag.core.params import ComponentParams, ComponentSpec, component_field, components_field, less_or_equal, spec
+from dashrag.core.params import (
+    ComponentParams,
+    ComponentSpec,
+    ParamKind,
+    component_field,
+    components_field,
+    kind_field,
+    less_or_equal,
+    spec,
+)
 from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result, check_query
@@ -93,7 +102,8 @@ class HttpRerankerParams(ComponentParams):
         description="The retriever whose candidates are reranked; "
         "none when used only as a reranker (the boolean component's slot).",
     )
-    api_base: str = Field(
+    api_base: str = kind_field(
+        ParamKind.ENDPOINT,
         "http://localhost:8080",
         pattern=r"^https?://\S+$",
         description="Base URL of the server; requests go to {api_base}/rerank.",

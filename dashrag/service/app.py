@@ -23,7 +23,7 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dashrag.service.auth import require_token
-from dashrag.service.middleware import RequestMiddleware
+from dashrag.service.middleware import OriginGuard, RequestMiddleware
 from dashrag.service.pipeline import NoCollection, StepFailure
 from dashrag.service.routes import meta, retrieve, trees
 from dashrag.service.settings import ServiceSettings
@@ -96,5 +96,6 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
                        allow_headers=["*"], allow_credentials="*" not in settings.cors_origins)
     app.add_middleware(RequestMiddleware, max_json_bytes=settings.max_request_bytes,
-                       max_upload_bytes=settings.max_upload_bytes)
+                       max_upload_bytes=settings.max_upload_bytes,
+                       origins=OriginGuard(settings.cors_origins, settings.host), token_var=settings.auth_token_var)
     return app

@@ -14,7 +14,6 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
-from dashrag.core.validation import validate_and_transform
 from dashrag.errors import ConfigError, DashragError
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
 from dashrag.service.jobs import NameTaken
@@ -32,6 +31,7 @@ from dashrag.service.models import (
 from dashrag.service.pipeline import StepFailure, safe_message
 from dashrag.service.routes import errors, invalid
 from dashrag.service.state import Service, service_of
+from dashrag.service.trust import validate_client_config
 
 router = APIRouter()
 
@@ -72,10 +72,12 @@ def list_trees(request: Request) -> list[dict[str, Any]]:
 
 @router.post("/trees/validate", response_model=Validation, responses={**errors(401, 413, 503),
              **invalid("The body is not JSON.")})
-def validate_tree(config: Any = Body(..., description="A tree config {component, params}.")) -> Validation:
-    """Every problem of a tree config with its JSON path, as the CLI reports them (200 either way)."""
+def validate_tree(request: Request, config: Any = Body(..., description="A tree config {component, params}.")
+                  ) -> Validation:
+    """Every problem of a tree config with its JSON path, as the CLI reports them, and what the service
+    does not allow a client's config to reach (credentials, endpoints, paths: docs/security.md); 200 either way."""
     try:
-        validate_and_transform(config, "retriever")
+        validate_client_config(config, "retriever", service_of(request).settings)
     except ConfigError as exc:
         return Validation(valid=False, errors=[ConfigProblem(path=i.path, message=i.message) for i in exc.issues])
     return Validation(valid=True, errors=[])
@@ -102,8 +104,9 @@ async def build_tree(request: Request) -> JobAccepted:
         body = _json_body(await request.body())
         corpus = _corpus_under_root(service, body.corpus_path)
     try:
-        config = validate_and_transform(body.config, "retriever")
-        chunker = validate_and_transform(body.chunker, "chunker") if body.chunker is not None else None
+        config = validate_client_config(body.config, "retriever", service.settings)
+        chunker = validate_client_config(body.chunker, "chunker", service.settings) if body.chunker is not None \
+            else None
         job = service.jobs.submit(job_id, body.name, config, corpus, chunker, body.overwrite, cleanup)
     except ConfigError as exc:
         _remove(cleanup)
