@@ -23,6 +23,9 @@ any request). The config, the saved folder and the trace hold only the name; err
 messages are scrubbed of the key's value (:func:`dashrag.llm.redaction.redact`) even
 when a server echoes it back.
 
+Redirects are never followed: a request carries the key (and the texts), and a 3xx would
+send both on, perhaps from https to http. A 3xx is an error naming its status.
+
 Every malformed answer (not JSON, not a list, an entry without an index or
 score, an index out of range or repeated, a non-finite score, a text left
 unscored) is a :class:`RerankerAnswerError` that names the problem and the batch.
@@ -57,6 +60,16 @@ from dashrag.errors import RetrievalError
 from dashrag.llm.redaction import redact
 
 ERROR_BODY_CHARS = 300  # of a failing server's answer, quoted in the error
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx stays an HTTPError: the key is never sent on to another URL."""
+
+    def redirect_request(self, *args: Any) -> None:
+        return None
+
+
+OPENER = urllib.request.build_opener(_NoRedirects)
 
 
 class RerankerAnswerError(RetrievalError):
@@ -179,10 +192,10 @@ class HttpReranker(CompositeRetriever[HttpRerankerParams]):
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         where = f"{self.component_name}: {self.url} (batch {number}, {len(texts)} texts)"
         try:
-            with urllib.request.urlopen(request, timeout=self.params.timeout_s) as response:
+            with OPENER.open(request, timeout=self.params.timeout_s) as response:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
-            detail = _body_excerpt(exc)
+            detail = "a redirect, not followed" if 300 <= exc.code < 400 else _body_excerpt(exc)
             raise RetrievalError(
                 _redact(f"{where} answered HTTP {exc.code}" + (f": {detail}" if detail else ""), key)
             ) from None
