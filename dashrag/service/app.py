@@ -17,12 +17,14 @@ from typing import AsyncIterator
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dashrag.service.auth import require_token
+from dashrag.service.json_body import invalid_request
 from dashrag.service.middleware import OriginGuard, RequestMiddleware
 from dashrag.service.pipeline import NoCollection, StepFailure
 from dashrag.service.routes import meta, retrieve, trees
@@ -56,6 +58,8 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
         app.include_router(router, dependencies=guarded)
     api_routes = [r for router in (meta.open_router, *guarded_routers)
                   for r in router.routes if isinstance(r, APIRoute)]
+
+    app.add_exception_handler(RequestValidationError, invalid_request)
 
     @app.exception_handler(StepFailure)
     async def step_failed(request: Request, exc: StepFailure) -> JSONResponse:

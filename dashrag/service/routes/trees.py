@@ -14,9 +14,11 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
+from dashrag.core.config_json import strict_loads
 from dashrag.errors import ConfigError, DashragError
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
 from dashrag.service.jobs import NameTaken
+from dashrag.service.json_body import StrictJSONRoute
 from dashrag.service.models import (
     BuildRequest,
     ConfigProblem,
@@ -33,7 +35,7 @@ from dashrag.service.routes import errors, invalid
 from dashrag.service.state import Service, service_of
 from dashrag.service.trust import validate_client_config
 
-router = APIRouter()
+router = APIRouter(route_class=StrictJSONRoute)
 
 UPLOAD_SUFFIXES = (".jsonl", ".jsonl.gz", ".txt", ".md")
 MULTIPART_SCHEMA = {
@@ -128,7 +130,9 @@ def _located(exc: ValidationError) -> RequestValidationError:
 
 def _json_body(raw: bytes) -> BuildRequest:
     try:
-        return BuildRequest.model_validate_json(raw or b"null")
+        return BuildRequest.model_validate(strict_loads(raw or b"null", finite=True), strict=True)
+    except json.JSONDecodeError as exc:
+        raise RequestValidationError([{"loc": ["body"], "type": "json_invalid", "msg": f"not JSON: {exc}"}]) from None
     except ValidationError as exc:
         raise _located(exc) from None
 
@@ -154,7 +158,7 @@ async def _multipart(request: Request, service: Service, job_id: str) -> tuple[B
         parsed: dict[str, Any] = {k: v for k, v in fields.items() if k in ("name", "overwrite")}
         for key in ("config", "chunker"):
             if key in fields:
-                parsed[key] = json.loads(str(fields[key]))
+                parsed[key] = strict_loads(str(fields[key]), finite=True)
         files = [f for f in form.getlist("corpus") if isinstance(f, UploadFile)]
         if not files:
             raise ValueError("no corpus files (send one corpus.jsonl or .txt/.md files in the field 'corpus')")
