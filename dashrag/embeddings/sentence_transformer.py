@@ -58,11 +58,13 @@ def load_sentence_transformer(source: ModelSource, device: str, max_seq_length: 
 class EncoderSettings(ComponentParams):
     """The params every sentence-transformers embedding shares."""
 
-    batch_size: int = Field(32, ge=1, description="Texts per forward pass (memory vs speed; does not change vectors).")
+    batch_size: int = Field(32, ge=1, le=4096, description=(
+        "Texts per forward pass (memory vs speed; does not change vectors)."))
     device: str = Field("cpu", min_length=1, description=(
         "torch device: cpu, cuda, cuda:1, mps (any case: DashAI's 'CPU' is read as cpu)."))
     normalize: bool = Field(True, description="Scale every vector to length 1 (cosine and dot then agree).")
-    max_seq_length: int | None = Field(None, ge=8, description="Tokens read per text; None: the model's own limit.")
+    max_seq_length: int | None = Field(None, ge=8, le=8192, description=(
+        "Tokens read per text; None: the model's own limit."))
     overflow_strategy: Literal["truncate", "window_average"] = Field(
         "truncate", description="Longer texts: keep the first max_seq_length tokens, or embed consecutive "
                                 "windows and average their unit vectors.")

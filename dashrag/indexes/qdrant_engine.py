@@ -45,7 +45,7 @@ class QdrantConnectionParams(EngineParams):
         "Server mode: the API key, as a reference (an environment variable), never the key itself."))
     collection: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,200}$", description=(
         "Collection name (default: derived from what it holds: corpus, model or scoring, shard)."))
-    timeout_s: int = Field(10, ge=1, description="Server mode: seconds before a request fails.")
+    timeout_s: int = Field(10, ge=1, le=600, description="Server mode: seconds before a request fails.")
 
 
 _local_clients: dict[str, list[Any]] = {}  # resolved path → [client, users]

@@ -76,8 +76,9 @@ class LiteLLMParams(ComponentParams):
         description=(
         "Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8765/v1 (None: the provider's own)."))
     temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature; 0 makes the selection repeatable.")
-    timeout: float = Field(60.0, gt=0, description="Seconds to wait for one answer before giving up (litellm.Timeout).")
-    max_tokens: int | None = Field(256, ge=1, description=(
+    timeout: float = Field(60.0, gt=0, le=600, description=(
+        "Seconds to wait for one answer before giving up (litellm.Timeout)."))
+    max_tokens: int | None = Field(256, ge=1, le=32_768, description=(
         "Most tokens the model may generate per answer (a selection needs a few dozen); None: the server's default."))
     retry_feedback: Literal["auto", "tool_message", "user_message"] = Field("auto", description=(
         "How the reason for a refused answer reaches the model on a retry: tool_message (the OpenAI protocol), "

@@ -47,7 +47,7 @@ ENGINE_STATE = "keyword.json"  # on an engine: what the node keeps besides the r
 
 
 class BM25Params(ComponentParams):
-    top_k: int = Field(5, ge=1, description="How many chunks to return.")
+    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return.")
     variant: Literal["okapi", "bm25l", "bm25plus", "lucene"] = Field(
         "okapi", description="BM25 flavour: Okapi (Robertson), BM25L, BM25+ or Lucene's.")
     k1: float = Field(1.5, gt=0, description="Term-frequency saturation: higher lets repeated terms count longer.")

@@ -61,11 +61,12 @@ class CrossEncoderParams(ComponentParams):
         description="The one retriever whose candidates the cross-encoder re-scores.")
     model: str = kind_field(ParamKind.MODEL_SOURCE, DEFAULT_CROSS_ENCODER, min_length=1, description=(
         "A local cross-encoder folder, or a Hugging Face name already in the local cache (never downloaded)."))
-    batch_size: int = Field(32, ge=1, description="(query, chunk) pairs per forward pass.")
-    max_length: int | None = Field(None, ge=8, description="Tokens read per pair; None: the model's own limit.")
+    batch_size: int = Field(32, ge=1, le=4096, description="(query, chunk) pairs per forward pass.")
+    max_length: int | None = Field(None, ge=8, le=8192, description=(
+        "Tokens read per pair; None: the model's own limit."))
     device: str = Field("cpu", min_length=1, description="torch device: cpu, cuda, cuda:1, mps.")
-    top_k: int = Field(5, ge=1, description="How many chunks to return.")
-    fetch_k: int = Field(20, ge=1, description="How many candidates to ask the child for.")
+    top_k: int = Field(5, ge=1, le=10000, description="How many chunks to return.")
+    fetch_k: int = Field(20, ge=1, le=10000, description="How many candidates to ask the child for.")
 
     RULES = (less_or_equal("top_k", "fetch_k"),)
 

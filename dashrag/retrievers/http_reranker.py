@@ -133,11 +133,11 @@ class HttpRerankerParams(ComponentParams):
         False, description="Refuse to send a request when the credential's variable is unset."
     )
     truncate: bool = Field(True, description="Ask the server to truncate texts longer than its model reads.")
-    batch_size: int = Field(32, ge=1, description="Texts per request.")
-    max_workers: int = Field(4, ge=1, description="Requests in flight at once.")
-    timeout_s: float = Field(30.0, gt=0, description="Seconds to wait for one request.")
-    top_k: int = Field(5, ge=1, description="How many chunks to return (with a child).")
-    fetch_k: int = Field(20, ge=1, description="How many candidates to ask the child for.")
+    batch_size: int = Field(32, ge=1, le=4_096, description="Texts per request.")
+    max_workers: int = Field(4, ge=1, le=64, description="Requests in flight at once.")
+    timeout_s: float = Field(30.0, gt=0, le=600, description="Seconds to wait for one request.")
+    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return (with a child).")
+    fetch_k: int = Field(20, ge=1, le=10_000, description="How many candidates to ask the child for.")
 
     RULES = (less_or_equal("top_k", "fetch_k"),)
 
