@@ -12,7 +12,7 @@ never raise, a malformed URL (an unclosed IPv6 bracket) included.
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 #: Query parameter names that hold secrets (case-insensitive): libpq's password and sslpassword,
 #: and the usual API key and token spellings.
@@ -50,13 +50,17 @@ def hide_url_secrets(url: str) -> str:
         password = parts.password
     except ValueError:  # unreadable: keep only what follows the last '@' and drop any query
         return url.rsplit("@", 1)[-1].split("?", 1)[0]
+    keys = _secret_keys(parts.query)
+    if password is None and not keys:
+        return url  # nothing to hide: the text as given (urlunsplit would turn sqlite:////a into sqlite://a)
     netloc = parts.netloc
     if password is not None:
         userinfo, host = netloc.rsplit("@", 1)
         netloc = f"{userinfo.split(':', 1)[0]}:{HIDDEN}@{host}"
     query = parts.query
-    if _secret_keys(query):
+    if keys:
         pairs = parse_qsl(query, keep_blank_values=True)
         query = urlencode([(k, HIDDEN if SECRET_QUERY_KEY.match(k) else v) for k, v in pairs], quote_via=quote,
                           safe="*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "") + (
+        f"#{parts.fragment}" if parts.fragment else "")

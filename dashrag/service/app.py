@@ -85,6 +85,8 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
         """405 with the methods of every route of the path's template (Starlette names only one route's)."""
         path = request.scope["path"]
         first = next((r for r in api_routes if r.path_regex.match(path)), None)  # the route the path means
+        if first is None:  # the web page's files answer only GET; any other method on no route is a 404
+            return JSONResponse({"detail": f"no route {request.method} {path[:200]}"}, status_code=404)
         methods = sorted({m for r in api_routes if first is not None and r.path == first.path for m in r.methods or ()})
         return JSONResponse({"detail": f"{request.method} is not allowed here; use {', '.join(methods)}"},
                             status_code=405, headers={"Allow": ", ".join(methods)})

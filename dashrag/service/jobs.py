@@ -32,6 +32,10 @@ class NameTaken(Exception):
     pass
 
 
+class TooManyBuilds(Exception):
+    """More builds queued or running than ``max_pending_builds``: a client cannot queue unbounded work."""
+
+
 @dataclass
 class Job:
     id: str
@@ -48,8 +52,9 @@ class Job:
 
 
 class BuildJobs:
-    def __init__(self, registry: CollectionRegistry, workers: int, cache_dir: Path | None):
+    def __init__(self, registry: CollectionRegistry, workers: int, cache_dir: Path | None, max_pending: int = 4):
         self.registry = registry
+        self.max_pending = max_pending
         self.cache_dir = cache_dir
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
@@ -64,7 +69,11 @@ class BuildJobs:
     def submit(self, job_id: str, name: str, config: dict, corpus: Path, chunker: dict | None, overwrite: bool,
                cleanup: list[Path] = ()) -> Job:  # type: ignore[assignment]
         with self._lock:
-            busy = any(j.tree == name and j.status in ("queued", "running") for j in self._jobs.values())
+            pending = [j for j in self._jobs.values() if j.status in ("queued", "running")]
+            if len(pending) >= self.max_pending:
+                raise TooManyBuilds(f"{len(pending)} builds are queued or running, the most this service takes; "
+                                    "try again when one has finished")
+            busy = any(j.tree == name for j in pending)
             exists = (self.registry.folder_of(name) / MANIFEST_NAME).is_file()
             if busy or (exists and not overwrite):
                 raise NameTaken(f"a tree named {name!r} {'is being built' if busy else 'exists'}"

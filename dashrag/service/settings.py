@@ -61,6 +61,8 @@ class ServiceSettings(BaseSettings):
     max_request_bytes: int = Field(1 << 20, ge=1024, description="Largest JSON request body.")
     max_upload_bytes: int = Field(200 << 20, ge=1024, description="Largest multipart upload (POST /trees).")
     build_workers: int = Field(1, ge=1, description="Tree builds running at once.")
+    max_pending_builds: int = Field(4, ge=1, description=(
+        "Tree builds queued or running at once; POST /trees answers 429 beyond it."))
     blas_threads: int = Field(1, ge=0, description=(
         "Threads of numpy's BLAS (vector products) in `dashrag serve`; 0: the library's own, one per core."))
     qdrant: str | None = Field(None, description=(

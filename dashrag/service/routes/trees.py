@@ -17,7 +17,7 @@ from starlette.datastructures import UploadFile
 from dashrag.core.config_json import strict_loads
 from dashrag.errors import ConfigError, DashragError
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
-from dashrag.service.jobs import NameTaken
+from dashrag.service.jobs import NameTaken, TooManyBuilds
 from dashrag.service.json_body import StrictJSONRoute
 from dashrag.service.models import (
     BuildRequest,
@@ -86,7 +86,8 @@ def validate_tree(request: Request, config: Any = Body(..., description="A tree 
 
 
 @router.post("/trees", status_code=202, response_model=JobAccepted,
-             responses={**errors(401, 409, 413, 503), **invalid("An invalid name, config, chunker or corpus.")},
+             responses={**errors(401, 403, 409, 413, 429, 503),
+                        **invalid("An invalid name, config, chunker or corpus.")},
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/json": {"schema": BuildRequest.model_json_schema()},
                  "multipart/form-data": {"schema": MULTIPART_SCHEMA}}}})
@@ -116,6 +117,9 @@ async def build_tree(request: Request) -> JobAccepted:
     except NameTaken as exc:
         _remove(cleanup)
         raise HTTPException(409, str(exc)) from None
+    except TooManyBuilds as exc:
+        _remove(cleanup)
+        raise HTTPException(429, str(exc), headers={"Retry-After": "10"}) from None
     return JobAccepted(job_id=job.id)
 
 
@@ -214,7 +218,7 @@ def query_tree(name: str, body: TreeQuery, request: Request) -> TreeQueryRespons
                              elapsed_ms=round((time.perf_counter() - started) * 1000, 3))
 
 
-@router.post("/trees/{name}/reload", response_model=TreeInfo, responses=errors(401, 404, 503))
+@router.post("/trees/{name}/reload", response_model=TreeInfo, responses=errors(401, 403, 404, 503))
 def reload_tree(name: str, request: Request) -> dict[str, Any]:
     """Load the tree's folder again (after it was replaced on disk)."""
     service = service_of(request)
@@ -227,7 +231,7 @@ def reload_tree(name: str, request: Request) -> dict[str, Any]:
         raise StepFailure("load", str(exc)) from None
 
 
-@router.delete("/trees/{name}", status_code=204, response_class=Response, responses=errors(401, 404, 503))
+@router.delete("/trees/{name}", status_code=204, response_class=Response, responses=errors(401, 403, 404, 503))
 def delete_tree(name: str, request: Request) -> Response:
     service = service_of(request)
     if service.settings.trees_dir is None or not re.match(NAME_PATTERN, name) \
