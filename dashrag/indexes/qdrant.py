@@ -22,7 +22,7 @@ from dashrag.indexes.base import Hits, VectorIndex
 from dashrag.indexes.engine import UPLOAD_BATCH, payload_of
 from dashrag.indexes.qdrant_engine import QdrantConnectionParams, QdrantEngine
 
-DISTANCES = {"cosine": "Cosine", "dot": "Dot", "euclidean": "Euclid"}
+DISTANCES = {"cosine": "Cosine", "dot": "Dot", "euclidean": "Euclid", "manhattan": "Manhattan"}
 
 
 class QdrantParams(QdrantConnectionParams):
@@ -74,7 +74,7 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
                     for q in np.asarray(query_vectors, dtype=np.float32)]
         with self.engine_errors("searching"):
             answers = self.client.query_batch_points(self.name, requests=requests)
-        sign = -1.0 if self._record and self._record["metric"] == "euclidean" else 1.0
+        sign = -1.0 if self._record and self._record["metric"] in ("euclidean", "manhattan") else 1.0
         hits: list[Hits] = []
         for answer in answers:
             ids = [int(p.id) for p in answer.points]

@@ -15,6 +15,8 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
 from dashrag.core.config_json import strict_loads
+from dashrag.core.factory import build_as
+from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError, DashragError
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
 from dashrag.service.jobs import NameTaken, TooManyBuilds
@@ -33,7 +35,7 @@ from dashrag.service.models import (
 from dashrag.service.pipeline import StepFailure, safe_message
 from dashrag.service.routes import errors, invalid
 from dashrag.service.state import Service, service_of
-from dashrag.service.trust import validate_client_config
+from dashrag.service.trust import client_policy, validate_client_config
 
 router = APIRouter(route_class=StrictJSONRoute)
 
@@ -107,10 +109,11 @@ async def build_tree(request: Request) -> JobAccepted:
         body = _json_body(await request.body())
         corpus = _corpus_under_root(service, body.corpus_path)
     try:
-        config = validate_client_config(body.config, "retriever", service.settings)
+        root = build_as(body.config, Retriever, "retriever")  # the one validation of this build
+        client_policy(service.settings).check(root.to_config())  # what it reaches (docs/security.md)
         chunker = validate_client_config(body.chunker, "chunker", service.settings) if body.chunker is not None \
             else None
-        job = service.jobs.submit(job_id, body.name, config, corpus, chunker, body.overwrite, cleanup)
+        job = service.jobs.submit(job_id, body.name, root, corpus, chunker, body.overwrite, cleanup)
     except ConfigError as exc:
         _remove(cleanup)
         raise _config_errors(exc, ("body", "config")) from None
