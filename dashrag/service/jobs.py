@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import Any
 from dashrag.api import build_tree
 from dashrag.core.persistence import MANIFEST_NAME
 from dashrag.core.retriever import Retriever
+from dashrag.errors import DashragError
 from dashrag.service.collections import CollectionRegistry
 from dashrag.service.pipeline import safe_message
 
@@ -35,6 +37,10 @@ class NameTaken(Exception):
 
 class TooManyBuilds(Exception):
     """More builds queued or running than ``max_pending_builds``: a client cannot queue unbounded work."""
+
+
+class BuildTimedOut(DashragError):
+    """A build ran past ``build_timeout_s``: stopped at its next progress report (the job fails, nothing is kept)."""
 
 
 #: Where each stage of ``build_tree`` lies on the job's 0..1 bar (fitting, which embeds, is the long one).
@@ -60,9 +66,11 @@ class Job:
 
 
 class BuildJobs:
-    def __init__(self, registry: CollectionRegistry, workers: int, cache_dir: Path | None, max_pending: int = 4):
+    def __init__(self, registry: CollectionRegistry, workers: int, cache_dir: Path | None, max_pending: int = 4,
+                 timeout_s: float | None = None):
         self.registry = registry
         self.max_pending = max_pending
+        self.timeout_s = timeout_s
         self.cache_dir = cache_dir
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
@@ -94,8 +102,12 @@ class BuildJobs:
     def _run(self, job: Job, root: Retriever, corpus_path: Path, chunker: dict | None, overwrite: bool) -> None:
         trees = self.registry.folder_of(job.tree).parent
         work, staging = trees / f".work-{job.id}", trees / f".building-{job.id}"
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
 
         def step(stage: str, done: int = 0, total: int | None = None) -> None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise BuildTimedOut(f"the build took longer than the service's limit of {self.timeout_s:g} s "
+                                    f"(stopped while {stage})")
             start, end = STAGE_SPANS.get(stage, (job.progress, job.progress))
             share = done / total if total else 0.0
             job.status, job.progress = "running", max(job.progress, start + (end - start) * min(share, 1.0))

@@ -63,6 +63,8 @@ class ServiceSettings(BaseSettings):
     build_workers: int = Field(1, ge=1, description="Tree builds running at once.")
     max_pending_builds: int = Field(4, ge=1, description=(
         "Tree builds queued or running at once; POST /trees answers 429 beyond it."))
+    build_timeout_s: float | None = Field(3600.0, gt=0, description=(
+        "Seconds a build may run; it stops at its next progress report after that (None: no limit)."))
     blas_threads: int = Field(1, ge=0, description=(
         "Threads of numpy's BLAS (vector products) in `dashrag serve`; 0: the library's own, one per core."))
     qdrant: str | None = Field(None, description=(

@@ -156,3 +156,13 @@ def test_with_auth_the_openapi_document_stays_open_and_holds_no_setting(trees_di
         document, docs = client.get("/openapi.json"), client.get("/docs")
     assert document.status_code == docs.status_code == 200
     assert "t0ken-value" not in document.text and "bearer" in json.dumps(document.json()).lower()
+
+
+def test_a_build_past_build_timeout_s_fails_and_leaves_nothing(trees_copy):
+    with make_client(trees_dir=trees_copy, data_root=EXAMPLE_CORPUS.parent, build_timeout_s=1e-6) as client:
+        job = client.post("/trees", json={"name": "slow", "config": KEYWORD, "corpus_path": "corpus"}).json()
+        while (status := client.get(f"/jobs/{job['job_id']}").json())["status"] in ("queued", "running"):
+            time.sleep(0.05)
+        listed = [t["name"] for t in client.get("/trees").json()]
+    assert status["status"] == "failed" and "longer than the service's limit" in status["error"]
+    assert "slow" not in listed and sorted(p.name for p in trees_copy.iterdir()) == ["kw", "scifact"]
