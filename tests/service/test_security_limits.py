@@ -69,7 +69,8 @@ def test_with_auth_a_body_is_refused_401_before_it_is_read(trees_dir, monkeypatc
                         b"\r\nContent-Length: 150000000\r\n\r\n")
             started = time.monotonic()
             head = raw.recv(4096)
-        malformed = httpx.post(f"{server.url}/retrieve", content=b"{not json", headers={"content-type": "application/json"})
+        malformed = httpx.post(f"{server.url}/retrieve", content=b"{not json",
+                               headers={"content-type": "application/json"})
     assert head.startswith(b"HTTP/1.1 401") and time.monotonic() - started < 5
     assert malformed.status_code == 401  # not a 422 that would tell an anonymous client how the body was read
 
