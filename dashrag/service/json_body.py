@@ -17,7 +17,6 @@ from typing import Any, Callable, Coroutine
 from fastapi import Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
 from dashrag.core.config_json import strict_loads
@@ -63,7 +62,3 @@ def validation_error_body(exc: RequestValidationError) -> dict[str, Any]:
         problems.append(shown)
     return {"detail": jsonable_encoder(problems)}
 
-
-async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RequestValidationError)
-    return JSONResponse(validation_error_body(exc), status_code=422)
