@@ -61,4 +61,3 @@ def validation_error_body(exc: RequestValidationError) -> dict[str, Any]:
             shown["ctx"] = {k: _shown(v) for k, v in shown["ctx"].items()}
         problems.append(shown)
     return {"detail": jsonable_encoder(problems)}
-
