@@ -51,7 +51,8 @@ def _shard_in_range(params: Any) -> str | None:
 class EngineParams(ComponentParams):
     """What every engine-backed index takes (vector or keyword): which shard of the corpus it holds."""
 
-    shards: int = Field(1, ge=1, description="Split the corpus into this many shards by chunk id (one per node).")
+    shards: int = Field(1, ge=1, le=1024, description=(
+        "Split the corpus into this many shards by chunk id (one per node)."))
     shard: int = Field(0, ge=0, description="Which shard this node holds: chunks whose id modulo `shards` is this.")
 
     RULES = (Rule("lt", ("shard", "shards"), "shard must be below shards", _shard_in_range),)

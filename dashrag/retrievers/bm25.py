@@ -54,7 +54,7 @@ ENGINE_STATE = "keyword.json"  # on an engine: what the node keeps besides the r
 
 
 class BM25Params(ComponentParams):
-    top_k: int = Field(5, ge=1, description="How many chunks to return.")
+    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return.")
     variant: Literal["okapi", "bm25l", "bm25plus", "lucene", "dashai"] = Field(
         "okapi", description="BM25 flavour: Okapi (Robertson), BM25L, BM25+, Lucene's, or DashAI's (Lucene's idf "
                              "plus delta). A config naming a DashAI distance and no variant gets DashAI's.")

@@ -59,7 +59,7 @@ from dashrag.indexes.similarity import (  # noqa: F401  (re-exported: the math u
 
 
 class DenseParams(ComponentParams):
-    top_k: int = Field(5, ge=1, description="How many chunks to return.")
+    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return.")
     similarity_metric: Metric = Field("cosine", description=(
         "cosine: angle between vectors; dot: inner product (equals cosine for unit vectors); "
         "euclidean: straight-line distance; manhattan: the sum of the coordinates' differences."))

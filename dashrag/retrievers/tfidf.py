@@ -29,7 +29,7 @@ from dashrag.scoring.distances import DistanceMetric, distances, scores_from_dis
 
 
 class TFIDFParams(ComponentParams):
-    top_k: int = Field(5, ge=1, description="How many chunks to return.")
+    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return.")
     sublinear_tf: bool = Field(False, description="Use 1 + log(tf) instead of raw term frequency.")
     smooth_idf: bool = Field(
         True, description="Add one to document frequencies, as if one extra document held every term."

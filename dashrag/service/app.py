@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import AsyncIterator
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
@@ -25,8 +25,9 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dashrag.service.auth import require_token
+from dashrag.service.json_body import validation_error_body
 from dashrag.service.mcp_route import mcp_route
-from dashrag.service.middleware import RequestMiddleware
+from dashrag.service.middleware import OriginGuard, RequestMiddleware
 from dashrag.service.pipeline import NoCollection, StepFailure
 from dashrag.service.routes import meta, retrieve, trees
 from dashrag.service.settings import ServiceSettings
@@ -91,9 +92,10 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        """pydantic says only "Extra inputs are not permitted" of an unknown key: the message names the key."""
-        return await request_validation_exception_handler(request, RequestValidationError(
-            [unknown_key_named(e) for e in exc.errors()]))
+        """pydantic says only "Extra inputs are not permitted" of an unknown key: the message names the key;
+        no ``input`` longer than 200 characters is echoed, and a NaN in it is no 500 (json_body)."""
+        named = RequestValidationError([unknown_key_named(e) for e in exc.errors()])
+        return JSONResponse(validation_error_body(named), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -109,6 +111,8 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
         """405 with the methods of every route of the path's template (Starlette names only one route's)."""
         path = request.scope["path"]
         first = next((r for r in api_routes if r.path_regex.match(path)), None)  # the route the path means
+        if first is None:  # the web page's files answer only GET; any other method on no route is a 404
+            return JSONResponse({"detail": f"no route {request.method} {path[:200]}"}, status_code=404)
         methods = sorted({m for r in api_routes if first is not None and r.path == first.path for m in r.methods or ()})
         return JSONResponse({"detail": f"{request.method} is not allowed here; use {', '.join(methods)}"},
                             status_code=405, headers={"Allow": ", ".join(methods)})
@@ -126,5 +130,6 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
                        allow_headers=["*"], allow_credentials="*" not in settings.cors_origins)
     app.add_middleware(RequestMiddleware, max_json_bytes=settings.max_request_bytes,
-                       max_upload_bytes=settings.max_upload_bytes)
+                       max_upload_bytes=settings.max_upload_bytes,
+                       origins=OriginGuard(settings.cors_origins, settings.host), token_var=settings.auth_token_var)
     return app

@@ -24,6 +24,7 @@ from typing import Any
 from dashrag.api import build_tree
 from dashrag.core.persistence import MANIFEST_NAME
 from dashrag.core.retriever import Retriever
+from dashrag.errors import DashragError
 from dashrag.service.collections import CollectionRegistry
 from dashrag.service.pipeline import safe_message
 
@@ -32,6 +33,14 @@ logger = logging.getLogger(__name__)
 
 class NameTaken(Exception):
     pass
+
+
+class TooManyBuilds(Exception):
+    """More builds queued or running than ``max_pending_builds``: a client cannot queue unbounded work."""
+
+
+class BuildTimedOut(DashragError):
+    """A build ran past ``build_timeout_s``: stopped at its next progress report (the job fails, nothing is kept)."""
 
 
 #: Where each stage of ``build_tree`` lies on the job's 0..1 bar (fitting, which embeds, is the long one).
@@ -98,8 +107,11 @@ class Job:
 
 
 class BuildJobs:
-    def __init__(self, registry: CollectionRegistry, workers: int, cache_dir: Path | None):
+    def __init__(self, registry: CollectionRegistry, workers: int, cache_dir: Path | None, max_pending: int = 4,
+                 timeout_s: float | None = None):
         self.registry = registry
+        self.max_pending = max_pending
+        self.timeout_s = timeout_s
         self.cache_dir = cache_dir
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
@@ -114,7 +126,11 @@ class BuildJobs:
     def submit(self, job_id: str, name: str, root: Retriever, corpus: Path, chunker: dict | None, overwrite: bool,
                cleanup: list[Path] = ()) -> Job:  # type: ignore[assignment]
         with self._lock:
-            busy = any(j.tree == name and j.status in ("queued", "running") for j in self._jobs.values())
+            pending = [j for j in self._jobs.values() if j.status in ("queued", "running")]
+            if len(pending) >= self.max_pending:
+                raise TooManyBuilds(f"{len(pending)} builds are queued or running, the most this service takes; "
+                                    "try again when one has finished")
+            busy = any(j.tree == name for j in pending)
             exists = (self.registry.folder_of(name) / MANIFEST_NAME).is_file()
             if busy or (exists and not overwrite):
                 raise NameTaken(f"a tree named {name!r} {'is being built' if busy else 'exists'}"
@@ -127,8 +143,12 @@ class BuildJobs:
     def _run(self, job: Job, root: Retriever, corpus_path: Path, chunker: dict | None, overwrite: bool) -> None:
         trees = self.registry.folder_of(job.tree).parent
         work, staging = trees / f".work-{job.id}", trees / f".building-{job.id}"
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
 
         def step(stage: str, done: int = 0, total: int | None = None) -> None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise BuildTimedOut(f"the build took longer than the service's limit of {self.timeout_s:g} s "
+                                    f"(stopped while {stage})")
             job.enter(stage, done, total)
 
         try:

@@ -28,16 +28,17 @@ from dashrag.documents.model import Chunk, SourceDocument
 from dashrag.errors import PersistenceError, excerpt
 from dashrag.store.models import Base, ChunkRow, DocumentRow, RetrieverRecord, StoreInfo
 from dashrag.store.sqlite_reader import sqlite_url
+from dashrag.urls import hide_url_secrets
 
 __all__ = ["Store", "sqlite_url"]
 
 
 def display_url(url: str) -> str:
-    """``url`` with any password hidden: safe for messages, logs and manifests."""
+    """``url`` with any password hidden (``user:***@``, ``?password=***``): safe for messages, logs and manifests."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return f"<unparsable store URL {excerpt(url.split('@')[-1])}>"
+        return hide_url_secrets(make_url(url).render_as_string(hide_password=True))
+    except (ArgumentError, ValueError):
+        return f"<unparsable store URL {excerpt(hide_url_secrets(url))}>"
 
 
 def read_only_url(url: str) -> str:

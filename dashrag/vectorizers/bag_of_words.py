@@ -59,14 +59,15 @@ def _fractions_in_order(params: BagOfWordsParams) -> str | None:
 class BagOfWordsParams(ComponentParams):
     analyzer: Literal["word", "char", "char_wb"] = Field("word", description="Count words, or character n-grams.")
     lowercase: bool = Field(True, description="Lower-case text before counting.")
-    ngram_min: int = Field(1, ge=1, description="Smallest n-gram length.")
-    ngram_max: int = Field(1, ge=1, description="Largest n-gram length.")
+    ngram_min: int = Field(1, ge=1, le=10, description="Smallest n-gram length.")
+    ngram_max: int = Field(1, ge=1, le=10, description="Largest n-gram length.")
     stop_words: Literal["english"] | list[str] | None = Field(None, description=(
         "Remove these stop words: 'english' (scikit-learn's list) or a list of words, as given (None: keep all)."))
     strip_accents: Literal["ascii", "unicode"] | None = Field(None, description="Remove accents before counting.")
     min_df: float = Field(0.0, ge=0, description="Drop terms in fewer documents: a fraction if <= 1, else a count.")
     max_df: float = Field(1.0, gt=0, description="Drop terms in more documents: a fraction if <= 1, else a count.")
-    max_features: int | None = Field(None, ge=1, description="Keep only the most frequent terms (None: all).")
+    max_features: int | None = Field(None, ge=1, le=10_000_000, description=(
+        "Keep only the most frequent terms (None: all)."))
     stemmer: str | None = Field(None, description="Snowball stemmer language (e.g. 'english'); None: no stemming.")
     custom_stop_words: list[str] | None = Field(None, description=(
         "More words to remove, on top of stop_words (compared after lower-casing when lowercase is on)."))

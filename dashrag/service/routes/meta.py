@@ -9,12 +9,13 @@ from fastapi import APIRouter, HTTPException, Request
 from dashrag.core.registry import get_component
 from dashrag.core.schema import component_schema
 from dashrag.errors import UnknownComponentError
+from dashrag.service.json_body import StrictJSONRoute
 from dashrag.service.models import ComponentMeta, ComponentSchema, Health
 from dashrag.service.routes import errors
 from dashrag.service.state import service_of
 
-open_router = APIRouter()
-router = APIRouter()
+open_router = APIRouter(route_class=StrictJSONRoute)
+router = APIRouter(route_class=StrictJSONRoute)
 
 
 @open_router.get("/health", response_model=Health)
