@@ -19,7 +19,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dashrag.api import build, load, save
+    from dashrag.api import build, load, save, update, update_tree
     from dashrag.core.factory import build_component
     from dashrag.core.restriction import Restriction
     from dashrag.core.validation import validate_and_transform
@@ -32,6 +32,8 @@ _LAZY = {
     "build": "dashrag.api",
     "load": "dashrag.api",
     "save": "dashrag.api",
+    "update": "dashrag.api",
+    "update_tree": "dashrag.api",
     "build_component": "dashrag.core.factory",
     "validate_and_transform": "dashrag.core.validation",
     "Corpus": "dashrag.documents.corpus",
@@ -39,7 +41,7 @@ _LAZY = {
     "DashragError": "dashrag.errors",
 }
 
-__all__ = ["build", "load", "save", "build_component", "validate_and_transform", "Corpus", "Restriction",
+__all__ = ["build", "load", "save", "update", "update_tree", "build_component", "validate_and_transform", "Corpus", "Restriction",
            "DashragError", "__version__"]
 
 

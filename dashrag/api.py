@@ -8,20 +8,21 @@ them, and core does not import this module); they are re-exported here.
 
 from __future__ import annotations
 
-import os
-import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
+from dashrag.core.persistence import read_manifest, save_lock
 from dashrag.core.retriever import Retriever
 from dashrag.core.saved_tree import load, save, store_filename
 from dashrag.documents.chunk_set import ChunkSet
+from dashrag.documents.changes import UpdateReport
 from dashrag.documents.corpus import Corpus
+from dashrag.documents.model import SourceDocument
 from dashrag.errors import ConfigError, PersistenceError
 from dashrag.presets import load_preset
-from dashrag.store.sqlite_reader import sqlite_url
 
 DEFAULT_CHUNKER: dict[str, Any] = {
     "component": "RecursiveCharacterChunker",
@@ -31,21 +32,10 @@ DEFAULT_CHUNKER: dict[str, Any] = {
 
 def _write_sqlite_store(folder: Path, corpus: Corpus, chunk_set: ChunkSet) -> str:
     """The store for this corpus in ``folder``: reused if present, else written to a temp file and renamed in."""
-    target = folder / store_filename(chunk_set.fingerprint)
-    if not target.exists():
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".store-", suffix=".sqlite.tmp")
-        os.close(fd)
-        try:
-            from dashrag.store.store import Store  # SQLAlchemy: only building writes a store
+    from dashrag.store.store import write_store_file  # SQLAlchemy: only building writes a store
 
-            store = Store(sqlite_url(Path(tmp)))
-            store.write_corpus(corpus.documents, chunk_set.chunks, chunk_set.fingerprint)
-            store.close()
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    return sqlite_url(target)
+    return write_store_file(folder / store_filename(chunk_set.fingerprint), corpus.documents, chunk_set.chunks,
+                            chunk_set.fingerprint)
 
 
 def prepare_corpus(
@@ -67,7 +57,8 @@ def prepare_corpus(
         corpus = Corpus.from_path(corpus)
     from dashrag.chunkers.base import Chunker  # building chunks; loading a saved tree does not
 
-    chunk_set = ChunkSet(build_as(chunker or DEFAULT_CHUNKER, Chunker, "chunker").chunk(corpus.documents))
+    cutter = build_as(chunker or DEFAULT_CHUNKER, Chunker, "chunker")
+    chunk_set = ChunkSet(cutter.chunk(corpus.documents))
     if store_url is None:
         store_url = _write_sqlite_store(workdir, corpus, chunk_set)
     else:
@@ -80,7 +71,7 @@ def prepare_corpus(
             raise PersistenceError(f"the store {store.display_url} holds another corpus")
         store.close()
     return Infra(env_path=Path(cache_dir) if cache_dir else workdir, chunks=chunk_set, store_url=store_url,
-                 workdir=workdir, overwrite=overwrite)
+                 workdir=workdir, overwrite=overwrite, chunker=cutter.to_config())
 
 
 def build(
@@ -114,4 +105,48 @@ def build(
     return root
 
 
-__all__ = ["build", "load", "prepare_corpus", "save"]
+def _documents_to_add(add: Corpus | str | Path | Iterable[SourceDocument] | None) -> list[SourceDocument]:
+    if add is None:
+        return []
+    if isinstance(add, (str, Path)):
+        return list(Corpus.from_path(add).documents)
+    return list(add)
+
+
+def update_tree(
+    folder: str | Path,
+    *,
+    add: Corpus | str | Path | Iterable[SourceDocument] | None = None,
+    remove: Iterable[str] = (),
+    chunker: dict | None = None,
+    progress: Callable[[str, int, int | None], None] | None = None,
+) -> UpdateReport:
+    """Change the saved tree in ``folder`` in place: add ``add`` (a Corpus, a corpus path, or
+    SourceDocuments; an id already in the tree is replaced when its content changed, skipped when
+    identical) and remove the documents ``remove``. All or nothing: the folder switches from the old
+    tree to the new one atomically (a crash leaves one or the other, readers get one or the other),
+    and two updates of one folder run one after the other (its save lock). A bad request (an unknown
+    id, a document without an id, another chunker, a folder that holds no saved tree) changes nothing."""
+    folder = Path(folder)
+    documents = _documents_to_add(add)
+    removing = [str(i) for i in remove]
+    read_manifest(folder)  # a folder that holds no saved tree: an error before the lock creates anything
+    report = progress or (lambda stage, done, total: None)
+    with save_lock(folder):
+        report("loading", 0, 1)
+        root = load(folder)
+        try:
+            report("updating", 0, 1)
+            outcome = root.update_documents(documents, removing, chunker)
+            if outcome.changed:
+                report("saving", 0, 1)
+                save(root, folder)
+        finally:
+            root.close()
+    report("done", 1, 1)
+    return outcome
+
+
+update = update_tree  # dashrag.update(folder, add=..., remove=...)
+
+__all__ = ["build", "load", "prepare_corpus", "save", "update", "update_tree"]

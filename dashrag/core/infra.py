@@ -23,7 +23,9 @@ class Infra:
     ``workdir``: the build's working folder, or the saved folder a tree was loaded from (where
     state that lives beside a saved tree, such as an embedded Qdrant, is kept; default ``env_path``);
     ``overwrite``: the user allowed a build to replace engine objects (collections, tables) that
-    hold something else (never done otherwise)."""
+    hold something else (never done otherwise); ``chunker``: the config of the chunker that cut
+    ``chunks`` (recorded in a saved folder, so an update cuts new documents the same way; None: not
+    known, a folder saved before it was recorded)."""
 
     env_path: Path
     chunks: ChunkSet
@@ -31,6 +33,7 @@ class Infra:
     documents: tuple[Any, ...] | None = None
     workdir: Path | None = None
     overwrite: bool = False
+    chunker: dict[str, Any] | None = None
 
     @property
     def folder(self) -> Path:
