@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from dashrag.service.auth import require_token
 from dashrag.service.middleware import RequestMiddleware
 from dashrag.service.pipeline import NoCollection, StepFailure
-from dashrag.service.routes import meta, retrieve, trees
+from dashrag.service.routes import documents, meta, retrieve, trees
 from dashrag.service.settings import ServiceSettings
 from dashrag.service.state import build_service
 from dashrag.web import routes as web_routes
@@ -51,7 +51,8 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     app.state.service = service
     guarded = [Depends(require_token)] if settings.auth_token_var else []  # the OpenAPI shows auth only when on
     app.include_router(meta.open_router)
-    guarded_routers = (meta.router, retrieve.router, trees.router, web_routes.router)  # web: GET /presets
+    guarded_routers = (meta.router, retrieve.router, trees.router, documents.router,
+                       web_routes.router)  # web: GET /presets
     for router in guarded_routers:
         app.include_router(router, dependencies=guarded)
     api_routes = [r for router in (meta.open_router, *guarded_routers)

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dashrag.api import build
+from dashrag.api import build, update_tree
 from dashrag.core.persistence import MANIFEST_NAME
 from dashrag.documents.corpus import Corpus
+from dashrag.documents.model import SourceDocument
 from dashrag.service.collections import CollectionRegistry
 from dashrag.service.pipeline import safe_message
 
@@ -41,10 +42,12 @@ class Job:
     message: str = "queued"
     error: str | None = None
     cleanup: list[Path] = field(default_factory=list)
+    counts: dict[str, int] | None = None
+    updating: bool = False  # a document update of a saved tree, not a build
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "status": self.status, "progress": self.progress, "message": self.message,
-                "tree": self.tree if self.status == "done" else None, "error": self.error}
+                "tree": self.tree if self.status == "done" else None, "error": self.error, "counts": self.counts}
 
 
 class BuildJobs:
@@ -110,6 +113,44 @@ class BuildJobs:
         os.replace(staging, target)
         if aside is not None:
             shutil.rmtree(aside, ignore_errors=True)
+
+    def submit_update(self, job_id: str, name: str, add: Path | list[SourceDocument], cleanup: list[Path]) -> Job:
+        """Add documents to the saved tree ``name`` as a job (docs/updating.md): ``update_tree`` changes the
+        folder atomically under its save lock, then the registry swaps the new tree in; queries are answered
+        by the old tree until then. A build of the same name running or queued: NameTaken."""
+        with self._lock:
+            if any(j.tree == name and j.status in ("queued", "running") and not j.updating
+                   for j in self._jobs.values()):
+                raise NameTaken(f"the tree {name!r} is being built")
+            job = Job(job_id, name, cleanup=list(cleanup), updating=True)
+            self._jobs[job_id] = job
+        self._pool.submit(self._run_update, job, add)
+        return job
+
+    def _run_update(self, job: Job, add: Path | list[SourceDocument]) -> None:
+        def step(stage: str, done: int, total: int | None) -> None:
+            job.status, job.message = "running", stage
+            job.progress = {"loading": 0.1, "updating": 0.3, "saving": 0.8, "done": 0.95}.get(stage, job.progress)
+
+        try:
+            report = update_tree(self.registry.folder_of(job.tree), add=add, progress=step)
+            if report.changed:
+                self.registry.load_tree(job.tree)  # the swap: queries move to the new tree at once
+            job.counts = report.counts()
+            job.status, job.progress, job.message = "done", 1.0, f"updated {job.tree}"
+        except Exception as exc:  # a failed update is a job state; the saved tree is the old one
+            logger.warning("update job %s failed: %s", job.id, type(exc).__name__, exc_info=logger.isEnabledFor(10))
+            job.status, job.message, job.error = "failed", "update failed", safe_message(exc)
+        finally:
+            for path in job.cleanup:
+                shutil.rmtree(path, ignore_errors=True)
+
+    def remove_documents(self, name: str, document_ids: list[str]) -> dict[str, int]:
+        """Remove documents from the saved tree ``name`` now (no embedding: a request, not a job), then swap
+        the new tree in; an unknown id is a ConfigError and nothing changes."""
+        report = update_tree(self.registry.folder_of(name), remove=document_ids)
+        self.registry.load_tree(name)
+        return report.counts()
 
     def shutdown(self) -> None:
         """Stop accepting work and wait for running builds (the app's shutdown)."""
