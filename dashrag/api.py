@@ -141,6 +141,7 @@ def update_tree(
             if outcome.changed:
                 report("saving", 0, 1)
                 save(root, folder)
+                root.release_replaced()  # published: the old engine objects go (docs/updating.md)
         finally:
             root.close()
     report("done", 1, 1)

@@ -170,6 +170,13 @@ class ConfigObject(Generic[P]):
             child.apply_change(change)
         self._update(change)
 
+    def release_replaced(self) -> None:
+        """After an update is published (saved), release what only the tree before it used (an engine's
+        old collection or table), children first."""
+        for _, child in self.nested_objects():
+            child.release_replaced()
+        self._release_replaced()
+
     def save_state(self, folder: Path) -> None:
         """Write this node's fitted state (``.npy``/``.json`` only) into ``folder``."""
         self._save(folder)
@@ -191,6 +198,9 @@ class ConfigObject(Generic[P]):
         """Override to update fitted state by ``change`` for less than a refit (a dense node embeds only the
         new chunks); the default refits on the new corpus, which is exact by construction."""
         self._fit()
+
+    def _release_replaced(self) -> None:
+        """Override to release what the tree used before an update; the default holds nothing outside."""
 
     def _save(self, folder: Path) -> None:
         """Override to write fitted state; the default has none."""

@@ -68,7 +68,8 @@ def assert_same_answers(got, expected) -> None:
 
 
 def saved_tree(config: dict, documents: Sequence[SourceDocument], folder: Path) -> Path:
-    tree = dashrag.build(config, Corpus(tuple(documents)), folder / "work", chunker=CHUNKER,
+    """Built in the folder it is saved in (an embedded Qdrant lives beside the tree)."""
+    tree = dashrag.build(config, Corpus(tuple(documents)), folder / "tree", chunker=CHUNKER,
                          cache_dir=folder.parent / "cache")
     tree.save(folder / "tree")
     tree.close()
