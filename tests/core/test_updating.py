@@ -40,8 +40,12 @@ DENSE = {"component": "DenseEmbeddingRetriever", "params": {"top_k": 8, "embeddi
 HYBRID = {"component": "ParallelRetriever", "params": {"merge_strategy": "rrf", "children": [bm25("lucene"), DENSE]}}
 BOOLEAN = {"component": "BooleanQueryRetriever", "params": {"children": [bm25("okapi")]}}
 BOOLEAN_QUERIES = ["'cell' AND TOPIC=even", "'protein' OR 'cancer'", "NOT TOPIC=odd AND 'gene'"]
+PRUNING_BM25 = {"component": "BM25Retriever", "params": {"top_k": 8, "vectorizer": {
+    "component": "BagOfWordsConverter", "params": {"min_df": 2, "max_df": 0.5}}}}  # the vocabulary depends on df
 KEYWORD_TREES = {"okapi": bm25("okapi"), "bm25l": bm25("bm25l", 0.5), "bm25plus": bm25("bm25plus", 1.0),
-                 "lucene": bm25("lucene"), "tfidf": TFIDF, "boolean": BOOLEAN}
+                 "lucene": bm25("lucene"), "tfidf": TFIDF, "boolean": BOOLEAN, "pruning": PRUNING_BM25,
+                 "tfidf_bigrams": {"component": "TFIDFRetriever", "params": {"top_k": 8, "vectorizer": {
+                     "component": "BagOfWordsConverter", "params": {"ngram_max": 2}}}}}
 
 
 @pytest.fixture(scope="module")
@@ -211,6 +215,39 @@ def test_dense_update_embeds_only_new_chunks(pool, tmp_path, monkeypatch):
     new_texts = [c.text for c in tree.require_infra().chunks.chunks if c.document_id == pool[11].id]
     tree.close()
     assert embedded == new_texts
+
+
+@pytest.mark.parametrize("config", [bm25("lucene"), TFIDF], ids=["bm25", "tfidf"])
+def test_keyword_update_analyses_only_the_new_chunks(pool, tmp_path, monkeypatch, config):
+    folder = saved_tree(config, pool[:10], tmp_path)
+    from dashrag.vectorizers.bag_of_words import BagOfWordsConverter
+
+    def refit(self, texts):
+        raise AssertionError("an update refit the vectorizer")
+
+    analysed: list[str] = []
+    original = BagOfWordsConverter._text_analyzer
+
+    def recording(self):
+        analyze = original(self)
+        return lambda text: (analysed.append(text), analyze(text))[1]
+
+    monkeypatch.setattr(BagOfWordsConverter, "fit_transform", refit)
+    monkeypatch.setattr(BagOfWordsConverter, "_text_analyzer", recording)
+    dashrag.update(folder, add=[pool[12]], remove=[pool[0].id])
+    tree = dashrag.load(folder)
+    new_texts = [c.text for c in tree.require_infra().chunks.chunks if c.document_id == pool[12].id]
+    tree.close()
+    assert analysed == new_texts
+
+
+def test_keyword_update_of_a_tree_without_saved_counts_counts_the_old_chunks_again(pool, tmp_path):
+    tree = dashrag.build(bm25("okapi"), Corpus(tuple(pool[:10])), tmp_path / "work", chunker=CHUNKER)
+    tree.nested["vectorizer"]._counts = None  # as a tree loaded from a folder saved before counts were kept
+    tree.add_documents([pool[20]])
+    expected = rebuilt_answers(bm25("okapi"), [*pool[:10], pool[20]], tmp_path / "re", QUERIES)
+    assert_same_answers(answers(tree, QUERIES), expected)
+    tree.close()
 
 
 # -- the property: random sequences against rebuilds ------------------------------------------------
