@@ -41,8 +41,8 @@ _LAZY = {
     "DashragError": "dashrag.errors",
 }
 
-__all__ = ["build", "load", "save", "update", "update_tree", "build_component", "validate_and_transform", "Corpus", "Restriction",
-           "DashragError", "__version__"]
+__all__ = ["build", "load", "save", "update", "update_tree", "build_component", "validate_and_transform", "Corpus",
+           "Restriction", "DashragError", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

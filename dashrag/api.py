@@ -17,8 +17,8 @@ from dashrag.core.infra import Infra
 from dashrag.core.persistence import read_manifest, save_lock
 from dashrag.core.retriever import Retriever
 from dashrag.core.saved_tree import load, save, store_filename
-from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.changes import UpdateReport
+from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.corpus import Corpus
 from dashrag.documents.model import SourceDocument
 from dashrag.errors import ConfigError, PersistenceError

@@ -100,7 +100,10 @@ def plan_change(documents: Sequence[SourceDocument], chunks: ChunkSet, add: Sequ
     both = [d.id for d in add if d.id in set(removing)]
     if both:
         raise ConfigError(f"document id {excerpt(both[0])} is both added and removed; do one or the other")
-    added, replaced, skipped, changed = [], [], [], []
+    added: list[str] = []
+    replaced: list[str] = []
+    skipped: list[str] = []
+    changed: list[SourceDocument] = []
     for doc in add:
         old = by_id.get(doc.id)
         if old is not None and document_digest(old) == document_digest(doc):

@@ -135,6 +135,13 @@ class EngineIndex(ConfigObject[P], Generic[P]):
         self._rows = None
         self._replaced = self._name
 
+    def kept_vectors(self, change: CorpusChange) -> np.ndarray:
+        """An engine finds vectors by chunk id; the kept chunks are the new corpus's first rows, ids unchanged."""
+        if self.params.shards > 1:
+            raise EngineError(f"{self.where()}: a sharded index cannot be updated yet (each shard holds part of "
+                              "the vectors); rebuild the tree")
+        return self.vectors_for(np.arange(len(change.kept_rows), dtype=np.int64))  # type: ignore[attr-defined]
+
     def _release_replaced(self) -> None:
         """Drop the object the tree searched before the update (published by now): the removed documents'
         text must not stay behind on the engine. A configured name that was reused is not dropped."""

@@ -113,7 +113,7 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
     def _update(self, change: CorpusChange) -> None:
         """The kept chunks' vectors as they are, and only the new chunks embedded (docs/updating.md)."""
         self._require_fitted()
-        kept = np.asarray(self.index.vectors_for(change.kept_rows), dtype=np.float32)
+        kept = np.asarray(self.index.kept_vectors(change), dtype=np.float32)
         new = (np.asarray(embed_with_progress(self.embedding, change.added_texts), dtype=np.float32)
                if change.added else np.zeros((0, kept.shape[1]), dtype=np.float32))
         if new.shape[1] != kept.shape[1]:
