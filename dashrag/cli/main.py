@@ -9,7 +9,6 @@ through :mod:`dashrag.cli.safe_text` (no markup, no terminal escapes).
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,7 +28,6 @@ from dashrag.cli.serve import register_serve_command
 from dashrag.cli.update_commands import register_update_commands
 from dashrag.cli.usage import OneLineErrors
 from dashrag.core.config_json import loads_config
-from dashrag.core.persistence import save_lock
 from dashrag.core.registry import all_components, get_component
 from dashrag.core.trace import format_trace
 from dashrag.display import visible
@@ -103,10 +101,11 @@ def index(
     ),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
+    from dashrag.api import build_tree, construct_tree
     from dashrag.store.store import Store
 
     raw = resolve_config(config)
-    dashrag.validate_and_transform(raw, "retriever")  # every config problem before any work
+    root = construct_tree(raw)  # every config problem before any work; the build validates no more
     chunker_spec = resolve_component(chunker)
     if chunker_spec is not None:
         dashrag.validate_and_transform(chunker_spec, "chunker")
@@ -119,26 +118,14 @@ def index(
         f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else "")
     )
     create_output_folder(out, "--out")
-    start = time.perf_counter()
-    with console.status("chunking, storing and fitting"):
-        retriever = dashrag.build(raw, documents, out, chunker=chunker_spec, store_url=store, cache_dir=cache_dir,
-                                  overwrite=overwrite)
-    built = time.perf_counter() - start
-    with console.status("saving"), save_lock(out):  # the record is written under the save lock too
-        retriever.save(out)
-        infra = retriever.require_infra()
-        assert infra.store_url is not None  # dashrag.build always writes the corpus to a store
-        record_store = Store(infra.store_url)
-        record_id = record_store.add_retriever_record(
-            config if not config.lstrip().startswith("{") else raw["component"],
-            retriever.to_config(),
-            str(out.resolve()),
-            infra.chunks.fingerprint,
-        )
-        record_store.close()
-        retriever.set_id(record_id)
-    console.print(plain(f"indexed {len(infra.chunks)} chunks in {built:.1f}s; saved to {out}"), highlight=False)
-    retriever.close()  # engine connections, embedded Qdrant's storage lock
+    with console.status("building") as status:
+        def progress(stage: str, done: int = 0, total: int | None = None) -> None:
+            status.update(plain(f"{stage} {done}/{total}" if total else stage))
+
+        report = build_tree(root, documents, out, name=config if not config.lstrip().startswith("{") else None,
+                            chunker=chunker_spec, store_url=store, cache_dir=cache_dir, overwrite=overwrite,
+                            progress=progress)
+    console.print(plain(f"indexed {report.chunks} chunks in {report.seconds:.1f}s; saved to {out}"), highlight=False)
 
 
 def _read_queries(path: Path) -> list[tuple[str, str]]:

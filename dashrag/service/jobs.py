@@ -1,10 +1,11 @@
 """Tree builds as jobs: a thread pool builds, ``GET /jobs/{id}`` reports progress.
 
-A build works in hidden folders of ``--trees`` (``.work-<id>`` for the store and
-caches, ``.building-<id>`` for the saved tree) and only then renames the finished
-folder to its name, so a half-built tree is never listed or served; the collection
-registry never looks at hidden folders. With ``overwrite`` the old folder is renamed
-aside first and removed after the new one is in place.
+A job is :func:`dashrag.api.build_tree` (the build of every face) into a hidden
+folder of ``--trees`` (``.building-<id>``; caches in ``.work-<id>`` unless the
+service shares a cache folder), which is only then renamed to the tree's name, so a
+half-built tree is never listed or served; the collection registry never looks at
+hidden folders. With ``overwrite`` the old folder is renamed aside first and removed
+after the new one is in place. The build's stages become the job's progress.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dashrag.api import build, update_tree
+from dashrag.api import build_tree, update_tree
 from dashrag.core.persistence import MANIFEST_NAME
-from dashrag.documents.corpus import Corpus
+from dashrag.core.progress import Progress
+from dashrag.core.retriever import Retriever
 from dashrag.documents.model import SourceDocument
 from dashrag.service.collections import CollectionRegistry
 from dashrag.service.pipeline import safe_message
@@ -31,6 +33,26 @@ logger = logging.getLogger(__name__)
 
 class NameTaken(Exception):
     pass
+
+
+#: Where each stage of ``build_tree`` lies on the job's 0..1 bar (fitting, which embeds, is the long one).
+STAGE_SPANS: dict[str, tuple[float, float]] = {
+    "reading the corpus": (0.0, 0.02), "chunking": (0.02, 0.08), "storing": (0.08, 0.1), "fitting": (0.1, 0.85),
+    "embedding chunks": (0.1, 0.85), "saving": (0.85, 0.95), "publishing": (0.95, 0.99),
+    "loading": (0.0, 0.1), "updating": (0.1, 0.85),  # ``update_tree``'s stages (a document update job)
+}
+
+
+def job_progress(job: Job) -> Progress:
+    """The job's bar and message, moved by a build's or an update's stages (never backwards)."""
+
+    def step(stage: str, done: int = 0, total: int | None = None) -> None:
+        start, end = STAGE_SPANS.get(stage, (job.progress, job.progress))
+        share = done / total if total else 0.0
+        job.status, job.progress = "running", max(job.progress, start + (end - start) * min(share, 1.0))
+        job.message = f"{stage} ({done}/{total})" if total else stage
+
+    return step
 
 
 @dataclass
@@ -64,7 +86,7 @@ class BuildJobs:
     def get(self, job_id: str) -> Job | None:
         return self._jobs.get(job_id)
 
-    def submit(self, job_id: str, name: str, config: dict, corpus: Path, chunker: dict | None, overwrite: bool,
+    def submit(self, job_id: str, name: str, root: Retriever, corpus: Path, chunker: dict | None, overwrite: bool,
                cleanup: list[Path] = ()) -> Job:  # type: ignore[assignment]
         with self._lock:
             busy = any(j.tree == name and j.status in ("queued", "running") for j in self._jobs.values())
@@ -74,24 +96,17 @@ class BuildJobs:
                                 + ("" if busy else "; send overwrite: true to replace it"))
             job = Job(job_id, name, cleanup=list(cleanup))
             self._jobs[job_id] = job
-        self._pool.submit(self._run, job, config, corpus, chunker, overwrite)
+        self._pool.submit(self._run, job, root, corpus, chunker, overwrite)
         return job
 
-    def _run(self, job: Job, config: dict, corpus_path: Path, chunker: dict | None, overwrite: bool) -> None:
+    def _run(self, job: Job, root: Retriever, corpus_path: Path, chunker: dict | None, overwrite: bool) -> None:
         trees = self.registry.folder_of(job.tree).parent
         work, staging = trees / f".work-{job.id}", trees / f".building-{job.id}"
-
-        def step(progress: float, message: str) -> None:
-            job.status, job.progress, job.message = "running", progress, message
-
+        step = job_progress(job)
         try:
-            step(0.05, "reading the corpus")
-            corpus = Corpus.from_path(corpus_path)
-            step(0.2, f"chunking, storing and fitting {len(corpus)} documents")
-            retriever = build(config, corpus, work, chunker=chunker, cache_dir=self.cache_dir)
-            step(0.85, "saving")
-            retriever.save(staging)
-            step(0.95, "publishing")
+            build_tree(root, corpus_path, staging, name=job.tree, chunker=chunker, cache_dir=self.cache_dir or work,
+                       progress=step)
+            step("publishing")
             self._publish(staging, job.tree, overwrite)
             self.registry.load_tree(job.tree)
             job.status, job.progress, job.message = "done", 1.0, f"built {job.tree}"
@@ -128,12 +143,8 @@ class BuildJobs:
         return job
 
     def _run_update(self, job: Job, add: Path | list[SourceDocument]) -> None:
-        def step(stage: str, done: int, total: int | None) -> None:
-            job.status, job.message = "running", stage
-            job.progress = {"loading": 0.1, "updating": 0.3, "saving": 0.8, "done": 0.95}.get(stage, job.progress)
-
         try:
-            report = update_tree(self.registry.folder_of(job.tree), add=add, progress=step)
+            report = update_tree(self.registry.folder_of(job.tree), add=add, progress=job_progress(job))
             if report.changed:
                 self.registry.load_tree(job.tree)  # the swap: queries move to the new tree at once
             job.counts = report.counts()

@@ -14,6 +14,8 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
+from dashrag.core.factory import build_as
+from dashrag.core.retriever import Retriever
 from dashrag.core.validation import validate_and_transform
 from dashrag.errors import ConfigError, DashragError
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
@@ -102,9 +104,9 @@ async def build_tree(request: Request) -> JobAccepted:
         body = _json_body(await request.body())
         corpus = _corpus_under_root(service, body.corpus_path)
     try:
-        config = validate_and_transform(body.config, "retriever")
+        root = build_as(body.config, Retriever, "retriever")  # the one validation of this build
         chunker = validate_and_transform(body.chunker, "chunker") if body.chunker is not None else None
-        job = service.jobs.submit(job_id, body.name, config, corpus, chunker, body.overwrite, cleanup)
+        job = service.jobs.submit(job_id, body.name, root, corpus, chunker, body.overwrite, cleanup)
     except ConfigError as exc:
         _remove(cleanup)
         raise _config_errors(exc, ("body", "config")) from None
