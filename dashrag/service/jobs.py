@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,7 +23,6 @@ from typing import Any
 
 from dashrag.api import build_tree, update_tree
 from dashrag.core.persistence import MANIFEST_NAME
-from dashrag.core.progress import Progress
 from dashrag.core.retriever import Retriever
 from dashrag.documents.model import SourceDocument
 from dashrag.service.collections import CollectionRegistry
@@ -43,20 +43,15 @@ STAGE_SPANS: dict[str, tuple[float, float]] = {
 }
 
 
-def job_progress(job: Job) -> Progress:
-    """The job's bar and message, moved by a build's or an update's stages (never backwards)."""
-
-    def step(stage: str, done: int = 0, total: int | None = None) -> None:
-        start, end = STAGE_SPANS.get(stage, (job.progress, job.progress))
-        share = done / total if total else 0.0
-        job.status, job.progress = "running", max(job.progress, start + (end - start) * min(share, 1.0))
-        job.message = f"{stage} ({done}/{total})" if total else stage
-
-    return step
+class Cancelled(Exception):
+    """Raised from the build's progress callback when the job was asked to stop (``build_tree`` unwinds)."""
 
 
 @dataclass
 class Job:
+    """A build's state as ``GET /jobs/{id}`` shows it: the stage it is in with its counts, the time since it
+    started and, once a counted stage has moved, an estimate of that stage's remaining seconds."""
+
     id: str
     tree: str
     status: str = "queued"
@@ -66,10 +61,44 @@ class Job:
     cleanup: list[Path] = field(default_factory=list)
     counts: dict[str, int] | None = None
     updating: bool = False  # a document update of a saved tree, not a build
+    stage: str | None = None
+    done: int = 0
+    total: int | None = None
+    started: float = field(default_factory=time.monotonic)
+    stage_started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+    cancel_requested: bool = False
+
+    def enter(self, stage: str, done: int = 0, total: int | None = None) -> None:
+        if self.cancel_requested:
+            raise Cancelled(f"cancelled during {self.stage or stage}")
+        if stage != self.stage:
+            self.stage, self.stage_started = stage, time.monotonic()
+        self.done, self.total = done, total
+        self.status = "running"
+        start, end = STAGE_SPANS.get(stage, (self.progress, self.progress))
+        share = done / total if total else 0.0
+        self.progress = max(self.progress, start + (end - start) * min(share, 1.0))
+        self.message = f"{stage} ({done}/{total})" if total else stage
+
+    def stage_eta_s(self) -> float | None:
+        """The stage's remaining seconds at its pace so far; None before its counter moved or when uncounted."""
+        if self.status != "running" or not self.total or not self.done or self.done >= self.total:
+            return None
+        spent = time.monotonic() - self.stage_started
+        return round(spent / self.done * (self.total - self.done), 1)
+
+    def end(self, status: str, message: str, error: str | None = None) -> None:
+        self.status, self.message, self.error, self.finished = status, message, error, time.monotonic()
+        if status == "done":
+            self.progress = 1.0
 
     def to_json(self) -> dict[str, Any]:
+        elapsed = (self.finished or time.monotonic()) - self.started
         return {"id": self.id, "status": self.status, "progress": self.progress, "message": self.message,
-                "tree": self.tree if self.status == "done" else None, "error": self.error, "counts": self.counts}
+                "tree": self.tree if self.status == "done" else None, "error": self.error,
+                "stage": self.stage, "done": self.done, "total": self.total, "elapsed_s": round(elapsed, 1),
+                "stage_eta_s": self.stage_eta_s(), "counts": self.counts}
 
 
 class BuildJobs:
@@ -102,17 +131,22 @@ class BuildJobs:
     def _run(self, job: Job, root: Retriever, corpus_path: Path, chunker: dict | None, overwrite: bool) -> None:
         trees = self.registry.folder_of(job.tree).parent
         work, staging = trees / f".work-{job.id}", trees / f".building-{job.id}"
-        step = job_progress(job)
+
+        def step(stage: str, done: int = 0, total: int | None = None) -> None:
+            job.enter(stage, done, total)
+
         try:
             build_tree(root, corpus_path, staging, name=job.tree, chunker=chunker, cache_dir=self.cache_dir or work,
                        progress=step)
             step("publishing")
             self._publish(staging, job.tree, overwrite)
             self.registry.load_tree(job.tree)
-            job.status, job.progress, job.message = "done", 1.0, f"built {job.tree}"
+            job.end("done", f"built {job.tree}")
+        except Cancelled as exc:
+            job.end("cancelled", str(exc))
         except Exception as exc:  # a failed build is a job state, never a crashed worker
             logger.warning("build job %s failed: %s", job.id, type(exc).__name__, exc_info=logger.isEnabledFor(10))
-            job.status, job.message, job.error = "failed", "build failed", safe_message(exc)
+            job.end("failed", f"build failed during {job.stage or 'the start'}", safe_message(exc))
         finally:
             for path in [work, staging, *job.cleanup]:
                 shutil.rmtree(path, ignore_errors=True)
@@ -144,14 +178,16 @@ class BuildJobs:
 
     def _run_update(self, job: Job, add: Path | list[SourceDocument]) -> None:
         try:
-            report = update_tree(self.registry.folder_of(job.tree), add=add, progress=job_progress(job))
+            report = update_tree(self.registry.folder_of(job.tree), add=add, progress=job.enter)
             if report.changed:
                 self.registry.load_tree(job.tree)  # the swap: queries move to the new tree at once
             job.counts = report.counts()
-            job.status, job.progress, job.message = "done", 1.0, f"updated {job.tree}"
+            job.end("done", f"updated {job.tree}")
+        except Cancelled as exc:  # the saved tree is the old one
+            job.end("cancelled", str(exc))
         except Exception as exc:  # a failed update is a job state; the saved tree is the old one
             logger.warning("update job %s failed: %s", job.id, type(exc).__name__, exc_info=logger.isEnabledFor(10))
-            job.status, job.message, job.error = "failed", "update failed", safe_message(exc)
+            job.end("failed", f"update failed during {job.stage or 'the start'}", safe_message(exc))
         finally:
             for path in job.cleanup:
                 shutil.rmtree(path, ignore_errors=True)
@@ -162,6 +198,13 @@ class BuildJobs:
         report = update_tree(self.registry.folder_of(name), remove=document_ids)
         self.registry.load_tree(name)
         return report.counts()
+
+    def cancel(self, job_id: str) -> Job | None:
+        """Ask a queued or running job to stop: it stops at its next progress report and leaves nothing behind."""
+        job = self._jobs.get(job_id)
+        if job is not None and job.status in ("queued", "running"):
+            job.cancel_requested = True
+        return job
 
     def shutdown(self) -> None:
         """Stop accepting work and wait for running builds (the app's shutdown)."""
