@@ -17,6 +17,7 @@ store file it wrote is removed.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -46,8 +47,9 @@ def tree_chunker(infra: Infra, chunker: dict[str, Any] | None) -> DocumentChunke
         return given
     recorded = cast(DocumentChunker, build_as(infra.chunker, ConfigObject, "chunker"))
     if given is not None and given.to_config() != recorded.to_config():
-        raise ConfigError(f"the chunker {given.to_config()} is not the tree's ({recorded.to_config()}); "
-                          "an updated tree cuts every document the way it was built (rebuild to change it)")
+        raise ConfigError(f"the chunker {json.dumps(given.to_config())} is not the tree's "
+                          f"({json.dumps(recorded.to_config())}); an updated tree cuts every document the way it "
+                          "was built (rebuild to change it)")
     return recorded
 
 

@@ -48,13 +48,6 @@ KEYWORD_TREES = {"okapi": bm25("okapi"), "bm25l": bm25("bm25l", 0.5), "bm25plus"
                      "component": "BagOfWordsConverter", "params": {"ngram_max": 2}}}}}
 
 
-@pytest.fixture(scope="module")
-def pool(scifact_subset_file) -> list[SourceDocument]:
-    """60 SciFact abstracts, each with a category (for the boolean tree's category index)."""
-    docs = Corpus.from_path(scifact_subset_file).documents[:60]
-    return [replace(d, metadata={"TOPIC": ("even" if i % 2 == 0 else "odd",)}) for i, d in enumerate(docs)]
-
-
 def answers(tree, queries: Sequence[str]) -> list[list[tuple[str, int, float]]]:
     return [[(c.document_id, c.chunk.position, c.score) for c in tree.retrieve(q)[0]] for q in queries]
 
@@ -93,54 +86,67 @@ def changed(doc: SourceDocument) -> SourceDocument:
 
 
 # -- the rules, one per test -------------------------------------------------------------------------
-def test_update_answers_as_a_rebuild_on_the_resulting_documents(pool, tmp_path):
-    folder = saved_tree(bm25("okapi"), pool[:30], tmp_path)
-    report = dashrag.update(folder, add=[*pool[30:35], changed(pool[3]), pool[4]], remove=[pool[7].id])
+def test_update_answers_as_a_rebuild_on_the_resulting_documents(abstracts, tmp_path):
+    folder = saved_tree(bm25("okapi"), abstracts[:30], tmp_path)
+    report = dashrag.update(
+        folder, add=[*abstracts[30:35], changed(abstracts[3]), abstracts[4]], remove=[abstracts[7].id]
+    )
     assert report.counts() == {"added": 5, "replaced": 1, "skipped": 1, "removed": 1}
-    resulting = [d for d in pool[:30] if d.id not in (pool[3].id, pool[7].id)] + [*pool[30:35], changed(pool[3])]
+    resulting = [d for d in abstracts[:30] if d.id not in (abstracts[3].id, abstracts[7].id)] + [
+        *abstracts[30:35],
+        changed(abstracts[3]),
+    ]
     tree = dashrag.load(folder)
     assert_same_answers(answers(tree, QUERIES), rebuilt_answers(bm25("okapi"), resulting, tmp_path / "re", QUERIES))
     tree.close()
 
 
-def test_store_keeps_one_row_per_document_and_removed_documents_leave_no_text(pool, tmp_path):
-    folder = saved_tree(TFIDF, pool[:10], tmp_path)
-    secret = pool[2].text
-    dashrag.update(folder, add=[changed(pool[5])], remove=[pool[2].id])
+def test_store_keeps_one_row_per_document_and_removed_documents_leave_no_text(abstracts, tmp_path):
+    folder = saved_tree(TFIDF, abstracts[:10], tmp_path)
+    secret = abstracts[2].text
+    dashrag.update(folder, add=[changed(abstracts[5])], remove=[abstracts[2].id])
     stores = sorted(folder.glob("store-*.sqlite"))
     assert [p.name for p in stores] == [read_manifest(folder)["store"]]
     store = Store(f"sqlite:///{stores[0]}", read_only=True)
     documents = store.read_documents()
     chunk_texts = store.read_chunk_set().texts
     store.close()
-    assert sorted(d.id for d in documents) == sorted(d.id for d in pool[:10] if d.id != pool[2].id)
-    assert [d.text for d in documents if d.id == pool[5].id] == [changed(pool[5]).text]
+    assert sorted(d.id for d in documents) == sorted(d.id for d in abstracts[:10] if d.id != abstracts[2].id)
+    assert [d.text for d in documents if d.id == abstracts[5].id] == [changed(abstracts[5]).text]
     sentence = secret[:60]
     assert not any(sentence in p.read_bytes().decode("utf-8", "replace") for p in folder.rglob("*") if p.is_file())
     assert not any(sentence in t for t in chunk_texts)
 
 
-def test_identical_document_is_skipped_and_nothing_is_written(pool, tmp_path):
-    folder = saved_tree(TFIDF, pool[:10], tmp_path)
+def test_identical_document_is_skipped_and_nothing_is_written(abstracts, tmp_path):
+    folder = saved_tree(TFIDF, abstracts[:10], tmp_path)
     before = folder_digest(folder)
-    report = dashrag.update(folder, add=pool[:4])
+    report = dashrag.update(folder, add=abstracts[:4])
     assert report.counts() == {"added": 0, "replaced": 0, "skipped": 4, "removed": 0}
     assert folder_digest(folder) == before
 
 
-@pytest.mark.parametrize("request_", ["unknown id", "no id", "twice", "added and removed", "other chunker",
-                                      "everything removed"])
-def test_bad_update_is_one_clear_error_and_changes_nothing(pool, tmp_path, request_):
-    folder = saved_tree(TFIDF, pool[:6], tmp_path)
+@pytest.mark.parametrize(
+    "request_", ["unknown id", "no id", "twice", "added and removed", "other chunker", "everything removed"]
+)
+def test_bad_update_is_one_clear_error_and_changes_nothing(abstracts, tmp_path, request_):
+    folder = saved_tree(TFIDF, abstracts[:6], tmp_path)
     before = folder_digest(folder)
     calls = {
         "unknown id": (dict(remove=["no-such-document"]), ConfigError, "unknown document id"),
-        "no id": (dict(add=[replace(pool[7], id="")]), ConfigError, "has no id"),
-        "twice": (dict(add=[pool[7], pool[7]]), ConfigError, "added twice"),
-        "added and removed": (dict(add=[changed(pool[1])], remove=[pool[1].id]), ConfigError, "both added and removed"),
-        "other chunker": (dict(add=[pool[7]], chunker={"component": "WholeDocumentChunker", "params": {}}),
-                          ConfigError, "is not the tree's"),
-        "everything removed": (dict(remove=[d.id for d in pool[:6]]), CorpusError, "no chunks"),
+        "no id": (dict(add=[replace(abstracts[7], id="")]), ConfigError, "has no id"),
+        "twice": (dict(add=[abstracts[7], abstracts[7]]), ConfigError, "added twice"),
+        "added and removed": (
+            dict(add=[changed(abstracts[1])], remove=[abstracts[1].id]),
+            ConfigError,
+            "both added and removed",
+        ),
+        "other chunker": (
+            dict(add=[abstracts[7]], chunker={"component": "WholeDocumentChunker", "params": {}}),
+            ConfigError,
+            "is not the tree's",
+        ),
+        "everything removed": (dict(remove=[d.id for d in abstracts[:6]]), CorpusError, "no chunks"),
     }
     kwargs, error, message = calls[request_]
     with pytest.raises(error, match=message):
@@ -148,30 +154,33 @@ def test_bad_update_is_one_clear_error_and_changes_nothing(pool, tmp_path, reque
     assert folder_digest(folder) == before
 
 
-def test_updating_a_folder_that_holds_no_saved_tree_is_an_error_that_creates_nothing(pool, tmp_path):
+def test_updating_a_folder_that_holds_no_saved_tree_is_an_error_that_creates_nothing(abstracts, tmp_path):
     with pytest.raises(PersistenceError, match="no such saved retriever folder"):
-        dashrag.update(tmp_path / "absent", add=pool[:1])
+        dashrag.update(tmp_path / "absent", add=abstracts[:1])
     assert not (tmp_path / "absent").exists()
     (tmp_path / "empty").mkdir()
     with pytest.raises(PersistenceError, match="not a saved retriever"):
-        dashrag.update(tmp_path / "empty", add=pool[:1])
+        dashrag.update(tmp_path / "empty", add=abstracts[:1])
     assert list((tmp_path / "empty").iterdir()) == []
 
 
-def test_chunker_is_recorded_at_build_time_and_new_documents_are_cut_with_it(pool, tmp_path):
-    folder = saved_tree(TFIDF, pool[:5], tmp_path)
+def test_chunker_is_recorded_at_build_time_and_new_documents_are_cut_with_it(abstracts, tmp_path):
+    folder = saved_tree(TFIDF, abstracts[:5], tmp_path)
     assert read_manifest(folder)["chunker"]["params"]["chunk_size"] == CHUNKER["params"]["chunk_size"]
-    dashrag.update(folder, add=[pool[20]])
+    dashrag.update(folder, add=[abstracts[20]])
     tree = dashrag.load(folder)
-    new = [c for c in tree.require_infra().chunks.chunks if c.document_id == pool[20].id]
+    new = [c for c in tree.require_infra().chunks.chunks if c.document_id == abstracts[20].id]
     tree.close()
     assert len(new) > 1 and max(len(c.text) for c in new) <= CHUNKER["params"]["chunk_size"]
 
 
-def test_positions_stay_contiguous_so_neighbour_windows_match_a_rebuild(pool, tmp_path):
-    folder = saved_tree(TFIDF, pool[:12], tmp_path)
-    dashrag.update(folder, add=[changed(pool[0]), pool[40]], remove=[pool[1].id])
-    resulting = [d for d in pool[:12] if d.id not in (pool[0].id, pool[1].id)] + [changed(pool[0]), pool[40]]
+def test_positions_stay_contiguous_so_neighbour_windows_match_a_rebuild(abstracts, tmp_path):
+    folder = saved_tree(TFIDF, abstracts[:12], tmp_path)
+    dashrag.update(folder, add=[changed(abstracts[0]), abstracts[40]], remove=[abstracts[1].id])
+    resulting = [d for d in abstracts[:12] if d.id not in (abstracts[0].id, abstracts[1].id)] + [
+        changed(abstracts[0]),
+        abstracts[40],
+    ]
     tree = dashrag.load(folder)
     rebuilt = dashrag.build(TFIDF, Corpus(tuple(resulting)), tmp_path / "re", chunker=CHUNKER)
     for query in QUERIES:
@@ -182,22 +191,22 @@ def test_positions_stay_contiguous_so_neighbour_windows_match_a_rebuild(pool, tm
     rebuilt.close()
 
 
-def test_in_memory_add_and_remove_then_save(pool, tmp_path):
-    tree = dashrag.build(TFIDF, Corpus(tuple(pool[:8])), tmp_path / "work", chunker=CHUNKER)
-    assert tree.add_documents(pool[8:10]).counts()["added"] == 2
-    assert tree.remove_documents([pool[0].id]).counts()["removed"] == 1
+def test_in_memory_add_and_remove_then_save(abstracts, tmp_path):
+    tree = dashrag.build(TFIDF, Corpus(tuple(abstracts[:8])), tmp_path / "work", chunker=CHUNKER)
+    assert tree.add_documents(abstracts[8:10]).counts()["added"] == 2
+    assert tree.remove_documents([abstracts[0].id]).counts()["removed"] == 1
     tree.save(tmp_path / "saved")
     expected = answers(tree, QUERIES)
     tree.close()
     loaded = dashrag.load(tmp_path / "saved")
     assert_same_answers(answers(loaded, QUERIES), expected)
-    assert_same_answers(expected, rebuilt_answers(TFIDF, [*pool[1:10]], tmp_path / "re", QUERIES))
+    assert_same_answers(expected, rebuilt_answers(TFIDF, [*abstracts[1:10]], tmp_path / "re", QUERIES))
     loaded.close()
 
 
 @pytest.mark.slow
-def test_dense_update_embeds_only_new_chunks(pool, tmp_path, monkeypatch):
-    folder = saved_tree(DENSE, pool[:10], tmp_path)
+def test_dense_update_embeds_only_new_chunks(abstracts, tmp_path, monkeypatch):
+    folder = saved_tree(DENSE, abstracts[:10], tmp_path)
     from dashrag.embeddings.base import EmbeddingModel
 
     embedded: list[str] = []
@@ -208,18 +217,18 @@ def test_dense_update_embeds_only_new_chunks(pool, tmp_path, monkeypatch):
         return original(self, texts)
 
     monkeypatch.setattr(EmbeddingModel, "embed_documents", counting)
-    dashrag.update(folder, remove=[pool[0].id])
+    dashrag.update(folder, remove=[abstracts[0].id])
     assert embedded == []  # removing embeds nothing
-    dashrag.update(folder, add=[pool[11]])
+    dashrag.update(folder, add=[abstracts[11]])
     tree = dashrag.load(folder)
-    new_texts = [c.text for c in tree.require_infra().chunks.chunks if c.document_id == pool[11].id]
+    new_texts = [c.text for c in tree.require_infra().chunks.chunks if c.document_id == abstracts[11].id]
     tree.close()
     assert embedded == new_texts
 
 
 @pytest.mark.parametrize("config", [bm25("lucene"), TFIDF], ids=["bm25", "tfidf"])
-def test_keyword_update_analyses_only_the_new_chunks(pool, tmp_path, monkeypatch, config):
-    folder = saved_tree(config, pool[:10], tmp_path)
+def test_keyword_update_analyses_only_the_new_chunks(abstracts, tmp_path, monkeypatch, config):
+    folder = saved_tree(config, abstracts[:10], tmp_path)
     from dashrag.vectorizers.bag_of_words import BagOfWordsConverter
 
     def refit(self, texts):
@@ -234,31 +243,31 @@ def test_keyword_update_analyses_only_the_new_chunks(pool, tmp_path, monkeypatch
 
     monkeypatch.setattr(BagOfWordsConverter, "fit_transform", refit)
     monkeypatch.setattr(BagOfWordsConverter, "_text_analyzer", recording)
-    dashrag.update(folder, add=[pool[12]], remove=[pool[0].id])
+    dashrag.update(folder, add=[abstracts[12]], remove=[abstracts[0].id])
     tree = dashrag.load(folder)
-    new_texts = [c.text for c in tree.require_infra().chunks.chunks if c.document_id == pool[12].id]
+    new_texts = [c.text for c in tree.require_infra().chunks.chunks if c.document_id == abstracts[12].id]
     tree.close()
     assert analysed == new_texts
 
 
-def test_keyword_update_of_a_tree_without_saved_counts_counts_the_old_chunks_again(pool, tmp_path):
-    tree = dashrag.build(bm25("okapi"), Corpus(tuple(pool[:10])), tmp_path / "work", chunker=CHUNKER)
+def test_keyword_update_of_a_tree_without_saved_counts_counts_the_old_chunks_again(abstracts, tmp_path):
+    tree = dashrag.build(bm25("okapi"), Corpus(tuple(abstracts[:10])), tmp_path / "work", chunker=CHUNKER)
     tree.nested["vectorizer"]._counts = None  # as a tree loaded from a folder saved before counts were kept
-    tree.add_documents([pool[20]])
-    expected = rebuilt_answers(bm25("okapi"), [*pool[:10], pool[20]], tmp_path / "re", QUERIES)
+    tree.add_documents([abstracts[20]])
+    expected = rebuilt_answers(bm25("okapi"), [*abstracts[:10], abstracts[20]], tmp_path / "re", QUERIES)
     assert_same_answers(answers(tree, QUERIES), expected)
     tree.close()
 
 
 # -- the property: random sequences against rebuilds ------------------------------------------------
-Step = tuple[str, int]  # ("add" | "change" | "remove", pool index)
+Step = tuple[str, int]  # ("add" | "change" | "remove", abstracts index)
 steps = st.lists(st.tuples(st.sampled_from(["add", "change", "remove"]), st.integers(0, 29)), min_size=1, max_size=4)
 
 
-def expected_after(documents: dict[str, SourceDocument], step: Step, pool) -> tuple[list, list[str]]:
+def expected_after(documents: dict[str, SourceDocument], step: Step, abstracts) -> tuple[list, list[str]]:
     """What one step asks for, and the resulting documents (kept in order, then added or replaced)."""
     kind, i = step
-    doc = pool[i]
+    doc = abstracts[i]
     if kind == "remove":
         if doc.id not in documents or len(documents) == 1:
             return [], []
@@ -271,13 +280,13 @@ def expected_after(documents: dict[str, SourceDocument], step: Step, pool) -> tu
     return [new], []
 
 
-def check_property(config: dict, pool, tmp_path: Path, sequence: list[Step], queries=QUERIES) -> None:
+def check_property(config: dict, abstracts, tmp_path: Path, sequence: list[Step], queries=QUERIES) -> None:
     run = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
-    start = pool[:12]
+    start = abstracts[:12]
     folder = saved_tree(config, start, run)
     documents = {d.id: d for d in start}
     for step in sequence:
-        add, remove = expected_after(documents, step, pool[12:] if step[0] == "add" else pool)
+        add, remove = expected_after(documents, step, abstracts[12:] if step[0] == "add" else abstracts)
         if add or remove:
             dashrag.update(folder, add=add, remove=remove)
     tree = dashrag.load(folder)
@@ -291,19 +300,19 @@ def check_property(config: dict, pool, tmp_path: Path, sequence: list[Step], que
 @pytest.mark.parametrize("name", sorted(KEYWORD_TREES))
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)
-def test_random_updates_answer_as_rebuilds_keyword_and_boolean(pool, tmp_path, name, sequence):
+def test_random_updates_answer_as_rebuilds_keyword_and_boolean(abstracts, tmp_path, name, sequence):
     queries = BOOLEAN_QUERIES if name == "boolean" else QUERIES
-    check_property(KEYWORD_TREES[name], pool, tmp_path, sequence, queries)
+    check_property(KEYWORD_TREES[name], abstracts, tmp_path, sequence, queries)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["dense", "hybrid"])
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)
-def test_random_updates_answer_as_rebuilds_dense_and_hybrid(pool, tmp_path, name, sequence):
-    check_property({"dense": DENSE, "hybrid": HYBRID}[name], pool, tmp_path, sequence)
+def test_random_updates_answer_as_rebuilds_dense_and_hybrid(abstracts, tmp_path, name, sequence):
+    check_property({"dense": DENSE, "hybrid": HYBRID}[name], abstracts, tmp_path, sequence)
 
 
-def test_manifest_records_the_chunker_as_json(pool, tmp_path):
-    folder = saved_tree(TFIDF, pool[:3], tmp_path)
+def test_manifest_records_the_chunker_as_json(abstracts, tmp_path):
+    folder = saved_tree(TFIDF, abstracts[:3], tmp_path)
     assert json.loads((folder / "dashrag.json").read_text())["chunker"]["component"] == CHUNKER["component"]
