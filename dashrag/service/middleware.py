@@ -14,7 +14,8 @@ Before the app reads a byte of a body (docs/security.md), in this order:
    with a simple multipart POST, which no CORS header stops (CORS guards reading the answer).
 2. **Token**: with ``auth_token_var``, a request with a body needs the token (401) before the
    body is read (GETs are checked by the route dependency, dashrag.service.auth).
-3. **Size**: the upload limit is for ``POST /trees`` with multipart only; every other request
+3. **Size**: the upload limit is for multipart bodies of the routes that take files (``POST /trees``,
+   ``POST /trees/upload``, ``POST /trees/{name}/documents``: :data:`UPLOAD_ROUTES`) only; every other request
    has the JSON limit, whatever its ``Content-Type``. A body over its limit (by its
    ``Content-Length``, or, for a chunked body, counted while it is buffered) is a 413.
 """
@@ -45,7 +46,7 @@ SANE_ID = re.compile(rb"^[A-Za-z0-9._-]{1,64}$")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: The POST routes that only read: any origin CORS allows may call them (the reference's /retrieve is open to all).
 QUERY_ROUTES = re.compile(r"^/(retrieve|trees/validate|trees/[^/]+/query)/?$")
-UPLOAD_ROUTE = "/trees"
+UPLOAD_ROUTES = re.compile(r"/trees(/upload|/[^/]+/documents)?")
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
@@ -94,7 +95,7 @@ class RequestMiddleware:
 
     def limit_for(self, scope: Scope) -> int:
         content_type = dict(scope["headers"]).get(b"content-type", b"")
-        upload = scope["method"] == "POST" and scope["path"].rstrip("/") == UPLOAD_ROUTE
+        upload = scope["method"] == "POST" and UPLOAD_ROUTES.fullmatch(scope["path"].rstrip("/")) is not None
         return self.max_upload_bytes if upload and content_type.startswith(b"multipart/") else self.max_json_bytes
 
     def refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:

@@ -171,6 +171,23 @@ class JobStatus(BaseModel):
     elapsed_s: float = Field(description="Seconds since the job was accepted (until it ended).")
     stage_eta_s: float | None = Field(description="The stage's remaining seconds at its pace so far; null until "
                                                   "its counter moved, or when it is not counted.")
+    counts: dict[str, int] | None = Field(None, description=(
+        "A finished document update: how many documents were added, replaced, skipped and removed."))
+
+
+class DocumentIn(BaseModel):
+    """A document to add to a saved tree; an id already in the tree replaces it (or is skipped if identical)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1, max_length=512, pattern=NOT_BLANK, description="The document's id.")
+    text: str = Field(description="The document's text.")
+    title: str = ""
+    metadata: dict[str, str | list[str]] = Field(default_factory=dict, description="Categories: name -> value(s).")
+
+
+class AddDocumentsRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    documents: list[DocumentIn] = Field(min_length=1, description="The documents to add or replace.")
 
 
 class TreeQuery(BaseModel):
