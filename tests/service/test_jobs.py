@@ -18,7 +18,8 @@ def semantic(batch_size: int) -> dict:
 
 
 def statuses(client, job_id: str, timeout: float = 300) -> list[dict]:
-    seen, deadline = [], time.monotonic() + timeout
+    seen: list[dict] = []
+    deadline = time.monotonic() + timeout
     while not seen or seen[-1]["status"] in ("queued", "running"):
         assert time.monotonic() < deadline, seen[-1:]
         seen.append(client.get(f"/jobs/{job_id}").json())
