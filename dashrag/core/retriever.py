@@ -205,12 +205,14 @@ class Retriever(ConfigObject[P], Generic[P]):
         return self._record_id
 
     def set_id(self, record_id: int) -> None:
-        """Tie this tree to the store's retriever record ``record_id``; an id the store lacks is refused."""
+        """Tie this tree to the store's retriever record ``record_id``; with a store injected, an id the store
+        lacks is refused; with none, the id is assigned as given (the reference's ``set_id``)."""
         from dashrag.store.store import Store
 
-        url = self.require_infra().store_url
+        url = self.infra.store_url if self.infra is not None else None
         if url is None:
-            raise PersistenceError(f"{self.component_name}: no store injected, so no retriever record to tie to")
+            self._record_id = record_id
+            return
         store = Store(url)
         try:
             if store.retriever_record(record_id) is None:
