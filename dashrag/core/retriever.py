@@ -224,8 +224,11 @@ class Retriever(ConfigObject[P], Generic[P]):
     # -- neighbour windows ----------------------------------------------------
     def expand_retrieved_chunks(self, chunks: Sequence[ScoredChunk], window_size: int) -> list[ScoredChunk]:
         """Each distinct chunk widened to ``window_size`` chunks of its document (itself included):
-        odd sizes centred on it, even sizes with the extra chunk after it (documents/windows.py)."""
-        return expand_retrieved_chunks(chunks, window_size, ChunkSetLookup(self.require_infra().chunks))
+        odd sizes centred on it, even sizes with the extra chunk after it (documents/windows.py); windows
+        that overlap are merged here already, as the reference's method does (``merge_expanded_chunks``
+        on the result changes nothing)."""
+        lookup = ChunkSetLookup(self.require_infra().chunks)
+        return merge_expanded_chunks(expand_retrieved_chunks(chunks, window_size, lookup), lookup)
 
     def merge_expanded_chunks(self, chunks: Sequence[ScoredChunk]) -> list[ScoredChunk]:
         """Windows of a document that share a chunk become one concatenated chunk, best hit first;
