@@ -100,6 +100,17 @@ def check_query(query: Any) -> str:
     return query
 
 
+class _ClassOrInstance:
+    """A method that is a classmethod on the class and an instance method on an instance: ``Retriever.load(folder)``
+    returns the loaded tree (dashrag's), ``retriever.load(folder)`` restores this one in place (the reference's)."""
+
+    def __init__(self, on_class: str, on_instance: str):
+        self.on_class, self.on_instance = on_class, on_instance
+
+    def __get__(self, instance: Any, owner: type) -> Callable[..., Any]:
+        return getattr(owner, self.on_class) if instance is None else getattr(instance, self.on_instance)
+
+
 class Retriever(ConfigObject[P], Generic[P]):
     trace_settings: TraceSettings
     #: Most queries per ``retrieve_batch`` call in :meth:`stream_batch`. A component that spends
@@ -189,7 +200,7 @@ class Retriever(ConfigObject[P], Generic[P]):
         return save(self, folder)
 
     @classmethod
-    def load(cls, folder: Any) -> Retriever:
+    def _load_tree(cls, folder: Any) -> Retriever:
         """Load a tree saved with :meth:`save` (:func:`dashrag.core.saved_tree.load`); its root must be a ``cls``."""
         from dashrag.core.saved_tree import load  # saved_tree builds Retrievers: imported when used
 
@@ -198,6 +209,20 @@ class Retriever(ConfigObject[P], Generic[P]):
             root.close()
             raise PersistenceError(f"{folder}: holds a {root.component_name}, not a {cls.component_name}")
         return root
+
+    def _load_in_place(self, folder: Any) -> None:
+        """The reference's ``retriever.load(filename)``: this tree's state restored from ``folder`` (saved from a
+        tree of the same config), nothing returned. The nodes keep their identity; a folder holding another
+        config is a PersistenceError and leaves this tree as it was."""
+        loaded = type(self)._load_tree(folder)
+        if loaded.to_config() != self.to_config():
+            loaded.close()
+            raise PersistenceError(f"{folder}: holds another config than this {self.component_name}'s; "
+                                   f"load it with {type(self).__name__}.load(folder)")
+        for (_, mine), (_, theirs) in zip(self.iter_nodes(), loaded.iter_nodes()):
+            mine.__dict__.update({key: value for key, value in theirs.__dict__.items() if key != "nested"})
+
+    load = _ClassOrInstance("_load_tree", "_load_in_place")
 
     # -- the store's retriever record -----------------------------------------
     def get_id(self) -> int | None:

@@ -70,7 +70,7 @@ class DenseParams(ComponentParams):
         "on Qdrant or on PostgreSQL + pgvector (exact or HNSW)."))
 
     ALIASES = {"embedding_model": "embedding"}  # DashAI's name for the field
-    VALUE_ALIASES = {"similarity_metric": {"l2": "euclidean", "l1": "manhattan", "cityblock": "manhattan"}}  # DashAI's
+    VALUE_ALIASES = {"similarity_metric": (("l2", "euclidean"), ("l1", "manhattan"), ("cityblock", "manhattan"))}
 
 
 @register(

@@ -188,3 +188,22 @@ def test_get_id_on_a_fresh_instance_is_none_and_set_id_assigns_when_no_store_is_
     assert tree.get_id() is None
     tree.set_id(7)
     assert tree.get_id() == 7
+
+
+def test_load_filename_restores_in_place_and_returns_none(fitted, tmp_path):
+    fitted.save(tmp_path / "saved")
+    tree = dashrag.build_component(HYBRID_OF_KEYWORDS)
+    children = tree.get_children()
+    assert tree.load(tmp_path / "saved") is None
+    assert tree.get_children() == children  # the same node objects, now fitted
+    assert tree.retrieve("dense vectors")[0] == fitted.retrieve("dense vectors")[0]
+
+
+def test_load_in_place_refuses_a_folder_of_another_config(fitted, tmp_path):
+    fitted.save(tmp_path / "saved")
+    other = dashrag.build_component({"component": "BM25Retriever", "params": {"top_k": 2}})
+    with pytest.raises(PersistenceError, match="holds a ParallelRetriever, not a BM25Retriever"):
+        other.load(tmp_path / "saved")
+    tree = dashrag.build_component({**HYBRID_OF_KEYWORDS, "params": {**HYBRID_OF_KEYWORDS["params"], "top_k": 3}})
+    with pytest.raises(PersistenceError, match="holds another config"):
+        tree.load(tmp_path / "saved")

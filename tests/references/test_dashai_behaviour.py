@@ -219,7 +219,7 @@ def test_cross_encoder_score_chunks_is_one_minus_the_sigmoid_of_the_logit(cross_
 # -- DashAI's rules, at validation -----------------------------------------------------------------------------
 
 def test_a_sequential_cascade_whose_top_k_does_not_decrease_is_refused_at_validation():
-    with pytest.raises(ConfigError, match=r"children\[1\]\.params\.top_k \(5\) is not smaller"):
+    with pytest.raises(ConfigError, match=r"children\[1\]\.params\.top_k \(5\) equals"):
         dashrag.validate_and_transform({"component": "SequentialRetriever", "params": {
             "children": [bm25_config(top_k=5), bm25_config(top_k=5)]}})
 
