@@ -179,9 +179,18 @@ def get_component(name: str, path: str = "component") -> type[ConfigObject]:
     except (KeyError, TypeError):
         probe = name if isinstance(name, str) and len(name) <= 100 else ""  # no fuzzy match over a huge name
         names = sorted(set(_REGISTRY) | set(_ALIASES) | set(builtin_index()))
-        close = difflib.get_close_matches(probe, names, n=3, cutoff=0.5) if probe else []
+        close = similar_names(probe, names)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise UnknownComponentError([ConfigIssue(path, f"unknown component {excerpt(name)}{hint}")]) from None
+
+
+def similar_names(probe: str, names: list[str]) -> list[str]:
+    """Up to three names a mistyped one may mean: those it begins (``BM25`` → ``BM25Retriever``, any case)
+    first, then difflib's close matches."""
+    if not probe:
+        return []
+    begun = [n for n in names if n.lower().startswith(probe.lower())]
+    return list(dict.fromkeys(begun + difflib.get_close_matches(probe, names, n=3, cutoff=0.5)))[:3]
 
 
 def all_components() -> Iterator[tuple[str, type[ConfigObject]]]:

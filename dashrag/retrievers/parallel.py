@@ -13,6 +13,7 @@ provenance and in the trace.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -61,7 +62,8 @@ def run_concurrently(calls: Sequence[Callable[[], Any]], pool: ThreadPoolExecuto
     thread hand-off fewer on every query). Exceptions propagate once every call has ended."""
     if pool is None or len(calls) < 2:
         return [call() for call in calls]
-    futures = [pool.submit(call) for call in calls[:-1]]
+    # each call in a copy of the caller's context: what a query keeps there (core/observe.py) reaches its children
+    futures = [pool.submit(contextvars.copy_context().run, call) for call in calls[:-1]]
     try:
         last = calls[-1]()
     finally:
