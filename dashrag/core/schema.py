@@ -88,13 +88,17 @@ def _without_annotations(prop: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in prop.items() if k not in ("title", "description", "default")}
 
 
+#: Value aliases the schema leaves out: DashAI's empty stop-word list would turn the page's stop-word choice
+#: into an anyOf form (docs/reference_differences.md); validation accepts it.
+NOT_IN_SCHEMA = "stop_words: []"
+
+
 def _accept_value_aliases(prop: dict[str, Any], spellings: list[Any]) -> dict[str, Any]:
     """``prop`` accepting the reference's other spellings of its values too: added to its enum where it has one
     (so a form offers them), else as one more alternative."""
-    if any(isinstance(s, (list, dict)) for s in spellings):
-        alternatives = prop["anyOf"] if "anyOf" in prop else [_without_annotations(prop)]
-        outer = {k: v for k, v in prop.items() if k in ("title", "description", "default")}
-        return {**outer, "anyOf": [*alternatives, {"enum": spellings, "x-value-aliases": True}]}
+    spellings = [s for s in spellings if not isinstance(s, (list, dict))]  # NOT_IN_SCHEMA: the page's select
+    if not spellings:
+        return prop
     if "enum" in prop:
         return {**prop, "enum": [*prop["enum"], *spellings]}
     if "anyOf" in prop and any("enum" in alt for alt in prop["anyOf"]):
