@@ -103,19 +103,14 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
 
     def _fit(self) -> None:
         infra = self.require_infra()
-        vectors = np.asarray(
-            document_vectors(
-                self.embedding,
-                infra.chunks,
-                infra.env_path,  # by block, not at end
-                on_block=lambda done, total: infra.progress("embedding chunks", done, total),
-            )
-        )
+        def on_block(done: int, total: int | None) -> None:
+            infra.progress("embedding chunks", done, total)
+
+        vectors = np.asarray(document_vectors(self.embedding, infra.chunks, infra.env_path,  # by block, not at end
+                                              on_block=on_block))
         if vectors.dtype != np.float32 or vectors.ndim != 2:
-            raise RetrievalError(
-                f"{self.component_name}: chunk vectors must be a 2-d float32 matrix, "
-                f"got {vectors.dtype} {vectors.shape}"
-            )
+            raise RetrievalError(f"{self.component_name}: chunk vectors must be a 2-d float32 matrix, "
+                                 f"got {vectors.dtype} {vectors.shape}")
         if vectors.shape[0] != len(infra.chunks):
             raise RetrievalError(f"{self.component_name}: {vectors.shape[0]} vectors for {len(infra.chunks)} chunks")
         self.index.add(vectors, self._identity(int(vectors.shape[1])))
@@ -124,10 +119,8 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
     def _save(self, folder: Path) -> None:
         self._require_fitted()
         self.index.save_into(folder)
-        atomic_write_json(
-            folder / "dense.json",
-            {"dimension": self.index.dimension, "embedding_cache_key": self.embedding.cache_key()},
-        )
+        atomic_write_json(folder / "dense.json", {"dimension": self.index.dimension,
+                                                  "embedding_cache_key": self.embedding.cache_key()})
 
     def _load(self, folder: Path) -> None:
         state = load_json(folder / "dense.json")
@@ -144,10 +137,8 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
     def _in_memory(self) -> InMemoryVectorIndex:
         self._require_fitted()
         if not isinstance(self.index, InMemoryVectorIndex):
-            raise RetrievalError(
-                f"{self.component_name}: scoring every chunk needs the in-process index, "
-                f"this node searches {self.index.component_name}"
-            )
+            raise RetrievalError(f"{self.component_name}: scoring every chunk needs the in-process index, "
+                                 f"this node searches {self.index.component_name}")
         return self.index
 
     # -- vectors, for this node and for others (MMR) ---------------------------
@@ -157,8 +148,7 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
         if vectors.shape[1] != self.index.dimension:
             raise RetrievalError(
                 f"{self.component_name}: the query vectors have {vectors.shape[1]} dimensions but the chunk "
-                f"vectors {self.index.dimension} (the saved vectors come from another model)"
-            )
+                f"vectors {self.index.dimension} (the saved vectors come from another model)")
         return vectors
 
     @property
@@ -195,14 +185,8 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
         self._require_fitted()
         chunks = self.require_infra().chunks.chunks
         found = self.index.search(query_vectors, self.top_k(kwargs), kwargs.get("restriction"))
-        return [
-            (
-                [ScoredChunk(chunks[r], float(x), self.component_name) for r, x in zip(rows.tolist(), scores.tolist())],
-                [],
-                None,
-            )
-            for rows, scores in found
-        ]
+        return [([ScoredChunk(chunks[r], float(x), self.component_name)
+                  for r, x in zip(rows.tolist(), scores.tolist())], [], None) for rows, scores in found]
 
     def to_distance(self, scores: np.ndarray) -> np.ndarray:
         return distance_from_similarity(scores, self.params.similarity_metric)
@@ -212,8 +196,7 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
         rows = self.require_infra().chunks.rows_of(chunk_ids)
         vectors = self.index.vectors_for(rows)
         norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
-        scores = similarity(
-            self.embed_queries([query]), vectors, norms, self.params.similarity_metric, is_unit_length(norms)
-        )[0]
+        scores = similarity(self.embed_queries([query]), vectors, norms, self.params.similarity_metric,
+                            is_unit_length(norms))[0]
         distances = self.to_distance(scores)
         return by_distance(chunk_ids, rows, distances)
