@@ -150,9 +150,7 @@ def fill_up(
     used_chars = sum(len(f.chunk.text or "") for f in result)
     triggered = len(chosen) < t.fill_up_target_fragments
     added = skipped_for_budget = 0
-    if triggered:
-        log.info("fill-up: %d fragment(s) selected, fewer than %d; adding below-threshold candidates",
-                 len(chosen), t.fill_up_target_fragments)
+    before = len(chosen)
     for fragment in rank(candidates) if triggered else ():
         if len(chosen) >= t.fill_up_target_fragments:
             break
@@ -166,6 +164,9 @@ def fill_up(
         chosen.add(fragment.id)
         used_chars += size
         added += 1
+    if added:  # the reference logs the fill-up only when it adds something
+        log.info("fill-up: %d fragment(s) selected, fewer than %d; added %d below-threshold candidate(s)",
+                 before, t.fill_up_target_fragments, added)
     info = {"triggered": triggered, "added": added, "fragments": len(chosen), "chars": used_chars,
             "skipped_for_budget": skipped_for_budget}
     return rank(result), info

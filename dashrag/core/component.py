@@ -97,15 +97,16 @@ class ConfigObject(Generic[P]):
             raise ConfigError(f"component: {node.get('component')!r} given to {cls.component_name}")
         return validate_and_transform(node, cls.META.kind)
 
-    def get_credential(self, name: str) -> str:
-        """The secret of the credential component ``name`` in this subtree: the field that holds it
-        (``credential``) or the variable it reads (``OPENAI_API_KEY``). Read when asked, never kept."""
+    def get_credential(self, name: str) -> ConfigObject:
+        """The credential component ``name`` in this subtree, as the reference returns it: named by its class
+        (``EnvCredential``), the field that holds it (``credential``) or the variable it reads
+        (``OPENAI_API_KEY``). Its secret is read only when asked (``.resolve()``), never kept."""
         for path, node in self.iter_nodes(""):
             if node.META.kind != "credential":
                 continue
             field = path.rsplit(".", 1)[-1]
-            if name in (field, getattr(node.params, "var", None)):
-                return str(node.resolve())  # type: ignore[attr-defined]
+            if name in (node.component_name, type(node).__name__, field, getattr(node.params, "var", None)):
+                return node
         raise CredentialError(f"{self.component_name}: no credential named {name!r} in this tree")
 
     # -- tree --------------------------------------------------------------

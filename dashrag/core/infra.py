@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from dashrag.core.progress import Progress, no_progress
 
@@ -51,6 +51,8 @@ class Infra:
 
         if chunks is None:
             raise TypeError("inject_infra(env_path, chunks, ...) needs the chunks")
+        if isinstance(chunks, Mapping):  # the reference's Dict[document id, Dict[position, Chunk]]
+            chunks = [chunk for by_position in chunks.values() for chunk in by_position.values()]
         chunk_set = chunks if isinstance(chunks, ChunkSet) else ChunkSet(chunks)
         url = persistence if isinstance(persistence, str) or persistence is None else persistence.url
         return cls(Path(env_path), chunk_set, url, None if documents is None else tuple(documents))

@@ -184,9 +184,9 @@ class ComponentParams(BaseModel):
     #: One reference name for several fields, given as a list of their values in order
     #: (DashAI's ``ngram_range: [1, 2]`` is ``ngram_min: 1, ngram_max: 2``).
     SPLIT_ALIASES: ClassVar[Mapping[str, tuple[str, ...]]] = {}
-    #: Other spellings of a field's values (``{"strip_accents": {"None": None}}``): DashAI writes some
-    #: nulls as the string "None"; matched by type and value, so ``0`` never matches ``False``.
-    VALUE_ALIASES: ClassVar[Mapping[str, Mapping[Any, Any]]] = {}
+    #: Other spellings of a field's values, (spelling, value) pairs (``{"strip_accents": (("None", None),)}``):
+    #: DashAI writes some nulls as the string "None"; matched by type and value, so ``0`` never matches ``False``.
+    VALUE_ALIASES: ClassVar[Mapping[str, tuple[tuple[Any, Any], ...]]] = {}
     #: Fields of this component that a reference config gives inside a nested component's params
     #: (``{"vectorizer": ("norm", ...)}``: DashAI's TF-IDF vectorizer carries the TF-IDF weighting):
     #: moved up to this component before either is validated.
@@ -289,9 +289,9 @@ class ComponentParams(BaseModel):
         return str(extra[UNSET_REACHES_KEY]) if isinstance(extra, dict) and UNSET_REACHES_KEY in extra else None
 
 
-def value_alias(value: Any, spellings: Mapping[Any, Any]) -> Any:
+def value_alias(value: Any, spellings: tuple[tuple[Any, Any], ...]) -> Any:
     """``value`` in the field's own spelling: the replacement of an alias of the same type and value."""
-    for alias, replacement in spellings.items():
+    for alias, replacement in spellings:
         if type(alias) is type(value) and alias == value:
             return replacement
     return value

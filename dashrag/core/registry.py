@@ -178,7 +178,7 @@ def get_component(name: str, path: str = "component") -> type[ConfigObject]:
         return _REGISTRY[canonical_name(name)]
     except (KeyError, TypeError):
         probe = name if isinstance(name, str) and len(name) <= 100 else ""  # no fuzzy match over a huge name
-        names = sorted(set(_REGISTRY) | set(_ALIASES) | set(builtin_index()))
+        names = sorted((set(_REGISTRY) | set(builtin_index())) - set(_ALIASES))  # suggest registered names
         close = similar_names(probe, names)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise UnknownComponentError([ConfigIssue(path, f"unknown component {excerpt(name)}{hint}")]) from None

@@ -102,6 +102,17 @@ def check_query(query: Any) -> str:
     return query
 
 
+class _ClassOrInstance:
+    """A method that is a classmethod on the class and an instance method on an instance: ``Retriever.load(folder)``
+    returns the loaded tree (dashrag's), ``retriever.load(folder)`` restores this one in place (the reference's)."""
+
+    def __init__(self, on_class: str, on_instance: str):
+        self.on_class, self.on_instance = on_class, on_instance
+
+    def __get__(self, instance: Any, owner: type) -> Callable[..., Any]:
+        return getattr(owner, self.on_class) if instance is None else getattr(instance, self.on_instance)
+
+
 class Retriever(ConfigObject[P], Generic[P]):
     trace_settings: TraceSettings
     #: Most queries per ``retrieve_batch`` call in :meth:`stream_batch`. A component that spends
@@ -220,7 +231,7 @@ class Retriever(ConfigObject[P], Generic[P]):
         return self.update_documents(remove=document_ids)
 
     @classmethod
-    def load(cls, folder: Any) -> Retriever:
+    def _load_tree(cls, folder: Any) -> Retriever:
         """Load a tree saved with :meth:`save` (:func:`dashrag.core.saved_tree.load`); its root must be a ``cls``."""
         from dashrag.core.saved_tree import load  # saved_tree builds Retrievers: imported when used
 
@@ -230,18 +241,34 @@ class Retriever(ConfigObject[P], Generic[P]):
             raise PersistenceError(f"{folder}: holds a {root.component_name}, not a {cls.component_name}")
         return root
 
+    def _load_in_place(self, folder: Any) -> None:
+        """The reference's ``retriever.load(filename)``: this tree's state restored from ``folder`` (saved from a
+        tree of the same config), nothing returned. The nodes keep their identity; a folder holding another
+        config is a PersistenceError and leaves this tree as it was."""
+        loaded = type(self)._load_tree(folder)
+        if loaded.to_config() != self.to_config():
+            loaded.close()
+            raise PersistenceError(f"{folder}: holds another config than this {self.component_name}'s; "
+                                   f"load it with {type(self).__name__}.load(folder)")
+        for (_, mine), (_, theirs) in zip(self.iter_nodes(), loaded.iter_nodes()):
+            mine.__dict__.update({key: value for key, value in theirs.__dict__.items() if key != "nested"})
+
+    load = _ClassOrInstance("_load_tree", "_load_in_place")
+
     # -- the store's retriever record -----------------------------------------
     def get_id(self) -> int | None:
         """The id of this tree's retriever record in the store (None until one is recorded)."""
         return self._record_id
 
     def set_id(self, record_id: int) -> None:
-        """Tie this tree to the store's retriever record ``record_id``; an id the store lacks is refused."""
+        """Tie this tree to the store's retriever record ``record_id``; with a store injected, an id the store
+        lacks is refused; with none, the id is assigned as given (the reference's ``set_id``)."""
         from dashrag.store.store import Store
 
-        url = self.require_infra().store_url
+        url = self.infra.store_url if self.infra is not None else None
         if url is None:
-            raise PersistenceError(f"{self.component_name}: no store injected, so no retriever record to tie to")
+            self._record_id = record_id
+            return
         store = Store(url)
         try:
             if store.retriever_record(record_id) is None:
@@ -253,8 +280,11 @@ class Retriever(ConfigObject[P], Generic[P]):
     # -- neighbour windows ----------------------------------------------------
     def expand_retrieved_chunks(self, chunks: Sequence[ScoredChunk], window_size: int) -> list[ScoredChunk]:
         """Each distinct chunk widened to ``window_size`` chunks of its document (itself included):
-        odd sizes centred on it, even sizes with the extra chunk after it (documents/windows.py)."""
-        return expand_retrieved_chunks(chunks, window_size, ChunkSetLookup(self.require_infra().chunks))
+        odd sizes centred on it, even sizes with the extra chunk after it (documents/windows.py); windows
+        that overlap are merged here already, as the reference's method does (``merge_expanded_chunks``
+        on the result changes nothing)."""
+        lookup = ChunkSetLookup(self.require_infra().chunks)
+        return merge_expanded_chunks(expand_retrieved_chunks(chunks, window_size, lookup), lookup)
 
     def merge_expanded_chunks(self, chunks: Sequence[ScoredChunk]) -> list[ScoredChunk]:
         """Windows of a document that share a chunk become one concatenated chunk, best hit first;

@@ -88,9 +88,17 @@ def _without_annotations(prop: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in prop.items() if k not in ("title", "description", "default")}
 
 
+#: Value aliases the schema leaves out: DashAI's empty stop-word list would turn the page's stop-word choice
+#: into an anyOf form (docs/reference_differences.md); validation accepts it.
+NOT_IN_SCHEMA = "stop_words: []"
+
+
 def _accept_value_aliases(prop: dict[str, Any], spellings: list[Any]) -> dict[str, Any]:
     """``prop`` accepting the reference's other spellings of its values too: added to its enum where it has one
     (so a form offers them), else as one more alternative."""
+    spellings = [s for s in spellings if not isinstance(s, (list, dict))]  # NOT_IN_SCHEMA: the page's select
+    if not spellings:
+        return prop
     if "enum" in prop:
         return {**prop, "enum": [*prop["enum"], *spellings]}
     if "anyOf" in prop and any("enum" in alt for alt in prop["anyOf"]):
@@ -112,7 +120,7 @@ def reference_spellings(cls: type[ConfigObject], properties: dict[str, Any]) -> 
     one_name: list[dict] = []
     definitions: dict[str, Any] = {}
     for field_name, spellings in params.VALUE_ALIASES.items():
-        properties[field_name] = _accept_value_aliases(properties[field_name], list(spellings))
+        properties[field_name] = _accept_value_aliases(properties[field_name], [alias for alias, _ in spellings])
     for field_name, lifted in params.FROM_NESTED.items():
         kind = params.component_fields()[field_name][0]
         definitions[f"{kind}_node_with_{field_name}_extras"] = node_schema(

@@ -35,6 +35,7 @@ RULE_MESSAGES: dict[str, tuple[str, ...]] = {
     "lt": ("lt",),
     "same_length": ("same_length",),
     "sliding_window": ("sliding_window.slide", "sliding_window.stride"),
+    "non_increasing": ("non_increasing",),
     "decreasing": ("decreasing",),
     "requires": ("requires",),
 }

@@ -71,7 +71,7 @@ class DenseParams(ComponentParams):
         "on Qdrant or on PostgreSQL + pgvector (exact or HNSW)."))
 
     ALIASES = {"embedding_model": "embedding"}  # DashAI's name for the field
-    VALUE_ALIASES = {"similarity_metric": {"l2": "euclidean", "l1": "manhattan", "cityblock": "manhattan"}}  # DashAI's
+    VALUE_ALIASES = {"similarity_metric": (("l2", "euclidean"), ("l1", "manhattan"), ("cityblock", "manhattan"))}
 
 
 @register(
@@ -104,7 +104,7 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
 
     def _fit(self) -> None:
         infra = self.require_infra()
-        def on_block(done: int, total: int) -> None:  # the build's progress moves by block, not at the end
+        def on_block(done: int, total: int | None) -> None:  # the build's progress moves by block, not at the end
             infra.progress("embedding chunks", done, total)
 
         vectors = np.asarray(document_vectors(self.embedding, infra.chunks, infra.env_path, on_block=on_block))

@@ -56,7 +56,8 @@ def mmr_select(relevance: np.ndarray, similarity: np.ndarray, lambda_mult: float
 
     The first pick is the most relevant (ties → lower index) and its MMR value is ``λ · relevance``
     (nothing picked yet to be similar to); every later pick maximises the MMR value (ties → lower
-    index). λ = 1 returns the first ``k`` in input order, exactly. Shapes that do not fit, or λ
+    index). λ = 1 returns the ``k`` most relevant in relevance order (ties in input order), as the
+    rag-reranker's ``mmr_select`` does even for input that is not sorted. Shapes that do not fit, or λ
     outside [0, 1], raise RetrievalError.
     """
     relevance = np.asarray(relevance, dtype=np.float64)
@@ -68,8 +69,9 @@ def mmr_select(relevance: np.ndarray, similarity: np.ndarray, lambda_mult: float
     if not 0.0 <= lambda_mult <= 1.0:
         raise RetrievalError(f"mmr_select: lambda_mult must lie in [0, 1], got {lambda_mult}")
     count = max(0, min(int(k), n))
-    if lambda_mult == 1.0:  # relevance only: the input order, as the reference returns it
-        return [Pick(i, float(relevance[i]), float(relevance[i]), None) for i in range(count)]
+    if lambda_mult == 1.0:  # relevance only: relevance order (the input order for input sorted by relevance)
+        return [Pick(int(i), float(relevance[i]), float(relevance[i]), None)
+                for i in np.argsort(-relevance, kind="stable")[:count]]
     picks: list[Pick] = []
     if count == 0:
         return picks

@@ -33,8 +33,9 @@ DEFAULT_CHILDREN = (spec("BM25Retriever"), spec("DenseEmbeddingRetriever"))
 
 
 class ParallelParams(ComponentParams):
-    children: list[ComponentSpec] = components_field("retriever", DEFAULT_CHILDREN, min_length=2, description=(
-        "Retrievers run side by side (at least two, as DashAI requires: one child needs no fusion)."))
+    # at least two, as DashAI requires (one child needs no fusion)
+    children: list[ComponentSpec] = components_field("retriever", DEFAULT_CHILDREN, min_length=2,
+                                                     description="Retrievers run side by side.")
     merge_strategy: FusionStrategy = Field(
         "round_robin", description="How the children's rankings are fused (see docs/fusion.md).")
     weights: list[float] | None = Field(None, description="One non-negative weight per child (default: all 1).")

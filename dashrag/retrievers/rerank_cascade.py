@@ -69,9 +69,9 @@ class RerankCascadeParams(ComponentParams):
         description="The expensive stage that re-scores the candidates (via score_chunks).",
     )
     stage1_top_n: int = Field(50, ge=1, le=10_000, description="How many candidates the fast stage passes on.")
-    stage2_top_n: int | None = Field(None, ge=1, le=10_000, description=(
-        "How many of the stage-1 candidates (best first) the precise stage scores; the rest keep their "
-        "first-stage order after them. None: all of them."))
+    stage2_top_n: int | None = Field(10, ge=1, le=10_000, description=(
+        "How many of the stage-1 candidates (best first) the precise stage scores (the rag-reranker's default, "
+        "10, cut to what stage 1 passes on); the rest keep their first-stage order after them. None: all of them."))
     top_k: int = Field(10, ge=1, le=10_000, description="How many chunks to return.")
     early_exit: Literal["never", "margin", "threshold"] = Field(
         "never", description="When to skip the precise stage: never, on a decisive margin, or above a score threshold."
@@ -91,7 +91,6 @@ class RerankCascadeParams(ComponentParams):
 
     RULES = (
         less_or_equal("top_k", "stage1_top_n"),
-        less_or_equal("stage2_top_n", "stage1_top_n"),
         Rule(
             "requires",
             ("early_exit", "exit_threshold"),

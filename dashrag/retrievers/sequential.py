@@ -28,14 +28,23 @@ def _top_k_of(child: ComponentSpec) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _decreasing_top_k(params: SequentialParams) -> str | None:
-    """DashAI's rule: each stage keeps strictly fewer chunks than the one before (a stage that keeps as
-    many re-orders, it does not narrow; one that keeps more could never be filled)."""
+def _non_increasing_top_k(params: SequentialParams) -> str | None:
     sizes = [_top_k_of(c) for c in params.children]
     for i, (before, size) in enumerate(zip(sizes, sizes[1:]), start=1):
-        if size is not None and before is not None and size >= before:
-            return (f"children[{i}].params.top_k ({size}) is not smaller than children[{i - 1}].params.top_k "
-                    f"({before}): each stage of a cascade narrows")
+        if size is not None and before is not None and size > before:
+            return (f"children[{i}].params.top_k ({size}) is larger than children[{i - 1}].params.top_k "
+                    f"({before}): a cascade cannot grow")
+    return None
+
+
+def _no_stage_of_the_same_size(params: SequentialParams) -> str | None:
+    """DashAI's rule on top: each stage keeps strictly fewer chunks than the one before (a stage that keeps
+    as many only re-orders, it does not narrow)."""
+    sizes = [_top_k_of(c) for c in params.children]
+    for i, (before, size) in enumerate(zip(sizes, sizes[1:]), start=1):
+        if size is not None and size == before:
+            return (f"children[{i}].params.top_k ({size}) equals children[{i - 1}].params.top_k ({before}): "
+                    "each stage of a cascade narrows")
     return None
 
 
@@ -46,10 +55,16 @@ class SequentialParams(ComponentParams):
 
     RULES = (
         Rule(
+            "non_increasing",
+            ("children.*.params.top_k",),
+            "each stage's top_k is at most the previous stage's",
+            _non_increasing_top_k,
+        ),
+        Rule(
             "decreasing",
             ("children.*.params.top_k",),
-            "each stage's top_k is smaller than the previous stage's",
-            _decreasing_top_k,
+            "no stage keeps as many chunks as the previous one (DashAI's rule: each stage narrows)",
+            _no_stage_of_the_same_size,
         ),
     )
 

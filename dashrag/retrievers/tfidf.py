@@ -45,7 +45,7 @@ class TFIDFParams(ComponentParams):
     )
 
     ALIASES = {"TFIDFVectorizer": "vectorizer"}  # DashAI's name of the field
-    VALUE_ALIASES = {"norm": {"None": None}}
+    VALUE_ALIASES = {"norm": (("None", None),)}
     FROM_NESTED = {"vectorizer": ("norm", "use_idf", "smooth_idf", "sublinear_tf")}  # DashAI's vectorizer has them
 
     @property

@@ -65,8 +65,7 @@ class BagOfWordsParams(ComponentParams):
     lowercase: bool = Field(True, description="Lower-case text before counting.")
     ngram_min: int = Field(1, ge=1, le=10, description="Smallest n-gram length.")
     ngram_max: int = Field(1, ge=1, le=10, description="Largest n-gram length.")
-    stop_words: Literal["english"] | list[str] | None = Field(None, description=(
-        "Remove these stop words: 'english' (scikit-learn's list) or a list of words, as given (None: keep all)."))
+    stop_words: Literal["english"] | None = Field(None, description="Remove these stop words (None: keep all).")
     strip_accents: Literal["ascii", "unicode"] | None = Field(None, description="Remove accents before counting.")
     min_df: float = Field(0.0, ge=0, description="Drop terms in fewer documents: a fraction if <= 1, else a count.")
     max_df: float = Field(1.0, gt=0, description="Drop terms in more documents: a fraction if <= 1, else a count.")
@@ -84,11 +83,12 @@ class BagOfWordsParams(ComponentParams):
     # DashAI's names and spellings: its BM25 and TF-IDF vectorizers (BM25VectorizerModel, TFIDFVectorizerModel)
     ALIASES = {"lower_bound_ngrams": "ngram_min", "upper_bound_ngrams": "ngram_max"}
     SPLIT_ALIASES = {"ngram_range": ("ngram_min", "ngram_max")}
-    VALUE_ALIASES = {"strip_accents": {"None": None}, "max_features": {0: None}}  # TF-IDF's "None" and "0: no limit"
+    # TF-IDF's "None", its "0: no limit" and its empty stop-word list (DashAI's placeholders)
+    VALUE_ALIASES = {"strip_accents": (("None", None),), "max_features": ((0, None),), "stop_words": (([], None),)}
 
     def stop_word_set(self) -> frozenset[str] | None:
         """The words removed before counting: the named list and the custom words (None: none)."""
-        words = set(english_stop_words()) if self.stop_words == "english" else set(self.stop_words or ())
+        words = set(english_stop_words()) if self.stop_words == "english" else set()
         if self.custom_stop_words:
             words.update(w.lower() if self.lowercase else w for w in self.custom_stop_words)
         return frozenset(words) if words else None
@@ -209,8 +209,7 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
 
         p = self.params
         analyzer = self.analyzer()
-        stop_words = _as_list(p.stop_word_set()) if p.custom_stop_words or isinstance(p.stop_words, list) \
-            else p.stop_words
+        stop_words = _as_list(p.stop_word_set()) if p.custom_stop_words else p.stop_words
         kwargs = (
             {}
             if callable(analyzer)

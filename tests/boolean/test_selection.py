@@ -180,4 +180,12 @@ def test_fill_up_logs_once_when_it_triggers(caplog):
         fill_up([frag(1, "a", 0.5)], [frag(100 + i, f"n{i}", 0.05) for i in range(20)], DEFAULTS)
         fill_up([frag(i, "a", 0.5) for i in range(10)], [frag(99, "b", 0.05)], DEFAULTS)
     assert [r.getMessage() for r in caplog.records] == [
-        "fill-up: 1 fragment(s) selected, fewer than 10; adding below-threshold candidates"]
+        "fill-up: 1 fragment(s) selected, fewer than 10; added 9 below-threshold candidate(s)"]
+
+
+def test_fill_up_logs_only_when_it_adds_something(caplog):
+    """Fragment service reference: triggered (fewer than 10) but nothing below the threshold to add: no log."""
+    with caplog.at_level(logging.INFO, logger="dashrag.boolean.selection"):
+        _, info = fill_up([frag(1, "a", 0.5)], [frag(2, "b", 0.3)], DEFAULTS)  # 0.3 is above the threshold
+    assert (info["triggered"], info["added"]) == (True, 0)
+    assert caplog.records == []

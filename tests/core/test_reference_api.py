@@ -150,11 +150,60 @@ def test_get_credential_reads_the_named_credential_when_asked(monkeypatch):
     llm = dashrag.build_component({"component": "LiteLLMModel", "params": {
         "credential": {"component": "EnvCredential", "params": {"var": "DASHRAG_TEST_API_KEY"}}}})
     monkeypatch.setenv("DASHRAG_TEST_API_KEY", "sk-test-value")
-    assert llm.get_credential("credential") == llm.get_credential("DASHRAG_TEST_API_KEY") == "sk-test-value"
+    credential = llm.get_credential("credential")
+    assert credential is llm.get_credential("DASHRAG_TEST_API_KEY") and credential.resolve() == "sk-test-value"
     monkeypatch.delenv("DASHRAG_TEST_API_KEY")
     with pytest.raises(CredentialError, match="DASHRAG_TEST_API_KEY"):
-        llm.get_credential("credential")
+        llm.get_credential("credential").resolve()
     with pytest.raises(CredentialError, match="no credential named 'other'"):
         llm.get_credential("other")
     assert "sk-test-value" not in repr(llm.__dict__)
 
+
+
+def test_get_credential_looks_up_by_the_credentials_class_name_and_returns_the_credential(monkeypatch):
+    llm = dashrag.build_component({"component": "LiteLLMModel", "params": {
+        "credential": {"component": "EnvCredential", "params": {"var": "DASHRAG_TEST_API_KEY"}}}})
+    credential = llm.get_credential("EnvCredential")
+    assert credential is llm.nested["credential"]
+    monkeypatch.setenv("DASHRAG_TEST_API_KEY", "sk-by-class")
+    assert credential.resolve() == "sk-by-class"
+
+
+def test_inject_infra_accepts_the_references_nested_dict_of_chunks(fitted, tmp_path):
+    """The reference's ``Dict[int, Dict[int, Chunk]]``: document -> position -> chunk."""
+    chunks = fitted.require_infra().chunks
+    nested: dict = {}
+    for chunk in chunks.chunks:
+        nested.setdefault(chunk.document_id, {})[chunk.position] = chunk
+    tree = dashrag.build_component(HYBRID_OF_KEYWORDS)
+    tree.inject_infra(tmp_path, nested, fitted.require_infra().store_url)
+    tree.init_model()
+    assert [c.id for c in tree.require_infra().chunks.chunks] == [c.id for c in chunks.chunks]
+    assert tree.retrieve("dense vectors")[0] == fitted.retrieve("dense vectors")[0]
+
+
+def test_get_id_on_a_fresh_instance_is_none_and_set_id_assigns_when_no_store_is_injected():
+    tree = dashrag.build_component(HYBRID_OF_KEYWORDS)
+    assert tree.get_id() is None
+    tree.set_id(7)
+    assert tree.get_id() == 7
+
+
+def test_load_filename_restores_in_place_and_returns_none(fitted, tmp_path):
+    fitted.save(tmp_path / "saved")
+    tree = dashrag.build_component(HYBRID_OF_KEYWORDS)
+    children = tree.get_children()
+    assert tree.load(tmp_path / "saved") is None
+    assert tree.get_children() == children  # the same node objects, now fitted
+    assert tree.retrieve("dense vectors")[0] == fitted.retrieve("dense vectors")[0]
+
+
+def test_load_in_place_refuses_a_folder_of_another_config(fitted, tmp_path):
+    fitted.save(tmp_path / "saved")
+    other = dashrag.build_component({"component": "BM25Retriever", "params": {"top_k": 2}})
+    with pytest.raises(PersistenceError, match="holds a ParallelRetriever, not a BM25Retriever"):
+        other.load(tmp_path / "saved")
+    tree = dashrag.build_component({**HYBRID_OF_KEYWORDS, "params": {**HYBRID_OF_KEYWORDS["params"], "top_k": 3}})
+    with pytest.raises(PersistenceError, match="holds another config"):
+        tree.load(tmp_path / "saved")

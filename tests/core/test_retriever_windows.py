@@ -74,3 +74,13 @@ def test_plain_chunks_pass_through_a_retrievers_merge_unwidened(retriever, hits,
     merged = retriever.merge_expanded_chunks(picked)
     assert {c.id: c for c in merged} == {c.id: c for c in picked}
     assert all(c.chunk.text == next(p for p in picked if p.id == c.id).chunk.text for c in merged)
+
+
+@settings_
+@given(window=windows, data=st.data())
+def test_expand_retrieved_chunks_merges_overlapping_windows_itself(retriever, hits, window, data):
+    """The reference's expand_retrieved_chunks returns overlapping windows merged; merging again changes nothing."""
+    picked = data.draw(st.lists(st.sampled_from(hits), min_size=1, max_size=len(hits), unique_by=lambda c: c.id))
+    expanded = retriever.expand_retrieved_chunks(picked, window)
+    assert expanded == expand_and_merge(picked, window, ChunkTable(retriever.require_infra().chunks.chunks))
+    assert retriever.merge_expanded_chunks(expanded) == expanded

@@ -219,7 +219,7 @@ def test_cross_encoder_score_chunks_is_one_minus_the_sigmoid_of_the_logit(cross_
 # -- DashAI's rules, at validation -----------------------------------------------------------------------------
 
 def test_a_sequential_cascade_whose_top_k_does_not_decrease_is_refused_at_validation():
-    with pytest.raises(ConfigError, match=r"children\[1\]\.params\.top_k \(5\) is not smaller"):
+    with pytest.raises(ConfigError, match=r"children\[1\]\.params\.top_k \(5\) equals"):
         dashrag.validate_and_transform({"component": "SequentialRetriever", "params": {
             "children": [bm25_config(top_k=5), bm25_config(top_k=5)]}})
 
@@ -269,9 +269,24 @@ def every_reference_config():
             yield pytest.param(config, id=f"{path.stem}:{key}")
 
 
+def without_empty_stop_words(node):
+    """``node`` with DashAI's ``stop_words: []`` spelled null: the one value alias the schema leaves out on purpose
+    (NOT_IN_SCHEMA in core/schema.py, so the page keeps its stop-word choice); everything else as given."""
+    if isinstance(node, dict):
+        return {k: (None if k == "stop_words" and v == [] else without_empty_stop_words(v)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [without_empty_stop_words(v) for v in node]
+    return node
+
+
+def schema_errors(validator: Draft202012Validator, config: dict) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in validator.iter_errors(without_empty_stop_words(config))]
+
+
 @pytest.mark.parametrize("config", every_reference_config())
 def test_the_schemas_accept_every_dashai_config_the_validator_accepts(tree_validator, config):
-    schema_ok = not list(tree_validator.iter_errors(config))
+    schema_ok = not schema_errors(tree_validator, config)
     try:
         dashrag.validate_and_transform(config)
         validator_ok = True

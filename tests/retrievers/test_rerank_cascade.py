@@ -102,7 +102,7 @@ QUERY = "rank fusion keyword embeddings"
 
 def test_defaults_are_the_references():
     p = build_component({"component": "RerankCascadeRetriever", "params": {}}).params
-    assert (p.stage1_top_n, p.stage2_top_n, p.enable_mmr, p.mmr_lambda) == (50, None, False, None)
+    assert (p.stage1_top_n, p.stage2_top_n, p.enable_mmr, p.mmr_lambda) == (50, 10, False, None)
     assert build_component({"component": "RerankCascadeRetriever", "params": {"enable_mmr": True}}).mmr_lambda == 0.7
 
 
@@ -116,9 +116,13 @@ def test_stage2_top_n_is_how_many_candidates_the_precise_stage_scores(corpus, tm
     assert trace["selection"]["precise_scored"] == 3
 
 
-def test_stage2_top_n_above_stage1_top_n_is_a_config_error():
-    with pytest.raises(ConfigError, match="stage2_top_n"):
-        dashrag.validate_and_transform(cascade(stage2_top_n=7))
+def test_stage2_top_n_defaults_to_10(corpus, tmp_path):
+    """rag-reranker: stage2_top_n defaults to 10; above what stage 1 passes on, every candidate is scored."""
+    assert dashrag.validate_and_transform({"component": "RerankCascadeRetriever"})["params"]["stage2_top_n"] == 10
+    tree = dashrag.build(cascade(top_k=6), corpus, tmp_path)  # stage 1 passes on at most 6
+    passed_on, _ = tree.nested["fast"].retrieve(QUERY, top_k=6)
+    _, trace = tree.retrieve(QUERY)
+    assert 0 < trace["selection"]["precise_scored"] == len(passed_on) <= 6
 
 
 @pytest.mark.slow
