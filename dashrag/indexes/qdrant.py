@@ -34,7 +34,7 @@ from dashrag.indexes.engine import UPLOAD_BATCH, payload_of
 from dashrag.indexes.qdrant_engine import QdrantConnectionParams, QdrantEngine
 from dashrag.indexes.qdrant_store import DenseLayout, Layout, SearchOptions
 
-DISTANCES = {"cosine": "Cosine", "dot": "Dot", "euclidean": "Euclid"}
+DISTANCES = {"cosine": "Cosine", "dot": "Dot", "euclidean": "Euclid", "manhattan": "Manhattan"}
 QDRANT_DEFAULTS = {"hnsw_m": 16, "hnsw_ef_construction": 100, "hnsw_threshold_kb": 10_000, "quantization": "none"}
 
 
@@ -100,7 +100,7 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
         chunks = self.require_infra().chunks
         with self.engine_errors("searching"):
             answers = self.store.search_dense(self.name, query_vectors, k, self._filter(restriction), options)
-        sign = -1.0 if self._record and self._record["metric"] == "euclidean" else 1.0
+        sign = -1.0 if self._record and self._record["metric"] in ("euclidean", "manhattan") else 1.0
         return [(chunks.rows_of([i for i, _ in found]), np.asarray([sign * s for _, s in found], dtype=np.float32))
                 for found in answers]
 

@@ -35,7 +35,7 @@ class DenseLayout:
     """An unnamed dense vector per point, and how Qdrant indexes it."""
 
     size: int
-    distance: str  # Qdrant's name: "Cosine", "Dot", "Euclid"
+    distance: str  # Qdrant's name: "Cosine", "Dot", "Euclid", "Manhattan"
     hnsw_m: int
     hnsw_ef_construct: int
     threshold_kb: int  # below this many KB of vectors, a segment (or a filter's matches) is scanned, no graph
