@@ -37,7 +37,8 @@ class QdrantKeywordParams(QdrantConnectionParams):
           en=("Qdrant sparse vectors", "BM25 term weights as sparse vectors in a Qdrant collection (exact): "
               "embedded (Qdrant Edge) or a server."),
           es=("Vectores dispersos de Qdrant",
-              "Pesos BM25 de los términos como vectores dispersos en una colección de Qdrant (exacta)."),
+              "Pesos BM25 de los términos como vectores dispersos en una colección de Qdrant (exacta): "
+              "embebida (Qdrant Edge) o un servidor."),
           representation="Qdrant BM25 {collection}")
 class QdrantKeywordIndex(QdrantEngine[QdrantKeywordParams], KeywordIndex[QdrantKeywordParams]):
     def add(self, weights: BM25Weights, identity: IndexIdentity) -> None:
