@@ -22,6 +22,7 @@ from dashrag.cli.config_files import resolve_component, resolve_config
 from dashrag.cli.console import console, say, user_errors
 from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.finetune_commands import register_finetune_commands
+from dashrag.cli.mcp_commands import register_mcp_command
 from dashrag.cli.output import print_table, results_json
 from dashrag.cli.paths import check_output_folder, create_output_folder
 from dashrag.cli.pg_commands import register_pg_commands
@@ -41,7 +42,6 @@ from dashrag.evaluation.runs import format_trec_run, run_from_results
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Retriever trees from JSON.",
                   cls=OneLineErrors, pretty_exceptions_enable=False)
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @app.command()
@@ -69,7 +69,7 @@ def schema(name: str) -> None:
 @app.command("export-schemas")
 @user_errors
 def export_schemas_command(
-    root: Path = typer.Option(REPO_ROOT, help="Folder that holds schemas/ and frontend_meta/."),
+    root: Path = typer.Option(Path("."), help="Folder that holds schemas/ and frontend_meta/ (the checkout)."),
 ) -> None:
     """Regenerate schemas/ and frontend_meta/ from the code."""
     from dashrag.core.schema import export_schemas
@@ -236,6 +236,7 @@ register_eval_commands(app)  # eval and tune (dashrag/cli/eval_commands.py)
 register_serve_command(app, user_errors)  # serve (dashrag/cli/serve.py)
 register_pg_commands(app)  # pg start / stop / status (dashrag/cli/pg_commands.py)
 register_finetune_commands(app)  # finetune embedding / reranker / pipeline (dashrag/cli/finetune_commands.py)
+register_mcp_command(app)  # mcp (dashrag/cli/mcp_commands.py)
 
 
 def main() -> None:  # pragma: no cover - console entry point

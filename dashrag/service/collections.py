@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from dashrag.api import load
+from dashrag.core.observe import unobserved
 from dashrag.core.persistence import MANIFEST_NAME, read_manifest
 from dashrag.core.retriever import Retriever
 from dashrag.documents.model import ScoredChunk
@@ -70,7 +71,8 @@ class TreeCollection:
         self.manifest_mtime = (self.folder / MANIFEST_NAME).stat().st_mtime_ns  # before reading: a newer save shows
         self.manifest = read_manifest(self.folder)
         self.retriever: Retriever = load(self.folder)
-        self.calibration: Calibration = calibrate_retriever(self.retriever)
+        with unobserved():  # its sample queries are no user's: not exported as spans (docs/otel.md)
+            self.calibration: Calibration = calibrate_retriever(self.retriever)
 
     def exists(self) -> bool:
         return (self.folder / MANIFEST_NAME).is_file()
