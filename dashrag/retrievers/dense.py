@@ -103,8 +103,10 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
 
     def _fit(self) -> None:
         infra = self.require_infra()
-        vectors = np.asarray(document_vectors(self.embedding, infra.chunks, infra.env_path,  # by block, not at end
-                                              on_block=lambda done, total: infra.progress("embedding chunks", done, total)))
+        def embedded(done: int, total: int) -> None:  # reported by block while it runs, not once at its end
+            infra.progress("embedding chunks", done, total)
+
+        vectors = np.asarray(document_vectors(self.embedding, infra.chunks, infra.env_path, on_block=embedded))
         if vectors.dtype != np.float32 or vectors.ndim != 2:
             raise RetrievalError(f"{self.component_name}: chunk vectors must be a 2-d float32 matrix, "
                                  f"got {vectors.dtype} {vectors.shape}")
