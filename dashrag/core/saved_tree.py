@@ -67,12 +67,18 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
                 node_dir.mkdir(parents=True)
                 node.save_state(node_dir)
 
+        in_folder = store_ref is not None and STORE_FILE_PATTERN.fullmatch(store_ref) is not None
+
+        def stale(path: Path) -> bool:  # another store file, when the manifest names one in the folder
+            return in_folder and path.name != store_ref and STORE_FILE_PATTERN.fullmatch(path.name) is not None
+
         write_saved_folder(folder, write_nodes, {
             "config": root.to_config(),
             "corpus_fingerprint": infra.chunks.fingerprint,
             "store": store_ref,
+            "chunker": infra.chunker,
             "saved_at": datetime.now(UTC).isoformat(),
-        })
+        }, stale)
     return folder
 
 
@@ -117,7 +123,10 @@ def load(folder: str | Path, store_url: str | None = None) -> Retriever:
                 f"{folder}: saved for corpus {manifest['corpus_fingerprint'][:12]}, but the store holds corpus "
                 f"{chunk_set.fingerprint[:12]} (a folder saved for another corpus)"
             )
-        root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=url, workdir=folder))
+        chunker = manifest.get("chunker")
+        if chunker is not None and not isinstance(chunker, dict):
+            raise PersistenceError(f"{folder}: the manifest's 'chunker' is not a component config")
+        root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=url, workdir=folder, chunker=chunker))
         try:
             for path, node in reversed(list(root.iter_nodes())):  # children before their parents
                 node_dir = snapshot / "nodes" / node_dirname(path)

