@@ -97,7 +97,7 @@ class BM25Params(ComponentParams):
     es=("BM25", "Ordena fragmentos por BM25 sobre los términos de la consulta (Okapi, BM25L, BM25+, Lucene)."),
     representation={
         "en": "BM25 {variant} k1={k1} b={b} top {top_k}",
-        "es": "BM25 {variant} k1={k1} b={b}, mejores {top_k}",
+        "es": "BM25 {variant} k1={k1} b={b}, los {top_k} mejores",
     },
 )
 class BM25Retriever(UnitRetriever[BM25Params]):

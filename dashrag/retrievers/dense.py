@@ -85,7 +85,7 @@ class DenseParams(ComponentParams):
     ),
     representation={
         "en": "Dense {similarity_metric} top {top_k} ({embedding})",
-        "es": "Denso {similarity_metric}, mejores {top_k} ({embedding})",
+        "es": "Denso (métrica {similarity_metric}), los {top_k} mejores ({embedding})",
     },
 )
 class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):

@@ -60,7 +60,7 @@ class TFIDFParams(ComponentParams):
     category="keyword",
     en=("TF-IDF", "Ranks chunks by cosine similarity of TF-IDF vectors."),
     es=("TF-IDF", "Ordena fragmentos por similitud coseno de vectores TF-IDF."),
-    representation={"en": "TF-IDF top {top_k}", "es": "TF-IDF, mejores {top_k}"},
+    representation={"en": "TF-IDF top {top_k}", "es": "TF-IDF, los {top_k} mejores"},
 )
 class TFIDFRetriever(UnitRetriever[TFIDFParams]):
     def _transformer(self, idf: np.ndarray | None = None) -> TfidfTransformer:

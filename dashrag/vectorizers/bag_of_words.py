@@ -40,6 +40,12 @@ if TYPE_CHECKING:
     from dashrag.documents.changes import CorpusChange
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+#: PyStemmer's Snowball algorithms (``Stemmer.algorithms()``), a closed choice so a form draws a list and a
+#: misspelt language is refused at validation, not at build (tests/vectorizers/test_bag_of_words.py keeps it equal).
+Stemmers = Literal["arabic", "armenian", "basque", "catalan", "czech", "danish", "dutch", "dutch_porter", "english",
+                   "esperanto", "estonian", "finnish", "french", "german", "greek", "hindi", "hungarian", "indonesian",
+                   "irish", "italian", "lithuanian", "nepali", "norwegian", "persian", "polish", "porter", "portuguese",
+                   "romanian", "russian", "serbian", "sesotho", "spanish", "swedish", "tamil", "turkish", "yiddish"]
 STOP_WORDS_FILE = "stop_words.json"
 COUNTS = "counts"  # the chunks' term counts (docs/updating.md), as counts.{data,indices,indptr,shape}.npy
 COUNTS_SHAPE = f"{COUNTS}.shape.npy"
@@ -71,7 +77,7 @@ class BagOfWordsParams(ComponentParams):
     max_df: float = Field(1.0, gt=0, description="Drop terms in more documents: a fraction if <= 1, else a count.")
     max_features: int | None = Field(None, ge=1, le=10_000_000, description=(
         "Keep only the most frequent terms (None: all)."))
-    stemmer: str | None = Field(None, description="Snowball stemmer language (e.g. 'english'); None: no stemming.")
+    stemmer: Stemmers | None = Field(None, description="Snowball stemmer language (e.g. 'english'); None: no stemming.")
     custom_stop_words: list[str] | None = Field(None, description=(
         "More words to remove, on top of stop_words (compared after lower-casing when lowercase is on)."))
     drop_source_columns: bool = Field(False, description=(

@@ -12,6 +12,7 @@ import { TokenField } from './TokenField';
 import { groupErrors, makeValidator, validateTree } from './validate';
 
 const SERVER_DELAY_MS = 350;
+const TREES_POLL_MS = 5000;
 
 function initialLanguage() {
   const saved = window.localStorage.getItem('dashrag-lang');
@@ -51,6 +52,8 @@ export function App() {
   const [presets, setPresets] = useState([]);
   const [queried, setQueried] = useState(null); // a tree just built, chosen on the query tab
   const [session, setSession] = useState(0); // counts token changes: everything is asked for again
+  const [loads, setLoads] = useState(0); // counts trees loaded (preset, JSON, new root): clears the last build's outcome
+  const loadTree = (node) => { setTree(node); setLoads((n) => n + 1); };
   const t = useMemo(() => translator(lang), [lang]);
 
   useEffect(() => {
@@ -60,6 +63,12 @@ export function App() {
   }, [session]);
   const refreshTrees = useCallback(() => api.get('/trees').then(setTrees, setFailure), []);
   useEffect(() => { refreshTrees(); }, [refreshTrees, session]);
+  // the server notices trees saved, replaced or removed in --trees by itself; the list follows while it is shown
+  useEffect(() => {
+    if (tab !== 'query') return undefined;
+    const timer = setInterval(refreshTrees, TREES_POLL_MS);
+    return () => clearInterval(timer);
+  }, [tab, refreshTrees]);
   useEffect(() => {
     document.documentElement.lang = lang;
     document.title = t('title');
@@ -118,9 +127,9 @@ export function App() {
               )}
             </div>
             <aside className="side">
-              <JsonPanel tree={tree} t={t} onLoad={(loaded) => setTree(canonicalTree(catalog, loaded))} presets={presets} />
+              <JsonPanel tree={tree} t={t} onLoad={(loaded) => loadTree(canonicalTree(catalog, loaded))} presets={presets} />
               <IndexPanel api={api} catalog={catalog} tree={tree} valid={valid} problems={errors.length} t={t} lang={lang}
-                onBuilt={refreshTrees}
+                onBuilt={refreshTrees} loads={loads}
                 onQuery={(name) => { setQueried(name); setTab('query'); refreshTrees(); }} />
             </aside>
           </div>
@@ -131,7 +140,7 @@ export function App() {
           {choosingRoot && (
             <Picker catalog={catalog} accepts={retrievers} lang={lang} t={t} title={t('chooseRoot')}
               onClose={() => setChoosingRoot(false)}
-              onPick={(name) => { setChoosingRoot(false); setTree(defaultNode(catalog, name)); }} />
+              onPick={(name) => { setChoosingRoot(false); loadTree(defaultNode(catalog, name)); }} />
           )}
         </main>
       )}

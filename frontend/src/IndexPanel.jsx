@@ -1,4 +1,4 @@
-import React, { useMemo, useState } from 'react';
+import React, { useEffect, useMemo, useState } from 'react';
 import { defaultNode } from './catalog';
 import { Failure } from './Failure';
 import { NodeCard } from './NodeCard';
@@ -9,7 +9,48 @@ const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
 // Build an index of the tree on screen: a corpus path under the server's data root, or uploaded files, cut
 // by the chunker chosen here (a form from its schema, checked like the tree) or by the service's default.
 // The job's progress is polled from GET /jobs/{id} until it is done or failed.
-export function IndexPanel({ api, catalog, tree, valid, problems, t, lang, onBuilt, onQuery }) {
+const STAGES = ['reading the corpus', 'chunking', 'storing', 'fitting', 'embedding chunks', 'saving', 'publishing'];
+
+const seconds = (s) => `${Math.round(s)} s`;
+
+// The job's state, kept in view (fixed to the window's corner) while it runs, so a build started at the bottom of
+// a long form is watched without scrolling: the stage in the page's language with its counts, the time since it
+// started, the stage's estimate once its counter moved, a cancel button; a failed build in red with its error.
+function JobStatus({ job, t, lang, onCancel, onQuery, onClose }) {
+  const running = job.status === 'queued' || job.status === 'running';
+  const stage = job.stage && STAGES.includes(job.stage) ? t(`stage_${STAGES.indexOf(job.stage)}`) : job.stage;
+  return (
+    <div className="job" role="status" aria-live="polite" data-status={job.status}>
+      <strong>{t('jobStatus', { id: String(job.id).slice(0, 8), status: t(`status_${job.status}`) })}</strong>
+      {job.status !== 'failed' && job.status !== 'cancelled' && (
+        <div><progress max="1" value={job.progress ?? 0} /> {Math.round((job.progress ?? 0) * 100)} %</div>
+      )}
+      {stage && (
+        <p className="job-stage">
+          <span>{stage}</span>
+          {job.total ? <span className="job-counts"> {job.done} / {job.total}</span> : null}
+          {job.elapsed_s != null && <span> · {t('jobElapsed', { time: seconds(job.elapsed_s) })}</span>}
+          {running && job.stage_eta_s != null && <span> · {t('stageEta', { time: seconds(job.stage_eta_s) })}</span>}
+        </p>
+      )}
+      {job.error && <Failure summary={t('jobFailed')} detail={job.error} t={t} />}
+      {job.status === 'cancelled' && <p>{t('jobCancelled')}</p>}
+      {job.status === 'done' && (
+        <p>
+          {t('builtHint', { name: job.tree })}{' '}
+          <button type="button" onClick={() => onQuery(job.tree)}>{t('goQuery')}</button>
+        </p>
+      )}
+      <div className="buttons">
+        {running && <button type="button" className="cancel" onClick={onCancel}>{t('cancelBuild')}</button>}
+        {!running && <button type="button" onClick={onClose}>{t('closeStatus')}</button>}
+      </div>
+      {lang === 'en' && job.message && running ? <span className="visually-hidden">{job.message}</span> : null}
+    </div>
+  );
+}
+
+export function IndexPanel({ api, catalog, tree, valid, problems, t, lang, onBuilt, onQuery, loads }) {
   const [name, setName] = useState('my-tree');
   const [corpusPath, setCorpusPath] = useState('');
   const [files, setFiles] = useState([]);
@@ -17,6 +58,12 @@ export function IndexPanel({ api, catalog, tree, valid, problems, t, lang, onBui
   const [chunker, setChunker] = useState(null);
   const [job, setJob] = useState(null);
   const [problem, setProblem] = useState(null);
+
+  // another tree loaded: the last build's outcome belongs to the old one (a running build stays in view)
+  useEffect(() => {
+    setProblem(null);
+    setJob((current) => (current && (current.status === 'queued' || current.status === 'running') ? current : null));
+  }, [loads]);
 
   const chunkers = catalog.components.filter((c) => c.kind === 'chunker');
   const chunkerCheck = useMemo(() => makeValidator(catalog, 'chunker'), [catalog]);
@@ -53,6 +100,7 @@ export function IndexPanel({ api, catalog, tree, valid, problems, t, lang, onBui
     }
   };
   const running = job && (job.status === 'queued' || job.status === 'running');
+  const cancel = () => api.post(`/jobs/${encodeURIComponent(job.id)}/cancel`, {}).then(setJob, setProblem);
   const noCorpus = !corpusPath && files.length === 0;
   const blocked = !tree || !valid || chunkerErrors.length > 0;
   return (
@@ -84,23 +132,14 @@ export function IndexPanel({ api, catalog, tree, valid, problems, t, lang, onBui
       )}
       <label><input type="checkbox" checked={overwrite} onChange={(e) => setOverwrite(e.target.checked)} /> {t('overwrite')}</label>
       <button type="submit" disabled={blocked || running || noCorpus}>{t('build')}</button>
-      {tree && problems > 0 && <p className="help">{t('invalidTree')}</p>}
-      {tree && valid && noCorpus && <p className="help">{t('needCorpus')}</p>}
-      {job && (
-        <div className="job" aria-live="polite" data-status={job.status}>
-          <progress max="1" value={job.progress ?? 0} />
-          {' '}{t('jobStatus', { id: String(job.id).slice(0, 8), status: t(`status_${job.status}`) })} · {Math.round((job.progress ?? 0) * 100)} %
-          {/* the server words its progress in English: shown as is on the English page */}
-          {lang === 'en' && job.message ? ` — ${job.message}` : ''}
-          {job.error && <Failure summary={t('jobFailed')} detail={job.error} t={t} />}
-          {job.status === 'done' && (
-            <p>
-              {t('builtHint', { name: job.tree })}{' '}
-              <button type="button" onClick={() => onQuery(job.tree)}>{t('goQuery')}</button>
-            </p>
-          )}
-        </div>
-      )}
+      <p className="help build-why">
+        {!tree && t('needTree')}
+        {tree && problems > 0 && t('invalidTree')}
+        {tree && problems === 0 && !valid && t('treeChecking')}
+        {tree && valid && chunkerErrors.length > 0 && t('invalidChunker')}
+        {tree && valid && chunkerErrors.length === 0 && noCorpus && t('needCorpus')}
+      </p>
+      {job && <JobStatus job={job} t={t} lang={lang} onCancel={cancel} onQuery={onQuery} onClose={() => setJob(null)} />}
       {problem && <Failure error={problem} t={t} />}
     </form>
   );

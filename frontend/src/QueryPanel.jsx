@@ -2,18 +2,25 @@ import React, { useCallback, useEffect, useState } from 'react';
 import { Failure } from './Failure';
 import { TraceNode } from './Trace';
 
-function Results({ answer, catalog, t, lang }) {
+// A round-robin merge at the root answers ranks, not relevance: its 1, 0.5, 0.333 need saying.
+const mergesByRank = (trace) => trace && trace.component === 'ParallelRetriever'
+  && (trace.params?.merge_strategy ?? 'round_robin') === 'round_robin';
+
+function Results({ answer, catalog, t, lang, shared }) {
   if (answer.error) return <Failure error={answer.error} t={t} />;
   return (
     <div className="answer">
       <h3>{t('results')} <small>({Number(answer.elapsed_ms).toFixed(1)} ms)</small></h3>
+      {mergesByRank(answer.trace) && <p className="score-note">{t('roundRobinScores')}</p>}
+      {shared && <p className="score-note">{t('sharedCount', { count: shared.size })}</p>}
       {answer.chunks.length === 0 ? <p>{t('noResults')}</p> : (
         <ol className="results">
           {answer.chunks.map((c) => (
-            <li key={c.chunk_id}>
+            <li key={c.chunk_id} data-shared={shared ? String(shared.has(String(c.document_id))) : undefined}>
               <div className="result-head">
                 <span className="score">{t('score')} {Number(c.score).toFixed(4)}</span>
                 {' · '}<span>{t('document')} {c.title ? `${c.title} ` : ''}<code>{String(c.document_id)}</code>#{c.position}</span>
+                {shared && shared.has(String(c.document_id)) && <span className="shared-badge">{t('sharedResult')}</span>}
               </div>
               <p className="result-text">{c.text}</p>
             </li>
@@ -53,6 +60,7 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
   const [compare, setCompare] = useState(false);
   const [answers, setAnswers] = useState([]);
   const [busy, setBusy] = useState(false);
+  const [topK, setTopK] = useState('');
 
   useEffect(() => { if (chosen) setFirst(chosen); }, [chosen]);
   useEffect(() => {
@@ -65,11 +73,16 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
     const names = compare ? [first, second] : [first];
     setBusy(true);
     const results = await Promise.all(names.map((name) => api
-      .post(`/trees/${encodeURIComponent(name)}/query`, { query, trace: true })
+      .post(`/trees/${encodeURIComponent(name)}/query`, { query, trace: true, ...(topK ? { top_k: Number(topK) } : {}) })
       .then((body) => ({ name, ...body }), (error) => ({ name, error }))));
     setAnswers(results);
     setBusy(false);
-  }, [api, compare, first, second, query]);
+  }, [api, compare, first, second, query, topK]);
+
+  // side by side: the documents both trees returned, marked in each column
+  const found = answers.filter((a) => !a.error).map((a) => new Set(a.chunks.map((c) => String(c.document_id))));
+  const shared = answers.length > 1 && found.length === answers.length
+    ? new Set([...found[0]].filter((d) => found.slice(1).every((f) => f.has(d)))) : null;
 
   const act = (promise) => promise.then(refreshTrees, (error) => setAnswers([{ name: '', error }]));
   const select = (value, set, label) => (
@@ -96,13 +109,17 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
         <label className="query-input">{t('query')}{' '}
           <input type="search" value={query} placeholder={t('queryPlaceholder')} onChange={(e) => setQuery(e.target.value)} />
         </label>
+        <label>{t('topK')}{' '}
+          <input type="number" min="1" max="1000" step="1" value={topK} placeholder={t('topKDefault')}
+            onChange={(e) => setTopK(e.target.value)} />
+        </label>
         <button type="submit" disabled={busy || !query.trim() || !first}>{t('search')}</button>
       </form>
       <div className={answers.length > 1 ? 'answers side-by-side' : 'answers'}>
         {answers.map((answer, i) => (
           <section key={`${answer.name}-${i}`} className="answer-column" data-tree={answer.name}>
             <h2>{answer.name}</h2>
-            <Results answer={answer} catalog={catalog} t={t} lang={lang} />
+            <Results answer={answer} catalog={catalog} t={t} lang={lang} shared={shared} />
           </section>
         ))}
       </div>

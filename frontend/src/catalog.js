@@ -73,11 +73,13 @@ function flatten(params, prefix, out) {
   return out;
 }
 
-function show(value) {
-  if (value === null) return 'None';
-  if (value === true) return 'True';
-  if (value === false) return 'False';
-  if (Array.isArray(value)) return `[${value.map(show).join(', ')}]`;
+// A value as the server's representation writes it (Python's None / True / False), or, given the page's
+// translator `t`, as a reader says a default in that language ("none", "yes", "no" / "ninguno", "sí", "no").
+function show(value, t) {
+  if (value === null) return t ? t('valueNone') : 'None';
+  if (value === true) return t ? t('valueYes') : 'True';
+  if (value === false) return t ? t('valueNo') : 'False';
+  if (Array.isArray(value)) return `[${value.map((v) => show(v, t)).join(', ')}]`;
   return String(value);
 }
 
@@ -157,7 +159,7 @@ function limitsOf(prop) {
 function withLimits(prop, help, t) {
   const notes = [];
   for (const [kind, text] of limitsOf(prop)) notes.push(kind === 'null' ? t('may be empty') : text);
-  if ('default' in prop) notes.push(`${t('default')}: ${show(prop.default)}`);
+  if ('default' in prop) notes.push(`${t('default')}: ${show(prop.default, t)}`);
   const base = help || '';
   return notes.length ? `${base}${base ? ' ' : ''}(${notes.join('; ')})` : base;
 }

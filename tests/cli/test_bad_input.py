@@ -281,7 +281,8 @@ def test_two_index_runs_on_one_folder_both_finish_and_leave_one_loadable_save(tm
 
     out = tmp_path / "idx"
     commands = [[sys.executable, "-m", "dashrag.cli.main", "index", json.dumps({"component": "TFIDFRetriever",
-                 "params": {"top_k": top_k}}), "--corpus", str(EXAMPLE_CORPUS), "--out", str(out)] for top_k in (3, 4)]
+                 "params": {"top_k": top_k}}), "--corpus", str(EXAMPLE_CORPUS), "--out", str(out), "--overwrite"]
+                for top_k in (3, 4)]  # --overwrite: whichever finishes second replaces the first's tree
     runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for command in commands]
     results = [(run.wait(timeout=300), run.stderr.read()) for run in runs]

@@ -29,7 +29,7 @@ def test_python_construction_validates_like_json():
 def test_representation_fills_own_placeholders():
     tree = build_component({"component": "TFIDFRetriever", "params": {"top_k": 4}})
     assert tree.render_representation() == "TF-IDF top 4"
-    assert tree.render_representation("es") == "TF-IDF, mejores 4"
+    assert tree.render_representation("es") == "TF-IDF, los 4 mejores"
     assert tree.nested["vectorizer"].render_representation() == "word 1-1-grams"
 
 

@@ -47,7 +47,7 @@ def test_every_component_has_an_english_and_a_spanish_representation():
 def test_render_representation_fills_the_template_for_an_instance():
     tree = BM25Retriever({"k1": 1.2, "top_k": 3})
     assert tree.render_representation() == f"BM25 {tree.params.variant} k1=1.2 b=0.75 top 3"
-    assert tree.render_representation("es").endswith("mejores 3")
+    assert tree.render_representation("es").endswith("los 3 mejores")
 
 
 def test_render_representation_fills_nested_placeholders():

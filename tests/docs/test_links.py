@@ -42,8 +42,10 @@ def repository_paths(doc: Path) -> list[str]:
 
 
 def resolves(path: str) -> bool:
-    """The file or folder exists; or ``module.name`` (``cli/paths.check_output_folder``) names something that
-    module defines."""
+    """The file or folder exists; or ``module.name`` (``cli/paths.check_output_folder``) or ``module.py:name``
+    (``documents/changes.py:document_digest``) names something that module defines."""
+    if re.fullmatch(r"[\w/.-]+\.py:\w+", path):
+        path = path.replace(".py:", ".")
     for base in (ROOT, ROOT / "dashrag"):
         if (base / path).exists():
             return True
@@ -78,6 +80,7 @@ def test_the_checker_sees_a_missing_path(tmp_path: Path) -> None:
     doc = tmp_path / "x.md"
     doc.write_text("see `tests/no_such_file.py`, `service/models.py`, `cli/paths.check_output_folder`, "
                    "`cli/paths.no_such_function` and [a](nowhere.md)", encoding="utf-8")
+    assert resolves("cli/paths.py:check_output_folder") and not resolves("cli/paths.py:no_such_function")
     assert repository_paths(doc) == ["tests/no_such_file.py", "service/models.py", "cli/paths.check_output_folder",
                                      "cli/paths.no_such_function"]
     assert [p for p in repository_paths(doc) if not resolves(p)] == ["tests/no_such_file.py",

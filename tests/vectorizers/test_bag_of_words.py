@@ -47,11 +47,22 @@ def test_stemming_merges_word_forms():
     assert "run" in vocabulary and "running" not in vocabulary
 
 
-def test_unknown_stemmer_is_a_clear_error():
-    from dashrag.errors import RetrievalError
+def test_unknown_stemmer_is_refused_at_validation_naming_the_field():
+    from dashrag.core.validation import validate_and_transform
+    from dashrag.errors import ConfigError
 
-    with pytest.raises(RetrievalError, match="unknown stemmer 'klingon'"):
-        make(stemmer="klingon")
+    with pytest.raises(ConfigError, match=r"params\.stemmer: Input should be 'arabic'.* or 'yiddish'"):
+        validate_and_transform({"component": "BagOfWordsConverter", "params": {"stemmer": "klingon"}}, "vectorizer")
+
+
+def test_the_stemmer_choices_are_pystemmers_algorithms():
+    import typing
+
+    import Stemmer
+
+    from dashrag.vectorizers.bag_of_words import Stemmers
+
+    assert sorted(typing.get_args(Stemmers)) == sorted(Stemmer.algorithms())
 
 
 def test_save_and_load_rebuild_the_same_vocabulary(tmp_path):

@@ -36,7 +36,7 @@ def main(out: Path = OUT) -> None:
         page.locator("#chunker_chunk_size").fill("120")
         page.get_by_role("button", name="Build index").click()
         page.locator('.job[data-status="done"]').wait_for(timeout=240_000)
-        page.locator(".index-panel").screenshot(path=out / "web-index.png")
+        page.screenshot(path=out / "web-index.png")  # the status is fixed to the window, not in the panel
 
         page.locator('button[data-slot="params.children"]').click()
         page.locator("dialog[open]").wait_for()
@@ -72,7 +72,53 @@ def main(out: Path = OUT) -> None:
         page.get_by_text("top_k (20) debe ser <= k1 (10)").first.wait_for()
         page.evaluate("window.scrollTo(0, 0)")
         page.screenshot(path=out / "web-es-rule.png")
+        newcomer_screens(url, browser, out)
     print(f"screenshots in {out}")
+
+
+def newcomer_screens(url: str, browser, out: Path) -> None:
+    """Issue 27's screens at 1280x720: a running build's status in view (with cancel), a failed build in red
+    (Spanish), the first view's disabled build button with its reason, and two trees' shared documents."""
+    page = browser.new_page(viewport={"width": 1280, "height": 720}, locale="en-US")
+    page.goto(url + "/")
+    page.get_by_role("button", name="Choose the root component").wait_for()
+    page.locator(".index-panel").screenshot(path=out / "web-first-view.png")
+    page.get_by_label("Presets").select_option("semantic")
+    page.get_by_role("button", name="Load preset").click()
+    page.get_by_label("Tree name").fill("semantic-shot")
+    page.get_by_label("Corpus path").fill("corpus")
+    page.get_by_text("The tree is valid").wait_for()
+    page.get_by_role("button", name="Build index").click()
+    page.locator('.job[data-status="running"] .job-stage').wait_for(timeout=60_000)
+    page.screenshot(path=out / "web-build-status.png")
+    page.locator('.job[data-status="done"]').wait_for(timeout=240_000)
+    page.close()
+
+    page = browser.new_page(viewport={"width": 1280, "height": 720}, locale="es-ES")
+    page.goto(url + "/")
+    page.get_by_label("Preajustes").select_option("agentic")
+    page.get_by_role("button", name="Cargar preajuste").click()
+    page.get_by_label("Nombre del árbol").fill("sin-clave")
+    page.get_by_label("Ruta del corpus").fill("corpus")
+    page.get_by_text("El árbol es válido").wait_for()
+    page.get_by_role("button", name="Construir el índice").click()
+    page.locator('.job[data-status="failed"]').wait_for(timeout=240_000)
+    page.screenshot(path=out / "web-build-failed-es.png")
+    page.close()
+
+    page = browser.new_page(viewport={"width": 1280, "height": 720}, locale="en-US")
+    page.goto(url + "/")
+    page.get_by_role("button", name="Query saved trees").click()
+    page.locator(".query-form select").nth(0).select_option("keyword")
+    page.get_by_label("Compare with a second tree").check()
+    page.locator(".query-form select").nth(1).select_option("semantic-shot")
+    page.get_by_label("Results (top_k)").fill("3")
+    page.get_by_label("Query", exact=True).fill(QUERY)
+    page.get_by_role("button", name="Search").click()
+    page.locator(".answer-column .results > li").first.wait_for()
+    page.locator(".answers").scroll_into_view_if_needed()
+    page.screenshot(path=out / "web-query-shared.png")
+    page.close()
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def test_build_the_hybrid_tree_from_nothing_index_examples_and_query_it(page, se
     field(page, bm25, "variant").select_option(label="Lucene (lucene)")
     vectorizer = f"{bm25}.params.vectorizer"
     field(page, vectorizer, "stop_words").select_option(label="English (english)")
-    field(page, vectorizer, "stemmer").fill("english")
+    field(page, vectorizer, "stemmer").select_option(label="English (english)")  # a closed choice
     representation = page.locator(f'section[data-path="{bm25}"] > .representation')
     assert representation.inner_text() == "BM25 lucene k1=1.5 b=0.75 top 5"
     page.get_by_text("The tree is valid").wait_for()
