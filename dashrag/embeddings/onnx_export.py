@@ -13,7 +13,6 @@ more than the token ids and the attention mask.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import tempfile
 import warnings
@@ -144,11 +143,9 @@ def _remove(folder: Path) -> None:
 
 
 def copy_export(source: Path, target: Path) -> None:
-    """Put an export's files (whichever exist) into a node's folder: hard links where the file system
-    allows (90 MB of weights, written once and only ever replaced whole, by rename), else copies."""
+    """Copy an export's files (whichever exist) into a node's folder. Copies, not hard links: a link
+    added or removed elsewhere changes a file's ctime, which would send every load of this tree to the
+    full checksum (``persistence.file_stat``)."""
     for name in (RECORD_FILE, GRAPH_FILE, WEIGHTS_FILE, TOKENIZER_FILE):
         if (Path(source) / name).is_file():
-            try:
-                os.link(Path(source) / name, Path(target) / name)
-            except OSError:
-                shutil.copyfile(Path(source) / name, Path(target) / name)
+            shutil.copyfile(Path(source) / name, Path(target) / name)
