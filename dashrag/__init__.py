@@ -55,3 +55,8 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+# OpenTelemetry export when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/otel.md); otherwise two variable reads.
+_telemetry = import_module("dashrag.telemetry")
+_telemetry.start_from_environment()

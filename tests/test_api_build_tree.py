@@ -94,7 +94,7 @@ def test_a_kill_at_any_moment_of_an_overwrite_leaves_the_old_or_the_new_tree(tmp
     build_tree(TFIDF, example_corpus, folder)
     before = answer(folder)
     command = [sys.executable, "-m", "dashrag.cli.main", "index", json.dumps(BM25), "--corpus",
-               str(example_corpus_path()), "--out", str(folder)]
+               str(example_corpus_path()), "--out", str(folder), "--overwrite"]
     started = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True)
     full_run = time.perf_counter() - started

@@ -22,6 +22,7 @@ from typing import Any, Generic, Protocol, Sequence, TypeVar, cast, overload
 
 import numpy as np
 
+from dashrag.core import observe
 from dashrag.core.collection import young_garbage_only
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams
@@ -114,6 +115,11 @@ class Retriever(ConfigObject[P], Generic[P]):
     # -- public contract ----------------------------------------------------
     def retrieve(self, query: str, **kwargs: Any) -> Answer:
         query = check_query(query)
+        if observe.observer is not None:  # OpenTelemetry export (core/observe.py); off: this one read
+            return observe.observed(lambda: self._answer(query, kwargs), kwargs.get("top_k"))
+        return self._answer(query, kwargs)
+
+    def _answer(self, query: str, kwargs: dict[str, Any]) -> Answer:
         start = time.perf_counter()
         chunks, children, selection = self._retrieve(query, **kwargs)
         return chunks, self._node(query, chunks, (time.perf_counter() - start) * 1000, children, selection)
@@ -126,6 +132,11 @@ class Retriever(ConfigObject[P], Generic[P]):
         queries = [check_query(q) for q in queries]
         if not queries:
             return BatchAnswers([], [], 0.0, self._node)
+        if observe.observer is not None:
+            return observe.observed_batch(lambda: self._answer_batch(queries, kwargs), kwargs.get("top_k"))
+        return self._answer_batch(queries, kwargs)
+
+    def _answer_batch(self, queries: list[str], kwargs: dict[str, Any]) -> BatchAnswers:
         with young_garbage_only() as sweep:  # see core/collection.py: a fifth of a fused batch's time
             start = time.perf_counter()
             results = self._retrieve_batch(queries, **kwargs)

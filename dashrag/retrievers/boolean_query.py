@@ -46,6 +46,7 @@ from dashrag.boolean.parser import parse
 from dashrag.boolean.rerank import RerankFunction, rerank_in_rounds
 from dashrag.boolean.selection import SelectionThresholds
 from dashrag.boolean.text_index import TextIndex
+from dashrag.core import observe
 from dashrag.core.params import (
     ComponentParams,
     ComponentSpec,
@@ -248,9 +249,9 @@ class BooleanQueryRetriever(SingleChildRetriever[BooleanQueryParams]):
         """Like every retriever's, except that an empty query is valid: it means TRUE."""
         if not isinstance(query, str):
             raise QueryError(f"a query must be a string, got {type(query).__name__}")
-        start = time.perf_counter()
-        chunks, children, selection = self._retrieve(query, **kwargs)
-        return chunks, self._node(query, chunks, (time.perf_counter() - start) * 1000, children, selection)
+        if observe.observer is not None:
+            return observe.observed(lambda: self._answer(query, kwargs), kwargs.get("top_k"))
+        return self._answer(query, kwargs)
 
     def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> Sequence[tuple[Sequence[ScoredChunk], dict]]:
         """One expression after another: each has its own tree, clauses and scope."""

@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,8 +41,15 @@ STAGE_SPANS: dict[str, tuple[float, float]] = {
 }
 
 
+class Cancelled(Exception):
+    """Raised from the build's progress callback when the job was asked to stop (``build_tree`` unwinds)."""
+
+
 @dataclass
 class Job:
+    """A build's state as ``GET /jobs/{id}`` shows it: the stage it is in with its counts, the time since it
+    started and, once a counted stage has moved, an estimate of that stage's remaining seconds."""
+
     id: str
     tree: str
     status: str = "queued"
@@ -49,10 +57,44 @@ class Job:
     message: str = "queued"
     error: str | None = None
     cleanup: list[Path] = field(default_factory=list)
+    stage: str | None = None
+    done: int = 0
+    total: int | None = None
+    started: float = field(default_factory=time.monotonic)
+    stage_started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+    cancel_requested: bool = False
+
+    def enter(self, stage: str, done: int, total: int | None) -> None:
+        if self.cancel_requested:
+            raise Cancelled(f"cancelled during {self.stage or stage}")
+        if stage != self.stage:
+            self.stage, self.stage_started = stage, time.monotonic()
+        self.done, self.total = done, total
+        self.status = "running"
+        start, end = STAGE_SPANS.get(stage, (self.progress, self.progress))
+        share = done / total if total else 0.0
+        self.progress = max(self.progress, start + (end - start) * min(share, 1.0))
+        self.message = f"{stage} ({done}/{total})" if total else stage
+
+    def stage_eta_s(self) -> float | None:
+        """The stage's remaining seconds at its pace so far; None before its counter moved or when uncounted."""
+        if self.status != "running" or not self.total or not self.done or self.done >= self.total:
+            return None
+        spent = time.monotonic() - self.stage_started
+        return round(spent / self.done * (self.total - self.done), 1)
+
+    def end(self, status: str, message: str, error: str | None = None) -> None:
+        self.status, self.message, self.error, self.finished = status, message, error, time.monotonic()
+        if status == "done":
+            self.progress = 1.0
 
     def to_json(self) -> dict[str, Any]:
+        elapsed = (self.finished or time.monotonic()) - self.started
         return {"id": self.id, "status": self.status, "progress": self.progress, "message": self.message,
-                "tree": self.tree if self.status == "done" else None, "error": self.error}
+                "tree": self.tree if self.status == "done" else None, "error": self.error,
+                "stage": self.stage, "done": self.done, "total": self.total, "elapsed_s": round(elapsed, 1),
+                "stage_eta_s": self.stage_eta_s()}
 
 
 class BuildJobs:
@@ -87,10 +129,7 @@ class BuildJobs:
         work, staging = trees / f".work-{job.id}", trees / f".building-{job.id}"
 
         def step(stage: str, done: int = 0, total: int | None = None) -> None:
-            start, end = STAGE_SPANS.get(stage, (job.progress, job.progress))
-            share = done / total if total else 0.0
-            job.status, job.progress = "running", max(job.progress, start + (end - start) * min(share, 1.0))
-            job.message = f"{stage} ({done}/{total})" if total else stage
+            job.enter(stage, done, total)
 
         try:
             build_tree(root, corpus_path, staging, name=job.tree, chunker=chunker, cache_dir=self.cache_dir or work,
@@ -98,10 +137,12 @@ class BuildJobs:
             step("publishing")
             self._publish(staging, job.tree, overwrite)
             self.registry.load_tree(job.tree)
-            job.status, job.progress, job.message = "done", 1.0, f"built {job.tree}"
+            job.end("done", f"built {job.tree}")
+        except Cancelled as exc:
+            job.end("cancelled", str(exc))
         except Exception as exc:  # a failed build is a job state, never a crashed worker
             logger.warning("build job %s failed: %s", job.id, type(exc).__name__, exc_info=logger.isEnabledFor(10))
-            job.status, job.message, job.error = "failed", "build failed", safe_message(exc)
+            job.end("failed", f"build failed during {job.stage or 'the start'}", safe_message(exc))
         finally:
             for path in [work, staging, *job.cleanup]:
                 shutil.rmtree(path, ignore_errors=True)
@@ -117,6 +158,13 @@ class BuildJobs:
         os.replace(staging, target)
         if aside is not None:
             shutil.rmtree(aside, ignore_errors=True)
+
+    def cancel(self, job_id: str) -> Job | None:
+        """Ask a queued or running job to stop: it stops at its next progress report and leaves nothing behind."""
+        job = self._jobs.get(job_id)
+        if job is not None and job.status in ("queued", "running"):
+            job.cancel_requested = True
+        return job
 
     def shutdown(self) -> None:
         """Stop accepting work and wait for running builds (the app's shutdown)."""

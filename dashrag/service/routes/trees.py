@@ -194,6 +194,16 @@ def job_status(job_id: str, request: Request) -> dict[str, Any]:
     return job.to_json()
 
 
+@router.post("/jobs/{job_id}/cancel", response_model=JobStatus, responses=errors(401, 404, 503))
+def cancel_job(job_id: str, request: Request) -> dict[str, Any]:
+    """Stop a queued or running build at its next progress report; it leaves nothing behind (an ended job
+    is answered as it is)."""
+    job = service_of(request).jobs.cancel(job_id)
+    if job is None:
+        raise HTTPException(404, f"no job {job_id!r}")
+    return job.to_json()
+
+
 @router.post("/trees/{name}/query", response_model=TreeQueryResponse,
              responses={**errors(401, 404, 413, 503), **invalid("An empty query or a malformed body.")})
 def query_tree(name: str, body: TreeQuery, request: Request) -> TreeQueryResponse:
