@@ -38,7 +38,9 @@ def sqlite_path(url: str) -> Path | None:
 
 
 def _categories(raw: str | None) -> dict[str, tuple[str, ...]]:
-    value = json.loads(raw) if raw is not None else None
+    if raw is None or raw == "{}":  # most documents: no JSON parse (a cold load reads every document's row)
+        return {}
+    value = json.loads(raw)
     return {k: tuple(v) for k, v in (value or {}).items()}
 
 
