@@ -19,7 +19,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dashrag.api import build, build_tree, load, save
+    from dashrag.api import build, build_tree, load, save, update, update_tree
     from dashrag.core.factory import build_component
     from dashrag.core.restriction import Restriction
     from dashrag.core.validation import validate_and_transform
@@ -33,6 +33,8 @@ _LAZY = {
     "build_tree": "dashrag.api",
     "load": "dashrag.api",
     "save": "dashrag.api",
+    "update": "dashrag.api",
+    "update_tree": "dashrag.api",
     "build_component": "dashrag.core.factory",
     "validate_and_transform": "dashrag.core.validation",
     "Corpus": "dashrag.documents.corpus",
@@ -40,8 +42,8 @@ _LAZY = {
     "DashragError": "dashrag.errors",
 }
 
-__all__ = ["build", "build_tree", "load", "save", "build_component", "validate_and_transform", "Corpus", "Restriction",
-           "DashragError", "__version__"]
+__all__ = ["build", "build_tree", "load", "save", "update", "update_tree", "build_component", "validate_and_transform",
+           "Corpus", "Restriction", "DashragError", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

@@ -15,17 +15,22 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
+from dashrag.core.persistence import read_manifest, save_lock
 from dashrag.core.progress import Progress, no_progress
 from dashrag.core.retriever import Retriever
 from dashrag.core.saved_tree import load, save, store_filename
+from dashrag.documents.changes import UpdateReport
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.corpus import Corpus
+from dashrag.documents.model import SourceDocument
 from dashrag.errors import ConfigError, PersistenceError
 from dashrag.presets import load_preset
 from dashrag.store.sqlite_reader import sqlite_url
@@ -83,6 +88,12 @@ def chunk_corpus(corpus: Corpus, chunker: dict | None) -> ChunkSet:
     return ChunkSet(build_as(chunker or DEFAULT_CHUNKER, Chunker, "chunker").chunk(corpus.documents))
 
 
+def chunker_config(chunker: dict | None) -> dict[str, Any]:
+    """The chunker's whole config (defaults filled in), as a saved tree records it: an update cuts new
+    documents with it (docs/updating.md)."""
+    return build_as(chunker or DEFAULT_CHUNKER, ConfigObject, "chunker").to_config()
+
+
 def prepare_corpus(
     corpus: Corpus | str | Path,
     workdir: str | Path,
@@ -106,7 +117,7 @@ def prepare_corpus(
     else:
         _check_external_store(store_url, corpus, chunk_set)
     return Infra(env_path=Path(cache_dir) if cache_dir else workdir, chunks=chunk_set, store_url=store_url,
-                 workdir=workdir, overwrite=overwrite)
+                 workdir=workdir, overwrite=overwrite, chunker=chunker_config(chunker))
 
 
 def build(
@@ -204,7 +215,7 @@ def build_tree(
     try:
         progress("fitting", 0, len(chunk_set))
         infra = Infra(env_path=Path(cache_dir) if cache_dir else out, chunks=chunk_set, store_url=store_url,
-                      workdir=out, overwrite=overwrite, progress=progress)
+                      workdir=out, overwrite=overwrite, progress=progress, chunker=chunker_config(chunker))
         _fit(root, infra)
         try:
             record_store = Store(store_url)
@@ -223,4 +234,49 @@ def build_tree(
     return BuildReport(out, len(corpus), len(chunk_set), time.perf_counter() - start, record_id)
 
 
-__all__ = ["BuildReport", "build", "build_tree", "chunk_corpus", "construct_tree", "load", "prepare_corpus", "save"]
+def _documents_to_add(add: Corpus | str | Path | Iterable[SourceDocument] | None) -> list[SourceDocument]:
+    if add is None:
+        return []
+    if isinstance(add, (str, Path)):
+        return list(Corpus.from_path(add).documents)
+    return list(add)
+
+
+def update_tree(
+    folder: str | Path,
+    *,
+    add: Corpus | str | Path | Iterable[SourceDocument] | None = None,
+    remove: Iterable[str] = (),
+    chunker: dict | None = None,
+    progress: Progress = no_progress,
+) -> UpdateReport:
+    """Change the saved tree in ``folder`` in place: add ``add`` (a Corpus, a corpus path, or
+    SourceDocuments; an id already in the tree is replaced when its content changed, skipped when
+    identical) and remove the documents ``remove``. All or nothing: the folder switches from the old
+    tree to the new one atomically (a crash leaves one or the other, readers get one or the other),
+    and two updates of one folder run one after the other (its save lock). A bad request (an unknown
+    id, a document without an id, another chunker, a folder that holds no saved tree) changes nothing."""
+    folder = Path(folder)
+    documents = _documents_to_add(add)
+    removing = [str(i) for i in remove]
+    read_manifest(folder)  # a folder that holds no saved tree: an error before the lock creates anything
+    with save_lock(folder):
+        progress("loading")
+        root = load(folder)
+        try:
+            progress("updating", 0, len(documents) + len(removing))
+            outcome = root.update_documents(documents, removing, chunker)
+            if outcome.changed:
+                progress("saving")
+                save(root, folder)
+                root.release_replaced()  # published: the old engine objects go (docs/updating.md)
+        finally:
+            root.close()
+    progress("updating", len(documents) + len(removing), len(documents) + len(removing))
+    return outcome
+
+
+update = update_tree  # dashrag.update(folder, add=..., remove=...)
+
+__all__ = ["BuildReport", "UpdateReport", "build", "build_tree", "chunk_corpus", "construct_tree", "load",
+           "prepare_corpus", "save", "update", "update_tree"]

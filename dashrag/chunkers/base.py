@@ -26,8 +26,9 @@ def _overlap_smaller(params: SizedChunkParams) -> str | None:
 
 
 class SizedChunkParams(ComponentParams):
-    chunk_size: int = Field(1000, ge=1, description="Largest chunk, in the chunker's unit.")
-    chunk_overlap: int = Field(100, ge=0, description="How much consecutive chunks share, in the same unit.")
+    chunk_size: int = Field(1000, ge=1, le=1000000, description="Largest chunk, in the chunker's unit.")
+    chunk_overlap: int = Field(100, ge=0, le=1000000, description=(
+        "How much consecutive chunks share, in the same unit."))
     RULES = (Rule("lt", ("chunk_overlap", "chunk_size"), "chunk_overlap must be smaller than chunk_size",
                   _overlap_smaller),)
 

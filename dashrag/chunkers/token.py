@@ -17,8 +17,8 @@ WORD = re.compile(r"\S+")
 
 
 class TokenChunkParams(SizedChunkParams):
-    chunk_size: int = Field(200, ge=1, description="Largest chunk, in words.")
-    chunk_overlap: int = Field(20, ge=0, description="Words shared by consecutive chunks.")
+    chunk_size: int = Field(200, ge=1, le=1_000_000, description="Largest chunk, in words.")
+    chunk_overlap: int = Field(20, ge=0, le=1_000_000, description="Words shared by consecutive chunks.")
 
 
 @register(kind="chunker", icon="Scissors", category="chunking",

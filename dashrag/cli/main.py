@@ -28,6 +28,7 @@ from dashrag.cli.paths import check_output_folder, create_output_folder
 from dashrag.cli.pg_commands import register_pg_commands
 from dashrag.cli.safe_text import json_line, plain
 from dashrag.cli.serve import register_serve_command
+from dashrag.cli.update_commands import register_update_commands
 from dashrag.cli.usage import OneLineErrors
 from dashrag.core.config_json import loads_config
 from dashrag.core.registry import all_components, get_component
@@ -236,6 +237,7 @@ register_eval_commands(app)  # eval and tune (dashrag/cli/eval_commands.py)
 register_serve_command(app, user_errors)  # serve (dashrag/cli/serve.py)
 register_pg_commands(app)  # pg start / stop / status (dashrag/cli/pg_commands.py)
 register_finetune_commands(app)  # finetune embedding / reranker / pipeline (dashrag/cli/finetune_commands.py)
+register_update_commands(app)  # add / remove documents of a saved tree (dashrag/cli/update_commands.py)
 register_mcp_command(app)  # mcp (dashrag/cli/mcp_commands.py)
 
 

@@ -38,6 +38,11 @@ def register_serve_command(app: typer.Typer, user_errors: Callable[[Callable[...
             "Serve only this Qdrant collection (repeatable; default: all).")),
         qdrant_api_key_var: str | None = typer.Option(None, "--qdrant-api-key-var", help=(
             "Name of the env variable holding the Qdrant API key.")),
+        allow_credential: list[str] | None = typer.Option(None, "--allow-credential", help=(
+            "An env variable that tree configs sent over HTTP may name as a credential (repeatable; "
+            "default none; docs/security.md).")),
+        allow_endpoint: list[str] | None = typer.Option(None, "--allow-endpoint", help=(
+            "A URL prefix that tree configs sent over HTTP may send requests to (repeatable; default none).")),
     ) -> None:
         """Serve POST /retrieve and the tree API over the saved trees in --trees (and Qdrant collections)."""
         import uvicorn
@@ -53,7 +58,8 @@ def register_serve_command(app: typer.Typer, user_errors: Callable[[Callable[...
         resolved = load_settings(settings, trees_dir=trees, host=host, port=port, data_root=data_root,
                                  reranker_url=reranker_url, cache_dir=cache_dir, log_level=log_level, qdrant=qdrant,
                                  qdrant_embedding=embedding, qdrant_collections=qdrant_collection or None,
-                                 qdrant_api_key_var=qdrant_api_key_var)
+                                 qdrant_api_key_var=qdrant_api_key_var, allow_credentials=allow_credential or None,
+                                 allow_endpoints=allow_endpoint or None)
         if resolved.trees_dir is not None and not resolved.trees_dir.is_dir():
             raise ConfigError(f"--trees {resolved.trees_dir}: no such folder")
         configure_logging(resolved.log_level)

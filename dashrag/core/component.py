@@ -26,6 +26,7 @@ from dashrag.errors import ConfigError, CredentialError, RetrievalError
 if TYPE_CHECKING:
     from dashrag.core.infra import Infra
     from dashrag.core.registry import ComponentMeta
+    from dashrag.documents.changes import CorpusChange
 
 P = TypeVar("P", bound=ComponentParams)
 PLACEHOLDER = re.compile(r"\{([\w.]+)\}")  # {param} or {nested.param}; an unknown one stays visible
@@ -162,6 +163,20 @@ class ConfigObject(Generic[P]):
             child.init_model()
         self._fit()
 
+    def apply_change(self, change: CorpusChange) -> None:
+        """Bring the subtree's fitted state from ``change.old`` to ``change.new`` (the new infrastructure is
+        already injected), children first, as if it had been fitted on the new corpus (docs/updating.md)."""
+        for _, child in self.nested_objects():
+            child.apply_change(change)
+        self._update(change)
+
+    def release_replaced(self) -> None:
+        """After an update is published (saved), release what only the tree before it used (an engine's
+        old collection or table), children first."""
+        for _, child in self.nested_objects():
+            child.release_replaced()
+        self._release_replaced()
+
     def save_state(self, folder: Path) -> None:
         """Write this node's fitted state (``.npy``/``.json`` only) into ``folder``."""
         self._save(folder)
@@ -178,6 +193,14 @@ class ConfigObject(Generic[P]):
 
     def _fit(self) -> None:
         """Override to fit from ``self.infra``; the default has nothing to fit."""
+
+    def _update(self, change: CorpusChange) -> None:
+        """Override to update fitted state by ``change`` for less than a refit (a dense node embeds only the
+        new chunks); the default refits on the new corpus, which is exact by construction."""
+        self._fit()
+
+    def _release_replaced(self) -> None:
+        """Override to release what the tree used before an update; the default holds nothing outside."""
 
     def _save(self, folder: Path) -> None:
         """Override to write fitted state; the default has none."""

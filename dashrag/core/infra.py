@@ -26,7 +26,9 @@ class Infra:
     state that lives beside a saved tree, such as an embedded Qdrant, is kept; default ``env_path``);
     ``overwrite``: the user allowed a build to replace engine objects (collections, tables) that
     hold something else (never done otherwise); ``progress``: where a fitting node reports the
-    batches of a long stage (core/progress.py)."""
+    batches of a long stage (core/progress.py); ``chunker``: the config of the chunker that cut
+    ``chunks`` (recorded in a saved folder, so an update cuts new documents the same way; None: not
+    known, a folder saved before it was recorded)."""
 
     env_path: Path
     chunks: ChunkSet
@@ -35,6 +37,7 @@ class Infra:
     workdir: Path | None = None
     overwrite: bool = False
     progress: Progress = no_progress
+    chunker: dict[str, Any] | None = None
 
     @property
     def folder(self) -> Path:

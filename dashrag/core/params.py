@@ -9,19 +9,59 @@ does not know about are added here:
   *kind* of component it accepts, so a UI can offer the matching ones;
 * cross-field rules (``top_k <= k1``), declared once in ``RULES``, emitted into the
   JSON Schema under ``x-dashrag-rules`` and enforced on validation;
-* UI hints, passed through as ``x-`` keys of a field's schema.
+* UI hints, passed through as ``x-`` keys of a field's schema;
+* what a plain value *means* to the outside world (``kind_field``): the name of a
+  variable holding a secret, a URL requests are sent to, a path written under, a model
+  read from. Declared per field, so whoever must police configs from an untrusted
+  source (the service, docs/security.md) walks a validated tree by kind
+  (:mod:`dashrag.core.declared`) and covers every component, present and future.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from dashrag.urls import url_secret_problem
+
 COMPONENT_KIND_KEY = "x-component-kind"
 RULES_KEY = "x-dashrag-rules"
 ALIASES_KEY = "x-dashrag-aliases"
+PARAM_KIND_KEY = "x-dashrag-param-kind"
+
+
+class ParamKind(StrEnum):
+    """What a plain parameter value reaches outside the component (shown in its JSON Schema)."""
+
+    #: the name of an environment variable holding a secret (never the secret)
+    CREDENTIAL_NAME = "credential-name"
+    #: a URL the component sends requests to (and, with a credential, its secret); None: no such request
+    #: or the provider's own endpoint
+    ENDPOINT = "endpoint"
+    #: a file or folder the component writes, relative to the tree's folder
+    STORAGE_PATH = "storage-path"
+    #: a model's name, or a local folder the component reads its files from
+    MODEL_SOURCE = "model-source"
+
+
+UNSET_REACHES_KEY = "x-dashrag-unset-reaches"
+
+
+def kind_field(kind: ParamKind, default: Any = ..., *, unset_reaches: str | None = None, **field_kwargs: Any) -> Any:
+    """A plain parameter whose value means ``kind`` to the world outside the component.
+
+    ``unset_reaches``: for an endpoint that may be None, what None still reaches (an LLM without
+    ``api_base`` calls its provider's own endpoint); left out, None means no request at all.
+    An endpoint's URL may hold no secret (``user:password@``, ``?password=``): every component's,
+    checked once here (:meth:`ComponentParams._no_secret_in_urls`).
+    """
+    extra: dict[str, Any] = {PARAM_KIND_KEY: kind.value, **field_kwargs.pop("json_schema_extra", {})}
+    if unset_reaches is not None:
+        extra[UNSET_REACHES_KEY] = unset_reaches
+    return Field(default, json_schema_extra=extra, **field_kwargs)
 
 
 class ComponentSpec(BaseModel):
@@ -213,6 +253,15 @@ class ComponentParams(BaseModel):
             raise RuleViolation(problems)
         return self
 
+    @model_validator(mode="after")
+    def _no_secret_in_urls(self) -> ComponentParams:
+        problems = [(name, problem) for name, kind in self.kinded_fields().items()
+                    if kind is ParamKind.ENDPOINT and isinstance(value := getattr(self, name), str)
+                    and (problem := url_secret_problem(value))]
+        if problems:
+            raise RuleViolation(problems)
+        return self
+
     @classmethod
     def component_fields(cls) -> dict[str, tuple[str, bool]]:
         """``{field name: (accepted kind, is a list)}`` for the fields that hold components."""
@@ -222,6 +271,22 @@ class ComponentParams(BaseModel):
             if isinstance(extra, dict) and COMPONENT_KIND_KEY in extra:
                 found[name] = (str(extra[COMPONENT_KIND_KEY]), bool(extra.get("x-component-list")))
         return found
+
+    @classmethod
+    def kinded_fields(cls) -> dict[str, ParamKind]:
+        """``{field name: kind}`` for the plain fields declared with :func:`kind_field`."""
+        found: dict[str, ParamKind] = {}
+        for name, info in cls.model_fields.items():
+            extra = info.json_schema_extra
+            if isinstance(extra, dict) and PARAM_KIND_KEY in extra:
+                found[name] = ParamKind(str(extra[PARAM_KIND_KEY]))
+        return found
+
+    @classmethod
+    def unset_reaches(cls, name: str) -> str | None:
+        """What the field's None still reaches (:func:`kind_field`), or None."""
+        extra = cls.model_fields[name].json_schema_extra
+        return str(extra[UNSET_REACHES_KEY]) if isinstance(extra, dict) and UNSET_REACHES_KEY in extra else None
 
 
 def value_alias(value: Any, spellings: Mapping[Any, Any]) -> Any:

@@ -268,9 +268,9 @@ def _readers_lock(folder: Path, exclusive: bool) -> Iterator[bool]:
         os.close(fd)  # closing releases the flock
 
 
-def _remove_unnamed(folder: Path, keep: set[str]) -> None:
-    """Remove marked snapshots not in ``keep`` (only while no load is reading), and temporary manifests
-    of killed saves (under the save lock)."""
+def _remove_unnamed(folder: Path, keep: set[str], stale: Callable[[Path], bool]) -> None:
+    """Remove marked snapshots not in ``keep`` and the files ``stale`` names (only while no load is reading),
+    and temporary manifests of killed saves (under the save lock)."""
     if not (folder / READERS_LOCK_NAME).exists():
         (folder / READERS_LOCK_NAME).touch()
     with _readers_lock(folder, exclusive=True) as no_reader:
@@ -283,6 +283,8 @@ def _remove_unnamed(folder: Path, keep: set[str]) -> None:
                     shutil.rmtree(trash, ignore_errors=True)
                 elif entry.name.startswith(f"{TRASH_PREFIX}{SNAPSHOT_PREFIX}") and entry.is_dir():
                     shutil.rmtree(entry, ignore_errors=True)
+                elif entry.is_file() and not entry.is_symlink() and stale(entry):
+                    entry.unlink(missing_ok=True)
     for entry in folder.iterdir():  # what killed saves left (no other save runs: the save lock is held)
         if entry.name.startswith(f".{MANIFEST_NAME}.") and entry.name.endswith(".tmp") and entry.is_file():
             entry.unlink(missing_ok=True)
@@ -294,9 +296,12 @@ def write_saved_folder(
     folder: Path,
     write_nodes: Callable[[Path], None],
     manifest_fields: dict[str, Any],
+    stale: Callable[[Path], bool] = lambda path: False,
 ) -> Path:
     """Under the save lock: write a new snapshot with ``write_nodes(snapshot_dir)``, switch the
-    manifest to it, and remove the snapshots no manifest names any more (the grace rule keeps one)."""
+    manifest to it, and remove the snapshots no manifest names any more (the grace rule keeps one)
+    and the files of the folder that ``stale`` names (a store the new manifest no longer names:
+    removed documents leave no text behind), once no load is reading."""
     folder = Path(folder)
     with save_lock(folder):
         previous = _current_snapshot_name(folder)
@@ -324,7 +329,7 @@ def write_saved_folder(
         }
         Manifest.model_validate(manifest)  # the writer follows the reader's schema
         atomic_write_json(folder / MANIFEST_NAME, manifest)
-        _remove_unnamed(folder, {snapshot.name} | ({previous} if previous else set()))
+        _remove_unnamed(folder, {snapshot.name} | ({previous} if previous else set()), stale)
     return snapshot
 
 

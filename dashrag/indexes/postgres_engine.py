@@ -20,7 +20,7 @@ from typing import Any, Generic, Iterable, Iterator, TypeVar
 import numpy as np
 from pydantic import Field, field_validator
 
-from dashrag.core.params import ComponentSpec, component_field
+from dashrag.core.params import ComponentSpec, ParamKind, component_field, kind_field
 from dashrag.errors import EngineError
 from dashrag.indexes.engine import EngineFilter, EngineIndex, EngineParams, payload_of
 
@@ -31,7 +31,7 @@ TABLE_PATTERN = r"^[a-z_][a-z0-9_]{0,62}$"
 
 
 class PgConnectionParams(EngineParams):
-    url: str = Field("postgresql+psycopg://postgres@127.0.0.1:5432/postgres", description=(
+    url: str = kind_field(ParamKind.ENDPOINT, "postgresql+psycopg://postgres@127.0.0.1:5432/postgres", description=(
         "SQLAlchemy URL of the PostgreSQL database, without a password (see `password`)."))
     password: ComponentSpec | None = component_field("credential", None, optional=True, description=(
         "The database password, as a reference (an environment variable), never the password itself."))

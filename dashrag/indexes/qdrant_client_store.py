@@ -80,7 +80,8 @@ class ClientStore(QdrantStore):
         for start in range(0, len(ids), UPLOAD_BATCH):
             end = start + UPLOAD_BATCH
             self.client.upsert(name, wait=True, points=models.Batch(
-                ids=ids[start:end], vectors=np.asarray(vectors[start:end], dtype=np.float32).tolist(),
+                ids=list[int | str | uuid.UUID](ids[start:end]),
+                vectors=np.asarray(vectors[start:end], dtype=np.float32).tolist(),
                 payloads=payloads[start:end]))
 
     def upsert_sparse(self, name: str, vector: str, ids: list[int], rows: sp.csr_matrix,
@@ -155,7 +156,7 @@ def connect_qdrant(location: str, api_key: str | None, timeout_s: int) -> Any:
 def dense_params(dense: DenseLayout) -> Any:
     from qdrant_client import models
 
-    quantization = None
+    quantization: models.ScalarQuantization | models.BinaryQuantization | None = None
     if dense.quantization == "int8":
         quantization = models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(
             type=models.ScalarType.INT8, quantile=0.99, always_ram=True))

@@ -29,7 +29,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import Field
 
-from dashrag.core.params import ComponentSpec, component_field
+from dashrag.core.params import ComponentSpec, ParamKind, component_field, kind_field
 from dashrag.core.persistence import load_json, saved_folder_of
 from dashrag.core.restriction import Restriction
 from dashrag.errors import EngineError, PersistenceError
@@ -44,15 +44,15 @@ LOCAL_MODE = "qdrant-client-local"  # what an embedded reference without one was
 
 
 class QdrantConnectionParams(EngineParams):
-    url: str | None = Field(None, description=(
+    url: str | None = kind_field(ParamKind.ENDPOINT, None, description=(
         "URL of a Qdrant server or cluster (http://host:6333); empty: embedded, on Qdrant Edge in this process."))
-    path: str = Field("qdrant", description=(
+    path: str = kind_field(ParamKind.STORAGE_PATH, "qdrant", description=(
         "Embedded mode: storage folder, relative to the tree's folder (or absolute); ':memory:' keeps nothing."))
     api_key: ComponentSpec | None = component_field("credential", None, optional=True, description=(
         "Server mode: the API key, as a reference (an environment variable), never the key itself."))
     collection: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,200}$", description=(
         "Collection name (default: derived from what it holds: corpus, model or scoring, shard)."))
-    timeout_s: int = Field(10, ge=1, description="Server mode: seconds before a request fails.")
+    timeout_s: int = Field(10, ge=1, le=600, description="Server mode: seconds before a request fails.")
 
 
 _shared_stores: dict[tuple[str, str], list[Any]] = {}  # (engine, resolved folder) → [store, users]

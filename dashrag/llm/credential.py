@@ -24,10 +24,8 @@ from __future__ import annotations
 import os
 import unicodedata
 
-from pydantic import Field
-
 from dashrag.core.component import ConfigObject
-from dashrag.core.params import ComponentParams
+from dashrag.core.params import ComponentParams, ParamKind, kind_field
 from dashrag.core.registry import register
 from dashrag.errors import CredentialError
 
@@ -35,8 +33,9 @@ ENV_VAR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class EnvCredentialParams(ComponentParams):
-    var: str = Field("OPENAI_API_KEY", pattern=ENV_VAR_PATTERN, max_length=200,
-                     description="Name of the environment variable that holds the secret (never the secret itself).")
+    var: str = kind_field(
+        ParamKind.CREDENTIAL_NAME, "OPENAI_API_KEY", pattern=ENV_VAR_PATTERN, max_length=200,
+        description="Name of the environment variable that holds the secret (never the secret itself).")
 
 
 @register(

@@ -53,7 +53,7 @@ from typing import Any, Literal, Mapping, Sequence
 from pydantic import Field
 
 from dashrag.core.component import ConfigObject
-from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec
+from dashrag.core.params import ComponentParams, ComponentSpec, ParamKind, component_field, kind_field, spec
 from dashrag.core.registry import register
 from dashrag.errors import ConfigError, LLMError
 from dashrag.llm.credential import EnvCredential
@@ -71,11 +71,14 @@ class LiteLLMParams(ComponentParams):
     model: str = Field(DEFAULT_MODEL, min_length=1, description=(
         "litellm model string: a provider model (gpt-4o-mini, anthropic/claude-3-5-haiku-latest) or "
         "openai/<name> for any OpenAI-compatible server given by api_base. It must support function calling."))
-    api_base: str | None = Field(None, min_length=1, description=(
+    api_base: str | None = kind_field(
+        ParamKind.ENDPOINT, None, unset_reaches="the provider's own endpoint, chosen by model", min_length=1,
+        description=(
         "Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8765/v1 (None: the provider's own)."))
     temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature; 0 makes the selection repeatable.")
-    timeout: float = Field(60.0, gt=0, description="Seconds to wait for one answer before giving up (litellm.Timeout).")
-    max_tokens: int | None = Field(256, ge=1, description=(
+    timeout: float = Field(60.0, gt=0, le=600, description=(
+        "Seconds to wait for one answer before giving up (litellm.Timeout)."))
+    max_tokens: int | None = Field(256, ge=1, le=32_768, description=(
         "Most tokens the model may generate per answer (a selection needs a few dozen); None: the server's default."))
     retry_feedback: Literal["auto", "tool_message", "user_message"] = Field("auto", description=(
         "How the reason for a refused answer reaches the model on a retry: tool_message (the OpenAI protocol), "

@@ -12,6 +12,11 @@ Why these choices:
 * **Forced tool choice.** ``tool_choice`` names the one function of ``tool_schema``:
   the model may not answer in prose or call anything else. (A server that ignores
   this is caught by the validator in :mod:`dashrag.llm.selection`.)
+* **No redirects.** The request carries the API key; a server answering 3xx would have it
+  sent on (the openai SDK follows redirects, and a 302 turns into a GET elsewhere). So
+  litellm's OpenAI-protocol clients (``litellm.client_session`` / ``aclient_session``,
+  unless the application set its own) are httpx clients that never follow a redirect: a
+  3xx is an HTTP error naming its status (docs/security.md).
 * **No hidden retries.** ``num_retries=0`` (litellm) and ``max_retries=0`` (the
   openai SDK beneath it): one call is one HTTP request. Whether to try again is the
   reranker's decision, which it records in the trace.
@@ -68,6 +73,11 @@ def load_litellm() -> Any:
     import litellm
 
     litellm.suppress_debug_info = True
+    if litellm.client_session is None or litellm.aclient_session is None:
+        import httpx
+
+        litellm.client_session = litellm.client_session or httpx.Client(follow_redirects=False)
+        litellm.aclient_session = litellm.aclient_session or httpx.AsyncClient(follow_redirects=False)
     return litellm
 
 

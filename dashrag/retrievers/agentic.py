@@ -87,22 +87,22 @@ SLIDING_WINDOW_RULE = Rule("sliding_window", ("top_k", "window_stride", "window_
 class AgenticParams(ComponentParams):
     enable_retrieve_then_expand: bool = Field(False, description=(
         "Widen each returned chunk with its neighbouring chunks of the same document."))
-    expand_window: int = Field(3, ge=1, description=(
+    expand_window: int = Field(3, ge=1, le=100, description=(
         "Chunks per expanded window, the retrieved one included: odd sizes are centred on it, even sizes "
         "keep the extra chunk after it; windows stay inside the document and overlapping ones merge."))
     children: list[ComponentSpec] = components_field(
         "retriever", [DEFAULT_CHILD], min_length=1, max_length=1,
         description="The one retriever that supplies the candidates (fixed after construction).")
-    k1: int = Field(10, ge=1, description="How many candidates to fetch from the child.")
-    top_k: int = Field(5, ge=1, description="How many chunks the model selects at most; at most k1.")
-    function_call_max_trials: int = Field(3, ge=1, description=(
+    k1: int = Field(10, ge=1, le=10_000, description="How many candidates to fetch from the child.")
+    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks the model selects at most; at most k1.")
+    function_call_max_trials: int = Field(3, ge=1, le=10, description=(
         "Selection attempts, the first included: an invalid answer is retried with what was wrong."))
     fallback_to_child_order: bool = Field(False, description=(
         "When every trial is invalid, return the child's first top_k (said in the trace) instead of raising."))
-    window_size: int | None = Field(None, ge=2, description=(
+    window_size: int | None = Field(None, ge=2, le=1_000, description=(
         "Most candidates one call may show (the context budget); more are judged by a sliding window. "
         "None: every candidate in one call."))
-    window_stride: int | None = Field(None, ge=1, description=(
+    window_stride: int | None = Field(None, ge=1, le=1_000, description=(
         "Candidates the sliding window moves per step (default window_size - top_k)."))
     prompt: ComponentSpec = component_field("prompt", spec("SelectionPrompt"),
                                             description="The messages that ask the model to select.")
@@ -125,6 +125,7 @@ class SelectionRecord:
     chosen: list[int] = field(default_factory=list)
     fallback_reason: str | None = None
     expansion: dict[str, Any] | None = None
+    llm: dict[str, str] = field(default_factory=dict)  # the model asked: {component, model} (OpenTelemetry's LLM spans)
 
     def attempt(self, window: int, trial: int, shown: list[int], answer: ToolCallResult,
                 verdict: SelectionVerdict) -> None:
@@ -166,6 +167,7 @@ class SelectionRecord:
             "fallback_used": self.fallback_reason is not None,
             "fallback_reason": self.fallback_reason,
             "expansion": {"applied": self.expansion is not None, **(self.expansion or {})},
+            "llm": self.llm,
             "llm_calls": len(self.attempts),
             "llm_ms": round(sum(a["latency_ms"] for a in self.attempts), 3),
             "usage": usage,
@@ -228,7 +230,8 @@ class AgenticRerankerRetriever(SingleChildRetriever[AgenticParams]):
     def _decide(self, query: str, received: Sequence[ScoredChunk], child_node: dict) -> Result:
         p = self.params
         candidates = dedupe_and_cap(received, p.k1)
-        record = SelectionRecord(received=len(received), candidates=candidates, top_k=p.top_k)
+        record = SelectionRecord(received=len(received), candidates=candidates, top_k=p.top_k,
+                                 llm={"component": self.llm.component_name, "model": self.llm.params.model})
         if len(candidates) <= p.top_k:
             chosen = list(candidates)
             record.model_skipped = True

@@ -43,6 +43,7 @@ from dashrag.core.persistence import atomic_write_json, load_array, load_json, s
 from dashrag.core.ranking import by_distance
 from dashrag.core.registry import register
 from dashrag.core.retriever import Result, UnitRetriever, check_query
+from dashrag.documents.changes import CorpusChange
 from dashrag.documents.scored_chunks import ScoredChunks
 from dashrag.errors import ConfigError, PersistenceError, RetrievalError
 from dashrag.indexes.base import IndexIdentity
@@ -54,7 +55,7 @@ ENGINE_STATE = "keyword.json"  # on an engine: what the node keeps besides the r
 
 
 class BM25Params(ComponentParams):
-    top_k: int = Field(5, ge=1, description="How many chunks to return.")
+    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return.")
     variant: Literal["okapi", "bm25l", "bm25plus", "lucene", "dashai"] = Field(
         "okapi", description="BM25 flavour: Okapi (Robertson), BM25L, BM25+, Lucene's, or DashAI's (Lucene's idf "
                              "plus delta). A config naming a DashAI distance and no variant gets DashAI's.")
@@ -129,8 +130,19 @@ class BM25Retriever(UnitRetriever[BM25Params]):
                               "use 'bm25' or 'dot'")
 
     def _fit(self) -> None:
+        self._weigh(self.nested["vectorizer"].fit_transform(self.require_infra().chunks.texts))
+
+    def _update(self, change: CorpusChange) -> None:
+        """Document frequencies, lengths and idf from the vectorizer's updated counts (only the new chunks
+        were analysed); a vectorizer that must be refit (document-frequency cut-offs) refits here."""
+        counts = self.nested["vectorizer"].current_counts()
+        if counts is None:
+            self._fit()
+        else:
+            self._weigh(counts)
+
+    def _weigh(self, counts: sp.csr_matrix) -> None:
         self._check_engine_function()
-        counts = self.nested["vectorizer"].fit_transform(self.require_infra().chunks.texts)
         weights = scoring.bm25_weights(counts, self._parameters())
         self.index.add(weights, self._identity())
         self._set_weights(weights)

@@ -112,7 +112,7 @@ class BooleanQueryParams(ComponentParams):
     max_fragments_per_document: int = Field(
         _T.max_fragments_per_document, ge=1, description="Fast path: fragments kept per document."
     )
-    top_m: int = Field(_T.top_m, ge=1, description="Fast path: fragments kept in all.")
+    top_m: int = Field(_T.top_m, ge=1, le=100_000, description="Fast path: fragments kept in all.")
     rerank_round_size: int = Field(
         _T.rerank_round_size, ge=1, description="Fragments per reranking round (larger inputs run in rounds)."
     )
@@ -154,7 +154,7 @@ class BooleanQueryParams(ComponentParams):
         True,
         description="Return one entry per document (its best fragment) instead of fragments (the reference's default).",
     )
-    trace_fragments: int = Field(10, ge=0, description="Fragments listed per syntax-tree node in the trace.")
+    trace_fragments: int = Field(10, ge=0, le=1_000, description="Fragments listed per syntax-tree node in the trace.")
 
     RULES = (
         less_or_equal("fallback_top_n", "max_fragments"),

@@ -30,7 +30,15 @@ import numpy as np
 from pydantic import Field, field_validator
 from scipy.special import expit
 
-from dashrag.core.params import ComponentParams, ComponentSpec, components_field, less_or_equal, spec
+from dashrag.core.params import (
+    ComponentParams,
+    ComponentSpec,
+    ParamKind,
+    components_field,
+    kind_field,
+    less_or_equal,
+    spec,
+)
 from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
 from dashrag.core.retriever import Answer, Result, SingleChildRetriever, check_query
@@ -63,13 +71,14 @@ class CrossEncoderParams(ComponentParams):
     children: list[ComponentSpec] = components_field(
         "retriever", [spec("DenseEmbeddingRetriever")], min_length=1, max_length=1,
         description="The one retriever whose candidates the cross-encoder re-scores.")
-    model: str = Field(DEFAULT_CROSS_ENCODER, min_length=1, description=(
+    model: str = kind_field(ParamKind.MODEL_SOURCE, DEFAULT_CROSS_ENCODER, min_length=1, description=(
         "A local cross-encoder folder, or a Hugging Face name already in the local cache (never downloaded)."))
-    batch_size: int = Field(32, ge=1, description="(query, chunk) pairs per forward pass.")
-    max_length: int | None = Field(None, ge=8, description="Tokens read per pair; None: the model's own limit.")
+    batch_size: int = Field(32, ge=1, le=4096, description="(query, chunk) pairs per forward pass.")
+    max_length: int | None = Field(None, ge=8, le=8192, description=(
+        "Tokens read per pair; None: the model's own limit."))
     device: str = device_field()
-    top_k: int = Field(5, ge=1, description="How many chunks to return.")
-    fetch_k: int | None = Field(None, ge=1, description=(
+    top_k: int = Field(5, ge=1, le=10000, description="How many chunks to return.")
+    fetch_k: int | None = Field(None, ge=1, le=10000, description=(
         "How many candidates to ask the child for (None: as many as the child's own top_k, as DashAI)."))
 
     RULES = (less_or_equal("top_k", "fetch_k"),)

@@ -41,9 +41,10 @@ from dashrag.core.persistence import atomic_write_json, load_json
 from dashrag.core.ranking import by_distance
 from dashrag.core.registry import register
 from dashrag.core.retriever import Result, UnitRetriever, check_query
+from dashrag.documents.changes import CorpusChange
 from dashrag.documents.model import ScoredChunk
 from dashrag.embeddings.base import EmbeddingModel
-from dashrag.embeddings.cache import document_vectors
+from dashrag.embeddings.cache import document_vectors, embed_with_progress
 from dashrag.errors import PersistenceError, RetrievalError
 from dashrag.indexes.base import IndexIdentity, VectorIndex
 from dashrag.indexes.in_memory import InMemoryVectorIndex
@@ -59,7 +60,7 @@ from dashrag.indexes.similarity import (  # noqa: F401  (re-exported: the math u
 
 
 class DenseParams(ComponentParams):
-    top_k: int = Field(5, ge=1, description="How many chunks to return.")
+    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return.")
     similarity_metric: Metric = Field("cosine", description=(
         "cosine: angle between vectors; dot: inner product (equals cosine for unit vectors); "
         "euclidean: straight-line distance; manhattan: the sum of the coordinates' differences."))
@@ -103,8 +104,10 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
 
     def _fit(self) -> None:
         infra = self.require_infra()
-        vectors = np.asarray(document_vectors(self.embedding, infra.chunks, infra.env_path,  # by block, not at end
-                                              on_block=lambda done, total: infra.progress("embedding chunks", done, total)))
+        def on_block(done: int, total: int) -> None:  # the build's progress moves by block, not at the end
+            infra.progress("embedding chunks", done, total)
+
+        vectors = np.asarray(document_vectors(self.embedding, infra.chunks, infra.env_path, on_block=on_block))
         if vectors.dtype != np.float32 or vectors.ndim != 2:
             raise RetrievalError(f"{self.component_name}: chunk vectors must be a 2-d float32 matrix, "
                                  f"got {vectors.dtype} {vectors.shape}")
@@ -112,6 +115,17 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
             raise RetrievalError(f"{self.component_name}: {vectors.shape[0]} vectors for {len(infra.chunks)} chunks")
         self.index.add(vectors, self._identity(int(vectors.shape[1])))
         self._fitted = True
+
+    def _update(self, change: CorpusChange) -> None:
+        """The kept chunks' vectors as they are, and only the new chunks embedded (docs/updating.md)."""
+        self._require_fitted()
+        kept = np.asarray(self.index.kept_vectors(change), dtype=np.float32)
+        new = (np.asarray(embed_with_progress(self.embedding, change.added_texts), dtype=np.float32)
+               if change.added else np.zeros((0, kept.shape[1]), dtype=np.float32))
+        if new.shape[1] != kept.shape[1]:
+            raise RetrievalError(f"{self.component_name}: the model now gives {new.shape[1]}-dimensional vectors, "
+                                 f"the tree holds {kept.shape[1]}-dimensional ones")
+        self.index.add(np.concatenate([kept, new]), self._identity(int(kept.shape[1])))
 
     def _save(self, folder: Path) -> None:
         self._require_fitted()

@@ -23,6 +23,9 @@ any request). The config, the saved folder and the trace hold only the name; err
 messages are scrubbed of the key's value (:func:`dashrag.llm.redaction.redact`) even
 when a server echoes it back.
 
+Redirects are never followed: a request carries the key (and the texts), and a 3xx would
+send both on, perhaps from https to http. A 3xx is an error naming its status.
+
 Every malformed answer (not JSON, not a list, an entry without an index or
 score, an index out of range or repeated, a non-finite score, a text left
 unscored) is a :class:`RerankerAnswerError` that names the problem and the batch.
@@ -40,7 +43,16 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import Field
 
-from dashrag.core.params import ComponentParams, ComponentSpec, component_field, components_field, less_or_equal, spec
+from dashrag.core.params import (
+    ComponentParams,
+    ComponentSpec,
+    ParamKind,
+    component_field,
+    components_field,
+    kind_field,
+    less_or_equal,
+    spec,
+)
 from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result, check_query
@@ -48,6 +60,16 @@ from dashrag.errors import RetrievalError
 from dashrag.llm.redaction import redact
 
 ERROR_BODY_CHARS = 300  # of a failing server's answer, quoted in the error
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx stays an HTTPError: the key is never sent on to another URL."""
+
+    def redirect_request(self, *args: Any) -> None:
+        return None
+
+
+OPENER = urllib.request.build_opener(_NoRedirects)
 
 
 class RerankerAnswerError(RetrievalError):
@@ -93,7 +115,8 @@ class HttpRerankerParams(ComponentParams):
         description="The retriever whose candidates are reranked; "
         "none when used only as a reranker (the boolean component's slot).",
     )
-    api_base: str = Field(
+    api_base: str = kind_field(
+        ParamKind.ENDPOINT,
         "http://localhost:8080",
         pattern=r"^https?://\S+$",
         description="Base URL of the server; requests go to {api_base}/rerank.",
@@ -110,11 +133,11 @@ class HttpRerankerParams(ComponentParams):
         False, description="Refuse to send a request when the credential's variable is unset."
     )
     truncate: bool = Field(True, description="Ask the server to truncate texts longer than its model reads.")
-    batch_size: int = Field(32, ge=1, description="Texts per request.")
-    max_workers: int = Field(4, ge=1, description="Requests in flight at once.")
-    timeout_s: float = Field(30.0, gt=0, description="Seconds to wait for one request.")
-    top_k: int = Field(5, ge=1, description="How many chunks to return (with a child).")
-    fetch_k: int = Field(20, ge=1, description="How many candidates to ask the child for.")
+    batch_size: int = Field(32, ge=1, le=4_096, description="Texts per request.")
+    max_workers: int = Field(4, ge=1, le=64, description="Requests in flight at once.")
+    timeout_s: float = Field(30.0, gt=0, le=600, description="Seconds to wait for one request.")
+    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return (with a child).")
+    fetch_k: int = Field(20, ge=1, le=10_000, description="How many candidates to ask the child for.")
 
     RULES = (less_or_equal("top_k", "fetch_k"),)
 
@@ -169,10 +192,10 @@ class HttpReranker(CompositeRetriever[HttpRerankerParams]):
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         where = f"{self.component_name}: {self.url} (batch {number}, {len(texts)} texts)"
         try:
-            with urllib.request.urlopen(request, timeout=self.params.timeout_s) as response:
+            with OPENER.open(request, timeout=self.params.timeout_s) as response:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
-            detail = _body_excerpt(exc)
+            detail = "a redirect, not followed" if 300 <= exc.code < 400 else _body_excerpt(exc)
             raise RetrievalError(
                 _redact(f"{where} answered HTTP {exc.code}" + (f": {detail}" if detail else ""), key)
             ) from None

@@ -101,8 +101,8 @@ class MMRParams(ComponentParams):
         "retriever", [spec("DenseEmbeddingRetriever")], min_length=1, max_length=1,
         description="The one retriever whose candidates MMR re-orders (any retriever, composites included).")
     lambda_mult: float = Field(0.5, ge=0, le=1, description="1: relevance only; 0: diversity only.")
-    top_k: int = Field(5, ge=1, description="How many chunks to return.")
-    fetch_k: int | None = Field(None, ge=1, description=(
+    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return.")
+    fetch_k: int | None = Field(None, ge=1, le=10_000, description=(
         "How many candidates to ask the child for; None: as many as the child's own top_k (DashAI's way)."))
     embedding: ComponentSpec = component_field(
         "embedding", spec("MiniLMEmbedding"),

@@ -39,7 +39,7 @@ class ParallelParams(ComponentParams):
         "round_robin", description="How the children's rankings are fused (see docs/fusion.md).")
     weights: list[float] | None = Field(None, description="One non-negative weight per child (default: all 1).")
     rrf_k: float = Field(60.0, gt=0, description="The k of reciprocal rank fusion, 1 / (k + rank).")
-    top_k: int | None = Field(None, ge=1, description="Cut the fused list (default: keep every fused chunk).")
+    top_k: int | None = Field(None, ge=1, le=10000, description="Cut the fused list (default: keep every fused chunk).")
     concurrent: bool = Field(True, description="Run the children in parallel threads.")
 
     RULES = (same_length("weights", "children"),)

@@ -68,11 +68,11 @@ class RerankCascadeParams(ComponentParams):
         spec("DenseEmbeddingRetriever", top_k=10),
         description="The expensive stage that re-scores the candidates (via score_chunks).",
     )
-    stage1_top_n: int = Field(50, ge=1, description="How many candidates the fast stage passes on.")
-    stage2_top_n: int | None = Field(None, ge=1, description=(
+    stage1_top_n: int = Field(50, ge=1, le=10_000, description="How many candidates the fast stage passes on.")
+    stage2_top_n: int | None = Field(None, ge=1, le=10_000, description=(
         "How many of the stage-1 candidates (best first) the precise stage scores; the rest keep their "
         "first-stage order after them. None: all of them."))
-    top_k: int = Field(10, ge=1, description="How many chunks to return.")
+    top_k: int = Field(10, ge=1, le=10_000, description="How many chunks to return.")
     early_exit: Literal["never", "margin", "threshold"] = Field(
         "never", description="When to skip the precise stage: never, on a decisive margin, or above a score threshold."
     )

@@ -24,12 +24,13 @@ from dashrag.core.params import ComponentParams, ComponentSpec, component_field,
 from dashrag.core.persistence import load_array, load_sparse, save_array, save_sparse
 from dashrag.core.registry import register
 from dashrag.core.retriever import UnitRetriever
+from dashrag.documents.changes import CorpusChange
 from dashrag.errors import PersistenceError
 from dashrag.scoring.distances import DistanceMetric, distances, scores_from_distances
 
 
 class TFIDFParams(ComponentParams):
-    top_k: int = Field(5, ge=1, description="How many chunks to return.")
+    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return.")
     sublinear_tf: bool = Field(False, description="Use 1 + log(tf) instead of raw term frequency.")
     smooth_idf: bool = Field(
         True, description="Add one to document frequencies, as if one extra document held every term."
@@ -71,7 +72,17 @@ class TFIDFRetriever(UnitRetriever[TFIDFParams]):
         return transformer
 
     def _fit(self) -> None:
-        counts = self.nested["vectorizer"].fit_transform(self.require_infra().chunks.texts)
+        self._weigh(self.nested["vectorizer"].fit_transform(self.require_infra().chunks.texts))
+
+    def _update(self, change: CorpusChange) -> None:
+        """idf and the chunk vectors from the vectorizer's updated counts (only the new chunks were analysed)."""
+        counts = self.nested["vectorizer"].current_counts()
+        if counts is None:
+            self._fit()
+        else:
+            self._weigh(counts)
+
+    def _weigh(self, counts) -> None:
         self._tfidf = self._transformer()
         self._matrix = self._tfidf.fit_transform(counts).astype(np.float32).tocsr()
 

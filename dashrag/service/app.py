@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import AsyncIterator
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
@@ -25,10 +25,11 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dashrag.service.auth import require_token
+from dashrag.service.json_body import validation_error_body
 from dashrag.service.mcp_route import mcp_route
-from dashrag.service.middleware import RequestMiddleware
+from dashrag.service.middleware import OriginGuard, RequestMiddleware
 from dashrag.service.pipeline import NoCollection, StepFailure
-from dashrag.service.routes import meta, retrieve, trees
+from dashrag.service.routes import documents, meta, retrieve, trees
 from dashrag.service.settings import ServiceSettings
 from dashrag.service.state import build_service
 from dashrag.web import routes as web_routes
@@ -37,6 +38,11 @@ from dashrag.web.page_files import PageFiles
 logger = logging.getLogger(__name__)
 
 STATIC_DIR = Path(__file__).resolve().parents[1] / "web" / "static"
+
+
+def operation_id(route: APIRoute) -> str:
+    """An operation's id is its route's name (``retrieve``, ``list_trees``): what a generated client calls."""
+    return route.name
 
 
 def unknown_key_named(error: dict) -> dict:
@@ -61,13 +67,17 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
 
     app = FastAPIOffline(title="dashrag retrieval service", version="1", lifespan=lifespan,
                   description="Fetches and ranks grounding chunks (never generates an answer); builds and "
-                              "queries retriever trees.")
+                              "queries retriever trees.",
+                  license_info={"name": "Apache-2.0", "identifier": "Apache-2.0"},
+                  servers=[{"url": f"http://{settings.host}:{settings.port}", "description": "as configured"}],
+                  generate_unique_id_function=operation_id)
     app.state.service = service
     guarded = [Depends(require_token)] if settings.auth_token_var else []  # the OpenAPI shows auth only when on
-    app.include_router(meta.open_router)
-    guarded_routers = (meta.router, retrieve.router, trees.router, web_routes.router)  # web: GET /presets
-    for router in guarded_routers:
-        app.include_router(router, dependencies=guarded)
+    app.include_router(meta.open_router, tags=["meta"])
+    guarded_routers = (meta.router, retrieve.router, trees.router, documents.router,
+                       web_routes.router)  # web: GET /presets
+    for router, tag in zip(guarded_routers, ("meta", "retrieval", "trees", "documents", "web")):
+        app.include_router(router, dependencies=guarded, tags=[tag])
     api_routes = [r for router in (meta.open_router, *guarded_routers)
                   for r in router.routes if isinstance(r, APIRoute)]
 
@@ -83,9 +93,10 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        """pydantic says only "Extra inputs are not permitted" of an unknown key: the message names the key."""
-        return await request_validation_exception_handler(request, RequestValidationError(
-            [unknown_key_named(e) for e in exc.errors()]))
+        """pydantic says only "Extra inputs are not permitted" of an unknown key: the message names the key;
+        no ``input`` longer than 200 characters is echoed, and a NaN in it is no 500 (json_body)."""
+        named = RequestValidationError([unknown_key_named(e) for e in exc.errors()])
+        return JSONResponse(validation_error_body(named), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -101,6 +112,8 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
         """405 with the methods of every route of the path's template (Starlette names only one route's)."""
         path = request.scope["path"]
         first = next((r for r in api_routes if r.path_regex.match(path)), None)  # the route the path means
+        if first is None:  # the web page's files answer only GET; any other method on no route is a 404
+            return JSONResponse({"detail": f"no route {request.method} {path[:200]}"}, status_code=404)
         methods = sorted({m for r in api_routes if first is not None and r.path == first.path for m in r.methods or ()})
         return JSONResponse({"detail": f"{request.method} is not allowed here; use {', '.join(methods)}"},
                             status_code=405, headers={"Allow": ", ".join(methods)})
@@ -118,5 +131,6 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
                        allow_headers=["*"], allow_credentials="*" not in settings.cors_origins)
     app.add_middleware(RequestMiddleware, max_json_bytes=settings.max_request_bytes,
-                       max_upload_bytes=settings.max_upload_bytes)
+                       max_upload_bytes=settings.max_upload_bytes,
+                       origins=OriginGuard(settings.cors_origins, settings.host), token_var=settings.auth_token_var)
     return app

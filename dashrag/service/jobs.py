@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dashrag.api import build_tree
+from dashrag.api import build_tree, update_tree
 from dashrag.core.persistence import MANIFEST_NAME
 from dashrag.core.retriever import Retriever
+from dashrag.documents.model import SourceDocument
+from dashrag.errors import DashragError
 from dashrag.service.collections import CollectionRegistry
 from dashrag.service.pipeline import safe_message
 
@@ -34,10 +36,19 @@ class NameTaken(Exception):
     pass
 
 
+class TooManyBuilds(Exception):
+    """More builds queued or running than ``max_pending_builds``: a client cannot queue unbounded work."""
+
+
+class BuildTimedOut(DashragError):
+    """A build ran past ``build_timeout_s``: stopped at its next progress report (the job fails, nothing is kept)."""
+
+
 #: Where each stage of ``build_tree`` lies on the job's 0..1 bar (fitting, which embeds, is the long one).
 STAGE_SPANS: dict[str, tuple[float, float]] = {
     "reading the corpus": (0.0, 0.02), "chunking": (0.02, 0.08), "storing": (0.08, 0.1), "fitting": (0.1, 0.85),
     "embedding chunks": (0.1, 0.85), "saving": (0.85, 0.95), "publishing": (0.95, 0.99),
+    "loading": (0.0, 0.1), "updating": (0.1, 0.85),  # ``update_tree``'s stages (a document update job)
 }
 
 
@@ -57,6 +68,8 @@ class Job:
     message: str = "queued"
     error: str | None = None
     cleanup: list[Path] = field(default_factory=list)
+    counts: dict[str, int] | None = None
+    updating: bool = False  # a document update of a saved tree, not a build
     stage: str | None = None
     done: int = 0
     total: int | None = None
@@ -65,7 +78,7 @@ class Job:
     finished: float | None = None
     cancel_requested: bool = False
 
-    def enter(self, stage: str, done: int, total: int | None) -> None:
+    def enter(self, stage: str, done: int = 0, total: int | None = None) -> None:
         if self.cancel_requested:
             raise Cancelled(f"cancelled during {self.stage or stage}")
         if stage != self.stage:
@@ -94,12 +107,15 @@ class Job:
         return {"id": self.id, "status": self.status, "progress": self.progress, "message": self.message,
                 "tree": self.tree if self.status == "done" else None, "error": self.error,
                 "stage": self.stage, "done": self.done, "total": self.total, "elapsed_s": round(elapsed, 1),
-                "stage_eta_s": self.stage_eta_s()}
+                "stage_eta_s": self.stage_eta_s(), "counts": self.counts}
 
 
 class BuildJobs:
-    def __init__(self, registry: CollectionRegistry, workers: int, cache_dir: Path | None):
+    def __init__(self, registry: CollectionRegistry, workers: int, cache_dir: Path | None, max_pending: int = 4,
+                 timeout_s: float | None = None):
         self.registry = registry
+        self.max_pending = max_pending
+        self.timeout_s = timeout_s
         self.cache_dir = cache_dir
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
@@ -114,7 +130,11 @@ class BuildJobs:
     def submit(self, job_id: str, name: str, root: Retriever, corpus: Path, chunker: dict | None, overwrite: bool,
                cleanup: list[Path] = ()) -> Job:  # type: ignore[assignment]
         with self._lock:
-            busy = any(j.tree == name and j.status in ("queued", "running") for j in self._jobs.values())
+            pending = [j for j in self._jobs.values() if j.status in ("queued", "running")]
+            if len(pending) >= self.max_pending:
+                raise TooManyBuilds(f"{len(pending)} builds are queued or running, the most this service takes; "
+                                    "try again when one has finished")
+            busy = any(j.tree == name for j in pending)
             exists = (self.registry.folder_of(name) / MANIFEST_NAME).is_file()
             if busy or (exists and not overwrite):
                 raise NameTaken(f"a tree named {name!r} {'is being built' if busy else 'exists'}"
@@ -127,8 +147,12 @@ class BuildJobs:
     def _run(self, job: Job, root: Retriever, corpus_path: Path, chunker: dict | None, overwrite: bool) -> None:
         trees = self.registry.folder_of(job.tree).parent
         work, staging = trees / f".work-{job.id}", trees / f".building-{job.id}"
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
 
         def step(stage: str, done: int = 0, total: int | None = None) -> None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise BuildTimedOut(f"the build took longer than the service's limit of {self.timeout_s:g} s "
+                                    f"(stopped while {stage})")
             job.enter(stage, done, total)
 
         try:
@@ -158,6 +182,42 @@ class BuildJobs:
         os.replace(staging, target)
         if aside is not None:
             shutil.rmtree(aside, ignore_errors=True)
+
+    def submit_update(self, job_id: str, name: str, add: Path | list[SourceDocument], cleanup: list[Path]) -> Job:
+        """Add documents to the saved tree ``name`` as a job (docs/updating.md): ``update_tree`` changes the
+        folder atomically under its save lock, then the registry swaps the new tree in; queries are answered
+        by the old tree until then. A build of the same name running or queued: NameTaken."""
+        with self._lock:
+            if any(j.tree == name and j.status in ("queued", "running") and not j.updating
+                   for j in self._jobs.values()):
+                raise NameTaken(f"the tree {name!r} is being built")
+            job = Job(job_id, name, cleanup=list(cleanup), updating=True)
+            self._jobs[job_id] = job
+        self._pool.submit(self._run_update, job, add)
+        return job
+
+    def _run_update(self, job: Job, add: Path | list[SourceDocument]) -> None:
+        try:
+            report = update_tree(self.registry.folder_of(job.tree), add=add, progress=job.enter)
+            if report.changed:
+                self.registry.load_tree(job.tree)  # the swap: queries move to the new tree at once
+            job.counts = report.counts()
+            job.end("done", f"updated {job.tree}")
+        except Cancelled as exc:  # the saved tree is the old one
+            job.end("cancelled", str(exc))
+        except Exception as exc:  # a failed update is a job state; the saved tree is the old one
+            logger.warning("update job %s failed: %s", job.id, type(exc).__name__, exc_info=logger.isEnabledFor(10))
+            job.end("failed", f"update failed during {job.stage or 'the start'}", safe_message(exc))
+        finally:
+            for path in job.cleanup:
+                shutil.rmtree(path, ignore_errors=True)
+
+    def remove_documents(self, name: str, document_ids: list[str]) -> dict[str, int]:
+        """Remove documents from the saved tree ``name`` now (no embedding: a request, not a job), then swap
+        the new tree in; an unknown id is a ConfigError and nothing changes."""
+        report = update_tree(self.registry.folder_of(name), remove=document_ids)
+        self.registry.load_tree(name)
+        return report.counts()
 
     def cancel(self, job_id: str) -> Job | None:
         """Ask a queued or running job to stop: it stops at its next progress report and leaves nothing behind."""

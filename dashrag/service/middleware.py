@@ -1,10 +1,23 @@
-"""One pure-ASGI middleware: a request id, a body size limit, and one log line per request.
+"""One pure-ASGI middleware: a request id, what a request may send, and one log line per request.
 
 Pure ASGI rather than ``BaseHTTPMiddleware``: it adds no task or stream per request,
 which matters for the service's overhead over an in-process ``retrieve()``. The id is
 the client's ``X-Request-ID`` when it sends a sane one, else a new one; it is echoed
-in the response headers. A body over the limit (by its ``Content-Length``, or, for a chunked
-body of unknown length, counted while it is buffered) is answered 413 before the app reads it.
+in the response headers.
+
+Before the app reads a byte of a body (docs/security.md), in this order:
+
+1. **Origin** (:class:`OriginGuard`): a browser request that changes state (any POST, PUT,
+   PATCH or DELETE but the read-only queries in :data:`QUERY_ROUTES`), and its preflight, is
+   answered 403 unless it comes from the service's own page or an origin listed by name in
+   ``cors_origins``: a web page open in the operator's browser could otherwise start a build
+   with a simple multipart POST, which no CORS header stops (CORS guards reading the answer).
+2. **Token**: with ``auth_token_var``, a request with a body needs the token (401) before the
+   body is read (GETs are checked by the route dependency, dashrag.service.auth).
+3. **Size**: the upload limit is for multipart bodies of the routes that take files (``POST /trees``,
+   ``POST /trees/upload``, ``POST /trees/{name}/documents``: :data:`UPLOAD_ROUTES`) only; every other request
+   has the JSON limit, whatever its ``Content-Type``. A body over its limit (by its
+   ``Content-Length``, or, for a chunked body, counted while it is buffered) is a 413.
 """
 
 from __future__ import annotations
@@ -14,7 +27,11 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any, Awaitable, Callable
+from urllib.parse import urlsplit
+
+from dashrag.service.auth import token_refusal
 
 logger = logging.getLogger("dashrag.service.requests")
 
@@ -26,17 +43,77 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 REQUEST_ID_HEADER = b"x-request-id"
 SANE_ID = re.compile(rb"^[A-Za-z0-9._-]{1,64}$")
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+#: The POST routes that only read: any origin CORS allows may call them (the reference's /retrieve is open to all).
+QUERY_ROUTES = re.compile(r"^/(retrieve|trees/validate|trees/[^/]+/query)/?$")
+UPLOAD_ROUTES = re.compile(r"/trees(/upload|/[^/]+/documents)?")
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+class OriginGuard:
+    """Who may send a state-changing request from a browser (the module docstring, step 1).
+
+    The service's own page: an ``Origin`` equal to the request's own scheme and ``Host``, when that
+    host is a loopback name or the host the service was told to listen on (a page of another
+    name that resolves to this server, DNS rebinding, is not the service's own). Any other
+    origin only when listed by name in ``cors_origins``. A request without ``Origin`` is not
+    from a browser's cross-site fetch (browsers send one with every cross-origin POST) unless
+    ``Sec-Fetch-Site`` says cross-site.
+    """
+
+    def __init__(self, cors_origins: list[str], host: str):
+        self.origins = frozenset(o.rstrip("/") for o in cors_origins if o != "*")
+        self.own_hosts = LOOPBACK_HOSTS | ({host.lower()} if host not in ("0.0.0.0", "::", "") else set())
+
+    def refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> str | None:
+        origin = headers.get(b"origin", b"").decode("latin-1").rstrip("/")
+        if not origin:
+            site = headers.get(b"sec-fetch-site", b"").decode("latin-1")
+            return "cross-origin: a cross-site browser request may not change state" if site == "cross-site" else None
+        if origin in self.origins or self._own_page(scope, headers, origin):
+            return None
+        return (f"cross-origin: {origin[:100]} may not change state here; the operator lists an origin by name in "
+                "cors_origins (docs/security.md)")
+
+    def _own_page(self, scope: Scope, headers: dict[bytes, bytes], origin: str) -> bool:
+        host = headers.get(b"host", b"").decode("latin-1")
+        try:
+            hostname = urlsplit(f"//{host}").hostname
+        except ValueError:
+            return False
+        return origin == f"{scope.get('scheme', 'http')}://{host}" and hostname in self.own_hosts
 
 
 class RequestMiddleware:
-    def __init__(self, app: ASGIApp, max_json_bytes: int, max_upload_bytes: int):
+    def __init__(self, app: ASGIApp, max_json_bytes: int, max_upload_bytes: int,
+                 origins: OriginGuard | None = None, token_var: str | None = None):
         self.app = app
         self.max_json_bytes = max_json_bytes
         self.max_upload_bytes = max_upload_bytes
+        self.origins = origins
+        self.token_var = token_var
 
     def limit_for(self, scope: Scope) -> int:
         content_type = dict(scope["headers"]).get(b"content-type", b"")
-        return self.max_upload_bytes if content_type.startswith(b"multipart/") else self.max_json_bytes
+        upload = scope["method"] == "POST" and UPLOAD_ROUTES.fullmatch(scope["path"].rstrip("/")) is not None
+        return self.max_upload_bytes if upload and content_type.startswith(b"multipart/") else self.max_json_bytes
+
+    def refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+        """Steps 1 and 2 of the module docstring: (status, detail, headers) of the refusal, or None."""
+        method, path = scope["method"], scope["path"]
+        preflight = headers.get(b"access-control-request-method") if method == "OPTIONS" else None
+        requested = preflight.decode("latin-1").upper() if preflight else method
+        if self.origins is not None and requested in BODY_METHODS and not QUERY_ROUTES.match(path):
+            problem = self.origins.refusal(scope, headers)
+            if problem:
+                return 403, problem, []
+        if method in BODY_METHODS:
+            authorization = headers.get(b"authorization")
+            refused = token_refusal(self.token_var, authorization.decode("latin-1") if authorization else None)
+            if refused is not None:
+                return refused.status_code, str(refused.detail), [
+                    (k.lower().encode(), v.encode()) for k, v in (refused.headers or {}).items()]
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -49,6 +126,7 @@ class RequestMiddleware:
         scope.setdefault("state", {})["request_id"] = request_id
         limit = self.limit_for(scope)
         status = {"code": 500}
+        refused = self.refusal(scope, headers)
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -57,7 +135,9 @@ class RequestMiddleware:
             await send(message)
 
         length = headers.get(b"content-length")
-        if length is not None and length.isdigit():
+        if refused is not None:
+            await self._answer(send_with_id, *refused)
+        elif length is not None and length.isdigit():
             if int(length) > limit:
                 await self._too_large(send_with_id, limit)
             else:  # the server enforces the declared length: the app may stream the body itself
@@ -96,9 +176,15 @@ class RequestMiddleware:
 
         return replay
 
+    @classmethod
+    async def _too_large(cls, send: Send, limit: int) -> None:
+        await cls._answer(send, 413, f"request body: larger than the limit of {limit} bytes for this route")
+
     @staticmethod
-    async def _too_large(send: Send, limit: int) -> None:
-        body = json.dumps({"detail": f"request body: larger than the limit of {limit} bytes"}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    async def _answer(send: Send, status: int, detail: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+        """An error answer without reading the body; ``Connection: close``, so the unread body is not parsed."""
+        body = json.dumps({"detail": detail}).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close"), *headers]})
         await send({"type": "http.response.body", "body": body})

@@ -44,6 +44,62 @@ class ContextChunk(BaseModel):
     rerank_score: float | None
 
 
+class TraceNode(BaseModel):
+    """What one component did for one query; a composite's node holds its children's (docs/design.md).
+    Nodes may carry more: ``selection`` (what a reranker or filter chose and why), timings."""
+
+    model_config = ConfigDict(extra="allow")
+    component: str
+    params: dict[str, Any]
+    query: str
+    elapsed_ms: float
+    output: list[dict[str, Any]] = Field(description="The chunks it returned: chunk_id, document_id, score, ...")
+    children: list[TraceNode]
+
+
+class TreeConfig(BaseModel):
+    """A tree (or component) config: ``{component, params}``, params nested as the component's schema says."""
+
+    model_config = ConfigDict(extra="allow")
+    component: str = Field(description="A registered component's name (GET /components).")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class DisplayText(BaseModel):
+    name: str
+    description: str
+
+
+class ComponentMeta(BaseModel):
+    """One registered component as the web page's forms read it (frontend_meta/<Name>.json)."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+    component: str
+    kind: str = Field(description="retriever, chunker, embedding, llm, credential, ...")
+    display: dict[str, DisplayText] = Field(description="Name and description by language (en, es).")
+    icon: str | None = None
+    category: str | None = None
+    representation: dict[str, str] | None = None
+    nested_fields: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(description="Each parameter's UI metadata, by name.")
+
+
+class Preset(BaseModel):
+    name: str
+    config: TreeConfig
+
+
+class ComponentSchema(BaseModel):
+    """A component's JSON Schema (Draft 2020-12) document, as ``dashrag schema NAME`` prints it."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    schema_: str | None = Field(None, alias="$schema")
+    id_: str | None = Field(None, alias="$id")
+    title: str | None = None
+    type: str | None = None
+
+
 class RetrieveResponse(BaseModel):
     context_chunks: list[ContextChunk]
     citations: list[str]
@@ -52,7 +108,7 @@ class RetrieveResponse(BaseModel):
     empty_reason: str | None = Field(None, description=(
         "Why context_chunks is empty (no chunk found, or which gate dropped them all, with the best score); "
         "null when a chunk is kept."))
-    trace: dict[str, Any] | None = None
+    trace: TraceNode | None = None
 
 
 class Health(BaseModel):
@@ -115,6 +171,23 @@ class JobStatus(BaseModel):
     elapsed_s: float = Field(description="Seconds since the job was accepted (until it ended).")
     stage_eta_s: float | None = Field(description="The stage's remaining seconds at its pace so far; null until "
                                                   "its counter moved, or when it is not counted.")
+    counts: dict[str, int] | None = Field(None, description=(
+        "A finished document update: how many documents were added, replaced, skipped and removed."))
+
+
+class DocumentIn(BaseModel):
+    """A document to add to a saved tree; an id already in the tree replaces it (or is skipped if identical)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1, max_length=512, pattern=NOT_BLANK, description="The document's id.")
+    text: str = Field(description="The document's text.")
+    title: str = ""
+    metadata: dict[str, str | list[str]] = Field(default_factory=dict, description="Categories: name -> value(s).")
+
+
+class AddDocumentsRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    documents: list[DocumentIn] = Field(min_length=1, description="The documents to add or replace.")
 
 
 class TreeQuery(BaseModel):
@@ -135,7 +208,7 @@ class QueryChunk(BaseModel):
 
 class TreeQueryResponse(BaseModel):
     chunks: list[QueryChunk]
-    trace: dict[str, Any] | None
+    trace: TraceNode | None
     elapsed_ms: float
 
 

@@ -24,7 +24,7 @@ from dashrag.errors import DashragError
 from dashrag.service import citations as cite
 from dashrag.service import complexity, gates, packing
 from dashrag.service.collections import Collection, CollectionRegistry, RetrievedChunk
-from dashrag.service.models import ContextChunk, RetrieveRequest, RetrieveResponse
+from dashrag.service.models import ContextChunk, RetrieveRequest, RetrieveResponse, TraceNode
 from dashrag.service.rerank import TextReranker
 from dashrag.service.rewrite import QueryRewriter, RewriteOutcome
 
@@ -141,7 +141,8 @@ class RetrievePipeline:
         step_ms["total"] = ms_since(started)
         trace = step_node("retrieve", request.query, step_ms["total"], kept, nodes) if request.trace else None
         response = RetrieveResponse(context_chunks=kept, citations=sources, low_confidence=cite.low_confidence(kept),
-                                    reranker=self.reranker_name, trace=trace,
+                                    reranker=self.reranker_name,
+                                    trace=None if trace is None else TraceNode.model_validate(trace),
                                     empty_reason=None if kept else self._empty_reason(merged, reranked, confident))
         return PipelineResult(response, step_ms)
 

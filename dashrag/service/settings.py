@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from dashrag.errors import ConfigError
 from dashrag.llm.credential import ENV_VAR_PATTERN
+from dashrag.service.trust import parse_allowed_endpoint
 
 ComponentConfig = dict[str, Any]
 
@@ -47,12 +48,23 @@ class ServiceSettings(BaseSettings):
     reranker_api_key_var: str = Field("RAG_RERANKER_API_KEY", pattern=ENV_VAR_PATTERN)
     reranker_timeout: float = Field(10.0, gt=0)
     reranker: ComponentConfig | None = Field(None, description="A reranker component config (HttpReranker, ...).")
-    cors_origins: list[str] = Field(default_factory=lambda: ["*"])
+    cors_origins: list[str] = Field(default_factory=lambda: ["*"], description=(
+        "Origins whose pages may read the answers (CORS). Routes that change state (POST /trees, reload, "
+        "delete) answer a browser only from the service's own page or an origin listed here by name, never '*'."))
+    allow_credentials: list[Annotated[str, Field(pattern=ENV_VAR_PATTERN)]] = Field(default_factory=list, description=(
+        "Environment variables a config sent over HTTP may name as a credential (--allow-credential); none by "
+        "default."))
+    allow_endpoints: list[str] = Field(default_factory=list, description=(
+        "URL prefixes a config sent over HTTP may send requests to (--allow-endpoint); none by default."))
     auth_token_var: str | None = Field(None, pattern=ENV_VAR_PATTERN,
                                        description="Name of the env variable holding the bearer token; unset: no auth.")
     max_request_bytes: int = Field(1 << 20, ge=1024, description="Largest JSON request body.")
     max_upload_bytes: int = Field(200 << 20, ge=1024, description="Largest multipart upload (POST /trees).")
     build_workers: int = Field(1, ge=1, description="Tree builds running at once.")
+    max_pending_builds: int = Field(4, ge=1, description=(
+        "Tree builds queued or running at once; POST /trees answers 429 beyond it."))
+    build_timeout_s: float | None = Field(3600.0, gt=0, description=(
+        "Seconds a build may run; it stops at its next progress report after that (None: no limit)."))
     blas_threads: int = Field(1, ge=0, description=(
         "Threads of numpy's BLAS (vector products) in `dashrag serve`; 0: the library's own, one per core."))
     qdrant: str | None = Field(None, description=(
@@ -64,6 +76,11 @@ class ServiceSettings(BaseSettings):
     qdrant_collections: list[str] | None = Field(None, description=(
         "Which Qdrant collections to serve (default: every one, listed when the service starts)."))
     log_level: str = "INFO"
+
+    @field_validator("allow_endpoints")
+    @classmethod
+    def _endpoints_are_urls(cls, urls: list[str]) -> list[str]:
+        return [parse_allowed_endpoint(url) for url in urls]
 
     def budgets(self) -> dict[str, int]:
         return {"simple": self.budget_simple, "medium": self.budget_medium, "complex": self.budget_complex}

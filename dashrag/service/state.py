@@ -48,7 +48,8 @@ def build_service(settings: ServiceSettings) -> Service:
         rewriter_from_settings(s.llm, s.llm_model, s.llm_api_base, s.llm_api_key_var, s.llm_timeout),
         reranker_from_settings(s.reranker, s.reranker_url, s.reranker_api_key_var, s.reranker_timeout), executor)
     components = [{"name": name, **frontend_meta(cls)} for name, cls in all_components()]
-    jobs = BuildJobs(registry, s.build_workers, s.cache_dir)
+    jobs = BuildJobs(registry, s.build_workers, s.cache_dir, max_pending=s.max_pending_builds,
+                     timeout_s=s.build_timeout_s)
     return Service(settings, registry, pipeline, jobs, executor, components, qdrant)
 
 

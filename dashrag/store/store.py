@@ -28,16 +28,17 @@ from dashrag.documents.model import Chunk, SourceDocument
 from dashrag.errors import PersistenceError, excerpt
 from dashrag.store.models import Base, ChunkRow, DocumentRow, RetrieverRecord, StoreInfo
 from dashrag.store.sqlite_reader import sqlite_url
+from dashrag.urls import hide_url_secrets
 
 __all__ = ["Store", "sqlite_url"]
 
 
 def display_url(url: str) -> str:
-    """``url`` with any password hidden: safe for messages, logs and manifests."""
+    """``url`` with any password hidden (``user:***@``, ``?password=***``): safe for messages, logs and manifests."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return f"<unparsable store URL {excerpt(url.split('@')[-1])}>"
+        return hide_url_secrets(make_url(url).render_as_string(hide_password=True))
+    except (ArgumentError, ValueError):
+        return f"<unparsable store URL {excerpt(hide_url_secrets(url))}>"
 
 
 def read_only_url(url: str) -> str:
@@ -98,6 +99,15 @@ class Store:
             session.execute(insert(ChunkRow), chunk_rows)
             session.add(StoreInfo(key="fingerprint", value=fingerprint))
 
+    def copy_retriever_records(self, source: Store, fingerprint: str) -> None:
+        """The retriever records of ``source``, recorded here for the corpus ``fingerprint`` (an updated tree's
+        new store keeps the records of the store it replaces)."""
+        rows = [{"name": r.name, "config": r.config, "folder": r.folder, "corpus_fingerprint": fingerprint,
+                 "created_at": r.created_at} for r in source.retriever_records()]
+        if rows:
+            with Session(self.engine) as session, session.begin():
+                session.execute(insert(RetrieverRecord), rows)
+
     def read_documents(self) -> list[SourceDocument]:
         with Session(self.engine) as session:
             rows = session.scalars(select(DocumentRow).order_by(DocumentRow.ordinal)).all()
@@ -137,3 +147,33 @@ class Store:
     def retriever_records(self) -> list[RetrieverRecord]:
         with Session(self.engine) as session:
             return list(session.scalars(select(RetrieverRecord).order_by(RetrieverRecord.id)).all())
+
+
+def write_store_file(target: Path, documents: Sequence[SourceDocument], chunks: Iterable[Chunk], fingerprint: str,
+                     records_from: str | None = None) -> str:
+    """A new SQLite store file ``target`` holding this corpus (and the retriever records of the store at
+    ``records_from``), written beside it under a temporary name and renamed in, so ``target`` is whole or
+    absent; returns its URL. An existing ``target`` is the same corpus (its name is the fingerprint's) and kept."""
+    import os
+    import tempfile
+
+    if not target.exists():
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".store-", suffix=".sqlite.tmp")
+        os.close(fd)
+        try:
+            store = Store(sqlite_url(Path(tmp)))
+            try:
+                store.write_corpus(documents, chunks, fingerprint)
+                if records_from is not None:
+                    source = Store(read_only_url(records_from), read_only=True)
+                    try:
+                        store.copy_retriever_records(source, fingerprint)
+                    finally:
+                        source.close()
+            finally:
+                store.close()
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    return sqlite_url(target)

@@ -165,7 +165,7 @@ def _documents(prefix: str, output: list[Mapping[str, Any]]) -> dict[str, Any]:
 
 def _llm_span(node: Mapping[str, Any], call: Mapping[str, Any], start: int, parent: otel_context.Context) -> int:
     assert _tracer is not None
-    llm = _llm_params(node.get("params") or {})
+    llm = node["selection"].get("llm") or {}
     end = start + int(float(call.get("latency_ms", 0.0)) * 1e6)
     usage = call.get("usage") or {}
     attributes: dict[str, Any] = {SpanAttributes.OPENINFERENCE_SPAN_KIND: OpenInferenceSpanKindValues.LLM.value,
@@ -183,14 +183,6 @@ def _llm_span(node: Mapping[str, Any], call: Mapping[str, Any], start: int, pare
                               attributes=attributes)
     span.end(end_time=end)
     return end
-
-
-def _llm_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The first LLM sub-component in a node's params: ``{"component", "model"}`` (empty if none)."""
-    for value in params.values():
-        if isinstance(value, Mapping) and isinstance(value.get("params"), Mapping) and "model" in value["params"]:
-            return {"component": value.get("component"), "model": value["params"]["model"]}
-    return {}
 
 
 @contextmanager

@@ -30,15 +30,19 @@ from pydantic import Field
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams, Rule, less_or_equal
-from dashrag.core.persistence import atomic_write_json, load_json
+from dashrag.core.persistence import atomic_write_json, load_json, load_sparse, save_sparse
 from dashrag.core.registry import register
 from dashrag.errors import PersistenceError, RetrievalError
 
 if TYPE_CHECKING:
     from sklearn.feature_extraction.text import CountVectorizer
 
+    from dashrag.documents.changes import CorpusChange
+
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 STOP_WORDS_FILE = "stop_words.json"
+COUNTS = "counts"  # the chunks' term counts (docs/updating.md), as counts.{data,indices,indptr,shape}.npy
+COUNTS_SHAPE = f"{COUNTS}.shape.npy"
 
 
 def english_stop_words() -> frozenset[str]:
@@ -59,14 +63,15 @@ def _fractions_in_order(params: BagOfWordsParams) -> str | None:
 class BagOfWordsParams(ComponentParams):
     analyzer: Literal["word", "char", "char_wb"] = Field("word", description="Count words, or character n-grams.")
     lowercase: bool = Field(True, description="Lower-case text before counting.")
-    ngram_min: int = Field(1, ge=1, description="Smallest n-gram length.")
-    ngram_max: int = Field(1, ge=1, description="Largest n-gram length.")
+    ngram_min: int = Field(1, ge=1, le=10, description="Smallest n-gram length.")
+    ngram_max: int = Field(1, ge=1, le=10, description="Largest n-gram length.")
     stop_words: Literal["english"] | list[str] | None = Field(None, description=(
         "Remove these stop words: 'english' (scikit-learn's list) or a list of words, as given (None: keep all)."))
     strip_accents: Literal["ascii", "unicode"] | None = Field(None, description="Remove accents before counting.")
     min_df: float = Field(0.0, ge=0, description="Drop terms in fewer documents: a fraction if <= 1, else a count.")
     max_df: float = Field(1.0, gt=0, description="Drop terms in more documents: a fraction if <= 1, else a count.")
-    max_features: int | None = Field(None, ge=1, description="Keep only the most frequent terms (None: all).")
+    max_features: int | None = Field(None, ge=1, le=10_000_000, description=(
+        "Keep only the most frequent terms (None: all)."))
     stemmer: str | None = Field(None, description="Snowball stemmer language (e.g. 'english'); None: no stemming.")
     custom_stop_words: list[str] | None = Field(None, description=(
         "More words to remove, on top of stop_words (compared after lower-casing when lowercase is on)."))
@@ -141,6 +146,8 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         self._vectorizer: CountVectorizer | None = None  # scikit-learn's, built when needed
         self._steps: WordSteps | None = None
         self._analyze: Callable[[str], list[str]] | None = None
+        self._counts: sp.csr_matrix | None = None  # the chunks' term counts, kept so an update counts only new ones
+        self._saved_in: Path | None = None  # where the counts of a loaded tree can be read when an update needs them
 
     def _validate_stemmer(self) -> None:
         if self.params.stemmer:
@@ -244,7 +251,55 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         except ValueError as exc:  # e.g. every term pruned by min_df/max_df
             raise RetrievalError(f"{self.component_name}: cannot build a vocabulary ({exc})") from None
         self._vectorizer, self._vocabulary, self._analyze = vectorizer, dict(vectorizer.vocabulary_), None
+        self._counts = counts
         return counts
+
+    # -- living trees (docs/updating.md) ---------------------------------------------
+    def prunes_nothing(self) -> bool:
+        """Whether the vocabulary is exactly the terms that occur: then an update can count only the new
+        chunks. With document-frequency cut-offs or a feature cap it depends on the whole corpus (refit)."""
+        p = self.params
+        return p.min_df == 0 and p.max_df == 1.0 and p.max_features is None
+
+    def current_counts(self) -> sp.csr_matrix | None:
+        """The term counts of the current chunks after an update (None: the vectorizer must be refit)."""
+        return self._counts
+
+    def _update(self, change: CorpusChange) -> None:
+        """Counts of the kept chunks as they are, of the new chunks by analysis; the vocabulary becomes the
+        terms that still occur, in scikit-learn's column order (sorted), as a fit on the new chunks makes it."""
+        if not self.prunes_nothing():
+            self._counts = None
+            return
+        old = self._old_counts(change)
+        vocabulary = dict(self._fitted_vocabulary())
+        analyze = self._text_analyzer()
+        new_terms = [analyze(text) for text in change.added_texts]
+        for term in sorted({t for terms in new_terms for t in terms} - vocabulary.keys()):
+            vocabulary[term] = len(vocabulary)
+        rows = [Counter(vocabulary[t] for t in terms) for terms in new_terms]
+        added = sp.csr_matrix((np.array([n for r in rows for n in r.values()], dtype=np.float32),
+                               np.array([c for r in rows for c in r], dtype=np.int64),
+                               np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)),
+                              shape=(len(rows), len(vocabulary)))
+        kept = old[change.kept_rows]
+        kept.resize((kept.shape[0], len(vocabulary)))
+        counts = sp.vstack([kept, added], format="csr")
+        occurring = np.bincount(counts.indices, minlength=len(vocabulary)) > 0
+        terms = sorted(t for t, column in vocabulary.items() if occurring[column])
+        counts = counts[:, [vocabulary[t] for t in terms]].tocsr()
+        counts.sort_indices()
+        self._vocabulary = {t: i for i, t in enumerate(terms)}
+        self._counts, self._vectorizer, self._analyze = counts, None, None
+
+    def _old_counts(self, change: CorpusChange) -> sp.csr_matrix:
+        """The counts before the change: kept, saved, or (a folder saved before they were) counted again
+        from the old chunks, every term of which is in the vocabulary."""
+        if self._counts is None and self._saved_in is not None and (self._saved_in / COUNTS_SHAPE).is_file():
+            self._counts = load_sparse(self._saved_in, COUNTS)
+        if self._counts is None or self._counts.shape != (len(change.old), len(self._fitted_vocabulary())):
+            self._counts = self.transform(change.old.texts)
+        return self._counts
 
     def _text_analyzer(self) -> Callable[[str], list[str]]:
         if self._analyze is None:
@@ -308,6 +363,10 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
     def _save(self, folder: Path) -> None:
         atomic_write_json(folder / "vocabulary.json", self.vocabulary)
         atomic_write_json(folder / STOP_WORDS_FILE, sorted(self._stop_set()))
+        if self._counts is None and self._saved_in is not None and (self._saved_in / COUNTS_SHAPE).is_file():
+            self._counts = load_sparse(self._saved_in, COUNTS)  # a loaded tree saved again keeps its counts
+        if self._counts is not None:
+            save_sparse(folder, COUNTS, self._counts)
 
     def _load(self, folder: Path) -> None:
         terms = load_json(folder / "vocabulary.json")
@@ -321,3 +380,4 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
             stop_words = frozenset(stop_words)
         self._vocabulary = {t: i for i, t in enumerate(terms)}
         self._stop_words, self._vectorizer, self._steps, self._analyze = stop_words, None, None, None
+        self._counts, self._saved_in = None, folder  # the counts are read only when an update needs them

@@ -12,12 +12,13 @@ from fastapi import APIRouter
 
 from dashrag.core.config_json import read_config_file
 from dashrag.presets import preset_names, preset_path
+from dashrag.service.models import Preset
 from dashrag.service.routes import errors
 
 router = APIRouter()  # create_app adds the bearer-token check when the service has one
 
 
-@router.get("/presets", response_model=list[dict[str, Any]], responses=errors(401))
+@router.get("/presets", response_model=list[Preset], response_model_exclude_unset=True, responses=errors(401))
 def presets() -> list[dict[str, Any]]:
     """``[{"name", "config"}]`` for every preset in components/, by name."""
     found = ((name, preset_path(name)) for name in preset_names())

@@ -50,7 +50,8 @@ def resolves(path: str) -> bool:
         module, _, name = path.rpartition(".")
         source = base / f"{module}.py"
         if module and name.isidentifier() and source.is_file():
-            return re.search(rf"^\s*(?:def|class)\s+{name}\b|^{name}\s*[:=]", source.read_text("utf-8"), re.M) is not None
+            declared = rf"^\s*(?:def|class)\s+{name}\b|^{name}\s*[:=]"
+            return re.search(declared, source.read_text("utf-8"), re.M) is not None
     return False
 
 

@@ -18,7 +18,8 @@ def semantic(batch_size: int) -> dict:
 
 
 def statuses(client, job_id: str, timeout: float = 300) -> list[dict]:
-    seen, deadline = [], time.monotonic() + timeout
+    seen: list[dict] = []
+    deadline = time.monotonic() + timeout
     while not seen or seen[-1]["status"] in ("queued", "running"):
         assert time.monotonic() < deadline, seen[-1:]
         seen.append(client.get(f"/jobs/{job_id}").json())
@@ -65,8 +66,10 @@ def test_cancelling_an_unknown_job_is_404(client):
 def test_a_failed_build_names_its_stage_and_the_error(trees_copy, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the agentic preset's credential
     agentic = json.loads((REPO / "components" / "agentic.json").read_text())
-    with make_client(trees_dir=trees_copy, data_root=REPO / "examples") as client:
+    agentic["params"]["llm_model"]["params"]["api_base"] = "http://127.0.0.1:9/v1"  # nothing listens there
+    allowed = {"allow_credentials": ["OPENAI_API_KEY"], "allow_endpoints": ["http://127.0.0.1:9/v1"]}
+    with make_client(trees_dir=trees_copy, data_root=REPO / "examples", **allowed) as client:
         job = client.post("/trees", json={"name": "bad", "config": agentic, "corpus_path": "corpus"}).json()
         last = statuses(client, job["job_id"])[-1]
-    assert last["status"] == "failed" and "OPENAI_API_KEY" in last["error"], last
+    assert last["status"] == "failed" and "127.0.0.1:9" in last["error"], last
     assert last["message"] == f"build failed during {last['stage']}" and last["stage"]

@@ -27,6 +27,7 @@ import httpx
 import pytest
 
 from tests.conftest import REPO
+from tests.llm.openai_server import ScriptedOpenAIServer
 
 CHROMIUM = Path(os.environ.get("DASHRAG_CHROMIUM", "/usr/bin/chromium"))
 PRESETS = REPO / "components"
@@ -94,10 +95,20 @@ def headless_chromium() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory) -> Iterator[Server]:
+def web_llm() -> Iterator[ScriptedOpenAIServer]:
+    """The scripted LLM that the page's trees may call: started before the server, which allows its endpoint
+    and its key's variable to configs sent over HTTP (docs/security.md: none are allowed by default)."""
+    with ScriptedOpenAIServer() as llm:
+        yield llm
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory, web_llm) -> Iterator[Server]:
     """The real server over a temporary --trees folder, the examples as its data root."""
     trees = tmp_path_factory.mktemp("trees")
-    with serving(trees) as url:
+    allowed = {"RAG_ALLOW_ENDPOINTS": json.dumps([web_llm.api_base]),
+               "RAG_ALLOW_CREDENTIALS": json.dumps([LLM_KEY_VAR])}
+    with serving(trees, env=allowed) as url:
         yield Server(url, trees)
 
 

@@ -14,7 +14,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from dashrag.core.validation import validate_and_transform
 from dashrag.service.calibration import PROBE_COUNT
-from tests.llm.openai_server import ScriptedOpenAIServer, malformed_json, select
+from tests.llm.openai_server import malformed_json, select
 from tests.web.conftest import LLM_KEY_VAR, build_tree, preset
 
 SERVER_SAYS_VALID = {"valid": True, "errors": []}
@@ -209,22 +209,24 @@ def test_a_tree_can_be_started_from_the_keyboard_alone(page):
     assert page.locator("dialog[open]").count() == 0
 
 
-def test_the_trace_of_the_llm_reranker_shows_every_attempt_and_its_verdict(page, server):
+def test_the_trace_of_the_llm_reranker_shows_every_attempt_and_its_verdict(page, server, web_llm):
     # loading a saved tree calibrates its scores with probe queries (dashrag/service/calibration.py): at most
     # one call each
-    with ScriptedOpenAIServer([select(1, 2)] * PROBE_COUNT) as llm:
-        build_tree(server.url, "agentic-web", {"component": "AgenticRerankerRetriever", "params": {
-            "k1": 4, "top_k": 2, "children": [{"component": "BM25Retriever", "params": {"top_k": 4}}],
-            "llm_model": {"component": "LiteLLMModel", "params": {
-                "model": "openai/test-model", "api_base": llm.api_base, "timeout": 5.0,
-                "credential": {"component": "EnvCredential", "params": {"var": LLM_KEY_VAR}}}}}})
-        llm.clear()
-        llm.script(malformed_json(), select(2, 1))  # the page's query: one invalid answer, then a valid one
-        page.get_by_role("button", name="Query saved trees").click()
-        page.locator(".query-form select").first.select_option("agentic-web")
-        page.get_by_label("Query", exact=True).fill("the ranking of documents for a query")
-        page.get_by_role("button", name="Search").click()
-        page.locator(".results > li").first.wait_for()
+    llm = web_llm
+    llm.clear()
+    llm.script(*[select(1, 2)] * PROBE_COUNT)
+    build_tree(server.url, "agentic-web", {"component": "AgenticRerankerRetriever", "params": {
+        "k1": 4, "top_k": 2, "children": [{"component": "BM25Retriever", "params": {"top_k": 4}}],
+        "llm_model": {"component": "LiteLLMModel", "params": {
+            "model": "openai/test-model", "api_base": llm.api_base, "timeout": 5.0,
+            "credential": {"component": "EnvCredential", "params": {"var": LLM_KEY_VAR}}}}}})
+    llm.clear()
+    llm.script(malformed_json(), select(2, 1))  # the page's query: one invalid answer, then a valid one
+    page.get_by_role("button", name="Query saved trees").click()
+    page.locator(".query-form select").first.select_option("agentic-web")
+    page.get_by_label("Query", exact=True).fill("the ranking of documents for a query")
+    page.get_by_role("button", name="Search").click()
+    page.locator(".results > li").first.wait_for()
     attempts = page.locator(".trace .attempts tbody tr")
     assert attempts.count() == 2
     assert attempts.nth(0).get_attribute("class") == "rejected" and "✗" in attempts.nth(0).inner_text()

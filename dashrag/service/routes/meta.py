@@ -9,12 +9,13 @@ from fastapi import APIRouter, HTTPException, Request
 from dashrag.core.registry import get_component
 from dashrag.core.schema import component_schema
 from dashrag.errors import UnknownComponentError
-from dashrag.service.models import Health
+from dashrag.service.json_body import StrictJSONRoute
+from dashrag.service.models import ComponentMeta, ComponentSchema, Health
 from dashrag.service.routes import errors
 from dashrag.service.state import service_of
 
-open_router = APIRouter()
-router = APIRouter()
+open_router = APIRouter(route_class=StrictJSONRoute)
+router = APIRouter(route_class=StrictJSONRoute)
 
 
 @open_router.get("/health", response_model=Health)
@@ -23,13 +24,15 @@ def health() -> Health:
     return Health()
 
 
-@router.get("/components", response_model=list[dict[str, Any]], responses=errors(401, 503))
+@router.get("/components", response_model=list[ComponentMeta], response_model_exclude_unset=True,
+            responses=errors(401, 503))
 def components(request: Request) -> list[dict[str, Any]]:
     """Every registered component's frontend metadata (as frontend_meta/<Name>.json) plus its ``name``."""
     return service_of(request).components
 
 
-@router.get("/schemas/{component}", response_model=dict[str, Any], responses=errors(401, 404, 503))
+@router.get("/schemas/{component}", response_model=ComponentSchema, response_model_exclude_unset=True,
+            responses=errors(401, 404, 503))
 def schema(component: str) -> dict[str, Any]:
     """One component's JSON Schema (as schemas/<Name>.json)."""
     try:

@@ -12,11 +12,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from dashrag import telemetry
+from dashrag.service.json_body import StrictJSONRoute
 from dashrag.service.models import RetrieveRequest, RetrieveResponse
 from dashrag.service.routes import errors, invalid
 from dashrag.service.state import service_of
 
-router = APIRouter()
+router = APIRouter(route_class=StrictJSONRoute)
 
 SERVER_TIMING = {"description": "Each pipeline step's wall time in ms, in the order the steps ran "
                                 "(W3C Server Timing: `search;dur=8.312, ..., total;dur=8.9`).",

@@ -14,18 +14,21 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
+from dashrag.core.config_json import strict_loads
 from dashrag.core.factory import build_as
 from dashrag.core.retriever import Retriever
-from dashrag.core.validation import validate_and_transform
 from dashrag.errors import ConfigError, DashragError
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
-from dashrag.service.jobs import NameTaken
+from dashrag.service.jobs import NameTaken, TooManyBuilds
+from dashrag.service.json_body import StrictJSONRoute
 from dashrag.service.models import (
     BuildRequest,
     ConfigProblem,
     JobAccepted,
     JobStatus,
     QueryChunk,
+    TraceNode,
+    TreeConfig,
     TreeInfo,
     TreeQuery,
     TreeQueryResponse,
@@ -34,8 +37,9 @@ from dashrag.service.models import (
 from dashrag.service.pipeline import StepFailure, safe_message
 from dashrag.service.routes import errors, invalid
 from dashrag.service.state import Service, service_of
+from dashrag.service.trust import client_policy, validate_client_config
 
-router = APIRouter()
+router = APIRouter(route_class=StrictJSONRoute)
 
 UPLOAD_SUFFIXES = (".jsonl", ".jsonl.gz", ".txt", ".md")
 MULTIPART_SCHEMA = {
@@ -73,24 +77,35 @@ def list_trees(request: Request) -> list[dict[str, Any]]:
 
 
 @router.post("/trees/validate", response_model=Validation, responses={**errors(401, 413, 503),
-             **invalid("The body is not JSON.")})
-def validate_tree(config: Any = Body(..., description="A tree config {component, params}.")) -> Validation:
-    """Every problem of a tree config with its JSON path, as the CLI reports them (200 either way)."""
+             **invalid("The body is not a JSON object {component: string, params: object}.")})
+def validate_tree(request: Request,
+                  config: TreeConfig = Body(..., description="A tree config {component, params}.")) -> Validation:
+    """Every problem of a tree config with its JSON path, as the CLI reports them, and what the service
+    does not allow a client's config to reach (credentials, endpoints, paths: docs/security.md); 200 either
+    way, once the body has the shape of a config."""
     try:
-        validate_and_transform(config, "retriever")
+        validate_client_config(config.model_dump(exclude_unset=True), "retriever", service_of(request).settings)
     except ConfigError as exc:
         return Validation(valid=False, errors=[ConfigProblem(path=i.path, message=i.message) for i in exc.issues])
     return Validation(valid=True, errors=[])
 
 
-@router.post("/trees", status_code=202, response_model=JobAccepted,
-             responses={**errors(401, 409, 413, 503), **invalid("An invalid name, config, chunker or corpus.")},
-             openapi_extra={"requestBody": {"required": True, "content": {
-                 "application/json": {"schema": BuildRequest.model_json_schema()},
+# One operation per body type: a generator (openapi-python-client) given one operation with both a JSON
+# and a multipart body sends the multipart one with a fixed boundary the server cannot parse. POST /trees
+# still accepts the multipart body too (the web page posts its uploads there).
+BUILD_RESPONSES = {**errors(401, 403, 409, 413, 429, 503), **invalid("An invalid name, config, chunker or corpus.")}
+
+
+@router.post("/trees/upload", status_code=202, response_model=JobAccepted, responses=BUILD_RESPONSES,
+             name="build_tree_from_upload", openapi_extra={"requestBody": {"required": True, "content": {
                  "multipart/form-data": {"schema": MULTIPART_SCHEMA}}}})
+@router.post("/trees", status_code=202, response_model=JobAccepted, responses=BUILD_RESPONSES,
+             openapi_extra={"requestBody": {"required": True, "content": {
+                 "application/json": {"schema": BuildRequest.model_json_schema()}}}})
 async def build_tree(request: Request) -> JobAccepted:
     """Build a tree from a config over a corpus (a path under the data root, or uploaded files) as a job;
-    the finished tree is saved under the trees folder atomically and served at once."""
+    the finished tree is saved under the trees folder atomically and served at once. ``POST /trees`` takes
+    the JSON body (a corpus under the data root) and also the multipart one of ``POST /trees/upload``."""
     service = service_of(request)
     if service.settings.trees_dir is None:
         raise HTTPException(503, "build: the service has no trees folder (--trees)")
@@ -105,7 +120,9 @@ async def build_tree(request: Request) -> JobAccepted:
         corpus = _corpus_under_root(service, body.corpus_path)
     try:
         root = build_as(body.config, Retriever, "retriever")  # the one validation of this build
-        chunker = validate_and_transform(body.chunker, "chunker") if body.chunker is not None else None
+        client_policy(service.settings).check(root.to_config())  # what it reaches (docs/security.md)
+        chunker = validate_client_config(body.chunker, "chunker", service.settings) if body.chunker is not None \
+            else None
         job = service.jobs.submit(job_id, body.name, root, corpus, chunker, body.overwrite, cleanup)
     except ConfigError as exc:
         _remove(cleanup)
@@ -113,6 +130,9 @@ async def build_tree(request: Request) -> JobAccepted:
     except NameTaken as exc:
         _remove(cleanup)
         raise HTTPException(409, str(exc)) from None
+    except TooManyBuilds as exc:
+        _remove(cleanup)
+        raise HTTPException(429, str(exc), headers={"Retry-After": "10"}) from None
     return JobAccepted(job_id=job.id)
 
 
@@ -122,12 +142,16 @@ def _remove(paths: list[Path]) -> None:
 
 
 def _located(exc: ValidationError) -> RequestValidationError:
-    return RequestValidationError([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)])
+    # a body that is not JSON comes back as its raw bytes, which the 422's JSON cannot hold: named, not echoed
+    return RequestValidationError([{**{k: v for k, v in e.items() if not isinstance(v, bytes)},
+                                    "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)])
 
 
 def _json_body(raw: bytes) -> BuildRequest:
     try:
-        return BuildRequest.model_validate_json(raw or b"null")
+        return BuildRequest.model_validate(strict_loads(raw or b"null", finite=True), strict=True)
+    except json.JSONDecodeError as exc:
+        raise RequestValidationError([{"loc": ["body"], "type": "json_invalid", "msg": f"not JSON: {exc}"}]) from None
     except ValidationError as exc:
         raise _located(exc) from None
 
@@ -153,7 +177,7 @@ async def _multipart(request: Request, service: Service, job_id: str) -> tuple[B
         parsed: dict[str, Any] = {k: v for k, v in fields.items() if k in ("name", "overwrite")}
         for key in ("config", "chunker"):
             if key in fields:
-                parsed[key] = json.loads(str(fields[key]))
+                parsed[key] = strict_loads(str(fields[key]), finite=True)
         files = [f for f in form.getlist("corpus") if isinstance(f, UploadFile)]
         if not files:
             raise ValueError("no corpus files (send one corpus.jsonl or .txt/.md files in the field 'corpus')")
@@ -215,11 +239,11 @@ def query_tree(name: str, body: TreeQuery, request: Request) -> TreeQueryRespons
     except Exception as exc:
         raise StepFailure("query", f"tree {name!r}: {safe_message(exc)}") from exc
     return TreeQueryResponse(chunks=[QueryChunk.model_validate(c.to_json()) for c in chunks],
-                             trace=trace if body.trace else None,
+                             trace=TraceNode.model_validate(trace) if body.trace else None,
                              elapsed_ms=round((time.perf_counter() - started) * 1000, 3))
 
 
-@router.post("/trees/{name}/reload", response_model=TreeInfo, responses=errors(401, 404, 503))
+@router.post("/trees/{name}/reload", response_model=TreeInfo, responses=errors(401, 403, 404, 503))
 def reload_tree(name: str, request: Request) -> dict[str, Any]:
     """Load the tree's folder again (after it was replaced on disk)."""
     service = service_of(request)
@@ -232,7 +256,7 @@ def reload_tree(name: str, request: Request) -> dict[str, Any]:
         raise StepFailure("load", str(exc)) from None
 
 
-@router.delete("/trees/{name}", status_code=204, response_class=Response, responses=errors(401, 404, 503))
+@router.delete("/trees/{name}", status_code=204, response_class=Response, responses=errors(401, 403, 404, 503))
 def delete_tree(name: str, request: Request) -> Response:
     service = service_of(request)
     if service.settings.trees_dir is None or not re.match(NAME_PATTERN, name) \

@@ -1,0 +1,74 @@
+"""``dashrag add`` and ``dashrag remove``: change a saved tree's documents in place (docs/updating.md).
+
+Both call :func:`dashrag.api.update_tree` (the one update path every face shares) and print
+how many documents were added, replaced, skipped and removed; a bad request (an unknown id,
+a folder that holds no saved tree, another chunker) is one ``error:`` line, exit 2, and the
+folder is left as it was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from dashrag.cli.config_files import resolve_component
+from dashrag.cli.console import console, say, user_errors
+from dashrag.documents.changes import UpdateReport
+from dashrag.errors import ConfigError
+
+
+def _say_report(folder: Path, report: UpdateReport) -> None:
+    counts = report.counts()
+    verdict = "updated" if report.changed else "unchanged"
+    say(f"{verdict} {folder}: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+
+
+def _read_ids(path: Path) -> list[str]:
+    """One document id per line (blank lines ignored)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such ids file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def register_update_commands(app: typer.Typer) -> None:
+    @app.command("add")
+    @user_errors
+    def add(
+        tree: Path = typer.Argument(..., help="A folder written by `dashrag index`."),
+        corpus: Path = typer.Option(..., "--corpus", help="Documents to add: a folder, a JSONL file or a BEIR folder."),
+        chunker: str | None = typer.Option(None, help=(
+            "The tree's chunker, a name or JSON (checked against the one it was built with; needed only for "
+            "trees saved before dashrag recorded it).")),
+        follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
+                                             help="Read files that symbolic links in a corpus folder point to."),
+    ) -> None:
+        """Add documents to a saved tree: new ids are added, changed ones replaced, identical ones skipped."""
+        from dashrag.api import update_tree
+        from dashrag.documents.corpus import Corpus
+
+        documents = Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
+        with console.status("updating the tree"):
+            report = update_tree(tree, add=documents, chunker=resolve_component(chunker))
+        _say_report(tree, report)
+
+    @app.command("remove")
+    @user_errors
+    def remove(
+        tree: Path = typer.Argument(..., help="A folder written by `dashrag index`."),
+        ids: list[str] = typer.Argument(None, help="Document ids to remove."),
+        ids_file: Path | None = typer.Option(None, "--ids", help="A file of document ids, one per line."),
+    ) -> None:
+        """Remove documents from a saved tree by id (an unknown id changes nothing)."""
+        from dashrag.api import update_tree
+
+        wanted = list(ids or []) + (_read_ids(ids_file) if ids_file is not None else [])
+        if not wanted:
+            raise ConfigError("name the documents to remove: dashrag remove TREE ID... or --ids FILE")
+        with console.status("updating the tree"):
+            report = update_tree(tree, remove=wanted)
+        _say_report(tree, report)

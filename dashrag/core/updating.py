@@ -1,0 +1,96 @@
+"""Changing a fitted tree's documents in place: add, replace, skip, remove (docs/updating.md).
+
+``update_documents(root, add, remove)`` plans the change (``documents/changes.py``: the
+resulting documents and chunk set, kept chunks first), cuts the new documents with the
+tree's own chunker (recorded when it was built), writes the resulting corpus to a *new*
+store file beside the old one (named by the new fingerprint, so the old tree's store is
+untouched until a save switches the folder to the new one), injects the new
+infrastructure and lets every node bring its state along
+(:meth:`~dashrag.core.component.ConfigObject.apply_change`, children first).
+
+Nothing is written into a saved folder here: ``save`` (or ``dashrag.update``, which
+loads, changes and saves under the folder's save lock) publishes the change atomically.
+A change that fails part-way leaves the in-memory tree unusable (load it again); the
+store file it wrote is removed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+from dashrag.core.component import ConfigObject
+from dashrag.core.factory import build_as
+from dashrag.core.infra import Infra
+from dashrag.documents.changes import UpdateReport, plan_change
+from dashrag.documents.model import Chunk, SourceDocument
+from dashrag.errors import ConfigError, PersistenceError
+from dashrag.store.sqlite_reader import sqlite_path
+
+
+class DocumentChunker(Protocol):
+    def chunk(self, documents: Iterable[SourceDocument]) -> list[Chunk]: ...
+
+    def to_config(self) -> dict[str, Any]: ...
+
+
+def tree_chunker(infra: Infra, chunker: dict[str, Any] | None) -> DocumentChunker:
+    """The chunker that cut the tree's chunks; ``chunker`` (when given) must be the same one."""
+    given = None if chunker is None else cast(DocumentChunker, build_as(chunker, ConfigObject, "chunker"))
+    if infra.chunker is None:
+        if given is None:
+            raise ConfigError("this tree was saved before dashrag recorded its chunker; pass the chunker it was "
+                              "built with (chunker=..., --chunker) to add documents to it")
+        return given
+    recorded = cast(DocumentChunker, build_as(infra.chunker, ConfigObject, "chunker"))
+    if given is not None and given.to_config() != recorded.to_config():
+        raise ConfigError(f"the chunker {json.dumps(given.to_config())} is not the tree's "
+                          f"({json.dumps(recorded.to_config())}); an updated tree cuts every document the way it "
+                          "was built (rebuild to change it)")
+    return recorded
+
+
+def _store_folder(url: str | None) -> Path:
+    path = None if url is None else sqlite_path(url)
+    if path is None:
+        raise PersistenceError("updating a tree needs its store to be an SQLite file (the default store); "
+                               "this tree's store is an external database, which an update cannot switch "
+                               "atomically with the saved folder")
+    return path.parent
+
+
+def update_documents(root: ConfigObject, add: Iterable[SourceDocument] = (), remove: Iterable[str] = (),
+                     chunker: dict[str, Any] | None = None) -> UpdateReport:
+    """Add (or replace, or skip when identical) ``add`` and remove the documents ``remove`` from the fitted
+    tree ``root``; every node's state follows, as if fitted on the resulting documents."""
+    from dashrag.core.saved_tree import store_filename
+    from dashrag.store.store import Store, read_only_url, write_store_file
+
+    infra = root.require_infra()
+    cutter = tree_chunker(infra, chunker)
+    folder = _store_folder(infra.store_url)
+    assert infra.store_url is not None  # _store_folder refuses a tree without a store
+    store = Store(read_only_url(infra.store_url), read_only=True)
+    try:
+        documents = store.read_documents()
+    finally:
+        store.close()
+    change = plan_change(documents, infra.chunks, list(add), [str(i) for i in remove], cutter.chunk)
+    if not change.report.changed:
+        return change.report
+    target = folder / store_filename(change.new.fingerprint)
+    existed = target.exists()
+    url = write_store_file(target, change.documents, change.new.chunks, change.new.fingerprint,
+                           records_from=infra.store_url)
+    try:
+        root.inject_infra(dataclasses.replace(infra, chunks=change.new, store_url=url, documents=None,
+                                              chunker=cutter.to_config()))
+        root.apply_change(change)
+    except BaseException:
+        if not existed:
+            target.unlink(missing_ok=True)
+        raise
+    return change.report

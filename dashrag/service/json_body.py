@@ -1,0 +1,63 @@
+"""What a JSON body may be, and how its problems are told (docs/security.md).
+
+* **Strict JSON** (:class:`StrictJSONRoute`, every router's ``route_class``): ``NaN``,
+  ``Infinity`` and numbers that overflow to infinity are not JSON, and a key given twice in
+  one object is ambiguous; each is a 422 ``json_invalid`` naming what, never a 500 (the 422
+  once echoed the NaN back and could not be serialised) and never a silent last-key-wins.
+* **No echo of large inputs** (:func:`validation_error_body`): FastAPI's 422 repeats each
+  wrong value under ``input``. A value longer than :data:`MAX_ECHO` characters of JSON is
+  replaced by a note of its size, so a 1 MiB body does not come back as 1 MiB of error.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Coroutine
+
+from fastapi import Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+
+from dashrag.core.config_json import strict_loads
+
+MAX_ECHO = 200
+
+
+class StrictJSONRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = strict_loads(await self.body(), finite=True)
+        return self._json
+
+
+class StrictJSONRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def strict(request: Request) -> Response:
+            return await handler(StrictJSONRequest(request.scope, request.receive))
+
+        return strict
+
+
+def _shown(value: Any) -> Any:
+    try:
+        encoded = jsonable_encoder(value)
+        text = json.dumps(encoded, allow_nan=False)
+    except (TypeError, ValueError):
+        return repr(value)[:MAX_ECHO]
+    return encoded if len(text) <= MAX_ECHO else f"<{len(text)} characters, not echoed>"
+
+
+def validation_error_body(exc: RequestValidationError) -> dict[str, Any]:
+    """FastAPI's 422 body with each ``input`` bounded and JSON-safe."""
+    problems = []
+    for error in exc.errors():
+        shown = dict(error)
+        if "input" in shown:
+            shown["input"] = _shown(shown["input"])
+        if "ctx" in shown:
+            shown["ctx"] = {k: _shown(v) for k, v in shown["ctx"].items()}
+        problems.append(shown)
+    return {"detail": jsonable_encoder(problems)}

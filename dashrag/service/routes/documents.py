@@ -1,0 +1,116 @@
+"""A saved tree's documents: add or replace them (a job, like a build), remove one (docs/updating.md).
+
+``POST /trees/{name}/documents`` takes JSON documents or uploaded files (one corpus.jsonl, or
+.txt/.md files) and answers 202 with a job; ``GET /jobs/{id}`` reports it, with the counts of
+documents added, replaced, skipped and removed when done. ``DELETE /trees/{name}/documents/{id}``
+removes one document at once (removing embeds nothing). Either way the folder changes atomically
+and the registry swaps the new tree in: queries are answered by the old tree until then.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
+
+from dashrag.documents.model import SourceDocument, normalise_categories
+from dashrag.errors import ConfigError, DashragError
+from dashrag.service.jobs import NameTaken
+from dashrag.service.json_body import StrictJSONRoute
+from dashrag.service.models import AddDocumentsRequest, JobAccepted
+from dashrag.service.pipeline import StepFailure
+from dashrag.service.routes import errors, invalid
+from dashrag.service.routes.trees import _tree, _upload_name
+from dashrag.service.state import Service, service_of
+
+router = APIRouter(route_class=StrictJSONRoute)
+
+MULTIPART_SCHEMA = {
+    "type": "object", "required": ["corpus"],
+    "properties": {"corpus": {"type": "array", "items": {"type": "string", "format": "binary"},
+                              "description": "One corpus.jsonl, or several .txt/.md files (ids: file names)."}},
+}
+
+
+def _saved_tree(service: Service, name: str) -> Path:
+    if service.settings.trees_dir is None:
+        raise HTTPException(503, "documents: the service has no trees folder (--trees)")
+    _tree(service, name)  # 404 unless the tree is served
+    return service.registry.folder_of(name)
+
+
+def _json_documents(raw: bytes) -> list[SourceDocument]:
+    try:
+        body = AddDocumentsRequest.model_validate_json(raw or b"null")
+    except ValidationError as exc:
+        raise RequestValidationError([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)]) \
+            from None
+    return [SourceDocument(id=d.id, text=d.text, title=d.title, metadata=normalise_categories(d.metadata),
+                           source=f"request document {i + 1}") for i, d in enumerate(body.documents)]
+
+
+async def _uploaded_corpus(request: Request, folder: Path) -> Path:
+    form = await request.form(max_files=10_000)
+    files = [f for f in form.getlist("corpus") if isinstance(f, UploadFile)]
+    if not files:
+        raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error",
+                                       "msg": "no corpus files (send one corpus.jsonl or .txt/.md files in 'corpus')"}])
+    names = [_upload_name(f.filename) for f in files]
+    jsonl = [n for n in names if n.endswith((".jsonl", ".jsonl.gz"))]
+    if jsonl and len(names) > 1:
+        raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error",
+                                       "msg": "send either one corpus.jsonl or several .txt/.md files"}])
+    folder.mkdir(parents=True)
+    for upload, name in zip(files, names):
+        with open(folder / name, "wb") as out:
+            shutil.copyfileobj(upload.file, out)
+    return folder / jsonl[0] if jsonl else folder
+
+
+@router.post("/trees/{name}/documents", status_code=202, response_model=JobAccepted,
+             responses={**errors(401, 404, 409, 413, 503), **invalid("A document without an id or text, or a "
+                                                                     "malformed body or upload.")},
+             openapi_extra={"requestBody": {"required": True, "content": {
+                 "application/json": {"schema": AddDocumentsRequest.model_json_schema()},
+                 "multipart/form-data": {"schema": MULTIPART_SCHEMA}}}})
+async def add_documents(name: str, request: Request) -> JobAccepted:
+    """Add documents to a saved tree as a job: new ids are added, changed ones replaced, identical ones skipped."""
+    service = service_of(request)
+    folder = _saved_tree(service, name)
+    job_id = service.jobs.new_job_id()
+    cleanup: list[Path] = []
+    add: Path | list[SourceDocument]
+    if request.headers.get("content-type", "").startswith("multipart/form-data"):
+        upload = folder.parent / f".upload-{job_id}"
+        cleanup.append(upload)
+        try:
+            add = await _uploaded_corpus(request, upload)
+        except BaseException:
+            shutil.rmtree(upload, ignore_errors=True)
+            raise
+    else:
+        add = _json_documents(await request.body())
+    try:
+        job = service.jobs.submit_update(job_id, name, add, cleanup)
+    except NameTaken as exc:
+        for path in cleanup:
+            shutil.rmtree(path, ignore_errors=True)
+        raise HTTPException(409, str(exc)) from None
+    return JobAccepted(job_id=job.id)
+
+
+@router.delete("/trees/{name}/documents/{document_id:path}", responses=errors(401, 404, 503))
+def remove_document(name: str, document_id: str, request: Request) -> dict[str, int]:
+    """Remove one document from a saved tree now; the counts of what changed (404: no such tree or document)."""
+    service = service_of(request)
+    _saved_tree(service, name)
+    try:
+        return service.jobs.remove_documents(name, [document_id])
+    except ConfigError as exc:
+        raise HTTPException(404, str(exc)) from None
+    except DashragError as exc:
+        raise StepFailure("update", str(exc)) from None

@@ -1,0 +1,136 @@
+"""``dashrag add`` and ``dashrag remove`` as a user meets them: counts on stdout, one-line errors with exit 2 and
+the folder untouched, answers equal to a rebuild's; and SIGKILL at random moments of ``dashrag add`` leaves the
+old or the new tree, never a mix."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import error_line, invoke
+from tests.conftest import EXAMPLE_CORPUS, folder_digest
+
+TFIDF = '{"component": "TFIDFRetriever"}'
+QUERY = "sparse inverted index postings"
+
+
+@pytest.fixture
+def tree(tmp_path) -> Path:
+    out = tmp_path / "tree"
+    result = invoke("index", TFIDF, "--corpus", EXAMPLE_CORPUS, "--out", out)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture
+def more(tmp_path) -> Path:
+    folder = tmp_path / "more"
+    folder.mkdir()
+    (folder / "postings.txt").write_text("An inverted index keeps sparse postings lists per term.\n", encoding="utf-8")
+    shutil.copy(EXAMPLE_CORPUS / "bm25.md", folder / "bm25.md")  # identical: skipped
+    (folder / "chunking.txt").write_text("Chunking, rewritten: split text where the topic changes.\n",
+                                         encoding="utf-8")  # changed: replaced
+    return folder
+
+
+def answers(folder: Path) -> list:
+    result = invoke("query", folder, QUERY, "--json", "--top-k", "8")
+    assert result.exit_code == 0, result.output
+    return [(r["document_id"], r["position"], round(r["score"], 5)) for r in json.loads(result.output)["results"]]
+
+
+def test_add_prints_the_counts_and_answers_as_a_rebuild(tree, more, tmp_path):
+    result = invoke("add", tree, "--corpus", more)
+    assert result.exit_code == 0, result.output
+    assert "1 added, 1 replaced, 1 skipped, 0 removed" in result.output
+    combined = tmp_path / "combined"
+    shutil.copytree(EXAMPLE_CORPUS, combined)
+    shutil.copy(more / "postings.txt", combined)
+    shutil.copy(more / "chunking.txt", combined)
+    rebuilt = tmp_path / "rebuilt"
+    assert invoke("index", TFIDF, "--corpus", combined, "--out", rebuilt).exit_code == 0
+    assert answers(tree)[0][0] == "postings.txt"
+    assert sorted(answers(tree)) == sorted(answers(rebuilt))  # a folder corpus reads in name order: ties aside
+
+
+def test_remove_takes_ids_as_arguments_or_a_file(tree, tmp_path):
+    result = invoke("remove", tree, "bm25.md")
+    assert result.exit_code == 0 and "1 removed" in result.output
+    ids = tmp_path / "ids.txt"
+    ids.write_text("chunking.txt\n\nreranking.md\n", encoding="utf-8")
+    result = invoke("remove", tree, "--ids", ids)
+    assert result.exit_code == 0 and "2 removed" in result.output
+    documents = {d for d, _, _ in answers(tree)}
+    assert not documents & {"bm25.md", "chunking.txt", "reranking.md"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (("remove", "{tree}", "no-such.md"), "unknown document id"),
+    (("remove", "{tree}"), "name the documents to remove"),
+    (("remove", "{tree}", "--ids", "{tmp}/missing.txt"), "no such ids file"),
+    (("add", "{tree}", "--corpus", "{more}", "--chunker", "WholeDocumentChunker"), "is not the tree's"),
+    (("add", "{tmp}/not-a-tree", "--corpus", "{more}"), "no such saved retriever folder"),
+])
+def test_a_bad_request_is_one_error_line_exit_2_and_changes_nothing(tree, more, tmp_path, args, message):
+    before = folder_digest(tree)
+    filled = [a.format(tree=tree, more=more, tmp=tmp_path) for a in args]
+    assert message in error_line(invoke(*filled))
+    assert folder_digest(tree) == before
+    assert not (tmp_path / "not-a-tree").exists()
+
+
+# -- crash safety: SIGKILL at random moments ---------------------------------------------------------
+def _dashrag(*args: object) -> subprocess.Popen:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    return subprocess.Popen([sys.executable, "-m", "dashrag.cli.main", *map(str, args)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+@pytest.mark.slow
+def test_sigkill_at_any_moment_of_add_leaves_the_old_or_the_new_tree(scifact_subset_file, tmp_path):
+    lines = scifact_subset_file.read_text(encoding="utf-8").splitlines()
+    (tmp_path / "base.jsonl").write_text("\n".join(lines[:300]) + "\n", encoding="utf-8")
+    (tmp_path / "more.jsonl").write_text("\n".join(lines[300:]) + "\n", encoding="utf-8")
+    base = tmp_path / "base"
+    assert invoke("index", "keyword", "--corpus", tmp_path / "base.jsonl", "--out", base).exit_code == 0
+    queries = ["cancer cells", "protein expression in mice", "vitamin D"]
+
+    def state(folder: Path) -> list:
+        out = []
+        for q in queries:
+            result = invoke("query", folder, q, "--json", "--top-k", "10")
+            assert result.exit_code == 0, result.output
+            out.append([(r["document_id"], round(r["score"], 5)) for r in json.loads(result.output)["results"]])
+        return out
+
+    old = state(base)
+    complete = tmp_path / "complete"
+    shutil.copytree(base, complete)
+    started = time.monotonic()
+    assert _dashrag("add", complete, "--corpus", tmp_path / "more.jsonl").wait(timeout=300) == 0
+    duration = time.monotonic() - started
+    new = state(complete)
+    assert new != old
+    rng = random.Random(23)
+    for attempt in range(8):
+        victim = tmp_path / f"victim-{attempt}"
+        shutil.copytree(base, victim)
+        process = _dashrag("add", victim, "--corpus", tmp_path / "more.jsonl")
+        time.sleep(rng.uniform(0.0, duration))
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+        now = state(victim)
+        assert now in (old, new), f"attempt {attempt}: a mix of the old and the new tree"
+        # the killed update can be run again, and it completes to the new tree
+        assert _dashrag("add", victim, "--corpus", tmp_path / "more.jsonl").wait(timeout=300) == 0
+        assert state(victim) == new
+        assert len(list(victim.glob("store-*.sqlite"))) == 1  # the killed run's store file is gone
