@@ -98,7 +98,7 @@ def main() -> None:
         "dashrag": [str(Path(sys.executable).with_name("dashrag")), "query", str(dashrag_dir), QUERY, "--json"],
         "bm25s": [sys.executable, str(REPO / "bench" / "peer_bm25s_query.py"), str(bm25s_dir), QUERY],
     }
-    envs = {name: None for name in commands}
+    envs: dict[str, dict[str, str] | None] = {name: None for name in commands}
     if args.baseline:
         commands["baseline"] = [sys.executable, "-m", "dashrag.cli.main", "query", str(dashrag_dir), QUERY, "--json"]
         envs["baseline"] = {**os.environ, "PYTHONPATH": str(args.baseline.resolve())}
