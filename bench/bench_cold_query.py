@@ -64,11 +64,11 @@ def build_bm25s(data: Path, bm25s_dir: Path) -> None:
         index.save(str(bm25s_dir), corpus=[{"id": d.id, "text": t} for d, t in zip(corpus, texts)])
 
 
-def run_once(command: list[str]) -> tuple[float, float, str]:
+def run_once(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MiB, stdout) of one whole process."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, cwd=REPO)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, cwd=REPO, env=env)
         assert process.stdout is not None
         out = process.stdout.read()
         _, status, usage = os.wait4(process.pid, 0)  # this child's own peak RSS (communicate() would reap it)
@@ -86,6 +86,8 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=REPO / ".dashrag-work" / "bench_cold_query")
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--baseline", type=Path, help="also run the query with the dashrag package in this folder "
+                        "first on PYTHONPATH (another checkout's sources: before / after, interleaved)")
     parser.add_argument("--build-bm25s", type=Path, help=argparse.SUPPRESS)  # the child that builds the peer index
     args = parser.parse_args()
     if args.build_bm25s:
@@ -96,32 +98,43 @@ def main() -> None:
         "dashrag": [str(Path(sys.executable).with_name("dashrag")), "query", str(dashrag_dir), QUERY, "--json"],
         "bm25s": [sys.executable, str(REPO / "bench" / "peer_bm25s_query.py"), str(bm25s_dir), QUERY],
     }
+    envs: dict[str, dict[str, str] | None] = {name: None for name in commands}
+    if args.baseline:
+        commands["baseline"] = [sys.executable, "-m", "dashrag.cli.main", "query", str(dashrag_dir), QUERY, "--json"]
+        envs["baseline"] = {**os.environ, "PYTHONPATH": str(args.baseline.resolve())}
     samples: dict[str, dict[str, list[float]]] = {name: {"wall_s": [], "rss_mib": []} for name in commands}
     answers = {}
     for _ in range(2):  # warm the page cache for both, unmeasured
         for name, command in commands.items():
-            answers[name] = json.loads(run_once(command)[2])
+            answers[name] = json.loads(run_once(command, envs[name])[2])
     for i in range(args.runs):
         order = list(commands) if i % 2 == 0 else list(reversed(commands))
         for name in order:
-            wall, rss, _ = run_once(commands[name])
+            wall, rss, _ = run_once(commands[name], envs[name])
             samples[name]["wall_s"].append(wall)
             samples[name]["rss_mib"].append(rss)
     rows = {name: {key: round(statistics.median(values), 3) for key, values in series.items()}
             for name, series in samples.items()}
-    ratios = {"wall": rows["dashrag"]["wall_s"] / rows["bm25s"]["wall_s"],
-              "rss": rows["dashrag"]["rss_mib"] / rows["bm25s"]["rss_mib"]}
+    ratios = {f"{name}_{key}": rows[name][f"{key}_s" if key == "wall" else "rss_mib"]
+              / rows["bm25s"][f"{key}_s" if key == "wall" else "rss_mib"]
+              for name in rows if name != "bm25s" for key in ("wall", "rss")}
     # bm25s removes its own English stop-word list, dashrag scikit-learn's: the lists differ a little
     overlap = len({r["document_id"] for r in answers["dashrag"]["results"]}
                   & {r["document_id"] for r in answers["bm25s"]["results"]})
     print(f"{args.runs} runs each, interleaved; median wall seconds and peak RSS")
     for name, row in rows.items():
         print(f"{name:8} {row['wall_s']:7.3f} s {row['rss_mib']:7.1f} MiB")
-    print(f"dashrag / bm25s: wall {ratios['wall']:.2f}x, peak RSS {ratios['rss']:.2f}x (<1 is better); "
-          f"top-10 documents in common: {overlap}")
+    for name in rows:
+        if name != "bm25s":
+            print(f"{name} / bm25s: wall {ratios[name + '_wall']:.2f}x, peak RSS {ratios[name + '_rss']:.2f}x "
+                  "(<1 is better)")
+    if "baseline" in answers:
+        print(f"dashrag's answer equals the baseline's: {answers['dashrag'] == answers['baseline']}")
+    load = os.getloadavg()
+    print(f"top-10 documents in common with bm25s: {overlap}; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "ratios": ratios, "samples": samples, "top10_overlap": overlap},
-                                        indent=2) + "\n")
+        args.json.write_text(json.dumps({"rows": rows, "ratios": ratios, "samples": samples, "top10_overlap": overlap,
+                                         "load_average": load}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -37,14 +37,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import dashrag  # noqa: E402
-from dashrag.embeddings.minilm_onnx import (  # noqa: E402
-    DIMENSION,
-    _int8_package,
-    length_buckets,
-    mean_pool,
-    minilm_tokenizer,
-    padded,
-)
+from dashrag.embeddings.minilm_onnx import DIMENSION, _int8_package, minilm_tokenizer  # noqa: E402
+from dashrag.embeddings.onnx_batches import length_buckets, mean_pool, padded  # noqa: E402
 from dashrag.embeddings.overflow import unit_rows  # noqa: E402
 from dashrag.evaluation.beir import load_split  # noqa: E402
 from dashrag.evaluation.metrics import evaluate  # noqa: E402

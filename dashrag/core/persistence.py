@@ -160,6 +160,16 @@ def saved_folder_of(node_dir: Path) -> Path:
     return Path(node_dir).parents[2]
 
 
+def file_stat(path: Path) -> list[int]:
+    """What a load compares instead of re-hashing: size, modification and change times (ns), inode.
+
+    Any write through the file system changes the mtime and the ctime (which no tool sets back
+    without moving the system clock), a replaced file has another inode, and a copied folder has
+    other inodes and times: each sends the load back to the full checksum."""
+    stat = Path(path).stat()
+    return [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -315,6 +325,7 @@ def write_saved_folder(
             **manifest_fields,
             "snapshot": snapshot.name,
             "files": files,
+            "file_stats": {rel: file_stat(snapshot / rel) for rel in files},  # the load's fast path
         }
         Manifest.model_validate(manifest)  # the writer follows the reader's schema
         atomic_write_json(folder / MANIFEST_NAME, manifest)
@@ -377,11 +388,24 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return _parse_manifest(folder / MANIFEST_NAME, _manifest_bytes(folder))
 
 
-def verify_snapshot(folder: Path, manifest: dict[str, Any]) -> Path:
-    """Check every recorded state file is present, of its size and checksum; return the snapshot dir."""
+def unchanged_since_save(path: Path, recorded: Any) -> bool:
+    """Whether ``path``'s :func:`file_stat` is the one the save recorded (never, where none was)."""
+    try:
+        return isinstance(recorded, list) and file_stat(path) == recorded
+    except OSError:
+        return False
+
+
+def verify_snapshot(folder: Path, manifest: dict[str, Any], full: bool = False) -> Path:
+    """Check every recorded state file is present, of its size and checksum; return the snapshot dir.
+
+    A file whose size, times and inode are those the save recorded (``file_stats``) is not re-hashed
+    unless ``full``: see :func:`file_stat` for what that still catches (docs/performance.md)."""
     snapshot = Path(folder) / manifest["snapshot"]
     if not snapshot.is_dir():
         raise PersistenceError(f"{snapshot}: snapshot folder named in the manifest is missing")
+    stats = manifest.get("file_stats")
+    stats = stats if isinstance(stats, dict) and not full else {}
     for rel, expected in manifest["files"].items():
         path = snapshot / rel
         try:
@@ -391,6 +415,8 @@ def verify_snapshot(folder: Path, manifest: dict[str, Any]) -> Path:
             if size != expected["bytes"]:
                 raise PersistenceError(f"{path}: state file is {size} bytes, expected {expected['bytes']} "
                                        "(truncated or edited)")
+            if unchanged_since_save(path, stats.get(rel)):
+                continue
             if _sha256(path) != expected["sha256"]:
                 raise PersistenceError(f"{path}: state file checksum differs from the manifest (edited or corrupted)")
         except FileNotFoundError:
@@ -398,7 +424,7 @@ def verify_snapshot(folder: Path, manifest: dict[str, Any]) -> Path:
     return snapshot
 
 
-def read_consistently(folder: Path, read: Callable[[dict[str, Any], Path], T]) -> T:
+def read_consistently(folder: Path, read: Callable[[dict[str, Any], Path], T], full: bool = False) -> T:
     """``read(manifest, snapshot_dir)`` on one complete save, even while other processes save the folder.
 
     A failure is only believed when the manifest did not change meanwhile; if it did,
@@ -412,7 +438,7 @@ def read_consistently(folder: Path, read: Callable[[dict[str, Any], Path], T]) -
             with _readers_lock(folder, exclusive=False):
                 raw = _manifest_bytes(folder)
                 manifest = _parse_manifest(folder / MANIFEST_NAME, raw)
-                return read(manifest, verify_snapshot(folder, manifest))
+                return read(manifest, verify_snapshot(folder, manifest, full))
         except (PersistenceError, OSError) as exc:
             if attempt + 1 < LOAD_ATTEMPTS and _changed(folder, raw):
                 continue

@@ -30,7 +30,14 @@ from typing import Any
 from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
-from dashrag.core.persistence import node_dirname, read_consistently, save_lock, write_saved_folder
+from dashrag.core.persistence import (
+    file_stat,
+    node_dirname,
+    read_consistently,
+    save_lock,
+    unchanged_since_save,
+    write_saved_folder,
+)
 from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError, PersistenceError, excerpt
 from dashrag.store.sqlite_reader import read_chunk_set, sqlite_url
@@ -60,14 +67,14 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
                 shutil.copyfile(source, tmp)
                 os.replace(tmp, target)
             store_ref = target.name  # relative: the folder can be moved
+        in_folder = store_ref is not None and STORE_FILE_PATTERN.fullmatch(store_ref) is not None
+        store_stat = file_stat(folder / store_ref) if in_folder and store_ref else None
 
         def write_nodes(snapshot: Path) -> None:
             for path, node in root.iter_nodes():
                 node_dir = snapshot / "nodes" / node_dirname(path)
                 node_dir.mkdir(parents=True)
                 node.save_state(node_dir)
-
-        in_folder = store_ref is not None and STORE_FILE_PATTERN.fullmatch(store_ref) is not None
 
         def stale(path: Path) -> bool:  # another store file, when the manifest names one in the folder
             return in_folder and path.name != store_ref and STORE_FILE_PATTERN.fullmatch(path.name) is not None
@@ -76,6 +83,7 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
             "config": root.to_config(),
             "corpus_fingerprint": infra.chunks.fingerprint,
             "store": store_ref,
+            "store_stat": store_stat,  # a load that finds the store file unchanged trusts the fingerprint
             "chunker": infra.chunker,
             "saved_at": datetime.now(UTC).isoformat(),
         }, stale)
@@ -103,11 +111,13 @@ def holds_state(node: ConfigObject) -> bool:
     return type(node)._load is not ConfigObject._load
 
 
-def load(folder: str | Path, store_url: str | None = None) -> Retriever:
+def load(folder: str | Path, store_url: str | None = None, *, full_check: bool = False) -> Retriever:
     """Load a saved tree without refitting; refuses a folder whose corpus or format does not match.
 
     Nothing is written, whatever the folder holds: the store is opened read-only, and
     a load running while another process saves the folder gets the old or the new tree.
+    A store file and state files whose size, times and inode are those the save recorded are
+    not re-hashed; ``full_check`` re-hashes everything (docs/performance.md, "Loads check").
     """
     folder = Path(folder)
 
@@ -117,7 +127,10 @@ def load(folder: str | Path, store_url: str | None = None) -> Retriever:
         except ConfigError as exc:
             raise PersistenceError(f"{folder}: the saved config is not valid here: {exc}") from None
         url = store_url if store_url is not None else _store_in_folder(folder, manifest.get("store"))
-        chunk_set = read_chunk_set(url)  # read-only; an SQLite file through sqlite3 (docs/performance.md)
+        unchanged = (store_url is None and not full_check
+                     and unchanged_since_save(folder / manifest["store"], manifest.get("store_stat")))
+        # read-only; an SQLite file through sqlite3 (docs/performance.md)
+        chunk_set = read_chunk_set(url, manifest["corpus_fingerprint"] if unchanged else None)
         if chunk_set.fingerprint != manifest["corpus_fingerprint"]:
             raise PersistenceError(
                 f"{folder}: saved for corpus {manifest['corpus_fingerprint'][:12]}, but the store holds corpus "
@@ -140,4 +153,4 @@ def load(folder: str | Path, store_url: str | None = None) -> Retriever:
             raise
         return root
 
-    return read_consistently(folder, read)
+    return read_consistently(folder, read, full_check)

@@ -20,7 +20,11 @@ from dashrag.errors import CorpusError, UnknownChunkError
 
 
 class ChunkSet:
-    def __init__(self, chunks: Iterable[Chunk]):
+    def __init__(self, chunks: Iterable[Chunk], fingerprint: str | None = None):
+        """``fingerprint``: the set's fingerprint where it is already known (a load that found the store
+        file unchanged since the save that computed it), so it is not re-hashed."""
+        if fingerprint is not None:
+            self.__dict__["fingerprint"] = fingerprint  # the cached_property's own slot
         self.chunks: list[Chunk] = sorted(chunks, key=lambda c: c.id)
         if not self.chunks:
             raise CorpusError("the corpus has no chunks (no document had any text)")

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from dashrag.core.digest import digest
 from dashrag.core.persistence import atomic_write_json, load_array, save_array
@@ -79,6 +78,8 @@ def embed_with_progress(embedding: EmbeddingModel, texts: Sequence[str], descrip
                         on_block: Callable[[int, int], None] | None = None) -> np.ndarray:
     """``embedding.embed_documents`` in blocks, with a tqdm bar when there are many texts, or
     ``on_block(done, total)`` after each block instead (a caller with its own progress display)."""
+    from tqdm.auto import tqdm  # here, not at import: a loaded tree's queries never show a bar
+
     texts = list(texts)
     block = embedding.batch_size * (BLOCK_BATCHES if on_block is None else WATCHED_BLOCK_BATCHES)
     parts = []

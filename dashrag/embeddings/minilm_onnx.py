@@ -17,10 +17,7 @@ Texts longer than ``max_seq_length`` tokens are truncated (no window averaging).
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -28,8 +25,9 @@ from pydantic import Field
 
 from dashrag.core.params import ComponentParams
 from dashrag.core.registry import register
-from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel, ModelUnavailableError
+from dashrag.embeddings.base import EmbeddingModel, ModelUnavailableError
 from dashrag.embeddings.model_source import ModelSource, resolve_model
+from dashrag.embeddings.onnx_batches import mean_pool, run_in_buckets
 from dashrag.embeddings.overflow import unit_rows
 from dashrag.embeddings.sentence_transformer import MINILM
 
@@ -79,7 +77,7 @@ def onnx_session(threads: int) -> Any:
 
 
 def minilm_tokenizer(max_seq_length: int) -> Any:
-    """A ``tokenizers`` tokenizer that truncates to ``max_seq_length`` tokens (batches are padded by :func:`padded`)."""
+    """A ``tokenizers`` tokenizer that truncates to ``max_seq_length`` tokens (``onnx_batches`` pads batches)."""
     with _lock:
         if max_seq_length not in _tokenizers:
             from tokenizers import Tokenizer
@@ -89,29 +87,6 @@ def minilm_tokenizer(max_seq_length: int) -> Any:
             tokenizer.no_padding()
             _tokenizers[max_seq_length] = tokenizer
         return _tokenizers[max_seq_length]
-
-
-def padded(token_ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, attention mask) of a batch, padded with 0 (MiniLM's [PAD]) to its longest text."""
-    ids = np.zeros((len(token_ids), max(len(t) for t in token_ids)), dtype=np.int64)
-    mask = np.zeros_like(ids)
-    for row, tokens in enumerate(token_ids):
-        ids[row, :len(tokens)] = tokens
-        mask[row, :len(tokens)] = 1
-    return ids, mask
-
-
-def length_buckets(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
-    """Batches of text indices with similar token counts (sorted by length, then cut every ``batch_size``),
-    longest first: little padding, and the costliest batches start before the cheap ones."""
-    order = np.argsort(np.asarray(lengths), kind="stable")[::-1]
-    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
-
-
-def mean_pool(token_vectors: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-    """The mean of each text's token vectors over its real (unpadded) tokens."""
-    mask = attention_mask[..., None].astype(np.float32)
-    return (token_vectors * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)
 
 
 class MiniLMOnnxParams(ComponentParams):
@@ -157,23 +132,11 @@ class MiniLMOnnxEmbedding(EmbeddingModel[MiniLMOnnxParams]):
         (bench/bench_embedding.py; docs/performance.md has the figures). Vectors do not
         depend on the batching: a text's vector is the same alone or padded in any batch."""
         encoded = minilm_tokenizer(self.params.max_seq_length).encode_batch(texts)
-        token_ids = [e.ids for e in encoded]
-        workers = 1 if len(texts) <= SMALL_INPUT else (self.params.threads or os.cpu_count() or 1)
         session = onnx_session(1)
-        vectors = np.empty((len(texts), DIMENSION), dtype=np.float32)
 
-        def run(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            ids, mask = padded([token_ids[i] for i in block])
+        def forward(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
             inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            return block, unit_rows(mean_pool(session.run(None, inputs)[0], mask))
+            return unit_rows(mean_pool(session.run(None, inputs)[0], mask))
 
-        buckets = length_buckets([len(t) for t in token_ids], self.params.batch_size)
-        if workers == 1 or len(buckets) == 1:
-            done: Iterator[tuple[np.ndarray, np.ndarray]] = map(run, buckets)
-        else:
-            pool = ThreadPoolExecutor(max_workers=min(workers, len(buckets)), thread_name_prefix="minilm-onnx")
-            done = pool.map(run, buckets)
-            pool.shutdown(wait=False)  # map has queued every bucket; the threads end when they are done
-        for block, block_vectors in done:
-            vectors[block] = block_vectors
-        return vectors
+        return run_in_buckets([e.ids for e in encoded], DIMENSION, self.params.batch_size, self.params.threads,
+                              forward)

@@ -22,9 +22,12 @@ from typing import Any, Iterator, Literal, TypeVar
 import numpy as np
 from pydantic import Field, field_validator
 
+from dashrag.core.digest import digest
 from dashrag.core.params import ComponentParams, ParamKind, kind_field
+from dashrag.core.persistence import atomic_directory
 from dashrag.core.registry import register
 from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel, ModelUnavailableError
+from dashrag.embeddings.cache import CACHE_FOLDER
 from dashrag.embeddings.model_source import (
     OFFLINE_ALTERNATIVES,
     LoadedModels,
@@ -33,12 +36,18 @@ from dashrag.embeddings.model_source import (
     missing_folder_message,
     resolve_model,
 )
+from dashrag.embeddings.onnx_export import copy_export, export_query_encoder
+from dashrag.embeddings.onnx_query_encoder import EXPORT_FORMAT, RECORD_FILE, OnnxQueryEncoder
 from dashrag.embeddings.overflow import average_by_owner, unit_rows, window_spans
+from dashrag.errors import PersistenceError
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 _sentence_transformers = LoadedModels("a sentence-transformers model")
 _encode_locks: dict[int, threading.Lock] = {}
+_export_lock = threading.Lock()  # one export at a time in a process (each takes seconds and a model's lock)
+_exports: dict[str, Path] = {}  # export key -> the cache folder this process exported it into
+EXPORT_CACHE_FOLDER = "query-encoders"  # under the embedding cache: <env_path>/embeddings/query-encoders/<key>/
 
 
 def load_sentence_transformer(source: ModelSource, device: str, max_seq_length: int | None) -> Any:
@@ -114,13 +123,43 @@ def _threads_for(n_texts: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+class TorchEncoder:
+    """Texts through the loaded SentenceTransformer: what a node embeds documents with, and queries
+    when it carries no ONNX query encoder (built in this process, or saved before the export existed)."""
+
+    def __init__(self, model: Any, batch_size: int):
+        self.model = model
+        self.batch_size = batch_size
+
+    def encode(self, texts: list[str], normalize: bool) -> np.ndarray:
+        with _encode_locks[id(self.model)], _threads_for(len(texts)):  # one forward pass at a time per model
+            return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=normalize,
+                                     convert_to_numpy=True, show_progress_bar=False)
+
+    def window_budget(self) -> int:
+        return int(self.model.max_seq_length) - self.model.tokenizer.num_special_tokens_to_add(pair=False)
+
+    def token_offsets(self, texts: list[str]) -> list[list[tuple[int, int]]]:
+        encoded = self.model.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        return list(encoded["offset_mapping"])
+
+
+Encoder = TorchEncoder | OnnxQueryEncoder
+
+
 class SentenceTransformerBacked(EmbeddingModel[P]):
-    """Shared machinery: resolve the model once, load lazily, encode with the overflow strategy."""
+    """Shared machinery: resolve the model once, load lazily, encode with the overflow strategy.
+
+    Saved, the node carries a float32 ONNX export of its model (``onnx_query_encoder``); loaded,
+    it embeds queries with that export on onnxruntime (no torch), documents always with torch.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._source: ModelSource | None = None
         self._model: Any = None
+        self._query_encoder: OnnxQueryEncoder | None = None
+        self._state_folder: Path | None = None
 
     def _resolve(self) -> ModelSource:
         raise NotImplementedError
@@ -137,7 +176,14 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
         return self._model
 
     @property
+    def query_encoder(self) -> OnnxQueryEncoder | None:
+        """The ONNX export queries are embedded with (a node loaded from a folder that holds one), else None."""
+        return self._query_encoder
+
+    @property
     def dimension(self) -> int:
+        if self._query_encoder is not None:
+            return self._query_encoder.dimension
         model = self.model()
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(getter())
@@ -151,29 +197,60 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
             "overflow_strategy": self.params.overflow_strategy,
         }
 
-    def _encode(self, texts: list[str], normalize: bool) -> np.ndarray:
-        model = self.model()
-        with _encode_locks[id(model)], _threads_for(len(texts)):  # one forward pass at a time per shared model
-            return model.encode(texts, batch_size=self.params.batch_size, normalize_embeddings=normalize,
-                                convert_to_numpy=True, show_progress_bar=False)
+    def _encoder(self, is_query: bool) -> Encoder:
+        if is_query and self._query_encoder is not None:
+            return self._query_encoder
+        return TorchEncoder(self.model(), self.params.batch_size)
 
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+        encoder = self._encoder(is_query)
         if self.params.overflow_strategy == "truncate":
-            return self._encode(texts, self.params.normalize)
-        return self._window_average(texts)
+            return encoder.encode(texts, self.params.normalize)
+        return self._window_average(texts, encoder)
 
-    def _window_average(self, texts: list[str]) -> np.ndarray:
-        model = self.model()
-        tokenizer = model.tokenizer
-        budget = int(model.max_seq_length) - tokenizer.num_special_tokens_to_add(pair=False)
-        encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    def _window_average(self, texts: list[str], encoder: Encoder) -> np.ndarray:
+        budget = encoder.window_budget()
         pieces, owners = [], []
-        for owner, (text, offsets) in enumerate(zip(texts, encoded["offset_mapping"])):
+        for owner, (text, offsets) in enumerate(zip(texts, encoder.token_offsets(texts))):
             for start, end in window_spans(offsets, budget):
                 pieces.append(text[start:end])
                 owners.append(owner)
-        averaged = average_by_owner(self._encode(pieces, normalize=True), owners, len(texts))
+        averaged = average_by_owner(encoder.encode(pieces, normalize=True), owners, len(texts))
         return unit_rows(averaged) if self.params.normalize else averaged
+
+    # -- state: the ONNX query encoder -------------------------------------------
+    def _save(self, folder: Path) -> None:
+        """Write the query encoder: the one this node was loaded with (or its refusal record), else one
+        exported from the model, through the export cache under the working folder (a rebuild exports nothing)."""
+        if self._state_folder is not None and (self._state_folder / RECORD_FILE).is_file():
+            copy_export(self._state_folder, folder)
+            return
+        copy_export(self._exported(), folder)
+
+    def _exported(self) -> Path:
+        import onnxruntime
+        import torch
+
+        key = digest({"embedding": self.cache_key(), "format": EXPORT_FORMAT, "torch": torch.__version__,
+                      "onnxruntime": onnxruntime.__version__})
+        cached = Path(self.require_infra().env_path) / CACHE_FOLDER / EXPORT_CACHE_FOLDER / key
+        with _export_lock:
+            earlier = _exports.get(key)  # made by this process under another working folder
+            if not (cached / RECORD_FILE).is_file() and earlier is not None and (earlier / RECORD_FILE).is_file():
+                return earlier
+            if not (cached / RECORD_FILE).is_file():
+                model = self.model()
+                with atomic_directory(cached) as staging:
+                    export_query_encoder(model, staging, self.cache_key(), _encode_locks[id(model)])
+            _exports[key] = cached
+        return cached
+
+    def _load(self, folder: Path) -> None:
+        self._state_folder = Path(folder)
+        self._query_encoder = OnnxQueryEncoder.open(folder, self.params.batch_size)
+        if self._query_encoder is not None and self._query_encoder.record.embedding_cache_key != self.cache_key():
+            raise PersistenceError(f"{folder}: the query encoder was exported from another model or params "
+                                   "than this node's (edited config?)")
 
     def _close(self) -> None:
         self._model = None  # the process-wide cache keeps it for other components

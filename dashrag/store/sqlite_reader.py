@@ -38,12 +38,15 @@ def sqlite_path(url: str) -> Path | None:
 
 
 def _categories(raw: str | None) -> dict[str, tuple[str, ...]]:
-    value = json.loads(raw) if raw is not None else None
+    if raw is None or raw == "{}":  # most documents: no JSON parse (a cold load reads every document's row)
+        return {}
+    value = json.loads(raw)
     return {k: tuple(v) for k, v in (value or {}).items()}
 
 
-def read_sqlite_chunk_set(path: Path) -> ChunkSet:
-    """The chunk set stored in the SQLite file ``path``, opened read-only."""
+def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None) -> ChunkSet:
+    """The chunk set stored in the SQLite file ``path``, opened read-only; ``fingerprint``: its known
+    fingerprint (the file is unchanged since a save computed it), taken instead of re-hashing."""
     try:
         connection = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
     except sqlite3.Error as exc:
@@ -57,15 +60,16 @@ def read_sqlite_chunk_set(path: Path) -> ChunkSet:
         connection.close()
     if not rows:
         raise PersistenceError(f"the store {path} holds no chunks")
-    return ChunkSet(Chunk(id=r[0], document_id=r[1], position=r[2], text=r[3], start=r[4], end=r[5],
-                          metadata=categories.get(r[1], {})) for r in rows)
+    return ChunkSet((Chunk(id=r[0], document_id=r[1], position=r[2], text=r[3], start=r[4], end=r[5],
+                           metadata=categories.get(r[1], {})) for r in rows), fingerprint=fingerprint)
 
 
-def read_chunk_set(url: str) -> ChunkSet:
-    """The chunk set of the store at ``url``: through ``sqlite3`` for an SQLite file, else through the Store."""
+def read_chunk_set(url: str, fingerprint: str | None = None) -> ChunkSet:
+    """The chunk set of the store at ``url``: through ``sqlite3`` for an SQLite file, else through the Store
+    (``fingerprint``: see :func:`read_sqlite_chunk_set`; only an SQLite file's is taken)."""
     path = sqlite_path(url)
     if path is not None:
-        return read_sqlite_chunk_set(path)
+        return read_sqlite_chunk_set(path, fingerprint)
     from dashrag.store.store import Store, read_only_url
 
     store = Store(read_only_url(url), read_only=True)

@@ -163,13 +163,15 @@ def test_trace_lists_the_output(cosine, queries):
 
 @pytest.mark.slow
 def test_save_and_load_answer_identically_without_embedding_documents(cosine, queries, tmp_path):
+    """The loaded node embeds queries with its saved ONNX export (docs/dense.md), torch's vectors within 1e-4:
+    the same chunks in the same order, scores equal to float32 rounding."""
     cosine.save(tmp_path / "saved")
     loaded = dashrag.load(tmp_path / "saved")
     before, after = cosine.retrieve_batch(queries), loaded.retrieve_batch(queries)
-    assert [[(c.id, c.score) for c in chunks] for chunks, _ in before] == [
-        [(c.id, c.score) for c in chunks] for chunks, _ in after
-    ]
-    assert loaded.embedding.documents_embedded == 0
+    assert [[c.id for c in chunks] for chunks, _ in before] == [[c.id for c in chunks] for chunks, _ in after]
+    np.testing.assert_allclose([[c.score for c in chunks] for chunks, _ in after],
+                               [[c.score for c in chunks] for chunks, _ in before], atol=1e-5)
+    assert loaded.embedding.query_encoder is not None and loaded.embedding.documents_embedded == 0
     assert not (tmp_path / "saved" / "embeddings").exists()
 
 
