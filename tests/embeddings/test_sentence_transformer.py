@@ -54,7 +54,7 @@ def test_cache_key_changes_with_params_that_change_vectors(change):
     assert MiniLMEmbedding(change).cache_key() != MiniLMEmbedding({}).cache_key()
 
 
-@pytest.mark.parametrize("change", [{"batch_size": 3}, {"device": "cpu:0"}])
+@pytest.mark.parametrize("change", [{"batch_size": 3}, {"device": "cuda:0"}])
 def test_cache_key_ignores_params_that_do_not_change_vectors(change):
     assert MiniLMEmbedding(change).cache_key() == MiniLMEmbedding({}).cache_key()
 

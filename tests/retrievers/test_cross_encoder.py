@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 
 import dashrag
-from dashrag.documents.corpus import Corpus
-from dashrag.embeddings.base import ModelUnavailableError
 from dashrag.errors import ConfigError, UnknownChunkError
 from dashrag.retrievers.cross_encoder import DEFAULT_CROSS_ENCODER
 from tests.fixtures.scifact import dense_config
@@ -74,12 +72,14 @@ def test_trace_holds_the_child_and_each_move(reranker, queries):
     assert [m["child_rank"] for m in moves] == [c.provenance["child_rank"] for c in chunks]
 
 
-def test_score_chunks_is_the_negated_model_score_ascending(reranker, independent_model, queries):
+def test_score_chunks_is_one_minus_the_sigmoid_of_the_model_score_ascending(reranker, independent_model, queries):
+    """DashAI's distance for a cross-encoder: 1 - sigmoid(logit) (docs/reference_differences.md)."""
     chunks, _ = reranker.retrieve(queries[0])
     scored = reranker.score_chunks([c.id for c in reversed(chunks)], queries[0])
     texts = {c.id: c.chunk.text for c in chunks}
     expected = {
-        cid: -float(s) for cid, s in zip(texts, independent_model.predict([(queries[0], t) for t in texts.values()]))
+        cid: 1.0 - float(s)  # CrossEncoder.predict applies the sigmoid to a one-label model's logit
+        for cid, s in zip(texts, independent_model.predict([(queries[0], t) for t in texts.values()]))
     }
     assert [d for _, d in scored] == sorted(d for _, d in scored)
     np.testing.assert_allclose([d for _, d in scored], [expected[i] for i, _ in scored], atol=1e-5)
@@ -97,12 +97,12 @@ def test_save_and_load_answer_identically(reranker, queries, tmp_path):
     assert [[(c.id, c.score) for c in x] for x, _ in before] == [[(c.id, c.score) for c in x] for x, _ in after]
 
 
-def test_a_bad_model_path_fails_the_build_clearly(subset, tmp_path):
-    with pytest.raises(ModelUnavailableError, match="no-such-reranker.*is not a directory"):
-        dashrag.build(ce_config(str(tmp_path / "no-such-reranker")), Corpus(subset.corpus.documents[:3]), tmp_path)
+def test_a_bad_model_path_is_refused_at_validation(tmp_path):
+    with pytest.raises(ConfigError, match="no-such-reranker.*is not a directory"):
+        dashrag.build_component(ce_config(str(tmp_path / "no-such-reranker")))
 
 
-def test_the_default_model_says_how_to_provide_it_when_absent(subset, tmp_path):
+def test_the_default_model_says_how_to_provide_it_at_validation_when_absent():
     from huggingface_hub import snapshot_download
 
     try:
@@ -114,8 +114,8 @@ def test_the_default_model_says_how_to_provide_it_when_absent(subset, tmp_path):
         "component": "CrossEncoderRetriever",
         "params": {"children": [{"component": "TFIDFRetriever", "params": {}}]},
     }
-    with pytest.raises(ModelUnavailableError, match=f"huggingface-cli download {DEFAULT_CROSS_ENCODER}"):
-        dashrag.build(config, Corpus(subset.corpus.documents[:3]), tmp_path)
+    with pytest.raises(ConfigError, match=f"huggingface-cli download {DEFAULT_CROSS_ENCODER}"):
+        dashrag.build_component(config)
 
 
 def test_top_k_above_fetch_k_is_a_config_error():
