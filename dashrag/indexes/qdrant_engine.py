@@ -10,8 +10,10 @@
   payload ``chunk_id``, ``text``, ``source_id`` and ``categories``. What a collection
   holds is recorded in the side collection ``dashrag_records`` (one point per
   collection, id derived from its name).
-* **Filters**: the restriction is a payload filter *inside* the search (``source_id`` /
-  ``categories.<name>`` match any, or ``has_id`` for an opaque predicate).
+* **Filters**: the restriction is a payload filter *inside* the search (``source_id`` match
+  any, a metadata filter over ``filterable`` (``dashrag/filters/qdrant.py``), or ``has_id``
+  for an opaque predicate); every field the corpus's metadata has gets a payload index
+  (keyword, float or bool; dates as floats) when the collection is built.
 
 One process at a time may open an embedded folder (Qdrant locks it); within a process
 every node on the same folder (dense and keyword alike) shares one client.
@@ -30,6 +32,7 @@ from dashrag.core.params import ComponentSpec, component_field
 from dashrag.core.persistence import saved_folder_of
 from dashrag.core.restriction import Restriction
 from dashrag.errors import PersistenceError
+from dashrag.filters.qdrant import PAYLOAD_KEY, PLAIN_FIELD, payload_key, to_qdrant
 from dashrag.indexes.engine import EngineFilter, EngineIndex, EngineParams, engine_filter
 
 RECORDS_COLLECTION = "dashrag_records"
@@ -64,6 +67,7 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
         super().__init__(*args, **kwargs)
         self._client: Any = None
         self._local_key: str | None = None
+        self._filterable: bool | None = None
 
     # -- connection --------------------------------------------------------------
     def _storage(self) -> Path:
@@ -155,6 +159,7 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
     def finish_build(self, record: dict[str, Any]) -> None:
         from qdrant_client import models
 
+        self.index_payload()
         with self.engine_errors("writing the dashrag record"):
             if not self.client.collection_exists(RECORDS_COLLECTION):
                 self.client.create_collection(RECORDS_COLLECTION, vectors_config=models.VectorParams(
@@ -177,12 +182,43 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
                     f"{self.require_infra().folder}; save the tree there, or give an absolute `path`")
         super().save_into(folder)
 
+    def index_payload(self) -> None:
+        """A payload index for every metadata field (and kind of value) that filters may name; on servers only
+        (qdrant-client's embedded mode scans every point and warns that payload indexes do nothing there)."""
+        from qdrant_client import models
+
+        if not self.params.url:
+            return
+
+        schemas = {"string": models.PayloadSchemaType.KEYWORD, "number": models.PayloadSchemaType.FLOAT,
+                   "date": models.PayloadSchemaType.FLOAT, "bool": models.PayloadSchemaType.BOOL}
+        columns = self.require_infra().chunks.metadata_columns
+        keys = {f"{PAYLOAD_KEY}.present": models.PayloadSchemaType.KEYWORD}
+        for name in columns.fields:
+            if PLAIN_FIELD.match(name):
+                for kind in columns.kinds(name):  # one index per key: a key holding two kinds gets the first
+                    keys.setdefault(payload_key(name, kind), schemas[kind])
+        with self.engine_errors("creating payload indexes"):
+            for key, schema in keys.items():
+                self.client.create_payload_index(self.name, field_name=key, field_schema=schema, wait=True)
+
+    def holds_filter_payload(self) -> bool:
+        """Whether the points carry ``filterable`` (collections built before metadata filters do not)."""
+        if self._filterable is None:
+            with self.engine_errors("reading a point's payload"):
+                points, _ = self.client.scroll(self.name, limit=1, with_payload=[PAYLOAD_KEY], with_vectors=False)
+            self._filterable = bool(points) and PAYLOAD_KEY in (points[0].payload or {})
+        return self._filterable
+
     # -- search helpers ------------------------------------------------------------
     def _filter(self, restriction: Restriction | None, chunk_ids: list[int] | None = None) -> Any:
         """The restriction as a payload filter; ``chunk_ids``: only these points (scoring given chunks)."""
         if chunk_ids is not None:
             return qdrant_filter(EngineFilter(chunk_ids=chunk_ids))
-        return qdrant_filter(engine_filter(restriction, self.require_infra().chunks))
+        where = engine_filter(restriction, self.require_infra().chunks)
+        if where is not None and where.metadata is not None and not self.holds_filter_payload():
+            where = where.without_metadata()
+        return qdrant_filter(where)
 
 
 def connect_qdrant(location: str, api_key: str | None, timeout_s: int) -> Any:
@@ -206,8 +242,11 @@ def qdrant_filter(where: EngineFilter | None) -> Any:
     must: list[Any] = []
     if where.source_ids is not None:
         must.append(models.FieldCondition(key="source_id", match=models.MatchAny(any=list(where.source_ids))))
-    for name, values in (where.categories or {}).items():
-        must.append(models.FieldCondition(key=f"categories.{name}", match=models.MatchAny(any=list(values))))
+    if where.metadata is not None:
+        condition = to_qdrant(where.metadata)
+        if condition is None:  # what Qdrant cannot say: the exact list of the chunks the filter allows
+            return qdrant_filter(where.without_metadata())
+        must.append(condition)
     if where.chunk_ids is not None:
         must.append(models.HasIdCondition(has_id=list(where.chunk_ids)))
     return models.Filter(must=must) if must else None

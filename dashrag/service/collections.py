@@ -24,8 +24,8 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -48,6 +48,7 @@ class RetrievedChunk:
     source_id: str | None
     collection_name: str
     retrieval_score: float | None
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # the document's
 
 
 @runtime_checkable
@@ -81,7 +82,8 @@ class TreeCollection:
 
     def _retrieved(self, scored: ScoredChunk) -> RetrievedChunk:
         return RetrievedChunk(chunk_id=str(scored.chunk.id), text=scored.chunk.text, source_id=scored.document_id,
-                              collection_name=self.name, retrieval_score=self.calibration(scored.score))
+                              collection_name=self.name, retrieval_score=self.calibration(scored.score),
+                              metadata=scored.chunk.metadata)
 
     def query(self, query: str, top_k: int | None) -> tuple[Sequence[ScoredChunk], dict]:
         """The tree's own answer (native scores), for ``POST /trees/{name}/query``."""

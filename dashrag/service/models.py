@@ -41,6 +41,7 @@ class ContextChunk(BaseModel):
     collection_name: str
     retrieval_score: float | None = Field(description="Calibrated to [0, 1] per collection; null: not scored.")
     rerank_score: float | None
+    metadata: dict[str, Any] = Field(default_factory=dict, description="The document's metadata.")
 
 
 class RetrieveResponse(BaseModel):
@@ -120,6 +121,7 @@ class QueryChunk(BaseModel):
     text: str
     score: float
     source: str
+    metadata: dict[str, Any] = Field(default_factory=dict, description="The document's metadata.")
 
 
 class TreeQueryResponse(BaseModel):

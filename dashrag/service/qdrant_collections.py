@@ -130,17 +130,18 @@ class QdrantCollection:
         vector = self.embedding.embed_queries([query])[0].tolist()
         with self.server.errors(self._where(), "searching"):
             answer = self.server.client.query_points(self.name, query=vector, using=vector_name, limit=limit,
-                                                     with_payload=["chunk_id", "text", "source_id"])
+                                                     with_payload=["chunk_id", "text", "source_id", "metadata"])
         found: list[RetrievedChunk] = []
         for point in answer.points:
             payload = point.payload or {}
             if not isinstance(payload.get("text"), str):
                 raise EngineError(f"Qdrant {self._where()} at {self.server.display}: point {point.id} has no "
                                   "'text' in its payload (the service needs chunk_id, text, source_id)")
-            source = payload.get("source_id")
+            source, metadata = payload.get("source_id"), payload.get("metadata")
             found.append(RetrievedChunk(chunk_id=str(payload.get("chunk_id", point.id)), text=payload["text"],
                                         source_id=None if source is None else str(source),
-                                        collection_name=self.name, retrieval_score=self.score(float(point.score))))
+                                        collection_name=self.name, retrieval_score=self.score(float(point.score)),
+                                        metadata=metadata if isinstance(metadata, dict) else {}))
         return found
 
 

@@ -202,7 +202,7 @@ def query_tree(name: str, body: TreeQuery, request: Request) -> TreeQueryRespons
         chunks, trace = tree.query(body.query, body.top_k)
     except Exception as exc:
         raise StepFailure("query", f"tree {name!r}: {safe_message(exc)}") from exc
-    return TreeQueryResponse(chunks=[QueryChunk.model_validate(c.to_json()) for c in chunks],
+    return TreeQueryResponse(chunks=[QueryChunk.model_validate(c.to_json(include_metadata=True)) for c in chunks],
                              trace=trace if body.trace else None,
                              elapsed_ms=round((time.perf_counter() - started) * 1000, 3))
 
