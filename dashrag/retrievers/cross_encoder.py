@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import Field
 
+from dashrag.core.ask import Ask
 from dashrag.core.params import ComponentParams, ComponentSpec, components_field, less_or_equal, spec
 from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
@@ -104,8 +105,8 @@ class CrossEncoderRetriever(SingleChildRetriever[CrossEncoderParams]):
         )
         return np.asarray(scores, dtype=np.float32).reshape(len(pairs))
 
-    def _rescore(self, queries: list[str], answers: Sequence[Answer], kwargs: dict[str, Any]) -> list[Result]:
-        k = self.top_k(kwargs)
+    def _rescore(self, queries: list[str], answers: Sequence[Answer], ask: Ask) -> list[Result]:
+        k = self.top_k(ask)
         pairs = [(q, c.chunk.text) for q, (chunks, _) in zip(queries, answers) for c in chunks]
         scores = self.predict(pairs)  # every query's pairs in one call
         results, start = [], 0

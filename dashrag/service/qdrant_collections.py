@@ -27,8 +27,9 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from dashrag.core.factory import build_component
+from dashrag.core.restriction import Restriction
 from dashrag.embeddings.base import EmbeddingModel
-from dashrag.errors import ConfigError, DashragError, EngineError
+from dashrag.errors import ConfigError, DashragError, EngineError, FilterError
 from dashrag.indexes.qdrant_engine import RECORDS_COLLECTION, connect_qdrant, describe_qdrant_error, strip_secrets
 from dashrag.service.calibration import clip_cosine
 from dashrag.service.collections import RetrievedChunk
@@ -125,7 +126,10 @@ class QdrantCollection:
     def score(self, native: float) -> float:
         return clip_cosine(native) if self.layout[1] in COSINE_LIKE else 1.0 / (1.0 + max(0.0, native))
 
-    def search(self, query: str, limit: int) -> list[RetrievedChunk]:
+    def search(self, query: str, limit: int, restriction: Restriction | None = None) -> list[RetrievedChunk]:
+        if restriction is not None:
+            raise FilterError("$", f"collection {self.name!r} is a Qdrant collection of the reference layout, not a "
+                                   "dashrag tree: its points carry no metadata to filter")
         vector_name = self.layout[0]
         vector = self.embedding.embed_queries([query])[0].tolist()
         with self.server.errors(self._where(), "searching"):

@@ -103,8 +103,8 @@ class ScorelessEverySecond:
     def exists(self) -> bool:
         return True
 
-    def search(self, query: str, limit: int) -> list[RetrievedChunk]:
-        chunks = self.tree.search(query, limit)
+    def search(self, query: str, limit: int, restriction=None) -> list[RetrievedChunk]:
+        chunks = self.tree.search(query, limit, restriction)
         return [replace(c, collection_name=self.name, retrieval_score=None if i % 2 else c.retrieval_score)
                 for i, c in enumerate(chunks)]
 

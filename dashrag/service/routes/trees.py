@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
 from dashrag.core.validation import validate_and_transform
-from dashrag.errors import ConfigError, DashragError
+from dashrag.errors import ConfigError, DashragError, FilterError
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
 from dashrag.service.jobs import NameTaken
 from dashrag.service.models import (
@@ -199,7 +199,9 @@ def query_tree(name: str, body: TreeQuery, request: Request) -> TreeQueryRespons
     tree = _tree(service_of(request), name)
     started = time.perf_counter()
     try:
-        chunks, trace = tree.query(body.query, body.top_k)
+        chunks, trace = tree.query(body.query, body.top_k, body.filters)
+    except FilterError:
+        raise
     except Exception as exc:
         raise StepFailure("query", f"tree {name!r}: {safe_message(exc)}") from exc
     return TreeQueryResponse(chunks=[QueryChunk.model_validate(c.to_json(include_metadata=True)) for c in chunks],
