@@ -92,7 +92,7 @@ def _op(op, wanted):
     return lambda item: item[0] == kind and compare(item[1])
 
 
-def naive(raw: dict, metadata: dict) -> bool:
+def naive(raw: dict, metadata) -> bool:
     for name, condition in raw.items():
         if name == "$and" and not all(naive(p, metadata) for p in condition):
             return False
