@@ -1,5 +1,6 @@
-"""One dense tree, four indexes: in-process, Qdrant (embedded), pgvector exact, pgvector HNSW; and one BM25
-tree, three keyword indexes: in-process, Qdrant sparse vectors (embedded), PostgreSQL sparse table.
+"""One dense tree, six indexes: in-process; Qdrant Edge (embedded) exact, HNSW and HNSW over int8 vectors;
+pgvector exact and HNSW; and one BM25 tree, three keyword indexes: in-process, Qdrant Edge sparse vectors,
+PostgreSQL sparse table.
 
 For each index the same DenseEmbeddingRetriever (MiniLM int8 ONNX, cosine) is built
 and searched; only its nested ``index`` differs. Measured, side by side in one run:
@@ -22,21 +23,24 @@ queries (``retrieve_batch``: the query's analysis included, as a user meets it),
 default BM25Retriever with only its ``index`` changed.
 
 Corpora: SciFact (5,183 abstracts, WholeDocumentChunker, 300 test queries; the first
-run embeds it, ~5 minutes on 2 cores, cached in --cache-dir) and N synthetic random
-unit 384-d vectors (default 200,000; ``--small``: 20,000 and fewer queries) written
-as an embedding-cache entry so the retriever's real fit path loads them.
+run embeds it, ~5 minutes on 2 cores, cached in --cache-dir) and N synthetic clustered
+unit 384-d vectors (1,000 random centres, each vector a noisy copy of one: not uniform
+noise; default 200,000; ``--small``: 20,000 and fewer queries; queries drawn the same
+way) written as an embedding-cache entry so the retriever's real fit path loads them.
 
 The PostgreSQL server is a real local one (``dashrag pg start`` code), started in a
-temporary folder and always stopped. Qdrant runs embedded (qdrant-client local mode,
-brute force: it has no HNSW): on SciFact with its storage in the build's folder (the
-default), on the synthetic corpus in memory (``path: ":memory:"``), because the on-disk
-local mode commits every point on its own and would take hours for 200,000.
+temporary folder and always stopped. Qdrant runs embedded on Qdrant Edge (its Rust engine
+in this process, storage in the build's folder): ``edge-hnsw`` with the HNSW threshold
+lowered to 1 KB, so the graph is built and searched at SciFact's size too (Qdrant's
+default 10,000 KB would scan it exactly), search breadth Qdrant's default (ef_construct,
+100); ``edge-hnsw-int8`` the same over int8-quantized vectors, rescored with the
+originals. Edge's memory is the measuring process's own (it runs in process), while
+PostgreSQL's is another process's and not counted.
 
-``--skip NAME`` leaves an index out of the synthetic corpus (``qdrant-memory``: qdrant-client's
-local mode inserts points in pure Python; docs/engines.md gives its measured rate).
+``--skip NAME`` leaves an index out of the synthetic corpus.
 
 Run: .venv/bin/python bench/bench_engines.py [--small] [--json OUT] [--cache-dir .dashrag-work/scifact]
-     [--skip qdrant-memory] [--no-keyword]
+     [--skip NAME] [--no-keyword]
 """
 
 from __future__ import annotations
@@ -72,16 +76,20 @@ ONNX = {"component": "MiniLMOnnxEmbedding", "params": {}}
 K = 10
 
 
-def indexes(pg_url: str, qdrant_path: str = "qdrant") -> dict[str, dict | None]:
-    qdrant = "qdrant-local" if qdrant_path != ":memory:" else "qdrant-memory"
+EDGE_HNSW = {"exact": False, "hnsw_threshold_kb": 1}  # graph built and used at any size (SciFact is under the default)
+
+
+def indexes(pg_url: str) -> dict[str, dict | None]:
     return {"in-process": None,
-            qdrant: {"component": "QdrantVectorIndex", "params": {"exact": True, "path": qdrant_path}},
+            "edge-exact": {"component": "QdrantVectorIndex", "params": {"exact": True}},
+            "edge-hnsw": {"component": "QdrantVectorIndex", "params": EDGE_HNSW},
+            "edge-hnsw-int8": {"component": "QdrantVectorIndex", "params": {**EDGE_HNSW, "quantization": "int8"}},
             "pgvector-exact": {"component": "PgVectorIndex", "params": {"url": pg_url, "exact": True}},
             "pgvector-hnsw": {"component": "PgVectorIndex", "params": {"url": pg_url}}}
 
 
 def keyword_indexes(pg_url: str) -> dict[str, dict | None]:
-    return {"in-process": None, "qdrant-local": {"component": "QdrantKeywordIndex", "params": {}},
+    return {"in-process": None, "edge": {"component": "QdrantKeywordIndex", "params": {}},
             "postgresql": {"component": "PgKeywordIndex", "params": {"url": pg_url}}}
 
 
@@ -102,6 +110,18 @@ def dense(index: dict | None, top_k: int = K) -> dict:
 def unit_random(rng: np.random.Generator, rows: int, dim: int) -> np.ndarray:
     vectors = rng.standard_normal((rows, dim), dtype=np.float32)
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+CLUSTERS = 1_000
+SPREAD = 0.06  # per-dimension noise around a centre: a member's cosine to its centre is about 0.65
+
+
+def clustered(rng: np.random.Generator, centres: np.ndarray, rows: int) -> np.ndarray:
+    """Unit vectors around random centres (topics), not uniform noise: neighbours share a centre, as embeddings
+    of texts on one subject do, which is the structure an HNSW graph is built for."""
+    members = centres[rng.integers(0, len(centres), rows)]
+    vectors = members + SPREAD * rng.standard_normal(members.shape, dtype=np.float32)
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
 
 # -- building --------------------------------------------------------------------
@@ -344,19 +364,20 @@ def main() -> None:
             save_report(args, report)
         if not args.no_synthetic:
             rng = np.random.default_rng(7)
-            vectors = unit_random(rng, n, 384)
-            queries = unit_random(rng, n_queries, 384)
+            centres = unit_random(rng, CLUSTERS, 384)
+            vectors = clustered(rng, centres, n)
+            queries = clustered(rng, centres, n_queries)
             np.save(root / "synthetic-vectors.npy", vectors)
             np.save(root / "synthetic-queries.npy", queries)
             chunks = synthetic_set(n)
-            specs = {name: spec for name, spec in indexes(server.url, ":memory:").items()  # on disk: hours at 200,000
-                     if name not in args.skip}
+            specs = {name: spec for name, spec in indexes(server.url).items() if name not in args.skip}
             builders = {name: (lambda spec=spec, name=name: build_synthetic(
                 spec, root / f"synthetic-{name}", chunks, vectors)) for name, spec in specs.items()}
             memory = None if args.no_memory else (
                 lambda name: peak_memory("synthetic", name, specs[name], root, args))
             report["synthetic"] = bench_corpus("synthetic", builders, queries, args.repeats, memory=memory)
-            print_table(f"synthetic: {n:,} x 384 random unit vectors, {n_queries} queries, top {K}",
+            print_table(f"synthetic: {n:,} x 384 clustered unit vectors ({CLUSTERS:,} centres), {n_queries} queries, "
+                        f"top {K}",
                         report["synthetic"])
     finally:
         local_postgres.stop(root / "pg")

@@ -19,7 +19,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dashrag.api import build, load, save
+    from dashrag.api import build, build_tree, load, save
     from dashrag.core.factory import build_component
     from dashrag.core.restriction import Restriction
     from dashrag.core.validation import validate_and_transform
@@ -30,6 +30,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "build": "dashrag.api",
+    "build_tree": "dashrag.api",
     "load": "dashrag.api",
     "save": "dashrag.api",
     "build_component": "dashrag.core.factory",
@@ -39,7 +40,7 @@ _LAZY = {
     "DashragError": "dashrag.errors",
 }
 
-__all__ = ["build", "load", "save", "build_component", "validate_and_transform", "Corpus", "Restriction",
+__all__ = ["build", "build_tree", "load", "save", "build_component", "validate_and_transform", "Corpus", "Restriction",
            "DashragError", "__version__"]
 
 
@@ -54,3 +55,8 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+# OpenTelemetry export when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/otel.md); otherwise two variable reads.
+_telemetry = import_module("dashrag.telemetry")
+_telemetry.start_from_environment()

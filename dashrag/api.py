@@ -1,20 +1,27 @@
 """The Python entry points: build a tree on a corpus, save it, load it back.
 
 ``build`` = validate the whole config → construct (pure) → chunk the corpus and
-write it to the store → ``inject_infra`` → ``init_model`` (fit). ``save`` and
-``load`` live in :mod:`dashrag.core.saved_tree` (a retriever's ``save`` method needs
-them, and core does not import this module); they are re-exported here.
+write it to the store → ``inject_infra`` → ``init_model`` (fit), and hands back the
+live retriever. ``build_tree`` is the one build path of every face (``dashrag index``,
+the service's build jobs, the page): ``build`` plus the store's retriever record, an
+atomic save into the folder and ``close``, reporting its stages to a
+:class:`~dashrag.core.progress.Progress`. ``save`` and ``load`` live in
+:mod:`dashrag.core.saved_tree` (a retriever's ``save`` method needs them, and core
+does not import this module); they are re-exported here.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
+from dashrag.core.progress import Progress, no_progress
 from dashrag.core.retriever import Retriever
 from dashrag.core.saved_tree import load, save, store_filename
 from dashrag.documents.chunk_set import ChunkSet
@@ -29,23 +36,51 @@ DEFAULT_CHUNKER: dict[str, Any] = {
 }
 
 
+def _write_temporary_store(folder: Path, corpus: Corpus, chunk_set: ChunkSet) -> Path:
+    """A new SQLite store of this corpus in a temporary file of ``folder`` (removed if writing fails)."""
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".store-", suffix=".sqlite.tmp")
+    os.close(fd)
+    try:
+        from dashrag.store.store import Store  # SQLAlchemy: only building writes a store
+
+        store = Store(sqlite_url(Path(tmp)))
+        try:
+            store.write_corpus(corpus.documents, chunk_set.chunks, chunk_set.fingerprint)
+        finally:
+            store.close()
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
 def _write_sqlite_store(folder: Path, corpus: Corpus, chunk_set: ChunkSet) -> str:
     """The store for this corpus in ``folder``: reused if present, else written to a temp file and renamed in."""
     target = folder / store_filename(chunk_set.fingerprint)
     if not target.exists():
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".store-", suffix=".sqlite.tmp")
-        os.close(fd)
-        try:
-            from dashrag.store.store import Store  # SQLAlchemy: only building writes a store
-
-            store = Store(sqlite_url(Path(tmp)))
-            store.write_corpus(corpus.documents, chunk_set.chunks, chunk_set.fingerprint)
-            store.close()
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        os.replace(_write_temporary_store(folder, corpus, chunk_set), target)
     return sqlite_url(target)
+
+
+def _check_external_store(store_url: str, corpus: Corpus, chunk_set: ChunkSet) -> None:
+    """A store named by URL: filled with this corpus when empty, refused when it holds another."""
+    from dashrag.store.store import Store
+
+    store = Store(store_url)
+    try:
+        if store.is_empty():
+            store.write_corpus(corpus.documents, chunk_set.chunks, chunk_set.fingerprint)
+        elif store.read_chunk_set().fingerprint != chunk_set.fingerprint:
+            raise PersistenceError(f"the store {store.display_url} holds another corpus")
+    finally:
+        store.close()
+
+
+def chunk_corpus(corpus: Corpus, chunker: dict | None) -> ChunkSet:
+    """The corpus cut by ``chunker`` (default: recursive 2000/200 characters)."""
+    from dashrag.chunkers.base import Chunker  # building chunks; loading a saved tree does not
+
+    return ChunkSet(build_as(chunker or DEFAULT_CHUNKER, Chunker, "chunker").chunk(corpus.documents))
 
 
 def prepare_corpus(
@@ -65,20 +100,11 @@ def prepare_corpus(
     workdir.mkdir(parents=True, exist_ok=True)
     if not isinstance(corpus, Corpus):
         corpus = Corpus.from_path(corpus)
-    from dashrag.chunkers.base import Chunker  # building chunks; loading a saved tree does not
-
-    chunk_set = ChunkSet(build_as(chunker or DEFAULT_CHUNKER, Chunker, "chunker").chunk(corpus.documents))
+    chunk_set = chunk_corpus(corpus, chunker)
     if store_url is None:
         store_url = _write_sqlite_store(workdir, corpus, chunk_set)
     else:
-        from dashrag.store.store import Store
-
-        store = Store(store_url)
-        if store.is_empty():
-            store.write_corpus(corpus.documents, chunk_set.chunks, chunk_set.fingerprint)
-        elif store.read_chunk_set().fingerprint != chunk_set.fingerprint:
-            raise PersistenceError(f"the store {store.display_url} holds another corpus")
-        store.close()
+        _check_external_store(store_url, corpus, chunk_set)
     return Infra(env_path=Path(cache_dir) if cache_dir else workdir, chunks=chunk_set, store_url=store_url,
                  workdir=workdir, overwrite=overwrite)
 
@@ -96,22 +122,105 @@ def build(
     ``"keyword"``), fit it on ``corpus``; the store goes in ``workdir``, caches in ``cache_dir``
     (default: ``workdir``). ``overwrite`` lets engine-backed indexes replace a collection or
     table that holds something else (never done otherwise)."""
+    root = construct_tree(config)
+    infra = prepare_corpus(corpus, workdir, chunker, store_url, cache_dir, overwrite)
+    _fit(root, infra)
+    return root
+
+
+def construct_tree(config: dict | str | Retriever) -> Retriever:
+    """The tree's root, validated and constructed (pure, no I/O): from a JSON config, a preset name in
+    components/, or a retriever already built (taken as it is). A face calls this first, so every config
+    problem is reported before any work, and passes the result on: a build validates once."""
     if isinstance(config, str):
         config = load_preset(config)
     if isinstance(config, dict):
-        root = build_as(config, Retriever, "retriever")
-    elif isinstance(config, Retriever):
-        root = config
-    else:
-        raise ConfigError(f"build takes a config dict, a preset name or a built retriever, not {type(config).__name__}")
-    infra = prepare_corpus(corpus, workdir, chunker, store_url, cache_dir, overwrite)
+        return build_as(config, Retriever, "retriever")
+    if isinstance(config, Retriever):
+        return config
+    raise ConfigError(f"build takes a config dict, a preset name or a built retriever, not {type(config).__name__}")
+
+
+def _fit(root: Retriever, infra: Infra) -> None:
     root.inject_infra(infra)
     try:
         root.init_model()
     except BaseException:
         root.close()  # a failed build releases what it opened (engine connections, embedded storage locks)
         raise
-    return root
 
 
-__all__ = ["build", "load", "prepare_corpus", "save"]
+@dataclass(frozen=True)
+class BuildReport:
+    """What ``build_tree`` did: the saved folder, how much it indexed, how long the build took (seconds,
+    from reading the corpus to the saved folder), and the id of the tree's record in its store."""
+
+    folder: Path
+    documents: int
+    chunks: int
+    seconds: float
+    record_id: int
+
+
+def build_tree(
+    config: dict | str | Retriever,
+    corpus: Corpus | str | Path,
+    out: str | Path,
+    *,
+    name: str | None = None,
+    chunker: dict | None = None,
+    store_url: str | None = None,
+    cache_dir: str | Path | None = None,
+    overwrite: bool = False,
+    progress: Progress = no_progress,
+) -> BuildReport:
+    """Build ``config`` on ``corpus`` and save it in ``out``: the one build of every face.
+
+    All or nothing: the corpus goes into a temporary store in ``out``, the tree is fitted on it, its
+    retriever record (``name``, default the root component) is written into that store, and only
+    then does the save switch ``out``'s manifest (atomically, under the folder's save lock), so a kill
+    at any moment leaves the previous tree (or none) loadable, and a failure leaves no file of this
+    build behind. ``progress`` hears each stage; raising from it stops the build (a cancel).
+    """
+    from dashrag.store.store import Store  # SQLAlchemy: only building writes a store
+
+    start = time.perf_counter()
+    root = construct_tree(config)
+    if not isinstance(corpus, Corpus):
+        progress("reading the corpus")
+        corpus = Corpus.from_path(corpus)
+    progress("chunking", 0, len(corpus))
+    chunk_set = chunk_corpus(corpus, chunker)
+    progress("chunking", len(corpus), len(corpus))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    progress("storing", 0, len(chunk_set))
+    temporary: Path | None = None
+    if store_url is None:
+        temporary = _write_temporary_store(out, corpus, chunk_set)
+        store_url = sqlite_url(temporary)
+    else:
+        _check_external_store(store_url, corpus, chunk_set)
+    try:
+        progress("fitting", 0, len(chunk_set))
+        infra = Infra(env_path=Path(cache_dir) if cache_dir else out, chunks=chunk_set, store_url=store_url,
+                      workdir=out, overwrite=overwrite, progress=progress)
+        _fit(root, infra)
+        try:
+            record_store = Store(store_url)
+            try:
+                record_id = record_store.add_retriever_record(name or root.component_name, root.to_config(),
+                                                              str(out.resolve()), chunk_set.fingerprint)
+            finally:
+                record_store.close()
+            progress("saving")
+            save(root, out)
+        finally:
+            root.close()  # engine connections, embedded Qdrant's storage lock
+    finally:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)  # save copied it in under its corpus's name
+    return BuildReport(out, len(corpus), len(chunk_set), time.perf_counter() - start, record_id)
+
+
+__all__ = ["BuildReport", "build", "build_tree", "chunk_corpus", "construct_tree", "load", "prepare_corpus", "save"]

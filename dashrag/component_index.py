@@ -7,6 +7,7 @@ imports only that module. On a merge conflict, rerun `dashrag export-schemas`.
 INDEX: dict[str, str] = {
     "AgenticRerankerRetriever": "dashrag.retrievers.agentic",
     "BM25Retriever": "dashrag.retrievers.bm25",
+    "BM25VectorizerModel": "dashrag.vectorizers.bag_of_words",
     "BagOfWordsConverter": "dashrag.vectorizers.bag_of_words",
     "BooleanQueryRetriever": "dashrag.retrievers.boolean_query",
     "CharacterChunker": "dashrag.chunkers.character",
@@ -31,9 +32,11 @@ INDEX: dict[str, str] = {
     "RecursiveCharacterChunker": "dashrag.chunkers.recursive_character",
     "RerankCascadeRetriever": "dashrag.retrievers.rerank_cascade",
     "SelectionPrompt": "dashrag.llm.prompt",
+    "SentenceTransformerCrossEncoderRetriever": "dashrag.retrievers.cross_encoder",
     "SentenceTransformerEmbedding": "dashrag.embeddings.sentence_transformer",
     "SequentialRetriever": "dashrag.retrievers.sequential",
     "TFIDFRetriever": "dashrag.retrievers.tfidf",
+    "TFIDFVectorizerModel": "dashrag.vectorizers.bag_of_words",
     "TokenChunker": "dashrag.chunkers.token",
     "WholeDocumentChunker": "dashrag.chunkers.whole_document",
 }

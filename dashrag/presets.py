@@ -1,8 +1,10 @@
-"""The ready-made trees in ``components/``, by name (``keyword``, ``hybrid``, ...).
+"""The ready-made trees, by name (``keyword``, ``hybrid``, ...).
 
-A preset name is a plain file stem (letters, digits, ``_``, ``-``): a name that
-could reach outside ``components/`` (``../x``, an absolute path) is never a preset,
-so neither the CLI nor :func:`dashrag.build` reads a file the user did not name as one.
+They are package data (``dashrag/preset_trees/``), so an installed wheel has them as the
+checkout does; the checkout's top-level ``components/`` is a link to that folder, one copy
+for both (tests/test_wheel.py guards it). A preset name is a plain file stem (letters,
+digits, ``_``, ``-``): a name that could reach outside that folder (``../x``, an absolute
+path) is never a preset, so neither the CLI nor :func:`dashrag.build` reads a file the user did not name as one.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from dashrag.core.config_json import read_config_file
 from dashrag.errors import ConfigError, excerpt
 
-PRESETS_DIR = Path(__file__).resolve().parents[1] / "components"
+PRESETS_DIR = Path(__file__).resolve().parent / "preset_trees"
 PRESET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 

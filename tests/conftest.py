@@ -19,7 +19,8 @@ SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 
 # Shared fixtures live in tests/fixtures/ and are plugins, so a test names them without importing them.
 pytest_plugins = ["tests.fixtures.scifact", "tests.fixtures.models", "tests.fixtures.servers",
-                  "tests.fixtures.postgres", "tests.fixtures.qdrant", "tests.fixtures.finetuning"]
+                  "tests.fixtures.postgres", "tests.fixtures.qdrant", "tests.fixtures.qdrant_local_mode",
+                  "tests.fixtures.finetuning"]
 
 
 @pytest.fixture(scope="session")

@@ -9,18 +9,20 @@ through :mod:`dashrag.cli.safe_text` (no markup, no terminal escapes).
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import typer
+from rich import box
+from rich.table import Table
 from rich.text import Text
 
 import dashrag
 from dashrag.cli.config_files import resolve_component, resolve_config
-from dashrag.cli.console import console, user_errors
+from dashrag.cli.console import console, say, user_errors
 from dashrag.cli.eval_commands import register_eval_commands
 from dashrag.cli.finetune_commands import register_finetune_commands
+from dashrag.cli.mcp_commands import register_mcp_command
 from dashrag.cli.output import print_table, results_json
 from dashrag.cli.paths import check_output_folder, create_output_folder
 from dashrag.cli.pg_commands import register_pg_commands
@@ -28,7 +30,6 @@ from dashrag.cli.safe_text import json_line, plain
 from dashrag.cli.serve import register_serve_command
 from dashrag.cli.usage import OneLineErrors
 from dashrag.core.config_json import loads_config
-from dashrag.core.persistence import save_lock
 from dashrag.core.registry import all_components, get_component
 from dashrag.core.restriction import Restriction
 from dashrag.core.trace import format_trace
@@ -42,16 +43,19 @@ from dashrag.evaluation.runs import format_trec_run, run_from_results
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Retriever trees from JSON.",
                   cls=OneLineErrors, pretty_exceptions_enable=False)
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @app.command()
 @user_errors
 def components() -> None:
     """List the registered components with their kind and description."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
+    table.add_column("component", style="bold", overflow="fold", max_width=28)  # one name has 42 characters
+    table.add_column("kind", style="dim", no_wrap=True)
+    table.add_column("description", overflow="fold")
     for name, cls in all_components():
-        console.print(Text.assemble((visible(name), "bold"), "  ", (cls.META.kind, "dim"), "  ",
-                                    visible(cls.META.display["en"].description)), highlight=False)
+        table.add_row(Text(visible(name)), Text(cls.META.kind), Text(visible(cls.META.display["en"].description)))
+    console.print(table)
 
 
 @app.command()
@@ -66,7 +70,7 @@ def schema(name: str) -> None:
 @app.command("export-schemas")
 @user_errors
 def export_schemas_command(
-    root: Path = typer.Option(REPO_ROOT, help="Folder that holds schemas/ and frontend_meta/."),
+    root: Path = typer.Option(Path("."), help="Folder that holds schemas/ and frontend_meta/ (the checkout)."),
 ) -> None:
     """Regenerate schemas/ and frontend_meta/ from the code."""
     from dashrag.core.schema import export_schemas
@@ -95,18 +99,20 @@ def index(
     overwrite: bool = typer.Option(
         False,
         "--overwrite",
-        help="Save into a non-empty folder that holds no saved tree (its files are kept), and let engine indexes "
-        "(Qdrant, PostgreSQL) replace a collection or table that holds something else.",
+        help="Replace the saved tree in --out, or save into a non-empty folder that holds no saved tree (its files "
+        "are kept); and let engine indexes (Qdrant, PostgreSQL) replace a collection or table that holds something "
+        "else.",
     ),
     follow_symlinks: bool = typer.Option(
         False, "--follow-symlinks", help="Read files that symbolic links in a corpus folder point to."
     ),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
+    from dashrag.api import build_tree, construct_tree
     from dashrag.store.store import Store
 
     raw = resolve_config(config)
-    dashrag.validate_and_transform(raw, "retriever")  # every config problem before any work
+    root = construct_tree(raw)  # every config problem before any work; the build validates no more
     chunker_spec = resolve_component(chunker)
     if chunker_spec is not None:
         dashrag.validate_and_transform(chunker_spec, "chunker")
@@ -115,30 +121,16 @@ def index(
         Store(store, read_only=True).close()  # a missing driver or a malformed URL, before any work
     with console.status("reading the corpus"):
         documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
-    console.print(
-        f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else "")
-    )
+    say(f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else ""))
     create_output_folder(out, "--out")
-    start = time.perf_counter()
-    with console.status("chunking, storing and fitting"):
-        retriever = dashrag.build(raw, documents, out, chunker=chunker_spec, store_url=store, cache_dir=cache_dir,
-                                  overwrite=overwrite)
-    built = time.perf_counter() - start
-    with console.status("saving"), save_lock(out):  # the record is written under the save lock too
-        retriever.save(out)
-        infra = retriever.require_infra()
-        assert infra.store_url is not None  # dashrag.build always writes the corpus to a store
-        record_store = Store(infra.store_url)
-        record_id = record_store.add_retriever_record(
-            config if not config.lstrip().startswith("{") else raw["component"],
-            retriever.to_config(),
-            str(out.resolve()),
-            infra.chunks.fingerprint,
-        )
-        record_store.close()
-        retriever.set_id(record_id)
-    console.print(plain(f"indexed {len(infra.chunks)} chunks in {built:.1f}s; saved to {out}"), highlight=False)
-    retriever.close()  # engine connections, embedded Qdrant's storage lock
+    with console.status("building") as status:
+        def progress(stage: str, done: int = 0, total: int | None = None) -> None:
+            status.update(plain(f"{stage} {done}/{total}" if total else stage))
+
+        report = build_tree(root, documents, out, name=config if not config.lstrip().startswith("{") else None,
+                            chunker=chunker_spec, store_url=store, cache_dir=cache_dir, overwrite=overwrite,
+                            progress=progress)
+    say(f"indexed {report.chunks} chunks in {report.seconds:.1f}s; saved to {out}")  # one copyable line, never wrapped
 
 
 def _read_queries(path: Path) -> list[tuple[str, str]]:
@@ -248,6 +240,7 @@ register_eval_commands(app)  # eval and tune (dashrag/cli/eval_commands.py)
 register_serve_command(app, user_errors)  # serve (dashrag/cli/serve.py)
 register_pg_commands(app)  # pg start / stop / status (dashrag/cli/pg_commands.py)
 register_finetune_commands(app)  # finetune embedding / reranker / pipeline (dashrag/cli/finetune_commands.py)
+register_mcp_command(app)  # mcp (dashrag/cli/mcp_commands.py)
 
 
 def main() -> None:  # pragma: no cover - console entry point

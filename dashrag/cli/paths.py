@@ -37,10 +37,13 @@ def _check_writable_under(path: Path, option: str) -> None:
 
 
 def check_output_folder(path: Path, option: str, overwrite: bool) -> None:
-    """A folder to save a tree in: a new folder, a saved tree (replaced), or with ``overwrite`` any folder."""
+    """A folder to save a tree in: a new or empty folder, or with ``overwrite`` a saved tree (replaced) or any
+    folder. A saved tree is never replaced without asking, as the web page and ``POST /trees`` ask (409)."""
     if path.exists() and not path.is_dir():
         raise PersistenceError(f"{option} {path}: is a file, not a folder")
     _check_writable_under(path, option)
+    if (path / MANIFEST_NAME).is_file() and not overwrite:
+        raise PersistenceError(f"{option} {path}: holds a saved tree; pass --overwrite to replace it")
     if path.is_dir() and not (path / MANIFEST_NAME).is_file() and not overwrite and any(
             not OWN_ENTRY.fullmatch(entry.name) for entry in path.iterdir()):
         raise PersistenceError(f"{option} {path}: the folder holds files but no saved tree; "

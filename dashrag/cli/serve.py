@@ -30,7 +30,8 @@ def register_serve_command(app: typer.Typer, user_errors: Callable[[Callable[...
                                                  help="Embedding cache for builds."),
         log_level: str | None = typer.Option(None, "--log-level", help="DEBUG, INFO (default), WARNING."),
         qdrant: str | None = typer.Option(None, "--qdrant", help=(
-            "Also serve the collections of this Qdrant (server URL or embedded folder) directly.")),
+            "Also serve the collections of this Qdrant directly: a server URL (or a qdrant-client local-mode "
+            "folder; Qdrant Edge trees are served through --trees).")),
         qdrant_embedding: str | None = typer.Option(None, "--qdrant-embedding", help=(
             "The embedding component (JSON) that embeds queries for --qdrant (default MiniLMEmbedding).")),
         qdrant_collection: list[str] | None = typer.Option(None, "--qdrant-collection", help=(

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
+from dashrag.cli.help_text import tidy_help
 from dashrag.display import visible
 
 try:  # typer >= 0.22 carries its own click; its errors derive from TyperException
@@ -36,13 +37,15 @@ class OneLineErrors(TyperGroup):
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
              **extra: Any) -> Any:
+        tidy_help(self, self.context_class(self))
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False,
                                   windows_expand_args=windows_expand_args, **extra)
         except CommandLineError as exc:
             ctx = getattr(exc, "ctx", None)
-            if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:  # bare ``dashrag``: the help
-                typer.echo(ctx.get_help())
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare ``dashrag``: the help, once
+                if exc.format_message():  # rich help is printed as the error is made and leaves "" here
+                    typer.echo(exc.format_message())
                 result = 0
             else:
                 hint = f" (see '{ctx.command_path} --help')" if ctx is not None and exc.exit_code == 2 else ""

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from dashrag.core.progress import Progress, no_progress
+
 if TYPE_CHECKING:
     from dashrag.documents.chunk_set import ChunkSet
 
@@ -23,7 +25,8 @@ class Infra:
     ``workdir``: the build's working folder, or the saved folder a tree was loaded from (where
     state that lives beside a saved tree, such as an embedded Qdrant, is kept; default ``env_path``);
     ``overwrite``: the user allowed a build to replace engine objects (collections, tables) that
-    hold something else (never done otherwise)."""
+    hold something else (never done otherwise); ``progress``: where a fitting node reports the
+    batches of a long stage (core/progress.py)."""
 
     env_path: Path
     chunks: ChunkSet
@@ -31,6 +34,7 @@ class Infra:
     documents: tuple[Any, ...] | None = None
     workdir: Path | None = None
     overwrite: bool = False
+    progress: Progress = no_progress
 
     @property
     def folder(self) -> Path:

@@ -141,11 +141,21 @@ class ComponentParams(BaseModel):
     #: Other names a config may give a field (``{"lower_bound_ngrams": "ngram_min"}``): the names the
     #: reference implementation uses, accepted on input and written back under the field's own name.
     ALIASES: ClassVar[Mapping[str, str]] = {}
+    #: One reference name for several fields, given as a list of their values in order
+    #: (DashAI's ``ngram_range: [1, 2]`` is ``ngram_min: 1, ngram_max: 2``).
+    SPLIT_ALIASES: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    #: Other spellings of a field's values (``{"strip_accents": {"None": None}}``): DashAI writes some
+    #: nulls as the string "None"; matched by type and value, so ``0`` never matches ``False``.
+    VALUE_ALIASES: ClassVar[Mapping[str, Mapping[Any, Any]]] = {}
+    #: Fields of this component that a reference config gives inside a nested component's params
+    #: (``{"vectorizer": ("norm", ...)}``: DashAI's TF-IDF vectorizer carries the TF-IDF weighting):
+    #: moved up to this component before either is validated.
+    FROM_NESTED: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
     @model_validator(mode="before")
     @classmethod
     def _accept_aliases(cls, data: Any) -> Any:
-        if not cls.ALIASES or not isinstance(data, dict):
+        if not cls.has_reference_spellings() or not isinstance(data, dict):
             return data
         renamed, problems = cls.canonical_names(data)
         if problems:
@@ -153,18 +163,47 @@ class ComponentParams(BaseModel):
         return renamed
 
     @classmethod
+    def has_reference_spellings(cls) -> bool:
+        return bool(cls.ALIASES or cls.SPLIT_ALIASES or cls.VALUE_ALIASES or cls.FROM_NESTED)
+
+    @classmethod
     def canonical_names(cls, raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        """``raw`` with every alias renamed to its field, and the conflicts (a field given under two names)."""
+        """``raw`` in this model's own names and values: every alias renamed to its field, split aliases spread
+        over their fields, value aliases replaced, fields given inside a nested component moved up; and the
+        conflicts (a field given under two names). ``raw`` itself is never changed."""
         renamed: dict[str, Any] = {}
         written: dict[str, str] = {}
         problems: list[str] = []
-        for key, value in raw.items():
-            name = cls.ALIASES.get(key, key)
+
+        def put(name: str, value: Any, key: str) -> None:
             if name in renamed:
                 first, second = sorted((written[name], key))
                 problems.append(f"{first!r} and {second!r} name the same parameter; give one of them")
-                continue
+                return
             renamed[name], written[name] = value, key
+
+        for key, value in raw.items():
+            fields = cls.SPLIT_ALIASES.get(key)
+            if fields is not None and isinstance(value, list) and len(value) == len(fields):
+                for name, item in zip(fields, value):
+                    put(name, item, key)
+                continue
+            if fields is not None:
+                problems.append(f"{key} must be a list of {len(fields)} values ({', '.join(fields)})")
+                continue
+            put(cls.ALIASES.get(key, key), value, key)
+        for field_name, lifted in cls.FROM_NESTED.items():
+            nested = renamed.get(field_name)
+            inner = nested.get("params") if isinstance(nested, dict) else None
+            if not isinstance(nested, dict) or not isinstance(inner, dict) or not set(lifted) & set(inner):
+                continue
+            renamed[field_name] = {**nested, "params": {k: v for k, v in inner.items() if k not in lifted}}
+            for name in lifted:
+                if name in inner:
+                    put(name, inner[name], f"{field_name}.params.{name}")
+        for field_name, spellings in cls.VALUE_ALIASES.items():
+            if field_name in renamed:
+                renamed[field_name] = value_alias(renamed[field_name], spellings)
         return renamed, problems
 
     @model_validator(mode="after")
@@ -183,6 +222,14 @@ class ComponentParams(BaseModel):
             if isinstance(extra, dict) and COMPONENT_KIND_KEY in extra:
                 found[name] = (str(extra[COMPONENT_KIND_KEY]), bool(extra.get("x-component-list")))
         return found
+
+
+def value_alias(value: Any, spellings: Mapping[Any, Any]) -> Any:
+    """``value`` in the field's own spelling: the replacement of an alias of the same type and value."""
+    for alias, replacement in spellings.items():
+        if type(alias) is type(value) and alias == value:
+            return replacement
+    return value
 
 
 class NoParams(ComponentParams):

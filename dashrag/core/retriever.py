@@ -27,6 +27,7 @@ from typing import Any, Generic, Protocol, Sequence, TypeVar, cast, overload
 
 import numpy as np
 
+from dashrag.core import observe
 from dashrag.core.ask import Ask
 from dashrag.core.collection import young_garbage_only
 from dashrag.core.component import ConfigObject
@@ -122,6 +123,11 @@ class Retriever(ConfigObject[P], Generic[P]):
                  restriction: Restriction | None = None) -> Answer:
         ask = Ask.of(top_k, filters, restriction)
         query = check_query(query)
+        if observe.observer is not None:  # OpenTelemetry export (core/observe.py); off: this one read
+            return observe.observed(lambda: self._answer(query, ask), ask.top_k)
+        return self._answer(query, ask)
+
+    def _answer(self, query: str, ask: Ask) -> Answer:
         start = time.perf_counter()
         chunks, children, selection = self._retrieve(query, ask)
         return chunks, self._node(query, chunks, (time.perf_counter() - start) * 1000, children, selection)
@@ -143,6 +149,11 @@ class Retriever(ConfigObject[P], Generic[P]):
         queries = [check_query(q) for q in queries]
         if not queries:
             return BatchAnswers([], [], 0.0, self._node)
+        if observe.observer is not None:
+            return observe.observed_batch(lambda: self._answer_batch(queries, ask), ask.top_k)
+        return self._answer_batch(queries, ask)
+
+    def _answer_batch(self, queries: list[str], ask: Ask) -> BatchAnswers:
         with young_garbage_only() as sweep:  # see core/collection.py: a fifth of a fused batch's time
             start = time.perf_counter()
             results = self._retrieve_batch(queries, ask)

@@ -55,7 +55,7 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
         if infra.store_url and infra.store_url.startswith(SQLITE_PREFIX):
             source = Path(infra.store_url[len(SQLITE_PREFIX):])
             target = folder / store_filename(infra.chunks.fingerprint)
-            if source.resolve() != target.resolve() and not target.exists():
+            if source.resolve() != target.resolve():  # replaced: the new store may hold a newer retriever record
                 tmp = target.with_name(f".{target.name}.tmp")
                 shutil.copyfile(source, tmp)
                 os.replace(tmp, target)

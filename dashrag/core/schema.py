@@ -20,6 +20,7 @@ for the page to evaluate (each names the field it is reported at).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from jsonschema import Draft202012Validator
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ALIASES_KEY, RULES_KEY
-from dashrag.core.registry import all_components, render_index
+from dashrag.core.registry import aliases_of, all_components, get_component, render_index
 from dashrag.core.translations import component_texts
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -44,25 +45,98 @@ def schema_id(name: str) -> str:
     return f"{SCHEMA_BASE}{name}.json"
 
 
-def node_schema(kind: str) -> dict[str, Any]:
-    """``{component, params}`` for one of the registered components of ``kind``, params checked by its schema."""
+def inline_params_schema(name: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """Component ``name``'s params schema with ``extra`` properties accepted too, inline (a ``$ref`` to it could
+    not be widened: it refuses unknown keys)."""
+    own = component_schema(get_component(name))
+    inline = {k: v for k, v in own.items() if k in ("type", "properties", "patternProperties", "allOf", "$defs",
+                                                     "additionalProperties", "required")}
+    inline["properties"] = {**inline.get("properties", {}), **extra}
+    return inline
+
+
+def node_schema(kind: str, extra_params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{component, params}`` for one of the registered components of ``kind`` (or one of their aliases, DashAI's
+    class names), params checked by its schema. A retriever node may carry its ``children`` beside ``params``
+    (DashAI's tree builder writes nested composites so), never in both places."""
     names = components_of_kind(kind)
+    spelled = [(name, name) for name in names] + [(alias, name) for name in names for alias in aliases_of(name)]
+    properties: dict[str, Any] = {"component": {"enum": [written for written, _ in spelled]},
+                                  "params": {"type": "object"}}
+    beside: list[dict[str, Any]] = []
+    if kind == "retriever":
+        properties["children"] = {"type": "array", "items": {"$ref": f"#/$defs/{kind}_node"}}
+        beside = [{"if": {"required": ["children"]},
+                   "then": {"properties": {"params": {"properties": {"children": {"maxItems": 0}}}}}}]
     return {
         "type": "object",
         "additionalProperties": False,
         "required": ["component"],
-        "properties": {"component": {"enum": names}, "params": {"type": "object"}},
-        "allOf": [{"if": {"required": ["component"], "properties": {"component": {"const": name}}},
-                   "then": {"properties": {"params": {"$ref": f"{name}.json"}}}} for name in names],
+        "properties": properties,
+        "allOf": [{"if": {"required": ["component"], "properties": {"component": {"const": written}}},
+                   "then": {"properties": {"params": inline_params_schema(name, extra_params) if extra_params
+                                           else {"$ref": f"{name}.json"}}}} for written, name in spelled] + beside,
     }
 
 
-def _point_refs(value: Any, target: str) -> Any:
-    """``value`` with every ``$ref`` to the generic ComponentSpec pointed at ``target``."""
+def _exactly(name: str) -> str:
+    """A ``patternProperties`` key matching only ``name``."""
+    return "^" + re.escape(name) + "$"
+
+
+def _without_annotations(prop: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in prop.items() if k not in ("title", "description", "default")}
+
+
+def _accept_value_aliases(prop: dict[str, Any], spellings: list[Any]) -> dict[str, Any]:
+    """``prop`` accepting the reference's other spellings of its values too: added to its enum where it has one
+    (so a form offers them), else as one more alternative."""
+    if "enum" in prop:
+        return {**prop, "enum": [*prop["enum"], *spellings]}
+    if "anyOf" in prop and any("enum" in alt for alt in prop["anyOf"]):
+        return {**prop, "anyOf": [_accept_value_aliases(alt, spellings) if "enum" in alt else alt
+                                  for alt in prop["anyOf"]]}
+    alternatives = prop["anyOf"] if "anyOf" in prop else [_without_annotations(prop)]
+    outer = {k: v for k, v in prop.items() if k in ("title", "description", "default")}
+    return {**outer, "anyOf": [*alternatives, {"enum": spellings, "x-value-aliases": True}]}
+
+
+def reference_spellings(cls: type[ConfigObject], properties: dict[str, Any]) -> tuple[dict, list[dict], dict]:
+    """What the JSON Schema adds so a standard validator accepts what ``validate_and_transform`` accepts: the
+    aliases of names (``patternProperties``, which forms do not draw), their values (in ``properties``), this
+    node's fields given inside a nested node's params (``FROM_NESTED``: that field's node schema accepts them),
+    and, for each alias, that a field is given under one name only (``allOf``). Returns the patterns, the
+    ``allOf`` clauses and the ``$defs`` to add."""
+    params = cls.SCHEMA
+    patterns: dict[str, Any] = {}
+    one_name: list[dict] = []
+    definitions: dict[str, Any] = {}
+    for field_name, spellings in params.VALUE_ALIASES.items():
+        properties[field_name] = _accept_value_aliases(properties[field_name], list(spellings))
+    for field_name, lifted in params.FROM_NESTED.items():
+        kind = params.component_fields()[field_name][0]
+        definitions[f"{kind}_node_with_{field_name}_extras"] = node_schema(
+            kind, extra_params={name: _without_annotations(properties[name]) for name in lifted})
+        properties[field_name] = _point_refs(properties[field_name], f"#/$defs/{kind}_node_with_{field_name}_extras",
+                                             f"#/$defs/{kind}_node")
+    for alias, field_name in params.ALIASES.items():
+        patterns[_exactly(alias)] = {**properties[field_name], "x-alias-of": field_name}
+        one_name.append({"not": {"required": [alias, field_name]}})
+    for alias, fields in params.SPLIT_ALIASES.items():
+        items = [_without_annotations(properties[f]) for f in fields]
+        patterns[_exactly(alias)] = {"type": "array", "prefixItems": items, "minItems": len(items),
+                                     "maxItems": len(items), "x-alias-of": list(fields)}
+        one_name.extend({"not": {"required": [alias, f]}} for f in fields)
+    return patterns, one_name, definitions
+
+
+def _point_refs(value: Any, target: str, source: str = SPEC_REF) -> Any:
+    """``value`` with every ``$ref`` to ``source`` (the generic ComponentSpec) pointed at ``target``."""
     if isinstance(value, dict):
-        return {k: (target if k == "$ref" and v == SPEC_REF else _point_refs(v, target)) for k, v in value.items()}
+        return {k: (target if k == "$ref" and v == source else _point_refs(v, target, source))
+                for k, v in value.items()}
     if isinstance(value, list):
-        return [_point_refs(v, target) for v in value]
+        return [_point_refs(v, target, source) for v in value]
     return value
 
 
@@ -104,11 +178,19 @@ def component_schema(cls: type[ConfigObject]) -> dict[str, Any]:
         "x-component-kind": cls.META.kind,
         **schema,
     }
-    in_schema = [dict(rule.json_schema) for rule in cls.SCHEMA.RULES if rule.json_schema is not None]
+    patterns, one_name, extra_definitions = reference_spellings(cls, properties)
+    if extra_definitions:
+        result.setdefault("$defs", {}).update(extra_definitions)
+    if patterns:
+        result["patternProperties"] = patterns
+    in_schema = [dict(rule.json_schema) for rule in cls.SCHEMA.RULES if rule.json_schema is not None] + one_name
     if in_schema:
         result["allOf"] = in_schema
-    if cls.SCHEMA.ALIASES:
-        result[ALIASES_KEY] = dict(cls.SCHEMA.ALIASES)  # accepted on input, normalised to the field's name
+    aliases = {**cls.SCHEMA.ALIASES, **{a: list(f) for a, f in cls.SCHEMA.SPLIT_ALIASES.items()}}
+    if aliases:
+        result[ALIASES_KEY] = aliases  # accepted on input, normalised to the field's name
+    if aliases_of(cls.component_name):
+        result["x-component-aliases"] = aliases_of(cls.component_name)  # DashAI's class names
     rules = [rule.to_schema() for rule in cls.SCHEMA.RULES]
     if rules:
         result[RULES_KEY] = rules

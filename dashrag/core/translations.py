@@ -35,7 +35,7 @@ RULE_MESSAGES: dict[str, tuple[str, ...]] = {
     "lt": ("lt",),
     "same_length": ("same_length",),
     "sliding_window": ("sliding_window.slide", "sliding_window.stride"),
-    "non_increasing": ("non_increasing",),
+    "decreasing": ("decreasing",),
     "requires": ("requires",),
 }
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -58,6 +58,8 @@ def enum_values(prop: dict[str, Any]) -> list[Any]:
     is not one of them (the page names it itself)."""
     values: list[Any] = []
     for alt in [prop, *prop.get("anyOf", [])]:
+        if alt.get("x-value-aliases"):
+            continue  # another spelling of "none" (DashAI's 0 for no limit), not a choice of its own
         for value in [*alt.get("enum", []), *([alt["const"]] if "const" in alt else [])]:
             if value is not None and value not in values:
                 values.append(value)

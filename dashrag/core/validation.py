@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import math
+import types
+import typing
 from typing import Any
 
 from pydantic import ValidationError
@@ -89,6 +91,41 @@ def _pydantic_issues(error: ValidationError, path: str) -> list[ConfigIssue]:
 
 
 PLACEHOLDER = {"component": "<invalid>", "params": {}}
+#: DashAI's tree builder writes a nested composite's children beside its params: ``{component, params, children}``.
+CHILDREN_BESIDE_PARAMS = "children"
+
+
+def _children_into_params(raw: dict, params: dict, cls: Any, path: str, issues: list[ConfigIssue]) -> dict:
+    """``params`` with the node's ``children`` (given beside ``params``) moved in, for a component that has
+    children; a node giving them in both places, or a component without children given some, is an issue."""
+    if CHILDREN_BESIDE_PARAMS not in raw:
+        return params
+    where = join_path(path, CHILDREN_BESIDE_PARAMS)
+    if CHILDREN_BESIDE_PARAMS not in cls.SCHEMA.component_fields():
+        issues.append(ConfigIssue(where, f"unexpected key 'children'; {cls.component_name} has no children"))
+        return params
+    if params.get(CHILDREN_BESIDE_PARAMS):  # an empty list there is the form's placeholder, not children
+        issues.append(ConfigIssue(where, "children are given both beside params and in params.children; give one"))
+        return params
+    return {**params, CHILDREN_BESIDE_PARAMS: raw[CHILDREN_BESIDE_PARAMS]}
+
+
+def _takes_integer_only(annotation: Any) -> bool:
+    """An int field (``int``, ``int | None``, a Literal of ints is not one): where a whole float means that int."""
+    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) \
+        else (annotation,)
+    return int in options and float not in options
+
+
+def whole_numbers_as_integers(params: dict, schema: Any) -> dict:
+    """``params`` with a whole float (``5.0``) given for an integer field read as that integer, as JSON Schema's
+    ``integer`` reads it (so the published schema and validation accept the same values); ``5.5`` stays an error."""
+    fixed = dict(params)
+    for name, info in schema.model_fields.items():
+        value = fixed.get(name)
+        if type(value) is float and value.is_integer() and _takes_integer_only(info.annotation):
+            fixed[name] = int(value)
+    return fixed
 
 
 def _accepts_none(schema: Any, field_name: str) -> bool:
@@ -122,7 +159,7 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
     if depth > MAX_COMPONENT_DEPTH:
         issues.append(ConfigIssue(path, f"components nested more than {MAX_COMPONENT_DEPTH} deep"))
         return None
-    unknown = sorted(set(raw) - NODE_KEYS)
+    unknown = sorted(set(raw) - NODE_KEYS - {CHILDREN_BESIDE_PARAMS})
     for key in unknown[:5]:  # each at its own path, as the page shows it; a huge key is said, not echoed
         where = join_path(path, key) if len(key) <= KEY_CHARS else path
         issues.append(ConfigIssue(where, f"unexpected key {excerpt(key, KEY_CHARS)}; "
@@ -149,6 +186,7 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
     if not isinstance(params, dict):
         issues.append(ConfigIssue(params_path, f"expected an object, got {type(params).__name__}"))
         return None
+    params = _children_into_params(raw, params, cls, path, issues)
 
     schema = cls.SCHEMA
     spelled = {schema.ALIASES.get(key, key): key for key in params}  # paths name a field as the user wrote it
@@ -172,6 +210,7 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
             params[field_name] = _validate_node(value, field_path, field_kind, issues, depth + 1)
 
     failed_nested = _replace_failed(params, schema)
+    params = whole_numbers_as_integers(params, schema)
     try:
         validated = schema.model_validate_json(json.dumps(params), strict=True)  # as JSON means it
     except ValidationError as exc:
@@ -198,7 +237,7 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
                                       for i, v in enumerate(default)]
         else:
             normalised[field_name] = _validate_node(default, field_path, field_kind, issues, depth + 1)
-    return {"component": name, "params": normalised}
+    return {"component": cls.component_name, "params": normalised}  # an alias is saved as the registered name
 
 
 def validate_and_transform(raw: Any, expected_kind: str | None = None) -> dict:

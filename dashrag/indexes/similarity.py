@@ -11,7 +11,7 @@ from typing import Literal
 
 import numpy as np
 
-Metric = Literal["cosine", "dot", "euclidean"]
+Metric = Literal["cosine", "dot", "euclidean", "manhattan"]
 UNIT_TOLERANCE = 1e-4  # |norm - 1| below this for every row: the matrix is treated as unit length
 
 
@@ -37,6 +37,9 @@ def similarity(queries: np.ndarray, matrix: np.ndarray, norms: np.ndarray, metri
         if not unit_length:
             products *= np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1), 0).astype(np.float32)
         return products
+    if metric == "manhattan":
+        return -np.stack([np.abs(matrix - q[None, :]).sum(axis=1) for q in queries]) if len(queries) \
+            else np.zeros((0, matrix.shape[0]), dtype=np.float32)
     raise ValueError(f"unknown similarity metric {metric!r}")
 
 
@@ -61,7 +64,7 @@ def euclidean_from_ranking(ranking: np.ndarray, query_squared_lengths: np.ndarra
 
 
 def distance_from_similarity(scores: np.ndarray, metric: str) -> np.ndarray:
-    """cosine → 1 − cos; dot → −dot; euclidean → the distance itself."""
+    """cosine → 1 − cos; dot → −dot; euclidean and manhattan → the distance itself."""
     if metric == "cosine":
         return 1.0 - scores
     return -scores

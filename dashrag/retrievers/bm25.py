@@ -15,21 +15,27 @@ docs/engines.md). On an engine, ``bm25`` and ``dot`` work; ``cosine`` needs the
 in-process index.
 
 ``similarity_function`` keeps the reference implementation's configs loading:
-its vector similarities (``cosine``, ``dot``) compare the query's term vector
-with the BM25-weighted chunk vectors. That is *not* BM25 ranking (cosine
-rewards short chunks and undoes BM25's own length normalisation); the default,
-``bm25``, is.
+its vector similarities (``dot``, and DashAI's distances ``cosine``, ``euclidean``,
+``l2``, ``cityblock``, ``l1``, ``manhattan``: :mod:`dashrag.scoring.distances`) compare
+the query's term-count vector with the BM25-weighted chunk vectors; a score is then
+``1 - distance`` and ``score_chunks`` gives DashAI's distance. That is *not* BM25
+ranking (cosine rewards short chunks and undoes BM25's own length normalisation);
+the default, ``bm25``, is. A config naming one of DashAI's distances and no
+``variant`` is a DashAI config: it gets DashAI's weights (``variant: dashai``,
+Lucene's idf plus ``delta``), so it ranks as DashAI does. Under the distances other
+than cosine a chunk sharing no term with the query can still be near it: every
+chunk is a candidate, as in DashAI.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from dashrag.core.ask import Ask
 from dashrag.core.digest import digest
@@ -43,21 +49,25 @@ from dashrag.errors import ConfigError, PersistenceError, RetrievalError
 from dashrag.indexes.base import IndexIdentity
 from dashrag.indexes.keyword_base import KeywordIndex, QueryTerms
 from dashrag.scoring import bm25 as scoring
+from dashrag.scoring.distances import DISTANCE_METRICS, distances, scores_from_distances
 
 ENGINE_STATE = "keyword.json"  # on an engine: what the node keeps besides the reference (n_docs, parameters)
 
 
 class BM25Params(ComponentParams):
     top_k: int = Field(5, ge=1, description="How many chunks to return.")
-    variant: Literal["okapi", "bm25l", "bm25plus", "lucene"] = Field(
-        "okapi", description="BM25 flavour: Okapi (Robertson), BM25L, BM25+ or Lucene's.")
+    variant: Literal["okapi", "bm25l", "bm25plus", "lucene", "dashai"] = Field(
+        "okapi", description="BM25 flavour: Okapi (Robertson), BM25L, BM25+, Lucene's, or DashAI's (Lucene's idf "
+                             "plus delta). A config naming a DashAI distance and no variant gets DashAI's.")
     k1: float = Field(1.5, gt=0, description="Term-frequency saturation: higher lets repeated terms count longer.")
     b: float = Field(0.75, ge=0, le=1, description="Length normalisation: 0 ignores chunk length, 1 normalises fully.")
-    delta: float = Field(0.0, ge=0, description="Lower bound added to a term's weight (BM25L and BM25+ only).")
+    delta: float = Field(0.0, ge=0, description=(
+        "BM25L and BM25+: lower bound added to a term's weight; DashAI's variant: added to every idf."))
     epsilon: float = Field(0.25, ge=0, description="Okapi only: a negative idf becomes epsilon times the mean idf.")
-    similarity_function: Literal["bm25", "cosine", "dot"] = Field(
+    similarity_function: Literal["bm25", "dot", "cosine", "cityblock", "euclidean", "l1", "l2", "manhattan"] = Field(
         "bm25",
-        description="bm25: true BM25 ranking. cosine/dot: the reference's vector similarity (kept for old configs).",
+        description="bm25: true BM25 ranking. dot, or DashAI's distances (cosine, euclidean, l2, cityblock, l1, "
+                    "manhattan) between the query's term counts and the BM25-weighted chunk vectors.",
     )
     vectorizer: ComponentSpec = component_field(
         "vectorizer",
@@ -67,6 +77,16 @@ class BM25Params(ComponentParams):
     index: ComponentSpec = component_field("keyword_index", spec("InMemoryKeywordIndex"), description=(
         "Where the chunks' BM25 term weights live and are searched: in this process, as Qdrant sparse vectors "
         "or in a PostgreSQL sparse table (all exact, the same scores)."))
+
+    ALIASES = {"BM25Vectorizer": "vectorizer"}  # DashAI's name of the field
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dashai_weights_for_dashai_distances(cls, data: Any) -> Any:
+        """A config that names one of DashAI's distances and no variant is DashAI's: it gets DashAI's weights."""
+        if isinstance(data, dict) and "variant" not in data and data.get("similarity_function") in DISTANCE_METRICS:
+            return {**data, "variant": "dashai"}
+        return data
 
 
 @register(
@@ -98,10 +118,16 @@ class BM25Retriever(UnitRetriever[BM25Params]):
         return IndexIdentity(self.require_infra().chunks.fingerprint, key, "bm25-weights",
                              len(self.nested["vectorizer"].vocabulary))
 
+    @property
+    def _by_distance(self) -> bool:
+        """Ranked by one of DashAI's whole-vector distances (score ``1 - distance``)."""
+        return self.params.similarity_function in DISTANCE_METRICS
+
     def _check_engine_function(self) -> None:
-        if not self.index.in_process and self.params.similarity_function == "cosine":
-            raise ConfigError(f"{self.component_name}: similarity_function 'cosine' needs the in-process index "
-                              f"(InMemoryKeywordIndex), not {self.index.component_name}; use 'bm25' or 'dot'")
+        if not self.index.in_process and self._by_distance:
+            raise ConfigError(f"{self.component_name}: similarity_function {self.params.similarity_function!r} needs "
+                              f"the in-process index (InMemoryKeywordIndex), not {self.index.component_name}; "
+                              "use 'bm25' or 'dot'")
 
     def _fit(self) -> None:
         self._check_engine_function()
@@ -119,6 +145,7 @@ class BM25Retriever(UnitRetriever[BM25Params]):
                                           term_ptr=np.zeros(weights.vocab_size + 1, dtype=np.int64))
         self._weights = weights
         self._norms = scoring.document_norms(weights) if self.params.similarity_function == "cosine" else None
+        self._rows = scoring.weight_rows(weights) if self._by_distance else None
         self._dot_weights = dataclasses.replace(weights, nonoccurrence=np.zeros_like(weights.nonoccurrence))
 
     def _encode_queries(self, queries: list[str]) -> list[str] | sp.csr_matrix:
@@ -137,6 +164,8 @@ class BM25Retriever(UnitRetriever[BM25Params]):
             queries = self.nested["vectorizer"].transform(queries)
         q = queries
         floors = np.zeros(q.shape[0])
+        if self._by_distance and self.params.similarity_function != "cosine":
+            floors[:] = -np.inf  # every chunk has a distance to the query, matching or not (DashAI's candidates)
         if self.params.similarity_function == "bm25" and self.params.variant == "bm25plus":  # else 0
             floors[:] = [
                 scoring.absent_term_score(self._weights, q.indices[lo:hi], q.data[lo:hi])
@@ -155,6 +184,9 @@ class BM25Retriever(UnitRetriever[BM25Params]):
         if mode == "cosine":
             assert self._norms is not None  # set by _set_weights for the cosine function
             return scoring.cosine_scores(q, self._weights, self._norms)
+        if self._by_distance:
+            assert self._rows is not None  # set by _set_weights for the distances
+            return scores_from_distances(distances(q, self._rows, mode))
         if mode == "dot":  # the query-document inner product, without BM25+'s absent-term constant
             return scoring.score_queries(q, self._dot_weights)
         return scoring.score_queries(q, self._weights)
@@ -184,6 +216,10 @@ class BM25Retriever(UnitRetriever[BM25Params]):
             raise RetrievalError(f"{self.component_name}: scoring every chunk needs the in-process index, "
                                  f"this node searches {self.index.component_name}")
         return self._score_matrix(self.nested["vectorizer"].transform(queries))
+
+    def to_distance(self, scores: np.ndarray) -> np.ndarray:
+        """DashAI's distance under its distances (``1 - score``), the negated score otherwise."""
+        return 1.0 - scores if self._by_distance else -scores
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
         if self.index.in_process:

@@ -46,6 +46,7 @@ from dashrag.boolean.parser import parse
 from dashrag.boolean.rerank import RerankFunction, rerank_in_rounds
 from dashrag.boolean.selection import SelectionThresholds
 from dashrag.boolean.text_index import TextIndex
+from dashrag.core import observe
 from dashrag.core.ask import Ask
 from dashrag.core.params import (
     ComponentParams,
@@ -251,9 +252,9 @@ class BooleanQueryRetriever(SingleChildRetriever[BooleanQueryParams]):
         ask = Ask.of(top_k, filters, restriction)
         if not isinstance(query, str):
             raise QueryError(f"a query must be a string, got {type(query).__name__}")
-        start = time.perf_counter()
-        chunks, children, selection = self._retrieve(query, ask)
-        return chunks, self._node(query, chunks, (time.perf_counter() - start) * 1000, children, selection)
+        if observe.observer is not None:
+            return observe.observed(lambda: self._answer(query, ask), ask.top_k)
+        return self._answer(query, ask)
 
     def retrieve_batch(self, queries: Sequence[str], *, top_k: int | None = None, filters: Any = None,
                        restriction: Restriction | None = None) -> Sequence[tuple[Sequence[ScoredChunk], dict]]:

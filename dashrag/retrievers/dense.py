@@ -17,7 +17,9 @@ Metrics (``similarity``, a pure function in ``indexes/similarity.py``):
   (the default) are used as they are; otherwise the scores are divided by the
   stored chunk norms (the matrix itself is never rewritten);
 * ``euclidean``: the negated distance (higher is better), from
-  ``|q|² + |d|² − 2 q·d`` with the stored norms.
+  ``|q|² + |d|² − 2 q·d`` with the stored norms;
+* ``manhattan``: the negated sum of the coordinates' absolute differences (DashAI's
+  ``cityblock`` / ``l1`` / ``manhattan``; its ``l2`` is ``euclidean``).
 
 The chunk vectors come from the embedding cache (``embeddings.cache``), so
 dense nodes over the same model and chunks embed once. A saved folder holds
@@ -62,7 +64,7 @@ class DenseParams(ComponentParams):
     top_k: int = Field(5, ge=1, description="How many chunks to return.")
     similarity_metric: Metric = Field("cosine", description=(
         "cosine: angle between vectors; dot: inner product (equals cosine for unit vectors); "
-        "euclidean: straight-line distance."))
+        "euclidean: straight-line distance; manhattan: the sum of the coordinates' differences."))
     embedding: ComponentSpec = component_field("embedding", spec("MiniLMEmbedding"),
                                                description="The model that embeds chunks and queries.")
     index: ComponentSpec = component_field("vector_index", spec("InMemoryVectorIndex"), description=(
@@ -70,6 +72,7 @@ class DenseParams(ComponentParams):
         "on Qdrant or on PostgreSQL + pgvector (exact or HNSW)."))
 
     ALIASES = {"embedding_model": "embedding"}  # DashAI's name for the field
+    VALUE_ALIASES = {"similarity_metric": {"l2": "euclidean", "l1": "manhattan", "cityblock": "manhattan"}}  # DashAI's
 
 
 @register(
@@ -102,7 +105,8 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
 
     def _fit(self) -> None:
         infra = self.require_infra()
-        vectors = np.asarray(document_vectors(self.embedding, infra.chunks, infra.env_path))
+        vectors = np.asarray(document_vectors(self.embedding, infra.chunks, infra.env_path,  # by block, not at end
+                                              on_block=lambda done, total: infra.progress("embedding chunks", done, total)))
         if vectors.dtype != np.float32 or vectors.ndim != 2:
             raise RetrievalError(f"{self.component_name}: chunk vectors must be a 2-d float32 matrix, "
                                  f"got {vectors.dtype} {vectors.shape}")

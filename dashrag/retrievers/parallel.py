@@ -13,6 +13,8 @@ provenance and in the trace.
 
 from __future__ import annotations
 
+import contextvars
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 from functools import partial
@@ -32,8 +34,8 @@ DEFAULT_CHILDREN = (spec("BM25Retriever"), spec("DenseEmbeddingRetriever"))
 
 
 class ParallelParams(ComponentParams):
-    children: list[ComponentSpec] = components_field("retriever", DEFAULT_CHILDREN, min_length=1,
-                                                     description="Retrievers run side by side.")
+    children: list[ComponentSpec] = components_field("retriever", DEFAULT_CHILDREN, min_length=2, description=(
+        "Retrievers run side by side (at least two, as DashAI requires: one child needs no fusion)."))
     merge_strategy: FusionStrategy = Field(
         "round_robin", description="How the children's rankings are fused (see docs/fusion.md).")
     weights: list[float] | None = Field(None, description="One non-negative weight per child (default: all 1).")
@@ -60,12 +62,27 @@ def run_concurrently(calls: Sequence[Callable[[], Any]], pool: ThreadPoolExecuto
     thread hand-off fewer on every query). Exceptions propagate once every call has ended."""
     if pool is None or len(calls) < 2:
         return [call() for call in calls]
-    futures = [pool.submit(call) for call in calls[:-1]]
+    # each call in a copy of the caller's context: what a query keeps there (core/observe.py) reaches its children
+    futures = [pool.submit(contextvars.copy_context().run, call) for call in calls[:-1]]
     try:
         last = calls[-1]()
     finally:
         wait(futures)
     return [f.result() for f in futures] + [last]
+
+
+def mean_distances(chunk_ids: list[int], per_child: list[dict[int, float]],
+                   weights: Sequence[float] | None) -> list[tuple[int, float]]:
+    """Each chunk's weighted mean distance over the children that scored it (a child of weight 0 counts
+    for nothing); a chunk no child scored is left out, as DashAI leaves it."""
+    w = resolve_weights(weights, len(per_child))
+    mean = []
+    for cid in dict.fromkeys(chunk_ids):
+        votes = [(w[i], d[cid]) for i, d in enumerate(per_child) if cid in d and w[i] > 0]
+        total = math.fsum(weight for weight, _ in votes)
+        if total > 0:
+            mean.append((cid, math.fsum(weight * dist for weight, dist in votes) / total))
+    return mean
 
 
 @register(kind="retriever", icon="GitMerge", category="composite",
@@ -125,12 +142,8 @@ class ParallelRetriever(CompositeRetriever[ParallelParams]):
         return fused, [a[1] for a in answers], selection
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
-        """Fuse the children's distance rankings of the given chunks the same way as ``retrieve``;
-        the distance is the negated fused score."""
-        chunks = self.require_infra().chunks
-        lists = []
-        for child in self.get_children():
-            ranked = child.score_chunks(chunk_ids, query)
-            lists.append([ScoredChunk(chunks.by_id(cid), -dist, child.component_name) for cid, dist in ranked])
-        fused = fuse(lists, self.params.merge_strategy, self.params.weights, k=self.params.rrf_k)
-        return [(c.id, -c.score) for c in fused]
+        """DashAI's distance: the mean of the children's distances of each chunk (weighted by ``weights`` when
+        given), ascending, ties by the order asked."""
+        distances = [dict(child.score_chunks(chunk_ids, query)) for child in self.get_children()]
+        mean = mean_distances(list(chunk_ids), distances, self.params.weights)
+        return sorted(mean, key=lambda pair: pair[1])

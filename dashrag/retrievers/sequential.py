@@ -2,8 +2,9 @@
 
 Stage 1 retrieves its ``top_k`` candidates. Every later stage receives only the
 survivors, re-scores them through ``score_chunks`` (so any retriever can be a
-later stage) and keeps its own ``top_k`` best. A stage's ``top_k`` larger than the
-previous stage's could never be filled, so it is a validation error.
+later stage) and keeps its own ``top_k`` best. A stage's ``top_k`` must be smaller
+than the previous stage's (DashAI's rule: one that keeps as many only re-orders, one
+that keeps more could never be filled), a validation error otherwise.
 
 A chunk's score is the negated distance of the last stage that scored it
 (higher is better); every stage's distance stays in its provenance.
@@ -28,12 +29,14 @@ def _top_k_of(child: ComponentSpec) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _non_increasing_top_k(params: SequentialParams) -> str | None:
+def _decreasing_top_k(params: SequentialParams) -> str | None:
+    """DashAI's rule: each stage keeps strictly fewer chunks than the one before (a stage that keeps as
+    many re-orders, it does not narrow; one that keeps more could never be filled)."""
     sizes = [_top_k_of(c) for c in params.children]
     for i, (before, size) in enumerate(zip(sizes, sizes[1:]), start=1):
-        if size is not None and before is not None and size > before:
-            return (f"children[{i}].params.top_k ({size}) is larger than children[{i - 1}].params.top_k "
-                    f"({before}): a cascade cannot grow")
+        if size is not None and before is not None and size >= before:
+            return (f"children[{i}].params.top_k ({size}) is not smaller than children[{i - 1}].params.top_k "
+                    f"({before}): each stage of a cascade narrows")
     return None
 
 
@@ -44,10 +47,10 @@ class SequentialParams(ComponentParams):
 
     RULES = (
         Rule(
-            "non_increasing",
+            "decreasing",
             ("children.*.params.top_k",),
-            "each stage's top_k is at most the previous stage's",
-            _non_increasing_top_k,
+            "each stage's top_k is smaller than the previous stage's",
+            _decreasing_top_k,
         ),
     )
 

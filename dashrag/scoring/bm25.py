@@ -21,6 +21,8 @@ in a document, ``dl`` the document's length, ``avgdl`` the mean length,
             w = idf * (δ + tf (k1 + 1) / (k1 norm + tf)), and idf * δ where tf = 0
 - lucene:   idf = log(1 + (N - df + .5) / (df + .5));
             w = idf * tf / (tf + k1 norm)
+- dashai:   idf = log(1 + (N - df + .5) / (df + .5)) + δ   (DashAI's BM25Retriever: δ added to the idf);
+            w = idf * tf (k1 + 1) / (tf + k1 norm)
 Every other variant adds 0 for a term the document lacks.
 
 Two rank_bm25 quirks are kept on purpose, for exact parity: BM25L multiplies by
@@ -46,14 +48,14 @@ import scipy.sparse as sp
 from dashrag.core import ranking
 from dashrag.errors import ConfigError, CorpusError, PersistenceError, QueryError
 
-VARIANTS = ("okapi", "bm25l", "bm25plus", "lucene")
+VARIANTS = ("okapi", "bm25l", "bm25plus", "lucene", "dashai")
 WEIGHT_DTYPE = np.float32  # half the memory of float64
 SCORE_DTYPE = np.float32  # scores accumulate in the weights' dtype (see _score_into)
 
 
 @dataclass(frozen=True)
 class BM25Parameters:
-    """The parameters every variant reads (``delta`` only BM25L/BM25+, ``epsilon`` only Okapi)."""
+    """The parameters every variant reads (``delta`` only BM25L/BM25+/DashAI's, ``epsilon`` only Okapi)."""
 
     variant: str = "okapi"
     k1: float = 1.5
@@ -134,6 +136,12 @@ def idf_lucene(df: np.ndarray, n_docs: int) -> np.ndarray:
     return np.where(present, np.log1p((n_docs - df + 0.5) / (df + 0.5)), 0.0)
 
 
+def idf_dashai(df: np.ndarray, n_docs: int, delta: float) -> np.ndarray:
+    """DashAI's BM25 idf: Lucene's plus ``delta`` (its "IDF smoothing"), for the terms present in the corpus."""
+    present = _present(df)
+    return np.where(present, idf_lucene(df, n_docs) + delta, 0.0)
+
+
 # ---------------------------------------------------------------- tf part per variant
 
 
@@ -166,12 +174,14 @@ def variant_idf(params: BM25Parameters, df: np.ndarray, n_docs: int) -> np.ndarr
         return idf_bm25l(df, n_docs)
     if params.variant == "bm25plus":
         return idf_bm25plus(df, n_docs)
+    if params.variant == "dashai":
+        return idf_dashai(df, n_docs, params.delta)
     return idf_lucene(df, n_docs)
 
 
 def variant_tf(params: BM25Parameters, tf: np.ndarray, norm: np.ndarray) -> np.ndarray:
     """The tf part of ``params.variant`` for entries with ``tf > 0``."""
-    if params.variant == "okapi":
+    if params.variant in ("okapi", "dashai"):
         return tf_okapi(tf, norm, params.k1)
     if params.variant == "bm25l":
         return tf_bm25l(tf, norm, params.k1, params.delta)
@@ -411,6 +421,12 @@ def score_query(term_ids, weights: BM25Weights, term_counts=None) -> np.ndarray:
     scores = np.empty(weights.n_docs, dtype=SCORE_DTYPE)
     _score_into(weights, term_ids, term_counts, scores)
     return scores
+
+
+def weight_rows(weights: BM25Weights) -> sp.csr_matrix:
+    """The weights as the n_docs x vocab matrix ``W`` (one row per document), for whole-vector distances."""
+    return sp.csc_matrix((weights.data, weights.doc_ids, weights.term_ptr),
+                         shape=(weights.n_docs, weights.vocab_size)).tocsr()
 
 
 def document_norms(weights: BM25Weights) -> np.ndarray:

@@ -11,19 +11,22 @@ An unexpected error is logged with its request id and answered 500 without detai
 from __future__ import annotations
 
 import logging
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import AsyncIterator
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
+from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dashrag.errors import FilterError
 from dashrag.service.auth import require_token
+from dashrag.service.mcp_route import mcp_route
 from dashrag.service.middleware import RequestMiddleware
 from dashrag.service.pipeline import NoCollection, StepFailure
 from dashrag.service.routes import meta, retrieve, trees
@@ -37,16 +40,27 @@ logger = logging.getLogger(__name__)
 STATIC_DIR = Path(__file__).resolve().parents[1] / "web" / "static"
 
 
+def unknown_key_named(error: dict) -> dict:
+    """An ``extra_forbidden`` error worded with its key (``unknown key 'top_k'``); any other error as it is."""
+    if error.get("type") != "extra_forbidden" or not error.get("loc"):
+        return error
+    return {**error, "msg": f"unknown key {str(error['loc'][-1])!r}: not a field of this body"}
+
+
 def create_app(settings: ServiceSettings | None = None, static_dir: Path | None = STATIC_DIR) -> FastAPI:
     settings = settings or ServiceSettings()
     service = build_service(settings)
+    mcp = mcp_route(service)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with AsyncExitStack() as stack:
+            if mcp is not None:
+                await stack.enter_async_context(mcp[1]())
+            yield
         service.close()
 
-    app = FastAPI(title="dashrag retrieval service", version="1", lifespan=lifespan,
+    app = FastAPIOffline(title="dashrag retrieval service", version="1", lifespan=lifespan,
                   description="Fetches and ranks grounding chunks (never generates an answer); builds and "
                               "queries retriever trees.")
     app.state.service = service
@@ -75,6 +89,12 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     async def no_collection(request: Request, exc: NoCollection) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=404)
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        """pydantic says only "Extra inputs are not permitted" of an unknown key: the message names the key."""
+        return await request_validation_exception_handler(request, RequestValidationError(
+            [unknown_key_named(e) for e in exc.errors()]))
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         """FastAPI answers 400 to a body it cannot decode; the contract says a malformed body is a 422."""
@@ -99,6 +119,8 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
         logger.error("unexpected error", exc_info=exc, extra={"request_id": request_id})
         return JSONResponse({"detail": f"internal error (request {request_id})"}, status_code=500)
 
+    if mcp is not None:
+        app.router.routes.append(mcp[0])  # before the page's mount at "/", which would answer it otherwise
     if static_dir is not None and static_dir.is_dir():
         app.mount("/", PageFiles(directory=static_dir, html=True, api=app.router), name="web")
     app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from dashrag.api import load
+from dashrag.core.observe import unobserved
 from dashrag.core.persistence import MANIFEST_NAME, read_manifest
 from dashrag.core.restriction import Restriction
 from dashrag.core.retriever import Retriever
@@ -67,9 +70,11 @@ class TreeCollection:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self.name = self.folder.name
+        self.manifest_mtime = (self.folder / MANIFEST_NAME).stat().st_mtime_ns  # before reading: a newer save shows
         self.manifest = read_manifest(self.folder)
         self.retriever: Retriever = load(self.folder)
-        self.calibration: Calibration = calibrate_retriever(self.retriever)
+        with unobserved():  # its sample queries are no user's: not exported as spans (docs/otel.md)
+            self.calibration: Calibration = calibrate_retriever(self.retriever)
 
     def exists(self) -> bool:
         return (self.folder / MANIFEST_NAME).is_file()
@@ -119,27 +124,71 @@ class CollectionRegistry:
 
     A reloaded or deleted tree is not closed: requests already running on it finish on
     the old object, which is freed (with its thread pools) when the last one lets go.
+
+    The trees folder is watched on request, not by a thread: at most every ``rescan_seconds``,
+    the next lookup stats each tree's manifest (``dashrag.json``, written last and atomically by
+    every save) and loads a new tree, reloads one whose manifest changed, and forgets one whose
+    manifest is gone. A folder still being written has no manifest yet and is not seen. A folder
+    that fails to load is retried only when its manifest changes again.
     """
 
-    def __init__(self, trees_dir: Path | None):
+    def __init__(self, trees_dir: Path | None, rescan_seconds: float = 2.0):
         self.trees_dir = Path(trees_dir) if trees_dir is not None else None
+        self.rescan_seconds = rescan_seconds
         self._collections: dict[str, Collection] = {}
         self._lock = threading.Lock()
+        self._scan_lock = threading.Lock()
+        self._manifests: dict[str, int] = {}  # tree name -> manifest mtime_ns when last loaded (or tried)
+        self._scanned_at = float("-inf")  # time.monotonic() of the last look at the folder
         self.load_errors: dict[str, str] = {}
 
     def load_all(self) -> None:
-        if self.trees_dir is None or not self.trees_dir.is_dir():
+        for name, mtime in self._manifests_on_disk().items():
+            self._try_load(name, mtime)
+        self._scanned_at = time.monotonic()
+
+    def refresh(self, force: bool = False) -> None:
+        """Bring the trees in line with the folder (see the class); cheap when nothing changed."""
+        if self.trees_dir is None or (not force and time.monotonic() - self._scanned_at < self.rescan_seconds):
             return
+        if not self._scan_lock.acquire(blocking=force):
+            return  # another request is scanning; this one answers from what is loaded
+        try:
+            on_disk = self._manifests_on_disk()
+            for name in [n for n in self._manifests if n not in on_disk]:
+                self._manifests.pop(name)
+                self.load_errors.pop(name, None)
+                self.forget(name)
+                logger.info("collection %s removed (its folder has no saved tree any more)", name)
+            for name, mtime in on_disk.items():
+                if self._manifests.get(name) != mtime:
+                    self._try_load(name, mtime)
+            self._scanned_at = time.monotonic()
+        finally:
+            self._scan_lock.release()
+
+    def _manifests_on_disk(self) -> dict[str, int]:
+        if self.trees_dir is None or not self.trees_dir.is_dir():
+            return {}
+        found = {}
         for folder in sorted(self.trees_dir.iterdir()):
-            if folder.name.startswith(".") or not (folder / MANIFEST_NAME).is_file():
+            if folder.name.startswith(".") or not re.match(NAME_PATTERN, folder.name):
                 continue
             try:
-                self.load_tree(folder.name)
-            except Exception as exc:  # one broken folder must not keep the others from being served
-                self.load_errors[folder.name] = str(exc)
-                logger.warning("collection %s not loaded: %s", folder.name, exc)
-                if isinstance(exc, EngineError):
-                    self.add(UnavailableCollection(folder.name, exc))
+                found[folder.name] = (folder / MANIFEST_NAME).stat().st_mtime_ns
+            except OSError:  # no manifest (not a tree, or one being written) or gone meanwhile
+                continue
+        return found
+
+    def _try_load(self, name: str, mtime: int) -> None:
+        self._manifests[name] = mtime  # tried once per manifest version, loaded or not
+        try:
+            self.load_tree(name)
+        except Exception as exc:  # one broken folder must not keep the others from being served
+            self.load_errors[name] = str(exc)
+            logger.warning("collection %s not loaded: %s", name, exc)
+            if isinstance(exc, EngineError):
+                self.add(UnavailableCollection(name, exc))
 
     def folder_of(self, name: str) -> Path:
         if self.trees_dir is None:
@@ -149,6 +198,7 @@ class CollectionRegistry:
     def load_tree(self, name: str) -> TreeCollection:
         collection = TreeCollection(self.folder_of(name))
         self.add(collection)
+        self._manifests[name] = collection.manifest_mtime
         self.load_errors.pop(name, None)
         return collection
 
@@ -157,6 +207,7 @@ class CollectionRegistry:
             self._collections = {**self._collections, collection.name: collection}
 
     def get(self, name: str) -> Collection | None:
+        self.refresh()
         collection = self._collections.get(name)
         return collection if collection is not None and collection.exists() else None
 
@@ -165,6 +216,7 @@ class CollectionRegistry:
         return collection if isinstance(collection, TreeCollection) else None
 
     def trees(self) -> list[TreeCollection]:
+        self.refresh()
         return [c for _, c in sorted(self._collections.items()) if isinstance(c, TreeCollection) and c.exists()]
 
     def forget(self, name: str) -> Collection | None:

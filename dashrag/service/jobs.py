@@ -1,10 +1,11 @@
 """Tree builds as jobs: a thread pool builds, ``GET /jobs/{id}`` reports progress.
 
-A build works in hidden folders of ``--trees`` (``.work-<id>`` for the store and
-caches, ``.building-<id>`` for the saved tree) and only then renames the finished
-folder to its name, so a half-built tree is never listed or served; the collection
-registry never looks at hidden folders. With ``overwrite`` the old folder is renamed
-aside first and removed after the new one is in place.
+A job is :func:`dashrag.api.build_tree` (the build of every face) into a hidden
+folder of ``--trees`` (``.building-<id>``; caches in ``.work-<id>`` unless the
+service shares a cache folder), which is only then renamed to the tree's name, so a
+half-built tree is never listed or served; the collection registry never looks at
+hidden folders. With ``overwrite`` the old folder is renamed aside first and removed
+after the new one is in place. The build's stages become the job's progress.
 """
 
 from __future__ import annotations
@@ -13,15 +14,16 @@ import logging
 import os
 import shutil
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dashrag.api import build
+from dashrag.api import build_tree
 from dashrag.core.persistence import MANIFEST_NAME
-from dashrag.documents.corpus import Corpus
+from dashrag.core.retriever import Retriever
 from dashrag.service.collections import CollectionRegistry
 from dashrag.service.pipeline import safe_message
 
@@ -32,8 +34,22 @@ class NameTaken(Exception):
     pass
 
 
+#: Where each stage of ``build_tree`` lies on the job's 0..1 bar (fitting, which embeds, is the long one).
+STAGE_SPANS: dict[str, tuple[float, float]] = {
+    "reading the corpus": (0.0, 0.02), "chunking": (0.02, 0.08), "storing": (0.08, 0.1), "fitting": (0.1, 0.85),
+    "embedding chunks": (0.1, 0.85), "saving": (0.85, 0.95), "publishing": (0.95, 0.99),
+}
+
+
+class Cancelled(Exception):
+    """Raised from the build's progress callback when the job was asked to stop (``build_tree`` unwinds)."""
+
+
 @dataclass
 class Job:
+    """A build's state as ``GET /jobs/{id}`` shows it: the stage it is in with its counts, the time since it
+    started and, once a counted stage has moved, an estimate of that stage's remaining seconds."""
+
     id: str
     tree: str
     status: str = "queued"
@@ -41,10 +57,44 @@ class Job:
     message: str = "queued"
     error: str | None = None
     cleanup: list[Path] = field(default_factory=list)
+    stage: str | None = None
+    done: int = 0
+    total: int | None = None
+    started: float = field(default_factory=time.monotonic)
+    stage_started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+    cancel_requested: bool = False
+
+    def enter(self, stage: str, done: int, total: int | None) -> None:
+        if self.cancel_requested:
+            raise Cancelled(f"cancelled during {self.stage or stage}")
+        if stage != self.stage:
+            self.stage, self.stage_started = stage, time.monotonic()
+        self.done, self.total = done, total
+        self.status = "running"
+        start, end = STAGE_SPANS.get(stage, (self.progress, self.progress))
+        share = done / total if total else 0.0
+        self.progress = max(self.progress, start + (end - start) * min(share, 1.0))
+        self.message = f"{stage} ({done}/{total})" if total else stage
+
+    def stage_eta_s(self) -> float | None:
+        """The stage's remaining seconds at its pace so far; None before its counter moved or when uncounted."""
+        if self.status != "running" or not self.total or not self.done or self.done >= self.total:
+            return None
+        spent = time.monotonic() - self.stage_started
+        return round(spent / self.done * (self.total - self.done), 1)
+
+    def end(self, status: str, message: str, error: str | None = None) -> None:
+        self.status, self.message, self.error, self.finished = status, message, error, time.monotonic()
+        if status == "done":
+            self.progress = 1.0
 
     def to_json(self) -> dict[str, Any]:
+        elapsed = (self.finished or time.monotonic()) - self.started
         return {"id": self.id, "status": self.status, "progress": self.progress, "message": self.message,
-                "tree": self.tree if self.status == "done" else None, "error": self.error}
+                "tree": self.tree if self.status == "done" else None, "error": self.error,
+                "stage": self.stage, "done": self.done, "total": self.total, "elapsed_s": round(elapsed, 1),
+                "stage_eta_s": self.stage_eta_s()}
 
 
 class BuildJobs:
@@ -61,7 +111,7 @@ class BuildJobs:
     def get(self, job_id: str) -> Job | None:
         return self._jobs.get(job_id)
 
-    def submit(self, job_id: str, name: str, config: dict, corpus: Path, chunker: dict | None, overwrite: bool,
+    def submit(self, job_id: str, name: str, root: Retriever, corpus: Path, chunker: dict | None, overwrite: bool,
                cleanup: list[Path] = ()) -> Job:  # type: ignore[assignment]
         with self._lock:
             busy = any(j.tree == name and j.status in ("queued", "running") for j in self._jobs.values())
@@ -71,30 +121,28 @@ class BuildJobs:
                                 + ("" if busy else "; send overwrite: true to replace it"))
             job = Job(job_id, name, cleanup=list(cleanup))
             self._jobs[job_id] = job
-        self._pool.submit(self._run, job, config, corpus, chunker, overwrite)
+        self._pool.submit(self._run, job, root, corpus, chunker, overwrite)
         return job
 
-    def _run(self, job: Job, config: dict, corpus_path: Path, chunker: dict | None, overwrite: bool) -> None:
+    def _run(self, job: Job, root: Retriever, corpus_path: Path, chunker: dict | None, overwrite: bool) -> None:
         trees = self.registry.folder_of(job.tree).parent
         work, staging = trees / f".work-{job.id}", trees / f".building-{job.id}"
 
-        def step(progress: float, message: str) -> None:
-            job.status, job.progress, job.message = "running", progress, message
+        def step(stage: str, done: int = 0, total: int | None = None) -> None:
+            job.enter(stage, done, total)
 
         try:
-            step(0.05, "reading the corpus")
-            corpus = Corpus.from_path(corpus_path)
-            step(0.2, f"chunking, storing and fitting {len(corpus)} documents")
-            retriever = build(config, corpus, work, chunker=chunker, cache_dir=self.cache_dir)
-            step(0.85, "saving")
-            retriever.save(staging)
-            step(0.95, "publishing")
+            build_tree(root, corpus_path, staging, name=job.tree, chunker=chunker, cache_dir=self.cache_dir or work,
+                       progress=step)
+            step("publishing")
             self._publish(staging, job.tree, overwrite)
             self.registry.load_tree(job.tree)
-            job.status, job.progress, job.message = "done", 1.0, f"built {job.tree}"
+            job.end("done", f"built {job.tree}")
+        except Cancelled as exc:
+            job.end("cancelled", str(exc))
         except Exception as exc:  # a failed build is a job state, never a crashed worker
             logger.warning("build job %s failed: %s", job.id, type(exc).__name__, exc_info=logger.isEnabledFor(10))
-            job.status, job.message, job.error = "failed", "build failed", safe_message(exc)
+            job.end("failed", f"build failed during {job.stage or 'the start'}", safe_message(exc))
         finally:
             for path in [work, staging, *job.cleanup]:
                 shutil.rmtree(path, ignore_errors=True)
@@ -110,6 +158,13 @@ class BuildJobs:
         os.replace(staging, target)
         if aside is not None:
             shutil.rmtree(aside, ignore_errors=True)
+
+    def cancel(self, job_id: str) -> Job | None:
+        """Ask a queued or running job to stop: it stops at its next progress report and leaves nothing behind."""
+        job = self._jobs.get(job_id)
+        if job is not None and job.status in ("queued", "running"):
+            job.cancel_requested = True
+        return job
 
     def shutdown(self) -> None:
         """Stop accepting work and wait for running builds (the app's shutdown)."""

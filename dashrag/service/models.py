@@ -42,6 +42,7 @@ class ErrorBody(BaseModel):
 
 
 class RetrieveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt or foreign key ("top_k") is a 422 naming it
     query: Query = Field(description="The user's question; empty or whitespace-only is a 422.",
                        json_schema_extra={"pattern": NOT_BLANK})
     collection_name: str = Field(min_length=1)
@@ -66,6 +67,9 @@ class RetrieveResponse(BaseModel):
     citations: list[str]
     low_confidence: bool
     reranker: str = Field(description="The reranker used, or 'none' (then rerank_score = retrieval_score).")
+    empty_reason: str | None = Field(None, description=(
+        "Why context_chunks is empty (no chunk found, or which gate dropped them all, with the best score); "
+        "null when a chunk is kept."))
     trace: dict[str, Any] | None = None
 
 
@@ -117,11 +121,18 @@ class JobAccepted(BaseModel):
 
 class JobStatus(BaseModel):
     id: str
-    status: Literal["queued", "running", "done", "failed"]
+    status: Literal["queued", "running", "done", "failed", "cancelled"]
     progress: float = Field(ge=0, le=1)
     message: str
     tree: str | None
     error: str | None
+    stage: str | None = Field(description="The build's stage now (reading the corpus, chunking, storing, fitting, "
+                                          "embedding chunks, saving, publishing); null while queued.")
+    done: int = Field(description="What is finished of the stage (documents chunked, chunks embedded).")
+    total: int | None = Field(description="How much the stage has; null when it is not counted.")
+    elapsed_s: float = Field(description="Seconds since the job was accepted (until it ended).")
+    stage_eta_s: float | None = Field(description="The stage's remaining seconds at its pace so far; null until "
+                                                  "its counter moved, or when it is not counted.")
 
 
 class TreeQuery(BaseModel):

@@ -143,8 +143,25 @@ class RetrievePipeline:
         step_ms["total"] = ms_since(started)
         trace = step_node("retrieve", request.query, step_ms["total"], kept, nodes) if request.trace else None
         response = RetrieveResponse(context_chunks=kept, citations=sources, low_confidence=cite.low_confidence(kept),
-                                    reranker=self.reranker_name, trace=trace)
+                                    reranker=self.reranker_name, trace=trace,
+                                    empty_reason=None if kept else self._empty_reason(merged, reranked, confident))
         return PipelineResult(response, step_ms)
+
+    def _empty_reason(self, merged: list[RetrievedChunk], reranked: list[ContextChunk],
+                      confident: list[ContextChunk]) -> str:
+        """Why nothing was kept, without a trace: no chunk found, or the gate that dropped them all and the best
+        score it saw (so a user can tell a floor set too high from a query the corpus does not answer)."""
+        if not merged:
+            return "the collections returned no chunks for this query"
+        if not reranked:
+            best = max(gates.score_or_zero(c.retrieval_score) for c in merged)
+            return (f"all {len(merged)} chunks fell under the retrieval floor {self.thresholds.floor:g} "
+                    f"(RAG_RETRIEVAL_SCORE_FLOOR); the best retrieval_score was {best:.4g}")
+        if not confident:
+            best = max(gates.score_or_zero(c.rerank_score) for c in reranked)
+            return (f"all {len(reranked)} chunks fell under the confidence threshold {self.thresholds.confidence:g} "
+                    f"(RAG_CONFIDENCE_THRESHOLD); the best rerank_score was {best:.4g}")
+        return "every chunk that passed the gates has empty text"
 
     @property
     def reranker_name(self) -> str:

@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 from dashrag.core.factory import build_component
 from dashrag.core.restriction import Restriction
 from dashrag.embeddings.base import EmbeddingModel
 from dashrag.errors import ConfigError, DashragError, EngineError, FilterError
-from dashrag.indexes.qdrant_engine import RECORDS_COLLECTION, connect_qdrant, describe_qdrant_error, strip_secrets
+from dashrag.indexes.qdrant_client_store import RECORDS_COLLECTION, connect_qdrant
+from dashrag.indexes.qdrant_edge_store import EDGE_FOLDER
+from dashrag.indexes.qdrant_engine import describe_qdrant_error, strip_secrets
 from dashrag.service.calibration import clip_cosine
 from dashrag.service.collections import RetrievedChunk
 
@@ -153,6 +156,9 @@ def qdrant_collections(location: str, embedding_config: dict[str, Any] | None, a
                        names: list[str] | None = None) -> tuple[QdrantServer, list[QdrantCollection]]:
     """The configured Qdrant's collections (``names``, or every one, listed now: an EngineError when the
     server cannot be reached, so a service told to serve "every collection" does not start without them)."""
+    if (Path(location) / EDGE_FOLDER).is_dir() and not (Path(location) / "meta.json").exists():
+        raise ConfigError(f"qdrant: {location} holds Qdrant Edge collections (a dashrag tree's embedded storage); "
+                          "serve them through their saved tree (--trees), or a Qdrant server by its URL")
     embedding = build_component(embedding_config or {"component": "MiniLMEmbedding"}, "embedding")
     if not isinstance(embedding, EmbeddingModel):
         raise ConfigError(f"qdrant_embedding: {embedding.component_name} is not an embedding model")

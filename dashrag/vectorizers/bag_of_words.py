@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from pydantic import Field
 
 from dashrag.core.component import ConfigObject
-from dashrag.core.params import ComponentParams, less_or_equal
+from dashrag.core.params import ComponentParams, Rule, less_or_equal
 from dashrag.core.persistence import atomic_write_json, load_json
 from dashrag.core.registry import register
 from dashrag.errors import PersistenceError, RetrievalError
@@ -48,16 +48,25 @@ def english_stop_words() -> frozenset[str]:
     return frozenset(ENGLISH_STOP_WORDS)
 
 
+def _fractions_in_order(params: BagOfWordsParams) -> str | None:
+    """DashAI's rule: ``min_df <= max_df`` (scikit-learn refuses the opposite); only comparable when both
+    are fractions of the documents (a count above 1 and a fraction are not)."""
+    if params.min_df <= 1 and params.max_df <= 1 and params.min_df > params.max_df:
+        return f"min_df ({params.min_df}) must be <= max_df ({params.max_df})"
+    return None
+
+
 class BagOfWordsParams(ComponentParams):
     analyzer: Literal["word", "char", "char_wb"] = Field("word", description="Count words, or character n-grams.")
     lowercase: bool = Field(True, description="Lower-case text before counting.")
     ngram_min: int = Field(1, ge=1, description="Smallest n-gram length.")
     ngram_max: int = Field(1, ge=1, description="Largest n-gram length.")
-    stop_words: Literal["english"] | None = Field(None, description="Remove these stop words (None: keep all).")
+    stop_words: Literal["english"] | list[str] | None = Field(None, description=(
+        "Remove these stop words: 'english' (scikit-learn's list) or a list of words, as given (None: keep all)."))
     strip_accents: Literal["ascii", "unicode"] | None = Field(None, description="Remove accents before counting.")
     min_df: float = Field(0.0, ge=0, description="Drop terms in fewer documents: a fraction if <= 1, else a count.")
     max_df: float = Field(1.0, gt=0, description="Drop terms in more documents: a fraction if <= 1, else a count.")
-    max_features: int | None = Field(None, ge=1, description="Keep only the most frequent terms.")
+    max_features: int | None = Field(None, ge=1, description="Keep only the most frequent terms (None: all).")
     stemmer: str | None = Field(None, description="Snowball stemmer language (e.g. 'english'); None: no stemming.")
     custom_stop_words: list[str] | None = Field(None, description=(
         "More words to remove, on top of stop_words (compared after lower-casing when lowercase is on)."))
@@ -65,12 +74,16 @@ class BagOfWordsParams(ComponentParams):
         "Accepted so DashAI configs load; DashAI drops a dataset's text columns after converting them, "
         "dashrag has no columns, so the value changes nothing."))
 
-    RULES = (less_or_equal("ngram_min", "ngram_max"),)
-    ALIASES = {"lower_bound_ngrams": "ngram_min", "upper_bound_ngrams": "ngram_max"}  # DashAI's names
+    RULES = (less_or_equal("ngram_min", "ngram_max"), Rule(
+        "le", ("min_df", "max_df"), "min_df must not exceed max_df when both are fractions", _fractions_in_order))
+    # DashAI's names and spellings: its BM25 and TF-IDF vectorizers (BM25VectorizerModel, TFIDFVectorizerModel)
+    ALIASES = {"lower_bound_ngrams": "ngram_min", "upper_bound_ngrams": "ngram_max"}
+    SPLIT_ALIASES = {"ngram_range": ("ngram_min", "ngram_max")}
+    VALUE_ALIASES = {"strip_accents": {"None": None}, "max_features": {0: None}}  # TF-IDF's "None" and "0: no limit"
 
     def stop_word_set(self) -> frozenset[str] | None:
         """The words removed before counting: the named list and the custom words (None: none)."""
-        words = set(english_stop_words()) if self.stop_words == "english" else set()
+        words = set(english_stop_words()) if self.stop_words == "english" else set(self.stop_words or ())
         if self.custom_stop_words:
             words.update(w.lower() if self.lowercase else w for w in self.custom_stop_words)
         return frozenset(words) if words else None
@@ -118,6 +131,7 @@ def _identity(text: str) -> str:
         "en": "{analyzer} {ngram_min}-{ngram_max}-grams",
         "es": "{analyzer}, n-gramas de {ngram_min} a {ngram_max}",
     },
+    aliases=("BM25VectorizerModel", "TFIDFVectorizerModel"),  # DashAI's BM25 and TF-IDF vectorizers
 )
 class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
     def __init__(self, *args: Any, **kwargs: Any):
@@ -188,7 +202,8 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
 
         p = self.params
         analyzer = self.analyzer()
-        stop_words = _as_list(p.stop_word_set()) if p.custom_stop_words else p.stop_words
+        stop_words = _as_list(p.stop_word_set()) if p.custom_stop_words or isinstance(p.stop_words, list) \
+            else p.stop_words
         kwargs = (
             {}
             if callable(analyzer)

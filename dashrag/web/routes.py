@@ -1,7 +1,7 @@
 """The one route the web page needs beyond the service API: the ready-made trees of components/.
 
 The page offers them in its JSON panel (load a preset, edit it in the forms). They are read
-from the checkout's components/ folder, as the CLI resolves preset names (dashrag.presets).
+from the package's presets, as the CLI resolves preset names (dashrag.presets).
 """
 
 from __future__ import annotations

@@ -161,9 +161,19 @@ def test_a_non_empty_folder_without_a_saved_tree_is_refused_unless_overwrite(tmp
     assert (out / "notes.txt").read_text() == "my notes" and (out / "dashrag.json").is_file()
 
 
-def test_reindexing_a_saved_folder_needs_no_overwrite(saved_folder):
-    result = invoke("index", TFIDF, "--corpus", EXAMPLE_CORPUS, "--out", saved_folder)
+def test_reindexing_a_saved_folder_asks_for_overwrite_and_leaves_it_untouched(saved_folder):
+    before = folder_digest(saved_folder)
+    line = error_line(invoke("index", TFIDF, "--corpus", EXAMPLE_CORPUS, "--out", saved_folder))
+    assert line == f"error: --out {saved_folder}: holds a saved tree; pass --overwrite to replace it"
+    assert folder_digest(saved_folder) == before
+
+
+def test_overwrite_replaces_a_saved_tree(saved_folder, tmp_path):
+    out = tmp_path / "copy"
+    shutil.copytree(saved_folder, out)
+    result = invoke("index", '{"component": "BM25Retriever"}', "--corpus", EXAMPLE_CORPUS, "--out", out, "--overwrite")
     assert result.exit_code == 0, result.output
+    assert json.loads((out / "dashrag.json").read_text())["config"]["component"] == "BM25Retriever"
 
 
 def test_a_store_url_whose_driver_is_missing_is_refused_without_showing_the_password(tmp_path):

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from dashrag.cli.main import app
 from dashrag.engines.local_postgres import free_port
 from tests.conftest import EXAMPLE_CORPUS
+from tests.fixtures.qdrant import foreign_edge_collection
 
 runner = CliRunner()
 ONNX = {"component": "MiniLMOnnxEmbedding", "params": {"max_seq_length": 128}}
@@ -146,15 +147,11 @@ def test_index_with_a_refused_qdrant_key_exits_2_without_showing_the_key(refusin
 
 
 def test_query_on_a_collection_of_another_dimension_exits_2(tmp_path):
-    from qdrant_client import QdrantClient, models
-
     out = tmp_path / "t"
     config = dense({"component": "QdrantVectorIndex", "params": {"collection": "swapped"}})
     assert run("index", config, "--corpus", EXAMPLE_CORPUS, "--out", out).exit_code == 0
-    client = QdrantClient(path=str(out / "qdrant"))
-    client.delete_collection("swapped")
-    client.create_collection("swapped", vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE))
-    client.close()
+    shutil.rmtree(out / "qdrant" / "edge" / "swapped" / "shard")  # re-created behind the tree's back
+    foreign_edge_collection(out / "qdrant", "swapped", size=8)
     answer = run("query", out, "what is BM25")
     assert answer.exit_code == 2 and "Qdrant collection 'swapped'" in answer.output
     assert "8-dimensional" in answer.output and "Traceback" not in answer.output
@@ -167,3 +164,12 @@ def test_serve_of_an_unreachable_qdrant_exits_2_naming_it(tmp_path):
                            "--qdrant-embedding", json.dumps(ONNX), "--port", "0"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and f"Qdrant server at {url}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_serve_of_an_edge_folder_as_qdrant_exits_2_pointing_to_the_trees(tmp_path):
+    foreign_edge_collection(tmp_path / "qdrant", "docs")
+    proc = subprocess.run([sys.executable, "-m", "dashrag.cli.main", "serve", "--qdrant", str(tmp_path / "qdrant"),
+                           "--qdrant-embedding", json.dumps(ONNX), "--port", "0"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "holds Qdrant Edge collections" in proc.stderr and "--trees" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "qdrant" / "meta.json").exists()

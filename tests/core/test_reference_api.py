@@ -62,10 +62,11 @@ def test_get_schema_summary_parameters_lists_each_parameter():
 
 
 def test_set_trace_params_keeps_a_deep_copy_of_the_raw_params():
-    raw = {"children": [{"component": "BM25Retriever", "params": {"top_k": 3}}]}
+    raw = {"children": [{"component": "BM25Retriever", "params": {"top_k": 3}}, {"component": "TFIDFRetriever"}]}
     tree = ParallelRetriever(raw)
     raw["children"][0]["params"]["top_k"] = 99
-    assert tree.trace_params == {"children": [{"component": "BM25Retriever", "params": {"top_k": 3}}]}
+    assert tree.trace_params == {"children": [{"component": "BM25Retriever", "params": {"top_k": 3}},
+                                              {"component": "TFIDFRetriever"}]}
     tree.set_trace_params(raw)
     raw["children"].clear()
     assert tree.trace_params["children"][0]["params"]["top_k"] == 99

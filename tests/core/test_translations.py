@@ -73,8 +73,8 @@ def _leaf(top_k: int) -> dict:
     ({"component": "AgenticRerankerRetriever", "params": {"top_k": 5, "window_size": 8, "window_stride": 4}},
      "sliding_window.stride", {"k": 5, "s": 4, "w": 8}),
     ({"component": "SequentialRetriever", "params": {"children": [_leaf(5), _leaf(9)]}},
-     "non_increasing", {"i": 1, "x": 9, "j": 0, "y": 5}),
-], ids=["le", "same_length", "slide", "stride", "non_increasing"])
+     "decreasing", {"i": 1, "x": 9, "j": 0, "y": 5}),
+], ids=["le", "same_length", "slide", "stride", "decreasing"])
 def test_the_english_rule_message_is_the_servers_own(config, message_id, values):
     assert _server_says(config) == _fill(message_id, **values)
 

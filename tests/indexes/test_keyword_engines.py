@@ -1,9 +1,10 @@
-"""BM25 on the engines: Qdrant sparse vectors (embedded local mode) and a PostgreSQL sparse table hold the
+"""BM25 on the engines: Qdrant sparse vectors (embedded, Qdrant Edge) and a PostgreSQL sparse table hold the
 chunks' BM25 weights, and their sparse dot product with the query's term counts is the in-process score."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import pytest
 import dashrag
 from dashrag.core.persistence import read_manifest
 from dashrag.errors import ConfigError, EngineError
+from tests.fixtures.qdrant import foreign_edge_collection
 from tests.indexes.conftest import assert_answers_like_in_process, bm25_tree, ndcg_at_10, ranked_ids
 
 ON_QDRANT = {"component": "QdrantKeywordIndex", "params": {}}
@@ -108,28 +110,20 @@ def test_cosine_on_an_engine_is_a_config_error(engine_subset, tmp_path):
 
 
 def test_a_keyword_index_over_a_foreign_collection_is_refused(engine_subset, tmp_path):
-    from qdrant_client import QdrantClient, models
-
-    client = QdrantClient(path=str(tmp_path / "qdrant"))
-    client.create_collection("theirs", vectors_config=models.VectorParams(size=4, distance=models.Distance.DOT))
-    client.close()
+    foreign_edge_collection(tmp_path / "qdrant", "theirs")
     config = bm25_tree({"component": "QdrantKeywordIndex", "params": {"collection": "theirs"}})
     with pytest.raises(EngineError, match=r"Qdrant collection 'theirs' .* not written by dashrag.*--overwrite"):
         dashrag.build(config, engine_subset.corpus, tmp_path)
 
 
 def test_loading_refuses_a_collection_replaced_by_dense_vectors(engine_subset, tmp_path):
-    from qdrant_client import models
-
     config = bm25_tree({"component": "QdrantKeywordIndex", "params": {"collection": "words"}})
     tree = dashrag.build(config, engine_subset.corpus, tmp_path)
     tree.save(tmp_path)
-    client = tree.index.client
-    client.delete_collection("words")
-    client.create_collection("words", vectors_config=models.VectorParams(size=4, distance=models.Distance.DOT))
-    client.upsert("words", points=[models.PointStruct(id=int(i), vector=[1, 0, 0, 0])
-                                   for i in tree.infra.chunks.ids])
+    ids = tree.infra.chunks.ids
     tree.close()
+    shutil.rmtree(tmp_path / "qdrant" / "edge" / "words" / "shard")  # the same points, dense vectors instead
+    foreign_edge_collection(tmp_path / "qdrant", "words", ids=ids)
     with pytest.raises(EngineError, match=r"Qdrant collection 'words' .* no sparse vector 'bm25'"):
         dashrag.load(tmp_path)
 

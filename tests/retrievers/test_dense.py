@@ -195,7 +195,7 @@ def test_a_bad_model_path_fails_the_build_clearly_before_anything_is_written(sub
 
 def test_an_unknown_metric_is_a_config_error():
     with pytest.raises(ConfigError, match="similarity_metric"):
-        dashrag.build_component(dense_config("manhattan"))
+        dashrag.build_component(dense_config("hamming"))
 
 
 # -- metrics and the cache, on a smaller corpus and a model that does not normalise ------------------

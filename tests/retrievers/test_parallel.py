@@ -190,18 +190,17 @@ def test_batch_equals_one_query_at_a_time(rrf):
         assert trace["query"] == query and len(trace["children"]) == 2
 
 
-def test_score_chunks_is_ascending_negated_rrf_of_the_childrens_distance_ranks(rrf):
+def test_score_chunks_is_the_weighted_mean_of_the_childrens_distances(rrf):
+    """DashAI's score_chunks: each chunk's distance averaged over the children (here weighted 2:1), ascending."""
     chunks, _ = rrf.retrieve(QUERIES[0])
     ids = sorted(c.id for c in chunks)
-    fused: dict[int, float] = {}
-    for weight, child in zip([2.0, 1.0], rrf.get_children()):
-        for rank, (cid, _) in enumerate(child.score_chunks(ids, QUERIES[0]), start=1):
-            fused[cid] = fused.get(cid, 0.0) + weight / (10 + rank)
+    per_child = [dict(child.score_chunks(ids, QUERIES[0])) for child in rrf.get_children()]
     scored = rrf.score_chunks(ids, QUERIES[0])
     distances = [d for _, d in scored]
     assert distances == sorted(distances)
     assert sorted(cid for cid, _ in scored) == ids
-    np.testing.assert_allclose(distances, [-fused[cid] for cid, _ in scored], rtol=1e-12)
+    expected = [(2.0 * per_child[0][cid] + per_child[1][cid]) / 3.0 for cid, _ in scored]
+    np.testing.assert_allclose(distances, expected, rtol=1e-12)
 
 
 def test_score_chunks_refuses_unknown_ids(rrf):

@@ -67,13 +67,13 @@ def test_a_growing_top_k_is_a_config_error_with_its_path():
     with pytest.raises(ConfigError) as info:
         dashrag.validate_and_transform(cascade(tfidf(5), bm25(10)))
     assert [str(i) for i in info.value.issues] == [
-        "params.children: children[1].params.top_k (10) is larger than children[0].params.top_k (5): "
-        "a cascade cannot grow"]
+        "params.children: children[1].params.top_k (10) is not smaller than children[0].params.top_k (5): "
+        "each stage of a cascade narrows"]
 
 
 def test_a_default_top_k_that_grows_is_caught_too():
     """BM25's default top_k is 5: left out, it still may not exceed the 3 before it."""
-    grows = r"children\[1\]\.params\.top_k \(5\) is larger than children\[0\]\.params\.top_k \(3\)"
+    grows = r"children\[1\]\.params\.top_k \(5\) is not smaller than children\[0\]\.params\.top_k \(3\)"
     with pytest.raises(ConfigError, match=grows):
         dashrag.build_component(cascade(tfidf(3), {"component": "BM25Retriever"}))
 
@@ -83,12 +83,13 @@ def test_a_growing_top_k_in_a_nested_cascade_names_the_nested_path():
     with pytest.raises(ConfigError) as info:
         dashrag.build_component(outer)
     assert [i.path for i in info.value.issues] == ["params.children[0].params.children"]
-    assert "children[1].params.top_k (8) is larger than children[0].params.top_k (4)" in str(info.value)
+    assert "children[1].params.top_k (8) is not smaller than children[0].params.top_k (4)" in str(info.value)
 
 
-def test_equal_top_k_is_allowed():
-    stages = dashrag.build_component(cascade(tfidf(5), bm25(5))).to_config()["params"]["children"]
-    assert [s["params"]["top_k"] for s in stages] == [5, 5]
+def test_equal_top_k_is_a_config_error_as_in_dashai():
+    with pytest.raises(ConfigError, match=r"children\[1\]\.params\.top_k \(5\) is not smaller than "
+                                          r"children\[0\]\.params\.top_k \(5\)"):
+        dashrag.build_component(cascade(tfidf(5), bm25(5)))
 
 
 def test_output_is_the_second_stages_best_of_the_first_stages_candidates(two):

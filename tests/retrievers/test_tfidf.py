@@ -119,7 +119,8 @@ def test_batch_equals_one_query_at_a_time(tfidf):
 def test_trace_lists_the_output(tfidf):
     chunks, trace = tfidf.retrieve(QUERIES[3])
     assert trace["component"] == "TFIDFRetriever" and trace["children"] == []
-    assert trace["params"] == {"top_k": 5, "sublinear_tf": False, "smooth_idf": True}
+    assert trace["params"] == {"top_k": 5, "sublinear_tf": False, "smooth_idf": True, "norm": "l2", "use_idf": True,
+                               "similarity_function": "cosine"}
     assert [(o["chunk_id"], o["score"]) for o in trace["output"]] == [(c.id, c.score) for c in chunks]
 
 

@@ -138,7 +138,8 @@ def test_an_empty_context_is_a_200_with_low_confidence(client):
     answer = retrieve(client, query="zyxwvut qqqqq")
     assert answer.status_code == 200
     assert answer.json() | {"trace": None} == {"context_chunks": [], "citations": [], "low_confidence": True,
-                                               "reranker": "none", "trace": None}
+                                               "reranker": "none", "trace": None,
+                                               "empty_reason": "the collections returned no chunks for this query"}
 
 
 def test_low_confidence_is_false_when_a_chunk_is_kept(client):

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,14 +45,17 @@ def _forward(stream: IO[str] | None, lines: queue.Queue[str]) -> None:
 
 
 @contextmanager
-def serving(trees: Path, data_root: Path = REPO / "examples", env: dict[str, str] | None = None) -> Iterator[str]:
+def serving(trees: Path, data_root: Path = REPO / "examples", env: dict[str, str] | None = None,
+            dashrag: Sequence[str] = (sys.executable, "-m", "dashrag.cli.main"),
+            cwd: Path | None = None) -> Iterator[str]:
     """``dashrag serve`` as a user starts it, on a free loopback port (--port 0); yields its URL, then stops it.
-    ``env``: more environment for the served process (``RAG_AUTH_TOKEN_VAR`` and the token, for one)."""
+    ``env``: more environment for the served process (``RAG_AUTH_TOKEN_VAR`` and the token, for one);
+    ``dashrag``: the command (an installed wheel's console script, tests/test_wheel.py)."""
     env = {**os.environ, "RAG_LOG_LEVEL": "INFO", "OPENBLAS_NUM_THREADS": "1", LLM_KEY_VAR: "sk-web-test",
            **(env or {})}
-    command = [sys.executable, "-m", "dashrag.cli.main", "serve", "--trees", str(trees), "--port", "0",
+    command = [*dashrag, "serve", "--trees", str(trees), "--port", "0",
                "--host", "127.0.0.1", "--data-root", str(data_root)]
-    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=cwd)
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=_forward, args=(process.stderr, lines), daemon=True).start()
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from dashrag import telemetry
 from dashrag.service.models import RetrieveRequest, RetrieveResponse
 from dashrag.service.routes import errors, invalid
 from dashrag.service.state import service_of
@@ -32,6 +33,11 @@ def server_timing(step_ms: dict[str, float]) -> str:
 def retrieve(body: RetrieveRequest, request: Request) -> Response:
     """Fetch and rank grounding chunks from ``collection_name`` (and ``user_collection_name``); an empty
     context is a 200 with ``low_confidence: true``."""
-    result = service_of(request).pipeline.run(body)
+    if telemetry.active():  # the request as the parent span of the pipeline's steps (docs/otel.md)
+        with telemetry.request_span("POST /retrieve") as steps:
+            result = service_of(request).pipeline.run(body)
+            steps(result.step_ms)
+    else:
+        result = service_of(request).pipeline.run(body)
     return Response(result.response.model_dump_json(), media_type="application/json",
                     headers={"Server-Timing": server_timing(result.step_ms)})

@@ -14,6 +14,8 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
+from dashrag.core.factory import build_as
+from dashrag.core.retriever import Retriever
 from dashrag.core.validation import validate_and_transform
 from dashrag.errors import ConfigError, DashragError, FilterError
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
@@ -102,9 +104,9 @@ async def build_tree(request: Request) -> JobAccepted:
         body = _json_body(await request.body())
         corpus = _corpus_under_root(service, body.corpus_path)
     try:
-        config = validate_and_transform(body.config, "retriever")
+        root = build_as(body.config, Retriever, "retriever")  # the one validation of this build
         chunker = validate_and_transform(body.chunker, "chunker") if body.chunker is not None else None
-        job = service.jobs.submit(job_id, body.name, config, corpus, chunker, body.overwrite, cleanup)
+        job = service.jobs.submit(job_id, body.name, root, corpus, chunker, body.overwrite, cleanup)
     except ConfigError as exc:
         _remove(cleanup)
         raise _config_errors(exc, ("body", "config")) from None
@@ -187,6 +189,16 @@ def _upload_name(filename: str | None) -> str:
 @router.get("/jobs/{job_id}", response_model=JobStatus, responses=errors(401, 404, 503))
 def job_status(job_id: str, request: Request) -> dict[str, Any]:
     job = service_of(request).jobs.get(job_id)
+    if job is None:
+        raise HTTPException(404, f"no job {job_id!r}")
+    return job.to_json()
+
+
+@router.post("/jobs/{job_id}/cancel", response_model=JobStatus, responses=errors(401, 404, 503))
+def cancel_job(job_id: str, request: Request) -> dict[str, Any]:
+    """Stop a queued or running build at its next progress report; it leaves nothing behind (an ended job
+    is answered as it is)."""
+    job = service_of(request).jobs.cancel(job_id)
     if job is None:
         raise HTTPException(404, f"no job {job_id!r}")
     return job.to_json()

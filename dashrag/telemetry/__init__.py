@@ -1,0 +1,52 @@
+"""OpenTelemetry export of every query's trace tree, on when the standard variables say so (docs/otel.md).
+
+``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) set and
+``OTEL_SDK_DISABLED`` not true: :func:`start_from_environment` (run when ``dashrag`` is imported)
+installs the exporter of :mod:`dashrag.telemetry.otel` as the query observer (core/observe.py).
+Unset: this module reads two variables and imports nothing (tests/telemetry/test_off.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+
+
+def wanted() -> bool:
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    return any(os.environ.get(name) for name in ENDPOINT_VARIABLES)
+
+
+def start_from_environment() -> bool:
+    """Install the exporter when the variables ask for it; True when it runs. Without the ``otel`` extra
+    the variables are reported once on the log and queries go on unobserved."""
+    if not wanted():
+        return False
+    try:
+        from dashrag.telemetry.otel import install
+    except ModuleNotFoundError as exc:
+        logging.getLogger(__name__).warning(
+            "OTEL_EXPORTER_OTLP_ENDPOINT is set but the otel extra is not installed (pip install 'dashrag[otel]'): "
+            "%s; no spans are exported", exc)
+        return False
+    install()
+    return True
+
+
+def active() -> bool:
+    """Spans are being exported (the exporter module is loaded only when they are)."""
+    otel = sys.modules.get("dashrag.telemetry.otel")
+    return otel is not None and otel.active()
+
+
+def request_span(name: str) -> AbstractContextManager[Callable[[Mapping[str, float]], None]]:
+    """A service request's span (:func:`dashrag.telemetry.otel.request_span`); only while :func:`active`."""
+    from dashrag.telemetry.otel import request_span as span
+
+    return span(name)

@@ -1,0 +1,89 @@
+"""The help screens and listings as a newcomer meets them on an 80-column terminal (a real process)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+
+from dashrag.cli.main import app
+from dashrag.core.registry import all_components
+from tests.conftest import EXAMPLE_CORPUS, REPO
+
+WIDTH = 80
+ENTRY_POINT = Path(sys.executable).parent / "dashrag"  # the installed command, as a user runs it
+
+
+def dashrag(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": str(WIDTH), "TERM": "dumb"}
+    return subprocess.run([str(ENTRY_POINT), *map(str, args)], capture_output=True,
+                          text=True, env=env, cwd=REPO, timeout=300)
+
+
+def command_paths(group=None, prefix=()) -> list[tuple[str, ...]]:
+    group = group or typer.main.get_command(app)
+    paths = []
+    for name, command in group.commands.items():
+        paths.append((*prefix, name))
+        if hasattr(command, "commands"):
+            paths += command_paths(command, (*prefix, name))
+    return paths
+
+
+def description(help_screen: str) -> list[str]:
+    """The prose lines between the usage line and the first panel."""
+    lines = help_screen.splitlines()
+    start = next(i for i, line in enumerate(lines) if "Usage:" in line) + 1
+    end = next(i for i, line in enumerate(lines) if line.startswith("╭"))
+    return [line.strip() for line in lines[start:end]]
+
+
+def test_dashrag_alone_prints_its_help_once():
+    result = dashrag()
+    assert result.returncode == 0 and result.stdout.count("Usage: dashrag") == 1, result.stdout
+
+
+@pytest.mark.parametrize("path", command_paths(), ids=" ".join)
+def test_no_help_screen_tags_a_flag_with_a_type(path):
+    result = dashrag(*path, "--help")
+    assert result.returncode == 0, result.stderr
+    assert "<bool>" not in result.stdout and "``" not in result.stdout
+
+
+def test_query_help_wraps_its_paragraphs_at_the_terminal_not_mid_sentence():
+    lines = description(dashrag("query", "--help").stdout)
+    prose = [line for line in lines if line]
+    assert any("`--queries`" in line for line in prose)
+    for line, after in zip(lines, lines[1:]):
+        if line and after:  # a line followed by more of its paragraph was filled to near the width
+            assert len(line) > WIDTH - 20, lines
+
+
+def test_components_is_a_table_that_fits_80_columns():
+    out = dashrag("components").stdout
+    lines = out.splitlines()
+    assert all(len(line) <= WIDTH for line in lines)
+    header = next(line for line in lines if line.strip())
+    assert header.split() == ["component", "kind", "description"]
+    kind_column = header.index("kind")
+    for name, cls in all_components():
+        row = next(line for line in lines if line.startswith(f" {name[:28]} "))
+        assert row[kind_column:].split()[0] == cls.META.kind
+
+
+def test_schema_of_a_name_begun_suggests_the_component():
+    result = dashrag("schema", "BM25")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: component: unknown component 'BM25'; did you mean 'BM25Retriever'?"
+
+
+@pytest.mark.slow
+def test_index_of_a_dense_tree_prints_no_library_progress_bar(tmp_path):
+    result = dashrag("index", "semantic", "--corpus", EXAMPLE_CORPUS, "--out", tmp_path / "t")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "" and "Loading weights" not in result.stdout
+    assert result.stdout.splitlines()[-1].startswith("indexed ")

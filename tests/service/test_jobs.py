@@ -1,0 +1,72 @@
+"""Build jobs as the page watches them: real stages with counts, elapsed time, an estimate, cancel, failure."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from dashrag.api import build_tree
+from tests.conftest import EXAMPLE_CORPUS, REPO
+from tests.service.conftest import KEYWORD, make_client
+
+SEMANTIC = json.loads((REPO / "components" / "semantic.json").read_text())
+
+
+def semantic(batch_size: int) -> dict:
+    return {**SEMANTIC, "params": {**SEMANTIC["params"], "embedding": {
+        "component": "MiniLMEmbedding", "params": {"batch_size": batch_size}}}}
+
+
+def statuses(client, job_id: str, timeout: float = 300) -> list[dict]:
+    seen, deadline = [], time.monotonic() + timeout
+    while not seen or seen[-1]["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, seen[-1:]
+        seen.append(client.get(f"/jobs/{job_id}").json())
+        time.sleep(0.05)
+    return seen
+
+
+def test_embedding_reports_every_two_batches_while_it_runs(tmp_path):
+    heard: list[tuple[str, int, int | None]] = []
+    build_tree(semantic(batch_size=2), EXAMPLE_CORPUS, tmp_path / "t",
+               progress=lambda stage, done=0, total=None: heard.append((stage, done, total)))
+    chunks = next(total for stage, _, total in heard if stage == "fitting")
+    embedded = [done for stage, done, _ in heard if stage == "embedding chunks"]
+    assert embedded == list(range(4, chunks, 4)) + [chunks]
+
+
+def test_a_finished_job_says_its_last_stage_counts_and_elapsed_time(trees_copy):
+    with make_client(trees_dir=trees_copy, data_root=REPO / "examples") as client:
+        job = client.post("/trees", json={"name": "k2", "config": KEYWORD, "corpus_path": "corpus"}).json()
+        seen = statuses(client, job["job_id"])
+    last = seen[-1]
+    assert last["status"] == "done" and last["progress"] == 1.0 and last["stage"] == "publishing"
+    assert last["elapsed_s"] > 0 and last["stage_eta_s"] is None
+    counted = [s for s in seen if s["stage"] == "chunking" and s["total"]]
+    assert all(s["total"] == len(list((REPO / "examples" / "corpus").iterdir())) for s in counted)
+
+
+def test_a_cancelled_build_ends_cancelled_and_leaves_nothing(trees_copy):
+    with make_client(trees_dir=trees_copy, data_root=REPO / "examples") as client:
+        job = client.post("/trees", json={"name": "gone", "config": semantic(1), "corpus_path": "corpus"}).json()
+        while client.get(f"/jobs/{job['job_id']}").json()["status"] == "queued":
+            time.sleep(0.02)
+        assert client.post(f"/jobs/{job['job_id']}/cancel").status_code == 200
+        last = statuses(client, job["job_id"])[-1]
+        assert "gone" not in [t["name"] for t in client.get("/trees").json()]
+    assert last["status"] == "cancelled" and last["message"].startswith("cancelled during ")
+    assert not (trees_copy / "gone").exists() and not [p for p in trees_copy.iterdir() if p.name.startswith(".")]
+
+
+def test_cancelling_an_unknown_job_is_404(client):
+    assert client.post("/jobs/nope/cancel").status_code == 404
+
+
+def test_a_failed_build_names_its_stage_and_the_error(trees_copy, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the agentic preset's credential
+    agentic = json.loads((REPO / "components" / "agentic.json").read_text())
+    with make_client(trees_dir=trees_copy, data_root=REPO / "examples") as client:
+        job = client.post("/trees", json={"name": "bad", "config": agentic, "corpus_path": "corpus"}).json()
+        last = statuses(client, job["job_id"])[-1]
+    assert last["status"] == "failed" and "OPENAI_API_KEY" in last["error"], last
+    assert last["message"] == f"build failed during {last['stage']}" and last["stage"]

@@ -1,0 +1,130 @@
+"""Spans of real queries, exported over OTLP/HTTP to a loopback receiver that decodes the protobuf:
+from the library, the CLI, the service and the MCP server, each a real process started with the
+standard variables set; and nothing of OpenTelemetry imported when they are not."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+import dashrag
+from tests.conftest import EXAMPLE_CORPUS
+from tests.telemetry.otlp_receiver import OtlpReceiver
+from tests.web.conftest import serving
+
+QUERY = "how does BM25 saturate term frequency"
+FUSED = {"component": "ParallelRetriever", "params": {"merge_strategy": "rrf", "children": [
+    {"component": "BM25Retriever", "params": {"top_k": 5}},
+    {"component": "TFIDFRetriever", "params": {"top_k": 5}}]}}
+
+
+@pytest.fixture(scope="module")
+def fused_trees(tmp_path_factory) -> Path:
+    trees = tmp_path_factory.mktemp("otel-trees")
+    dashrag.build(FUSED, EXAMPLE_CORPUS, tmp_path_factory.mktemp("otel-work")).save(trees / "fused")
+    return trees
+
+
+@pytest.fixture
+def receiver() -> Iterator[OtlpReceiver]:
+    with OtlpReceiver() as r:
+        yield r
+
+
+def otel_env(receiver: OtlpReceiver) -> dict[str, str]:
+    return {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            "OTEL_SERVICE_NAME": "dashrag-test", "OTEL_BSP_SCHEDULE_DELAY": "100"}
+
+
+def by_name(spans: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {s["name"]: s for s in spans}
+
+
+def assert_fused_tree(spans: dict[str, dict[str, Any]], parent_id: str | None) -> None:
+    root, bm25, tfidf = spans["ParallelRetriever"], spans["BM25Retriever"], spans["TFIDFRetriever"]
+    assert root["parent_id"] == parent_id
+    assert bm25["parent_id"] == tfidf["parent_id"] == root["span_id"]
+    assert root["start"] <= bm25["start"] <= bm25["end"] <= root["end"]
+    assert root["attributes"]["openinference.span.kind"] == "CHAIN"
+    assert bm25["attributes"]["openinference.span.kind"] == "RETRIEVER"
+    assert bm25["attributes"]["input.value"] == QUERY
+    assert bm25["attributes"]["dashrag.top_k"] == 5 and bm25["attributes"]["dashrag.results"] >= 1
+    assert bm25["attributes"]["retrieval.documents.0.document.id"] == "bm25.md"
+    assert json.loads(bm25["attributes"]["dashrag.params"])["k1"] == 1.5
+    assert root["service"] == "dashrag-test"
+
+
+def test_a_library_query_exports_one_span_per_node_nested_like_the_trace(receiver, fused_trees):
+    script = (f"import dashrag; r = dashrag.load({str(fused_trees / 'fused')!r}); "
+              f"chunks, node = r.retrieve({QUERY!r}, top_k=3); print(len(node['children']))")
+    subprocess.run([sys.executable, "-c", script], env=otel_env(receiver), check=True, timeout=120)
+    spans = receiver.wait_for(3)
+    assert len(spans) == 3  # one per node: nothing twice, children were not reported on their own
+    assert_fused_tree(by_name(spans), parent_id=None)
+    assert by_name(spans)["ParallelRetriever"]["attributes"]["dashrag.top_k"] == 3
+
+
+def test_a_cli_batch_exports_each_query(receiver, fused_trees, tmp_path):
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text("".join(json.dumps({"_id": str(i), "text": q}) + "\n"
+                               for i, q in enumerate([QUERY, "word pieces and tokenization"])))
+    subprocess.run([sys.executable, "-m", "dashrag.cli.main", "query", str(fused_trees / "fused"), "--queries",
+                    str(queries), "--format", "trec"], env=otel_env(receiver), check=True, timeout=120,
+                   capture_output=True)
+    spans = receiver.wait_for(6)
+    roots = [s for s in spans if s["name"] == "ParallelRetriever"]
+    assert len(spans) == 6 and len(roots) == 2 and len({r["trace_id"] for r in roots}) == 2
+    assert sorted(r["attributes"]["input.value"] for r in roots) == sorted([QUERY, "word pieces and tokenization"])
+
+
+def test_a_service_request_is_the_parent_of_its_steps_and_the_tree(receiver, fused_trees):
+    with serving(fused_trees, env=otel_env(receiver)) as url:
+        answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "fused"})
+        assert answer.status_code == 200
+        spans = receiver.wait_for(3 + 1 + 7)
+    named = by_name(spans)
+    assert "POST /retrieve" in named, [s["name"] for s in spans]
+    request = named["POST /retrieve"]
+    steps = [s for s in spans if s["parent_id"] == request["span_id"]]
+    assert [s["name"] for s in sorted(steps, key=lambda s: s["start"])] == [
+        "rewrite", "complexity", "search", "retrieval_floor", "rerank", "confidence", "assemble"]
+    assert_fused_tree(named, parent_id=named["search"]["span_id"])
+    assert len({s["trace_id"] for s in spans}) == 1
+
+
+def test_an_mcp_query_exports_the_tree(receiver, fused_trees, monkeypatch):
+    for name, value in otel_env(receiver).items():
+        monkeypatch.setenv(name, value)  # the stdio server inherits this process's environment
+    answers = anyio.run(over_stdio_fused, str(fused_trees))
+    assert answers["results"][0]["document_id"] == "bm25.md"
+    assert_fused_tree(by_name(receiver.wait_for(3)), parent_id=None)
+
+
+async def over_stdio_fused(trees: str) -> dict[str, Any]:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    command = StdioServerParameters(command=sys.executable, args=["-m", "dashrag.cli.main", "mcp", "--trees", trees],
+                                    env=dict(os.environ))
+    async with stdio_client(command) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("retrieve", {"query": QUERY, "tree": "fused", "top_k": 3})
+        return result.structured_content
+
+
+def test_without_the_variables_nothing_of_opentelemetry_is_imported(fused_trees):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    script = (f"import sys, dashrag; r = dashrag.load({str(fused_trees / 'fused')!r}); r.retrieve({QUERY!r}); "
+              "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry', 'openinference', "
+              "'dashrag.telemetry.'))))")
+    result = subprocess.run([sys.executable, "-c", script], env=env, check=True, capture_output=True, text=True)
+    assert result.stdout.strip() == "[]"

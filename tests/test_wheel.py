@@ -1,0 +1,155 @@
+"""The wheel is the whole product: built from the checkout, installed outside it, the README's commands work.
+
+What this proves and how (docs/packaging.md, "The wheel test"): the wheel is built from the checkout's
+files (tracked and not ignored) copied to a temporary folder, and installed with ``--no-deps`` into a
+fresh virtual environment in another temporary folder. Its dependencies are what ``pip install dashrag``
+would install, the closure of the core's requirements (no extra), taken from the project's environment
+as links rather than downloaded: torch, sentence-transformers, litellm, the engines, mcp and
+OpenTelemetry are not there. Every command runs with its working folder outside the checkout, and the
+test checks that ``dashrag`` was imported from the fresh environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from importlib.metadata import distribution
+from pathlib import Path
+
+import httpx
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from dashrag.presets import PRESETS_DIR, preset_names
+from tests.conftest import EXAMPLE_CORPUS, REPO
+from tests.web.conftest import serving
+
+pytestmark = pytest.mark.slow
+
+
+def core_closure() -> set[str]:
+    """The distributions ``pip install dashrag`` installs: the core requirements and theirs, markers applied."""
+    core = [Requirement(r) for r in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]]
+    pending = [r for r in core if r.marker is None or r.marker.evaluate({"extra": ""})]
+    seen: set[tuple[str, frozenset[str]]] = set()
+    while pending:
+        requirement = pending.pop()
+        key = (canonicalize_name(requirement.name), frozenset(requirement.extras))
+        if key in seen:
+            continue
+        seen.add(key)
+        for text in distribution(requirement.name).requires or ():
+            child = Requirement(text)
+            if child.marker is None or any(child.marker.evaluate({"extra": e}) for e in {"", *requirement.extras}):
+                pending.append(child)
+    return {name for name, _ in seen}
+
+
+def link_distributions(names: set[str], site: Path) -> None:
+    """Links each file of each distribution into ``site`` (file by file: namespace packages such as
+    ``opentelemetry`` hold files of several distributions, of which only some are the core's)."""
+    for name in names:
+        dist = distribution(name)
+        base = Path(str(dist.locate_file("")))
+        for relative in dist.files or ():
+            source, target = base / relative, site / relative
+            if str(relative).startswith("..") or "__pycache__" in relative.parts or not source.is_file():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists():
+                target.symlink_to(source)
+
+
+def checkout_files() -> list[str]:
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO,
+                            check=True, capture_output=True).stdout.decode().split("\0")
+    return [name for name in listed if name and (REPO / name).exists()]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    source = tmp_path_factory.mktemp("source")
+    for name in checkout_files():
+        target = source / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / name).is_symlink():
+            target.symlink_to(os.readlink(REPO / name))
+        elif (REPO / name).is_file():
+            shutil.copy2(REPO / name, target)
+    dist = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+                    "--wheel-dir", str(dist), str(source)], check=True)
+    (built,) = dist.glob("dashrag-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory) -> Path:
+    """A fresh environment outside the checkout: the wheel and the core's dependencies, no extra."""
+    root = tmp_path_factory.mktemp("venv") / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    python = root / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+                    "--no-index", str(wheel)], check=True)
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    link_distributions(core_closure(), site)
+    return root
+
+
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+
+def run(venv: Path, *args: str, cwd: Path) -> str:
+    result = subprocess.run([str(venv / "bin" / "dashrag"), *args], cwd=cwd, env=clean_env(), capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_the_wheel_holds_every_preset_and_the_page(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {f"dashrag/preset_trees/{name}.json" for name in preset_names()} <= names
+    assert {"dashrag/web/static/index.html", "dashrag/web/static/app.js", "dashrag/core/translations.json"} <= names
+
+
+def test_components_in_the_checkout_is_the_packaged_presets_folder():
+    """One copy: the top-level components/ is a link to the package's folder, never a second set of files."""
+    assert (REPO / "components").is_symlink()
+    assert (REPO / "components").resolve() == PRESETS_DIR.resolve()
+
+
+def test_the_installed_package_is_the_wheel_without_the_extras(venv, tmp_path):
+    probe = ("import importlib.util as u, dashrag; print(dashrag.__file__); "
+             "print(*(m for m in ('torch', 'sentence_transformers', 'litellm', 'qdrant_client', 'mcp',"
+             " 'opentelemetry.sdk')"
+             " if u.find_spec(m)))")
+    result = subprocess.run([str(venv / "bin" / "python"), "-c", probe], cwd=tmp_path, env=clean_env(),
+                            capture_output=True, text=True, check=True)
+    where, extras_found = result.stdout.splitlines()
+    assert Path(where).is_relative_to(venv) and not Path(where).resolve().is_relative_to(REPO)
+    assert extras_found == ""
+
+
+def test_the_readme_commands_work_from_the_wheel(venv, tmp_path):
+    corpus = shutil.copytree(EXAMPLE_CORPUS, tmp_path / "corpus")
+    assert "BM25Retriever" in run(venv, "components", cwd=tmp_path)
+    assert json.loads(run(venv, "schema", "BM25Retriever", cwd=tmp_path))["title"]
+    run(venv, "index", "keyword", "--corpus", str(corpus), "--out", "trees/example", cwd=tmp_path)
+    assert "bm25.md" in run(venv, "query", "trees/example", "how does BM25 saturate term frequency", cwd=tmp_path)
+    with serving(tmp_path / "trees", data_root=tmp_path, env=clean_env(), dashrag=[str(venv / "bin" / "dashrag")],
+                 cwd=tmp_path) as url:
+        page = httpx.get(f"{url}/")
+        assert page.status_code == 200 and "<script" in page.text
+        presets = httpx.get(f"{url}/presets").json()
+        assert {p["name"] for p in presets} == set(preset_names())
+        answer = httpx.post(f"{url}/retrieve", json={"query": "how does BM25 saturate term frequency",
+                                                     "collection_name": "example"}).json()
+        assert answer["context_chunks"][0]["source_id"] == "bm25.md"
