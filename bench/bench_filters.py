@@ -84,7 +84,8 @@ def main() -> None:
     corpus, queries = corpus_with_metadata(), test_queries()
     indexes = {"in-process": None, "qdrant-edge": {"component": "QdrantKeywordIndex", "params": {}}}
     if args.pg_url:
-        indexes["postgresql"] = {"component": "PgKeywordIndex", "params": {"url": args.pg_url, "table": "bench_filters"}}
+        indexes["postgresql"] = {"component": "PgKeywordIndex",
+                                 "params": {"url": args.pg_url, "table": "bench_filters"}}
     results = {"load_average_before": os.getloadavg(), "queries": len(queries), "repeats": args.repeats}
     with tempfile.TemporaryDirectory() as work:
         for name, index in indexes.items():
