@@ -158,3 +158,12 @@ class CredentialError(DashragError):
 class EngineError(DashragError):
     """An engine (Qdrant, PostgreSQL) is unreachable, refuses the credentials, or holds something other
     than the tree expects. The message names the engine and the object (collection, table), never a secret."""
+
+
+class FilterError(QueryError):
+    """A metadata filter that is malformed or compares values of different types; ``path`` is where in the
+    filter (``$.year.$gte``), so the CLI, the service (422) and the page can point at it."""
+
+    def __init__(self, path: str, message: str):
+        self.path, self.reason = path, message
+        super().__init__(f"filter {path}: {message}")

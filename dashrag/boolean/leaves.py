@@ -62,7 +62,8 @@ class DenseNode(Protocol):
 
     component_name: str
 
-    def retrieve(self, query: str, **kwargs: Any) -> tuple[list[ScoredChunk], dict]: ...
+    def retrieve(self, query: str, *, top_k: int | None = None,
+                 restriction: Restriction | None = None) -> tuple[list[ScoredChunk], dict]: ...
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray: ...
 
@@ -169,12 +170,9 @@ class ClauseRunner:
             self.dense if self.dense is not None and words > s.max_words_for_hybrid else self.child
         )
         hybrid = retriever is self.child
-        kwargs: dict[str, Any] = {"top_k": s.top_k}
         restriction = self.restriction_for(scope)
-        if restriction is not None:
-            kwargs["restriction"] = restriction
         started = time.perf_counter()
-        hits, node = retriever.retrieve(clause.phrase, **kwargs)
+        hits, node = retriever.retrieve(clause.phrase, top_k=s.top_k, restriction=restriction)
         self.child_traces.append(node)
         scores = self.comparable_scores(clause.phrase, hits, native_dense=retriever is self.dense)
         kept = [ScoredChunk(h.chunk, v, "semantic", {**h.provenance, "child_score": h.score})

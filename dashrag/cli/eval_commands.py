@@ -172,6 +172,8 @@ def register_eval_commands(app: typer.Typer) -> None:
         ),
         workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
         batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, min=1, help="Queries per retrieve_batch call."),
+        filters: str | None = typer.Option(None, "--filter", help=(
+            "A metadata filter as JSON: every query is answered under it (docs/filters.md).")),
     ) -> None:
         """Build (or load) a tree, run a split's judged queries, print every node's metrics."""
         from dashrag.evaluation.beir import load_split
@@ -180,6 +182,7 @@ def register_eval_commands(app: typer.Typer) -> None:
         from dashrag.evaluation.runner import evaluate_tree
 
         metric_list = [m.label for m in parse_metrics(metrics)]
+        wanted = None if filters is None else parse_filter_json(filters)  # a bad filter: exit 2 before building
         check_output_file(json_out, "--json")
         check_output_file(plot, "--plot")
         saved = is_saved_folder(config)
@@ -211,6 +214,7 @@ def register_eval_commands(app: typer.Typer) -> None:
                 top_k=top_k,
                 batch_size=batch_size,
                 on_batch=lambda n: progress.advance(task, n),
+                filters=wanted,
             )
         report["config"] = retriever.to_config()
         report["timings"]["build_s"] = build_s
@@ -303,3 +307,13 @@ def register_eval_commands(app: typer.Typer) -> None:
         if plot is not None:
             plot_tuning(result, plot)
             console.print(plain(f"wrote {plot}"), highlight=False)
+
+
+def parse_filter_json(text: str) -> Any:
+    """``--filter``'s JSON, checked now (a FilterError naming the path: exit 2) and kept as JSON for the report."""
+    import json
+
+    from dashrag.filters import parse_filter
+
+    parse_filter(text)
+    return json.loads(text)

@@ -32,6 +32,7 @@ from dashrag.cli.update_commands import register_update_commands
 from dashrag.cli.usage import OneLineErrors
 from dashrag.core.config_json import loads_config
 from dashrag.core.registry import all_components, get_component
+from dashrag.core.restriction import Restriction
 from dashrag.core.trace import format_trace
 from dashrag.display import visible
 from dashrag.documents.model import ScoredChunk
@@ -180,6 +181,8 @@ def query(
     store: str | None = typer.Option(
         None, help="SQLAlchemy URL of the store, for a tree indexed with --store (default: the store file in FOLDER)."
     ),
+    filters: str | None = typer.Option(None, "--filter", help=(
+        'A metadata filter as JSON, e.g. \'{"year": {"$gte": 2015}}\' (docs/filters.md).')),
 ) -> None:
     """Load a saved tree (no refitting) and answer one query or a queries file.
 
@@ -197,15 +200,16 @@ def query(
         pairs = [("1", text)]
     else:
         raise QueryError("give either a query text or --queries FILE")
+    restriction = None if filters is None else Restriction.where(filters)  # a bad filter: exit 2 before loading
     retriever = dashrag.load(folder, store_url=store)
-    kwargs = {} if top_k is None else {"top_k": top_k}
     try:
         if queries is not None:
-            answers = retriever.stream_batch([q for _, q in pairs], query_ids=[qid for qid, _ in pairs], **kwargs)
+            answers = retriever.stream_batch([q for _, q in pairs], query_ids=[qid for qid, _ in pairs],
+                                             top_k=top_k, restriction=restriction)
             for index, answer, node in answers:
                 _write_answer(fmt, tag, trace, pairs[index], answer, node)
         else:
-            chunks, node = retriever.retrieve(pairs[0][1], **kwargs)
+            chunks, node = retriever.retrieve(pairs[0][1], top_k=top_k, restriction=restriction)
             _write_answer(fmt, tag, trace, pairs[0], chunks, node)
     finally:
         retriever.close()  # engine connections, embedded Qdrant's storage lock

@@ -30,7 +30,7 @@ def print_table(console: Console, query: str, chunks: Sequence[ScoredChunk], wid
 
 
 def results_json(query: str, chunks: Sequence[ScoredChunk], trace: dict | None) -> str:
-    payload: dict[str, Any] = {"query": query, "results": [c.to_json() for c in chunks]}
+    payload: dict[str, Any] = {"query": query, "results": [c.to_json(include_metadata=True) for c in chunks]}
     if trace is not None:
         payload["trace"] = trace
     return json_line(payload)

@@ -1,14 +1,19 @@
 """The retriever contract (docs/design.md) and its two shapes: leaves and composites.
 
-``retrieve(query, **kwargs) -> (chunks, trace)``: chunks best first, higher score
-better; the trace is a JSON-ready node. ``score_chunks(ids, query)`` gives
+``retrieve(query, *, top_k=None, filters=None) -> (chunks, trace)``: chunks best first,
+higher score better; the trace is a JSON-ready node. ``score_chunks(ids, query)`` gives
 *distances* (lower is better, ascending) for chunks a caller already holds, so any
-retriever can be a later stage of a cascade. Keyword arguments every retriever
-understands:
+retriever can be a later stage of a cascade. The keywords (core/ask.py):
 
-* ``top_k``: a parent's retrieval-size hint, overriding the configured ``top_k``;
-* ``restriction``: a :class:`Restriction`, applied by every leaf before its top-k
-  and passed down by composites.
+* ``top_k``: how many chunks (a positive integer), overriding the configured ``top_k``;
+  what a parent sets for its children;
+* ``filters``: a metadata filter (docs/filters.md), applied by every leaf before its
+  top-k (pre-filter: the top-k of the unfiltered ranking restricted to matches, same
+  scores) and passed down by composites;
+* ``restriction``: a :class:`Restriction` (allowed documents, a parsed filter), how
+  composites and the boolean query hand the filter on; both must hold.
+
+Components see one frozen :class:`~dashrag.core.ask.Ask` instead of keywords.
 
 The template methods here do the shared work (query checks, timing, trace nodes,
 dedup of ids, batch splitting), so a component implements only its scoring.
@@ -23,6 +28,7 @@ from typing import Any, Generic, Protocol, Sequence, TypeVar, cast, overload
 import numpy as np
 
 from dashrag.core import observe
+from dashrag.core.ask import Ask
 from dashrag.core.collection import young_garbage_only
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams
@@ -125,39 +131,51 @@ class Retriever(ConfigObject[P], Generic[P]):
         self._record_id: int | None = None
 
     # -- public contract ----------------------------------------------------
-    def retrieve(self, query: str, **kwargs: Any) -> Answer:
+    def retrieve(self, query: str, *, top_k: int | None = None, filters: Any = None,
+                 restriction: Restriction | None = None) -> Answer:
+        ask = Ask.of(top_k, filters, restriction)
         query = check_query(query)
         if observe.observer is not None:  # OpenTelemetry export (core/observe.py); off: this one read
-            return observe.observed(lambda: self._answer(query, kwargs), kwargs.get("top_k"))
-        return self._answer(query, kwargs)
+            return observe.observed(lambda: self._answer(query, ask), ask.top_k)
+        return self._answer(query, ask)
 
-    def _answer(self, query: str, kwargs: dict[str, Any]) -> Answer:
+    def _answer(self, query: str, ask: Ask) -> Answer:
         start = time.perf_counter()
-        chunks, children, selection = self._retrieve(query, **kwargs)
+        chunks, children, selection = self._retrieve(query, ask)
         return chunks, self._node(query, chunks, (time.perf_counter() - start) * 1000, children, selection)
 
-    def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> Sequence[Answer]:
+    def answer(self, query: str, ask: Ask) -> Answer:
+        """``retrieve`` with an :class:`Ask` a parent already checked (how composites ask their children)."""
+        return self.retrieve(query, top_k=ask.top_k, restriction=ask.restriction)
+
+    def answer_batch(self, queries: Sequence[str], ask: Ask) -> Sequence[Answer]:
+        return self.retrieve_batch(queries, top_k=ask.top_k, restriction=ask.restriction)
+
+    def retrieve_batch(self, queries: Sequence[str], *, top_k: int | None = None, filters: Any = None,
+                       restriction: Restriction | None = None) -> Sequence[Answer]:
         """Answer many queries; leaves do it in one vectorised pass. Each query gets its own trace
         (built when its answer is read, see :class:`BatchAnswers`); its ``elapsed_ms`` is its share
         of the batch's time. Automatic garbage collection is paused for the batch and its young
         garbage swept at the end (core/collection.py)."""
+        ask = Ask.of(top_k, filters, restriction)
         queries = [check_query(q) for q in queries]
         if not queries:
             return BatchAnswers([], [], 0.0, self._node)
         if observe.observer is not None:
-            return observe.observed_batch(lambda: self._answer_batch(queries, kwargs), kwargs.get("top_k"))
-        return self._answer_batch(queries, kwargs)
+            return observe.observed_batch(lambda: self._answer_batch(queries, ask), ask.top_k)
+        return self._answer_batch(queries, ask)
 
-    def _answer_batch(self, queries: list[str], kwargs: dict[str, Any]) -> BatchAnswers:
+    def _answer_batch(self, queries: list[str], ask: Ask) -> BatchAnswers:
         with young_garbage_only() as sweep:  # see core/collection.py: a fifth of a fused batch's time
             start = time.perf_counter()
-            results = self._retrieve_batch(queries, **kwargs)
+            results = self._retrieve_batch(queries, ask)
             share = (time.perf_counter() - start) * 1000 / len(queries)
             sweep()
         return BatchAnswers(queries, results, share, self._node)
 
     def stream_batch(self, queries: Sequence[str], *, query_ids: Sequence[str] | None = None,
-                     **kwargs: Any) -> Iterator[tuple[int, Sequence[ScoredChunk], dict]]:
+                     top_k: int | None = None, filters: Any = None,
+                     restriction: Restriction | None = None) -> Iterator[tuple[int, Sequence[ScoredChunk], dict]]:
         """Answer ``queries`` in order, yielding ``(index, chunks, trace)`` as answers are made.
 
         Why: a long batch must not lose finished work when one query fails (a backend that
@@ -171,6 +189,7 @@ class Retriever(ConfigObject[P], Generic[P]):
         the block's answers are yielded and the batch goes on.) Other exceptions (bugs)
         propagate as they are.
         """
+        ask = Ask.of(top_k, filters, restriction)  # a bad filter is refused before any query runs
         queries = [check_query(q) for q in queries]
         names = [str(i + 1) for i in range(len(queries))] if query_ids is None else [str(q) for q in query_ids]
         if len(names) != len(queries):
@@ -179,7 +198,7 @@ class Retriever(ConfigObject[P], Generic[P]):
         for start in range(0, len(queries), block):
             part = queries[start:start + block]
             try:
-                answers = self.retrieve_batch(part, **kwargs)
+                answers = self.answer_batch(part, ask)
             except DashragError as exc:
                 if len(part) == 1:
                     raise BatchQueryError(start + 1, len(queries), names[start], exc) from exc
@@ -191,7 +210,7 @@ class Retriever(ConfigObject[P], Generic[P]):
             for offset, query in enumerate(part):  # the block failed: one at a time, to keep what answers
                 i = start + offset
                 try:
-                    [(chunks, node)] = self.retrieve_batch([query], **kwargs)
+                    [(chunks, node)] = self.answer_batch([query], ask)
                 except DashragError as exc:
                     raise BatchQueryError(i + 1, len(queries), names[i], exc) from exc
                 yield i, chunks, node
@@ -200,10 +219,9 @@ class Retriever(ConfigObject[P], Generic[P]):
         """``[(chunk_id, distance)]`` ascending; an unknown id raises UnknownChunkError."""
         raise NotImplementedError
 
-    def top_k(self, kwargs: dict[str, Any]) -> int:
-        """How many chunks to return: a parent's ``top_k`` hint, else the configured ``top_k``."""
-        hint = kwargs.get("top_k")
-        return int(hint) if hint is not None else int(cast(_TopKParams, self.params).top_k)
+    def top_k(self, ask: Ask) -> int:
+        """How many chunks to return: the call's (or a parent's) ``top_k``, else the configured ``top_k``."""
+        return ask.top_k if ask.top_k is not None else int(cast(_TopKParams, self.params).top_k)
 
     def save(self, folder: Any) -> Any:
         """Save this fitted tree to ``folder`` (see :func:`dashrag.core.saved_tree.save`)."""
@@ -304,11 +322,11 @@ class Retriever(ConfigObject[P], Generic[P]):
                 node.trace_settings.max_output = max_output
 
     # -- for subclasses -----------------------------------------------------
-    def _retrieve(self, query: str, **kwargs: Any) -> Result:
+    def _retrieve(self, query: str, ask: Ask) -> Result:
         raise NotImplementedError
 
-    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
-        return [self._retrieve(q, **kwargs) for q in queries]
+    def _retrieve_batch(self, queries: list[str], ask: Ask) -> list[Result]:
+        return [self._retrieve(q, ask) for q in queries]
 
     def _node(self, query: str, chunks: Sequence[ScoredChunk], elapsed_ms: float, children: list[dict],
               selection: dict | None, **extra: Any) -> dict:
@@ -350,16 +368,15 @@ class UnitRetriever(Retriever[P], Generic[P]):
         (default: the texts). A leaf that analyzes queries overrides it to do so once per batch."""
         return queries
 
-    def _allowed(self, kwargs: dict[str, Any]) -> np.ndarray | None:
-        restriction: Restriction | None = kwargs.get("restriction")
-        return None if restriction is None else restriction.row_mask(self.require_infra().chunks)
+    def _allowed(self, ask: Ask) -> np.ndarray | None:
+        return None if ask.restriction is None else ask.restriction.row_mask(self.require_infra().chunks)
 
-    def _retrieve(self, query: str, **kwargs: Any) -> Result:
-        return self._retrieve_batch([query], **kwargs)[0]
+    def _retrieve(self, query: str, ask: Ask) -> Result:
+        return self._retrieve_batch([query], ask)[0]
 
-    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
+    def _retrieve_batch(self, queries: list[str], ask: Ask) -> list[Result]:
         chunks = self.require_infra().chunks
-        k, allowed = self.top_k(kwargs), self._allowed(kwargs)
+        k, allowed = self.top_k(ask), self._allowed(ask)
         results: list[Result] = []
         per_block = max(1, min(self.query_block, self.block_cells // len(chunks)))
         encoded = self._encode_queries(queries)
@@ -419,28 +436,24 @@ class SingleChildRetriever(CompositeRetriever[P], Generic[P]):
     def remove(self, child: Retriever) -> Retriever:
         raise ConfigError(f"{self.component_name} cannot remove its child; build a new tree instead")
 
-    def fetch_size(self, kwargs: dict[str, Any]) -> int | None:
+    def fetch_size(self, ask: Ask) -> int | None:
         """How many candidates to ask the child for: ``fetch_k``, or more when more are to be returned;
         None (``fetch_k`` unset): as many as the child returns by itself."""
         fetch_k = cast(_FetchParams, self.params).fetch_k
-        return None if fetch_k is None else max(int(fetch_k), self.top_k(kwargs))
+        return None if fetch_k is None else max(int(fetch_k), self.top_k(ask))
 
-    def _child_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """The call's kwargs for the child (a restriction passes down); ``top_k`` is this node's to set."""
-        child = {key: value for key, value in kwargs.items() if key != "top_k"}
-        fetch = self.fetch_size(kwargs)
-        if fetch is not None:
-            child["top_k"] = fetch
-        return child
+    def _child_ask(self, ask: Ask) -> Ask:
+        """The call for the child: the restriction passes down; ``top_k`` is this node's to set."""
+        return ask.with_top_k(self.fetch_size(ask))
 
-    def _retrieve(self, query: str, **kwargs: Any) -> Result:
-        answer = self.child.retrieve(query, **self._child_kwargs(kwargs))
-        return self._rescore([query], [answer], kwargs)[0]
+    def _retrieve(self, query: str, ask: Ask) -> Result:
+        answer = self.child.answer(query, self._child_ask(ask))
+        return self._rescore([query], [answer], ask)[0]
 
-    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
-        answers = self.child.retrieve_batch(queries, **self._child_kwargs(kwargs))  # one pass of the child
-        return self._rescore(queries, answers, kwargs)
+    def _retrieve_batch(self, queries: list[str], ask: Ask) -> list[Result]:
+        answers = self.child.answer_batch(queries, self._child_ask(ask))  # one pass of the child
+        return self._rescore(queries, answers, ask)
 
-    def _rescore(self, queries: list[str], answers: Sequence[Answer], kwargs: dict[str, Any]) -> list[Result]:
+    def _rescore(self, queries: list[str], answers: Sequence[Answer], ask: Ask) -> list[Result]:
         """Each query's result from the child's answer to it (chunks best first, and its trace node)."""
         raise NotImplementedError

@@ -206,6 +206,9 @@ def component_schema(cls: type[ConfigObject]) -> dict[str, Any]:
     return result
 
 
+FILTER_SCHEMA_FILE = "schemas/filter.schema.json"  # the metadata filter language (dashrag/filters/schema.py)
+
+
 def frontend_meta(cls: type[ConfigObject]) -> dict[str, Any]:
     """Everything the UI shows about a component besides the form itself, and the words of the form in each
     language (``params``: title, help and choice labels; ``rule_messages``), from dashrag.core.translations."""
@@ -223,7 +226,9 @@ def _dump(data: Any) -> str:
 
 def rendered_exports() -> dict[str, str]:
     """``{relative path: file text}`` for schemas/, frontend_meta/ and the component index, as export writes them."""
-    files: dict[str, str] = {INDEX_FILE: render_index()}
+    from dashrag.filters import filter_schema
+
+    files: dict[str, str] = {INDEX_FILE: render_index(), FILTER_SCHEMA_FILE: _dump(filter_schema())}
     for name, cls in all_components():
         files[f"schemas/{name}.json"] = _dump(component_schema(cls))
         files[f"frontend_meta/{name}.json"] = _dump(frontend_meta(cls))

@@ -15,8 +15,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from dashrag.documents.model import Chunk
+from dashrag.documents.model import Chunk, Metadata, normalise_categories
 from dashrag.errors import CorpusError, UnknownChunkError
+from dashrag.filters.columns import MetadataColumns
 
 
 class ChunkSet:
@@ -45,7 +46,8 @@ class ChunkSet:
         first_rows: dict[str, int] = {}
         for row, c in enumerate(self.chunks):
             first_rows.setdefault(c.document_id, row)
-        self.document_categories = [self.chunks[first_rows[d]].metadata for d in self.document_ids]
+        self.document_metadata: list[Metadata] = [self.chunks[first_rows[d]].metadata for d in self.document_ids]
+        self.document_categories = [normalise_categories(m) for m in self.document_metadata]
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -82,10 +84,20 @@ class ChunkSet:
         return sorted({name for cats in self.document_categories for name in cats})
 
     @cached_property
+    def metadata_columns(self) -> MetadataColumns:
+        """The documents' metadata as typed columns (built once), what filter masks are computed over."""
+        return MetadataColumns(self.document_metadata)
+
+    @cached_property
     def fingerprint(self) -> str:
-        """sha256 over every chunk's id, document, position, offsets, text and categories."""
+        """sha256 over every chunk's id, document, position, offsets, text and metadata.
+
+        The metadata enters as its categories (what stores written before metadata held), then the
+        other fields only where there are any, so a corpus of categories has the fingerprint it had.
+        """
         digest = hashlib.sha256()
         for c in self.chunks:
+            categories = normalise_categories(c.metadata)
             record = [
                 c.id,
                 c.document_id,
@@ -93,8 +105,11 @@ class ChunkSet:
                 c.start,
                 c.end,
                 c.text,
-                sorted((k, list(v)) for k, v in c.metadata.items()),
+                sorted((k, list(v)) for k, v in categories.items()),
             ]
+            others = {k: v for k, v in c.metadata.items() if k not in categories or not isinstance(v, (list, tuple))}
+            if others:
+                record.append(sorted(others.items()))
             digest.update(json.dumps(record, ensure_ascii=False).encode("utf-8"))
             digest.update(b"\n")
         return digest.hexdigest()

@@ -2,9 +2,12 @@
 
 A document's indexed text is its title and body joined by a blank line (BEIR
 retrievers index both), so the first chunk of a document carries its title.
-Categories come from BEIR ``metadata`` values that are strings or lists of
-strings, or, for a folder, from a sidecar ``metadata.jsonl`` whose lines are
-``{"file": "<name relative to the folder>", "categories": {"NAME": "V" | ["V", ...]}}``.
+A document's metadata is the ``metadata`` object of its BEIR/JSONL line (any JSON
+values), or, for a folder, its line of a sidecar ``metadata.jsonl``:
+``{"file": "<name relative to the folder>", "metadata": {...any JSON...}}``; the older
+``"categories": {"NAME": "V" | ["V", ...]}`` form is still read (both may be given; a
+name in both is an error). Categories (string and list-of-string fields) are derived
+from the metadata where the boolean language needs them.
 
 A folder corpus does not follow symbolic links unless asked (``follow_symlinks=True``,
 ``dashrag index --follow-symlinks``): a link ``secret.txt -> /etc/passwd`` dropped
@@ -22,9 +25,9 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
-from dashrag.documents.model import SourceDocument, normalise_categories
+from dashrag.documents.model import SourceDocument, json_metadata
 from dashrag.errors import CorpusError, excerpt
 
 log = logging.getLogger(__name__)
@@ -79,7 +82,7 @@ class Corpus:
         folder = Path(folder)
         if not folder.is_dir():
             raise CorpusError(f"{folder}: no such folder")
-        categories = _read_sidecar(folder / SIDECAR_NAME)
+        metadata = _read_sidecar(folder / SIDECAR_NAME)
         files, skipped = _text_files(folder, follow_symlinks)
         documents = []
         for path in files:
@@ -94,7 +97,7 @@ class Corpus:
                 log.warning("skipped %s: empty", path)
                 skipped.append(f"{path}: empty")
                 continue
-            documents.append(SourceDocument(id=rel, text=text, metadata=categories.get(rel, {}), source=str(path)))
+            documents.append(SourceDocument(id=rel, text=text, metadata=metadata.get(rel, {}), source=str(path)))
         if not documents:
             raise CorpusError(f"{folder}: the corpus is empty (no readable .txt or .md file)")
         return cls(tuple(documents), tuple(skipped))
@@ -163,21 +166,18 @@ def _document_from_line(line: str, where: str) -> SourceDocument:
         raise CorpusError(f"{where}: 'text' must be a string, not {got}")
     if title is not None and not isinstance(title, str):
         raise CorpusError(f"{where}: 'title' must be a string, not {type(title).__name__}")
-    metadata = record.get("metadata") or {}
-    return SourceDocument(
-        id=str(doc_id),
-        title=title or "",
-        text=text,
-        metadata=normalise_categories(metadata if isinstance(metadata, dict) else {}),
-        source=where,
-    )
+    try:
+        metadata = json_metadata(record.get("metadata"), "metadata")
+    except ValueError as exc:
+        raise CorpusError(f"{where}: {exc}") from None
+    return SourceDocument(id=str(doc_id), title=title or "", text=text, metadata=metadata, source=where)
 
 
 def _not_a_number(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def _read_sidecar(path: Path) -> dict[str, dict[str, tuple[str, ...]]]:
+def _read_sidecar(path: Path) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     try:
@@ -185,7 +185,7 @@ def _read_sidecar(path: Path) -> dict[str, dict[str, tuple[str, ...]]]:
     except UnicodeDecodeError as exc:
         raise CorpusError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     found = {}
-    expected = 'expected {"file": "<name>", "categories": {"NAME": "V" or ["V", ...]}}'
+    expected = 'expected {"file": "<name>", "metadata": {...}} (or "categories": {"NAME": "V" or ["V", ...]})'
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -195,8 +195,30 @@ def _read_sidecar(path: Path) -> dict[str, dict[str, tuple[str, ...]]]:
             raise CorpusError(f"{path}:{number}: not valid JSON; {expected}") from None
         if not isinstance(record, dict) or not isinstance(record.get("file"), str):
             raise CorpusError(f"{path}:{number}: {expected}")
-        if not isinstance(record.get("categories"), dict):
-            got = type(record.get("categories")).__name__ if "categories" in record else "nothing"
-            raise CorpusError(f"{path}:{number}: 'categories' must be an object, not {got}; {expected}")
-        found[record["file"]] = normalise_categories(record["categories"])
+        found[record["file"]] = _sidecar_metadata(record, f"{path}:{number}", expected)
     return found
+
+
+def _sidecar_metadata(record: dict[str, Any], where: str, expected: str) -> dict[str, Any]:
+    """A sidecar line's ``metadata`` and its older ``categories`` (string or list-of-string values) together."""
+    if "metadata" not in record and "categories" not in record:
+        raise CorpusError(f"{where}: neither 'metadata' nor 'categories'; {expected}")
+    merged: dict[str, Any] = {}
+    for key in ("metadata", "categories"):
+        value = record.get(key, {})
+        if not isinstance(value, dict):
+            raise CorpusError(f"{where}: '{key}' must be an object, not {type(value).__name__}; {expected}")
+        if key == "categories":
+            bad = [n for n, v in value.items() if not (isinstance(v, str) or (
+                isinstance(v, list) and all(isinstance(x, str) for x in v)))]
+            if bad:
+                raise CorpusError(f"{where}: category {bad[0]!r} must be a string or a list of strings; {expected}")
+        try:
+            fields = json_metadata(value, key)
+        except ValueError as exc:
+            raise CorpusError(f"{where}: {exc}") from None
+        twice = sorted(set(fields) & set(merged))
+        if twice:
+            raise CorpusError(f"{where}: {twice[0]!r} is given in both 'metadata' and 'categories'")
+        merged.update(fields)
+    return merged

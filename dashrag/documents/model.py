@@ -5,8 +5,11 @@ corpus, and by ``(document_id, position)`` with positions 0-based and contiguous
 document. Dedup everywhere uses the integer id, so a chunk reached through two
 children of a fusion is still one chunk.
 
-Metadata is *categories*: a category name maps to a tuple of string values, so a
-filter such as ``COUNTRY=IQ,SY`` is a set test, whatever the corpus format was.
+Metadata is any JSON object a corpus gives a document (strings, numbers, booleans,
+lists, ISO dates as strings); it travels with every chunk of the document and every
+hit, and metadata filters (``dashrag/filters``) run over it. *Categories* are its
+string and list-of-string fields seen as sets (``normalise_categories``), so the boolean
+language's ``COUNTRY=IQ,SY`` is a set test whatever the corpus format was.
 """
 
 from __future__ import annotations
@@ -15,6 +18,37 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 Categories = Mapping[str, tuple[str, ...]]
+Metadata = Mapping[str, Any]  # a JSON object: a document's fields
+
+
+def json_metadata(raw: Any, where: str) -> dict[str, Any]:
+    """``raw`` as a document's metadata: a JSON object (None: none); anything else is a ValueError naming ``where``.
+
+    Why: metadata is stored as JSON and filtered by value, so a NaN, a set or an object key that is not a
+    string would be stored as something else than what the user sent, or not at all.
+    """
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where} must be a JSON object, not {type(raw).__name__}")
+    _check_json(raw, where)
+    return dict(raw)
+
+
+def _check_json(value: Any, where: str) -> None:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{where}: metadata keys must be strings, not {type(key).__name__}")
+            _check_json(item, f"{where}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_json(item, f"{where}[{i}]")
+    elif isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"{where}: {value} is not a JSON number")
+    elif value is not None and not isinstance(value, (str, int, bool)):
+        raise ValueError(f"{where}: {type(value).__name__} is not a JSON value")
 
 
 def normalise_categories(raw: Mapping[str, Any] | None) -> dict[str, tuple[str, ...]]:
@@ -39,7 +73,7 @@ class SourceDocument:
     id: str
     text: str
     title: str = ""
-    metadata: Categories = field(default_factory=dict)
+    metadata: Metadata = field(default_factory=dict)
     source: str = ""  # where it was read from (a path), for error messages
 
 
@@ -53,7 +87,7 @@ class Chunk:
     text: str
     start: int = 0
     end: int = 0
-    metadata: Categories = field(default_factory=dict)
+    metadata: Metadata = field(default_factory=dict)  # its document's
 
 
 @dataclass(frozen=True)
@@ -82,7 +116,9 @@ class ScoredChunk:
         merged = {**self.provenance, **provenance}
         return replace(self, score=float(score), source=source, provenance=merged)
 
-    def to_json(self, include_text: bool = True) -> dict[str, Any]:
+    def to_json(self, include_text: bool = True, include_metadata: bool = False) -> dict[str, Any]:
+        """The hit as JSON; ``include_metadata``: with its document's metadata (what answers to users carry;
+        traces leave it out, every node would repeat it)."""
         out: dict[str, Any] = {
             "chunk_id": self.chunk.id,
             "document_id": self.chunk.document_id,
@@ -92,6 +128,8 @@ class ScoredChunk:
         }
         if include_text:
             out["text"] = self.chunk.text
+        if include_metadata:
+            out["metadata"] = dict(self.chunk.metadata)
         if self.provenance:
             out["provenance"] = dict(self.provenance)
         return out

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
+from dashrag.core.restriction import Restriction
 from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError
 from dashrag.evaluation.beir import EvaluationSplit
@@ -55,13 +56,13 @@ class Evaluation:
     eval_s: float
 
 
-def retrieval_kwargs(top_k: int | None) -> dict[str, Any]:
-    """The keyword arguments of every ``retrieve_batch`` call: a ``top_k`` hint, or none (``None``/0)."""
+def top_k_hint(top_k: int | None) -> int | None:
+    """The ``top_k`` of every ``retrieve_batch`` call: a hint, or None (``None``/0: the tree's own)."""
     if top_k is None or top_k == 0:
-        return {}
+        return None
     if top_k < 0:
         raise ConfigError(f"top_k must be positive (or 0 for the tree's own top_k), not {top_k}")
-    return {"top_k": int(top_k)}
+    return int(top_k)
 
 
 @contextmanager
@@ -84,15 +85,17 @@ def run_queries(
     top_k: int | None = DEFAULT_TOP_K,
     batch_size: int = DEFAULT_BATCH_SIZE,
     on_batch: Callable[[int], None] | None = None,
+    filters: Any = None,
 ) -> SplitRun:
     """Answer ``queries`` (``{query_id: text}``) in batches, keeping each query's full trace.
 
     ``on_batch(n)`` is called after each batch with the number of queries it held
-    (a progress bar advances by it).
+    (a progress bar advances by it). ``filters``: a metadata filter every query is answered under.
     """
     if batch_size < 1:
         raise ConfigError(f"batch_size must be at least 1, not {batch_size}")
-    kwargs = retrieval_kwargs(top_k)
+    hint = top_k_hint(top_k)
+    restriction = None if filters is None else Restriction.where(filters)  # parsed once, refused before any query
     ids = list(queries)
     traces: list[Trace] = []
     retrieval_s = 0.0
@@ -100,7 +103,7 @@ def run_queries(
         for start in range(0, len(ids), batch_size):
             batch = ids[start:start + batch_size]
             began = time.perf_counter()
-            answers = retriever.retrieve_batch([queries[q] for q in batch], **kwargs)
+            answers = retriever.retrieve_batch([queries[q] for q in batch], top_k=hint, restriction=restriction)
             retrieval_s += time.perf_counter() - began
             traces.extend((query_id, node) for query_id, (_, node) in zip(batch, answers))
             if on_batch is not None:
@@ -141,19 +144,23 @@ def evaluate_tree(
     batch_size: int = DEFAULT_BATCH_SIZE,
     per_node: bool = True,
     on_batch: Callable[[int], None] | None = None,
+    filters: Any = None,
 ) -> dict[str, Any]:
     """Run ``retriever`` over ``split`` and return the JSON report (:func:`build_report`).
 
     ``metrics`` is a spec (``"ndcg@10,recall@100"``) or an :class:`Evaluator`
     already built for this split's judgements (reuse one across many trees).
-    The report also records the ``top_k`` hint used.
+    The report also records the ``top_k`` hint used, and the metadata filter (``filters``) when there is one.
     """
     evaluator = metrics if isinstance(metrics, Evaluator) else Evaluator(split.qrels, metrics)
-    run = run_queries(retriever, split.queries, top_k=top_k, batch_size=batch_size, on_batch=on_batch)
+    run = run_queries(retriever, split.queries, top_k=top_k, batch_size=batch_size, on_batch=on_batch,
+                      filters=filters)
     began = time.perf_counter()
     scored = score_run(run, evaluator, per_node=per_node)
     report = build_report(dataset=split.dataset, split=split.split, result=scored.result, per_node=scored.per_node,
                           retrieval_s=run.retrieval_s, eval_s=0.0)
     report["timings"]["eval_s"] = time.perf_counter() - began  # scoring, per-node and the report itself
-    report["top_k"] = retrieval_kwargs(top_k).get("top_k")
+    report["top_k"] = top_k_hint(top_k)
+    if filters is not None:
+        report["filters"] = filters
     return report

@@ -38,12 +38,13 @@ from dashrag.core.collection import young_garbage_only
 from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_component
 from dashrag.core.infra import Infra
+from dashrag.core.restriction import Restriction
 from dashrag.core.retriever import Retriever
 from dashrag.core.validation import join_path, validate_and_transform
 from dashrag.errors import ConfigError, ConfigIssue, RuleIssue
 from dashrag.evaluation.beir import EvaluationSplit
 from dashrag.evaluation.metrics import Evaluator, parse_metric, parse_metrics
-from dashrag.evaluation.runner import DEFAULT_TOP_K, evaluate_tree, retrieval_kwargs, root_run, run_queries
+from dashrag.evaluation.runner import DEFAULT_TOP_K, evaluate_tree, root_run, run_queries, top_k_hint
 
 Key = str | int
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[[0-9]+\])*)")
@@ -167,7 +168,7 @@ def plan_grid(config: Any, params: Sequence[TunedParam], top_k: int | None = DEF
                 add(issue)
             continue
         present.append(param)
-        if param.keys[-1] == "top_k" and retrieval_kwargs(top_k):
+        if param.keys[-1] == "top_k" and top_k_hint(top_k) is not None:
             add(
                 ConfigIssue(
                     param.path,
@@ -217,26 +218,28 @@ def _config_key(node: ConfigObject) -> str:
 def _remember_answers(node: Retriever) -> None:
     """Make ``node`` answer a repeated batch (same queries, same ``top_k`` hint) from memory.
 
-    Only plain calls are remembered: any other keyword (a restriction) goes to the node.
+    Only unrestricted calls are remembered: a call with a filter or a restriction goes to the node.
     """
     answer_batch, answer_one = node.retrieve_batch, node.retrieve
     batches: dict[tuple, Any] = {}
     singles: dict[tuple, Any] = {}
 
-    def retrieve_batch(queries: Sequence[str], **kwargs: Any) -> Any:
-        if set(kwargs) - {"top_k"}:
-            return answer_batch(queries, **kwargs)
-        key = (tuple(queries), kwargs.get("top_k"))
+    def retrieve_batch(queries: Sequence[str], *, top_k: int | None = None, filters: Any = None,
+                       restriction: Restriction | None = None) -> Any:
+        if filters is not None or restriction is not None:
+            return answer_batch(queries, top_k=top_k, filters=filters, restriction=restriction)
+        key = (tuple(queries), top_k)
         if key not in batches:
-            batches[key] = answer_batch(queries, **kwargs)
+            batches[key] = answer_batch(queries, top_k=top_k)
         return batches[key]
 
-    def retrieve(query: str, **kwargs: Any) -> Any:
-        if set(kwargs) - {"top_k"}:
-            return answer_one(query, **kwargs)
-        key = (query, kwargs.get("top_k"))
+    def retrieve(query: str, *, top_k: int | None = None, filters: Any = None,
+                 restriction: Restriction | None = None) -> Any:
+        if filters is not None or restriction is not None:
+            return answer_one(query, top_k=top_k, filters=filters, restriction=restriction)
+        key = (query, top_k)
         if key not in singles:
-            singles[key] = answer_one(query, **kwargs)
+            singles[key] = answer_one(query, top_k=top_k)
         return singles[key]
 
     node.retrieve_batch, node.retrieve = retrieve_batch, retrieve  # type: ignore[method-assign]

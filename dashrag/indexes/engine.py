@@ -13,8 +13,12 @@
   object name, the record) instead of the vectors; loading checks the object exists
   and its record and dimension are the tree's, with an error naming engine and object.
 * **Restriction**: translated to the engine's own filter (``EngineFilter``), applied
-  inside the search: documents → ``source_id`` in a list, ``where_categories`` → a
-  category condition per name, an opaque predicate → the list of allowed chunk ids.
+  inside the search: documents → ``source_id`` in a list, a metadata filter → the
+  engine's own conditions over the ``filterable`` payload (``dashrag/filters/payload.py``;
+  SQL for PostgreSQL, a payload filter for Qdrant), an opaque predicate → the list of
+  allowed chunk ids. Where the engine cannot say a filter (a Qdrant string range), or the
+  object was built before payloads had ``filterable``, the exact list of matching chunk
+  ids, computed in process, is sent instead (docs/filters.md).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import json
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,7 +40,11 @@ from dashrag.core.persistence import atomic_write_json, load_json
 from dashrag.core.restriction import Restriction
 from dashrag.documents.changes import CorpusChange
 from dashrag.documents.chunk_set import ChunkSet
+from dashrag.documents.model import normalise_categories
 from dashrag.errors import DashragError, EngineError, PersistenceError
+from dashrag.filters import Filter
+from dashrag.filters.evaluate import check_types
+from dashrag.filters.payload import filter_payload
 from dashrag.indexes.base import IndexIdentity
 
 REFERENCE_FILE = "index.json"
@@ -64,8 +72,14 @@ class EngineFilter:
     """A restriction in the terms an engine filters on (any part None: no condition of that sort)."""
 
     source_ids: list[str] | None = None
-    categories: Mapping[str, list[str]] | None = None
+    metadata: Filter | None = None
     chunk_ids: list[int] | None = None
+    matching_ids: Callable[[], list[int]] | None = None  # with ``metadata``: every allowed chunk, exactly
+
+    def without_metadata(self) -> EngineFilter:
+        """The same restriction with the metadata filter sent as the list of the chunks it allows."""
+        assert self.matching_ids is not None
+        return EngineFilter(chunk_ids=self.matching_ids())
 
 
 def engine_filter(restriction: Restriction | None, chunks: ChunkSet) -> EngineFilter | None:
@@ -73,13 +87,16 @@ def engine_filter(restriction: Restriction | None, chunks: ChunkSet) -> EngineFi
     if restriction is None:
         return None
     source_ids = sorted(restriction.documents) if restriction.documents is not None else None
-    if restriction.predicate is None:
+
+    def matching_ids() -> list[int]:
+        return chunks.ids[np.flatnonzero(restriction.row_mask(chunks))].tolist()
+
+    if restriction.predicate is not None:
+        return EngineFilter(chunk_ids=matching_ids())
+    if restriction.filter is None:
         return EngineFilter(source_ids=source_ids)
-    if restriction.categories is not None:
-        return EngineFilter(source_ids=source_ids,
-                            categories={k: sorted(v) for k, v in restriction.categories.items()})
-    rows = np.flatnonzero(restriction.row_mask(chunks))
-    return EngineFilter(chunk_ids=chunks.ids[rows].tolist())
+    check_types(restriction.filter, chunks.metadata_columns)  # the corpus's type errors, before the engine runs
+    return EngineFilter(source_ids=source_ids, metadata=restriction.filter, matching_ids=matching_ids)
 
 
 def object_name(prefix: str, record: dict[str, Any]) -> str:
@@ -295,4 +312,5 @@ def payload_of(chunks: ChunkSet, row: int) -> dict[str, Any]:
     """What an engine stores beside a chunk's vector: enough to filter and to answer without the store."""
     chunk = chunks.chunks[row]
     return {"chunk_id": int(chunk.id), "source_id": chunk.document_id, "text": chunk.text,
-            "categories": {k: list(v) for k, v in chunk.metadata.items()}}
+            "categories": {k: list(v) for k, v in normalise_categories(chunk.metadata).items()},
+            "metadata": dict(chunk.metadata), "filterable": filter_payload(chunk.metadata)}

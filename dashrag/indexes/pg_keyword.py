@@ -26,7 +26,7 @@ from dashrag.errors import EngineError
 from dashrag.indexes.base import Hits, IndexIdentity
 from dashrag.indexes.engine import EngineFilter, engine_filter
 from dashrag.indexes.keyword_base import KeywordIndex, QueryTerms, document_weights, ranked_hits
-from dashrag.indexes.postgres_engine import CHUNK_COLUMNS, CHUNK_TYPES, PgConnectionParams, PgEngine, sql_filter
+from dashrag.indexes.postgres_engine import CHUNK_COLUMNS, CHUNK_TYPES, PgConnectionParams, PgEngine
 from dashrag.scoring.bm25 import BM25Weights
 
 TERMS_SUFFIX = "_terms"
@@ -85,7 +85,7 @@ class PgKeywordIndex(PgEngine[PgKeywordParams], KeywordIndex[PgKeywordParams]):
 
         chunks = self.require_infra().chunks
         where = EngineFilter(chunk_ids=chunk_ids) if chunk_ids is not None else engine_filter(restriction, chunks)
-        condition, params = sql_filter(where)
+        condition, params = self.where_clause(where)
         chunk_join = f'JOIN "{self.name}" USING (chunk_id)' if condition else ""
         statement = text(f"""
             SELECT chunk_id, SUM(CAST(p.weight AS float8) * q.n) AS score

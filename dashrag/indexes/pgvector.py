@@ -104,7 +104,7 @@ class PgVectorIndex(PgEngine[PgVectorParams], VectorIndex[PgVectorParams]):
     def search(self, query_vectors: np.ndarray, k: int, restriction: Restriction | None) -> list[Hits]:
         chunks = self.require_infra().chunks
         metric = str(self._record["metric"]) if self._record else "cosine"
-        where, params = sql_filter(engine_filter(restriction, chunks))
+        where, params = self.where_clause(engine_filter(restriction, chunks))
         op = OPERATORS[metric]
         sql = (f'SELECT chunk_id, embedding {op} :query AS distance FROM "{self.name}" {where} '
                f"ORDER BY embedding {op} :query LIMIT :k")

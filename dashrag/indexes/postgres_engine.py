@@ -5,11 +5,16 @@
   reference (``password``: an environment variable), read when connecting, never saved.
   ``dashrag pg start`` runs a local server with pgvector for people who have none.
 * **What**: one table per distinct node, one row per chunk: ``chunk_id`` (primary key),
-  ``source_id``, ``text``, ``categories`` (jsonb) and what the index searches. What it
+  ``source_id``, ``text``, ``categories``, ``metadata`` and ``filterable`` (jsonb: the
+  metadata typed for filters, ``dashrag/filters/payload.py``, with a GIN index) and what
+  the index searches. What it
   holds is a row of ``dashrag_indexes``; a statement-level trigger on each of its tables
   counts every later INSERT, UPDATE, DELETE or TRUNCATE there, so a table edited behind
   the tree's back is refused on load.
-* **Filters**: the restriction is the SQL ``WHERE`` of the search statement itself.
+* **Filters**: the restriction is the SQL ``WHERE`` of the search statement itself; a metadata
+  filter is compiled to SQL/JSON path tests on ``filterable`` (``dashrag/filters/sql.py``).
+  A table built before metadata filters (no ``filterable`` column) gets the exact list of the
+  chunk ids the filter allows instead.
 """
 
 from __future__ import annotations
@@ -22,11 +27,12 @@ from pydantic import Field, field_validator
 
 from dashrag.core.params import ComponentSpec, ParamKind, component_field, kind_field
 from dashrag.errors import EngineError
+from dashrag.filters.sql import compile_where, to_sql
 from dashrag.indexes.engine import EngineFilter, EngineIndex, EngineParams, payload_of
 
 RECORDS_TABLE = "dashrag_indexes"
-CHUNK_COLUMNS = ["chunk_id", "source_id", "text", "categories"]
-CHUNK_TYPES = ["int8", "text", "text", "jsonb"]
+CHUNK_COLUMNS = ["chunk_id", "source_id", "text", "categories", "metadata", "filterable"]
+CHUNK_TYPES = ["int8", "text", "text", "jsonb", "jsonb", "jsonb"]
 TABLE_PATTERN = r"^[a-z_][a-z0-9_]{0,62}$"
 
 
@@ -69,6 +75,7 @@ class PgEngine(EngineIndex[G], Generic[G]):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._engine: Any = None
+        self._filterable: bool | None = None
 
     # -- connection --------------------------------------------------------------
     def display_location(self) -> str:
@@ -168,7 +175,8 @@ class PgEngine(EngineIndex[G], Generic[G]):
         self._ensure_records_table()
         self._run("creating the table", f"""
             CREATE TABLE "{self.name}" (chunk_id bigint PRIMARY KEY, source_id text NOT NULL, text text NOT NULL,
-                                        categories jsonb NOT NULL{extra_columns})""")
+                                        categories jsonb NOT NULL, metadata jsonb NOT NULL,
+                                        filterable jsonb NOT NULL{extra_columns})""")
 
     def copy_in(self, action: str, table: str, columns: list[str], types: list[str], rows: Iterable[tuple]) -> None:
         """Write ``rows`` into ``table`` with one binary COPY (the fastest way in), committed at the end."""
@@ -184,18 +192,21 @@ class PgEngine(EngineIndex[G], Generic[G]):
             finally:
                 connection.close()
 
-    def chunk_rows(self, rows: np.ndarray) -> Iterator[tuple[int, str, str, Any]]:
+    def chunk_rows(self, rows: np.ndarray) -> Iterator[tuple[int, str, str, Any, Any, Any]]:
         """The chunk columns (``CHUNK_COLUMNS``) of these corpus rows, ready for :meth:`copy_in`."""
         from psycopg.types.json import Jsonb
 
         chunks = self.require_infra().chunks
         for row in rows.tolist():
             payload = payload_of(chunks, row)
-            yield payload["chunk_id"], payload["source_id"], payload["text"], Jsonb(payload["categories"])
+            yield (payload["chunk_id"], payload["source_id"], payload["text"], Jsonb(payload["categories"]),
+                   Jsonb(payload["metadata"]), Jsonb(payload["filterable"]))
 
     def record_and_guard(self, record: dict[str, Any]) -> None:
         """Index the source ids, write the record, and count every later change to this index's tables."""
         self._run("indexing source ids", f'CREATE INDEX "{self.name}_source" ON "{self.name}" (source_id)')
+        self._run("indexing metadata", f'CREATE INDEX "{self.name}_filterable" ON "{self.name}" '
+                                       "USING gin (filterable jsonb_path_ops)")
         self._run("writing the dashrag record", f"""
             INSERT INTO {RECORDS_TABLE} (name, record, modifications) VALUES (:name, CAST(:record AS jsonb), 0)
             ON CONFLICT (name) DO UPDATE SET record = EXCLUDED.record, modifications = 0""",
@@ -213,6 +224,20 @@ class PgEngine(EngineIndex[G], Generic[G]):
                 CREATE TRIGGER "{table}_modified" AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON "{table}"
                 FOR EACH STATEMENT EXECUTE FUNCTION dashrag_count_modification('{self.name}')""")
 
+    def holds_filter_payload(self) -> bool:
+        """Whether the chunk table has ``filterable`` (tables built before metadata filters do not)."""
+        if self._filterable is None:
+            self._filterable = bool(self._run("reading the table's columns", """
+                SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(:name) AND attname = 'filterable'
+                AND NOT attisdropped""", name=self.name))
+        return self._filterable
+
+    def where_clause(self, where: EngineFilter | None) -> tuple[str, dict[str, Any]]:
+        """The restriction as this table's SQL WHERE (a metadata filter as chunk ids on an older table)."""
+        if where is not None and where.metadata is not None and not self.holds_filter_payload():
+            where = where.without_metadata()
+        return sql_filter(where)
+
     def check_unchanged(self, reference: dict[str, Any]) -> None:
         changes = self.modifications()
         if changes != 0:
@@ -229,9 +254,13 @@ def sql_filter(where: EngineFilter | None) -> tuple[str, dict[str, Any]]:
     if where.source_ids is not None:
         clauses.append("source_id = ANY(:source_ids)")
         params["source_ids"] = list(where.source_ids)
-    for i, (name, values) in enumerate((where.categories or {}).items()):
-        clauses.append(f"jsonb_exists_any(categories -> :category_{i}, CAST(:values_{i} AS text[]))")
-        params[f"category_{i}"], params[f"values_{i}"] = name, list(values)
+    if where.metadata is not None:
+        from sqlalchemy import column
+        from sqlalchemy.dialects.postgresql import JSONB
+
+        condition, bound = compile_where(to_sql(where.metadata, column("filterable", JSONB)))
+        clauses.append(f"({condition})")
+        params.update(bound)
     if where.chunk_ids is not None:
         clauses.append("chunk_id = ANY(:chunk_ids)")
         params["chunk_ids"] = list(where.chunk_ids)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from dashrag.filters.qdrant import client_dialect, to_qdrant
 from dashrag.indexes.engine import UPLOAD_BATCH, EngineFilter
 from dashrag.indexes.qdrant_store import DenseLayout, Found, Layout, QdrantStore, SearchOptions, StoredVectors
 
@@ -134,6 +135,10 @@ class ClientStore(QdrantStore):
         answers = self.client.query_batch_points(name, requests=requests)
         return [[(int(p.id), float(p.score)) for p in answer.points] for answer in answers]
 
+    def payload(self, name: str, point_id: int) -> dict[str, Any]:
+        points = self.client.retrieve(name, ids=[point_id], with_payload=True)
+        return dict(points[0].payload or {}) if points else {}
+
     def vectors(self, name: str, ids: list[int]) -> dict[int, list[float]]:
         return {int(p.id): p.vector for p in self.client.retrieve(name, ids=ids, with_vectors=True)}
 
@@ -184,8 +189,11 @@ def client_filter(where: EngineFilter | None) -> Any:
     must: list[Any] = []
     if where.source_ids is not None:
         must.append(models.FieldCondition(key="source_id", match=models.MatchAny(any=list(where.source_ids))))
-    for name, values in (where.categories or {}).items():
-        must.append(models.FieldCondition(key=f"categories.{name}", match=models.MatchAny(any=list(values))))
+    if where.metadata is not None:
+        condition = to_qdrant(where.metadata, client_dialect())
+        if condition is None:  # what Qdrant cannot say: the exact list of the chunks the filter allows
+            return client_filter(where.without_metadata())
+        must.append(condition)
     if where.chunk_ids is not None:
         must.append(models.HasIdCondition(has_id=list(where.chunk_ids)))
     return models.Filter(must=must) if must else None

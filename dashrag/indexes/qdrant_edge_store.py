@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dashrag.core.persistence import atomic_write_json
+from dashrag.filters.qdrant import edge_dialect, to_qdrant
 from dashrag.indexes.engine import EngineFilter
 from dashrag.indexes.qdrant_store import DenseLayout, Found, Layout, QdrantStore, SearchOptions, StoredVectors
 
@@ -158,6 +159,10 @@ class EdgeStore(QdrantStore):
         answers = self._shard(name).query_batch(QueryBatchRequest(requests))
         return [[(int(p.id), float(p.score)) for p in answer] for answer in answers]
 
+    def payload(self, name: str, point_id: int) -> dict[str, Any]:
+        records = self._shard(name).retrieve([point_id], with_payload=True, with_vector=False)
+        return dict(records[0].payload or {}) if records else {}
+
     def vectors(self, name: str, ids: list[int]) -> dict[int, list[float]]:
         records = self._shard(name).retrieve(list(ids), with_payload=False, with_vector=True)
         return {int(r.id): r.vector for r in records}
@@ -228,8 +233,11 @@ def edge_filter(where: EngineFilter | None) -> Any:
     must: list[Any] = []
     if where.source_ids is not None:
         must.append(FieldCondition(key="source_id", match=MatchAny(any=list(where.source_ids))))
-    for name, values in (where.categories or {}).items():
-        must.append(FieldCondition(key=f"categories.{name}", match=MatchAny(any=list(values))))
+    if where.metadata is not None:
+        condition = to_qdrant(where.metadata, edge_dialect())
+        if condition is None:  # what Qdrant cannot say: the exact list of the chunks the filter allows
+            return edge_filter(where.without_metadata())
+        must.append(condition)
     if where.chunk_ids is not None:
         must.append(HasIdCondition(point_ids=set(where.chunk_ids)))
     return Filter(must=must) if must else None

@@ -8,11 +8,14 @@
   Qdrant's); the API key is a credential *reference* (``EnvCredential``), read when
   connecting, never saved.
 * **What**: one collection per distinct node, one point per chunk, id = chunk id,
-  payload ``chunk_id``, ``text``, ``source_id`` and ``categories``, keyword payload
-  indexes on ``source_id`` and every ``categories.<name>``; what a collection holds is
-  recorded beside it (``qdrant_store.py``: the same layout on both stores).
-* **Filters**: the restriction is a payload filter *inside* the search (``source_id`` /
-  ``categories.<name>`` match any, or ``has_id`` for an opaque predicate).
+  payload ``chunk_id``, ``text``, ``source_id``, ``categories``, ``metadata`` and
+  ``filterable`` (``dashrag/filters/payload.py``), keyword payload indexes on
+  ``source_id``, ``filterable.present`` and every string field of ``filterable``; what a
+  collection holds is recorded beside it (``qdrant_store.py``: the same layout on both stores).
+* **Filters**: the restriction is a payload filter *inside* the search (``source_id``
+  match any, a metadata filter over ``filterable`` (``dashrag/filters/qdrant.py``), or
+  ``has_id`` for an opaque predicate); a collection built before ``filterable`` existed
+  gets the exact list of matching points instead.
 * **Older trees**: an embedded tree saved before Edge (its reference names no
   ``embedded_engine``) is opened with qdrant-client's local mode as before and keeps it
   (saving it again keeps that engine); rebuilding it moves it to Edge (docs/engines.md).
@@ -33,6 +36,7 @@ from dashrag.core.params import ComponentSpec, ParamKind, component_field, kind_
 from dashrag.core.persistence import load_json, saved_folder_of
 from dashrag.core.restriction import Restriction
 from dashrag.errors import EngineError, PersistenceError
+from dashrag.filters.qdrant import PAYLOAD_KEY, keyword_keys
 from dashrag.indexes.base import IndexIdentity
 from dashrag.indexes.engine import REFERENCE_FILE, EngineFilter, EngineIndex, EngineParams, engine_filter
 from dashrag.indexes.qdrant_client_store import MEMORY, ClientStore
@@ -72,6 +76,7 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
         self._store: QdrantStore | None = None
         self._shared_key: tuple[str, str] | None = None
         self._embedded_engine = EDGE  # an older saved tree's reference changes it (load_from)
+        self._filterable: bool | None = None
 
     # -- where -------------------------------------------------------------------------
     def _storage(self) -> Path:
@@ -161,8 +166,7 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
 
     def keyword_fields(self) -> tuple[str, ...]:
         """The payload fields a restriction filters on, indexed as keywords."""
-        names = {name for chunk in self.require_infra().chunks.chunks for name in chunk.metadata}
-        return ("source_id", *(f"categories.{name}" for name in sorted(names)))
+        return ("source_id", *keyword_keys(self.require_infra().chunks.metadata_columns))
 
     def finish_build(self, record: dict[str, Any]) -> None:
         with self.engine_errors("building the collection's indexes"):
@@ -204,7 +208,19 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
         """The restriction as engine conditions; ``chunk_ids``: only these points (scoring given chunks)."""
         if chunk_ids is not None:
             return EngineFilter(chunk_ids=chunk_ids)
-        return engine_filter(restriction, self.require_infra().chunks)
+        where = engine_filter(restriction, self.require_infra().chunks)
+        if where is not None and where.metadata is not None and not self.holds_filter_payload():
+            where = where.without_metadata()
+        return where
+
+    def holds_filter_payload(self) -> bool:
+        """Whether the points carry ``filterable`` (collections built before metadata filters do not)."""
+        if self._filterable is None:
+            rows = self.shard_rows()
+            first = int(self.require_infra().chunks.ids[rows[0]]) if len(rows) else None
+            with self.engine_errors("reading a point's payload"):
+                self._filterable = first is not None and PAYLOAD_KEY in self.store.payload(self.name, first)
+        return self._filterable
 
     def missing_points(self, missing: list[int]) -> EngineError:
         return EngineError(f"{self.where()} lacks the points of chunk(s) {missing[:10]} (another shard, or edited)")

@@ -114,6 +114,10 @@ class QdrantStore:
                       where: EngineFilter | None) -> list[Found]:
         raise NotImplementedError
 
+    def payload(self, name: str, point_id: int) -> dict[str, Any]:
+        """The payload of one point ({} when there is no such point)."""
+        raise NotImplementedError
+
     def vectors(self, name: str, ids: list[int]) -> dict[int, list[float]]:
         raise NotImplementedError
 

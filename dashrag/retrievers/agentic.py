@@ -41,6 +41,7 @@ from typing import Any, Sequence
 
 from pydantic import Field
 
+from dashrag.core.ask import Ask
 from dashrag.core.params import (
     ComponentParams,
     ComponentSpec,
@@ -217,10 +218,10 @@ class AgenticRerankerRetriever(SingleChildRetriever[AgenticParams]):
         self.prompt.close()
 
     # -- retrieval ---------------------------------------------------------------------
-    def fetch_size(self, kwargs: dict[str, Any]) -> int:
+    def fetch_size(self, ask: Ask) -> int:
         return self.params.k1  # a parent's top_k hint is replaced, never passed on
 
-    def _rescore(self, queries: list[str], answers: Sequence[Answer], kwargs: dict[str, Any]) -> list[Result]:
+    def _rescore(self, queries: list[str], answers: Sequence[Answer], ask: Ask) -> list[Result]:
         return [self._decide(q, chunks, node) for q, (chunks, node) in zip(queries, answers)]
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:

@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 from pydantic import Field, model_validator
 
+from dashrag.core.ask import Ask
 from dashrag.core.digest import digest
 from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec
 from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
@@ -213,12 +214,12 @@ class BM25Retriever(UnitRetriever[BM25Params]):
             return 0.0
         return float(scoring.absent_term_score(self._weights, terms[0], terms[1]))
 
-    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
+    def _retrieve_batch(self, queries: list[str], ask: Ask) -> list[Result]:
         if self.index.in_process:
-            return super()._retrieve_batch(queries, **kwargs)
+            return super()._retrieve_batch(queries, ask)
         chunks = self.require_infra().chunks
         terms = self._query_terms(queries)
-        found = self.index.search(terms, self.top_k(kwargs), kwargs.get("restriction"))
+        found = self.index.search(terms, self.top_k(ask), ask.restriction)
         return [(ScoredChunks(chunks, rows, (sums + scoring.SCORE_DTYPE(self._floor(t))).astype(scoring.SCORE_DTYPE),
                               self.component_name), [], None) for t, (rows, sums) in zip(terms, found)]
 

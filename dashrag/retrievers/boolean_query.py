@@ -47,6 +47,7 @@ from dashrag.boolean.rerank import RerankFunction, rerank_in_rounds
 from dashrag.boolean.selection import SelectionThresholds
 from dashrag.boolean.text_index import TextIndex
 from dashrag.core import observe
+from dashrag.core.ask import Ask
 from dashrag.core.params import (
     ComponentParams,
     ComponentSpec,
@@ -245,19 +246,23 @@ class BooleanQueryRetriever(SingleChildRetriever[BooleanQueryParams]):
         return DocumentMaskRestriction(documents, chunks, mask)
 
     # -- the retriever contract -------------------------------------------------
-    def retrieve(self, query: str, **kwargs: Any) -> tuple[Sequence[ScoredChunk], dict]:
+    def retrieve(self, query: str, *, top_k: int | None = None, filters: Any = None,
+                 restriction: Restriction | None = None) -> tuple[Sequence[ScoredChunk], dict]:
         """Like every retriever's, except that an empty query is valid: it means TRUE."""
+        ask = Ask.of(top_k, filters, restriction)
         if not isinstance(query, str):
             raise QueryError(f"a query must be a string, got {type(query).__name__}")
         if observe.observer is not None:
-            return observe.observed(lambda: self._answer(query, kwargs), kwargs.get("top_k"))
-        return self._answer(query, kwargs)
+            return observe.observed(lambda: self._answer(query, ask), ask.top_k)
+        return self._answer(query, ask)
 
-    def retrieve_batch(self, queries: Sequence[str], **kwargs: Any) -> Sequence[tuple[Sequence[ScoredChunk], dict]]:
+    def retrieve_batch(self, queries: Sequence[str], *, top_k: int | None = None, filters: Any = None,
+                       restriction: Restriction | None = None) -> Sequence[tuple[Sequence[ScoredChunk], dict]]:
         """One expression after another: each has its own tree, clauses and scope."""
-        return [self.retrieve(q, **kwargs) for q in queries]
+        ask = Ask.of(top_k, filters, restriction)
+        return [self.answer(q, ask) for q in queries]
 
-    def _retrieve(self, query: str, **kwargs: Any) -> Result:
+    def _retrieve(self, query: str, ask: Ask) -> Result:
         self._state()
         p = self.params
         timings: dict[str, float] = {}
@@ -275,7 +280,7 @@ class BooleanQueryRetriever(SingleChildRetriever[BooleanQueryParams]):
             semantic=SemanticSettings(p.semantic_top_k, p.max_words_for_hybrid, p.min_semantic_score, self._score_mode),
             restriction_for=self._restriction_for,
         )
-        scope = self._scope(kwargs.get("restriction"))
+        scope = self._scope(ask.restriction)
         reranker = reranker_function(self.reranker) if self.reranker is not None else None
         branch = self._branch_reranker(reranker) if p.automatically_rerank and reranker is not None else None
         started = time.perf_counter()
@@ -287,9 +292,8 @@ class BooleanQueryRetriever(SingleChildRetriever[BooleanQueryParams]):
         timings["select_ms"] = _ms(started)
         name = self.component_name
         output = [ScoredChunk(f.chunk, f.score, name, {**f.provenance, "clause_source": f.source}) for f in output]
-        hint = kwargs.get("top_k")
-        if hint is not None:
-            output = output[: int(hint)]
+        if ask.top_k is not None:
+            output = output[:ask.top_k]
         selection = {
             "summary": (
                 f"{decisions['path']} path, {len(output)} {'documents' if p.return_documents else 'fragments'} "

@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import Field, field_validator
 from scipy.special import expit
 
+from dashrag.core.ask import Ask
 from dashrag.core.params import (
     ComponentParams,
     ComponentSpec,
@@ -150,8 +151,8 @@ class CrossEncoderRetriever(SingleChildRetriever[CrossEncoderParams]):
         a one-label reranker by default, and what DashAI's distance ``1 - sigmoid(logit)`` is taken from)."""
         return expit(self.logits(pairs)).astype(np.float32)
 
-    def _rescore(self, queries: list[str], answers: Sequence[Answer], kwargs: dict[str, Any]) -> list[Result]:
-        k = self.top_k(kwargs)
+    def _rescore(self, queries: list[str], answers: Sequence[Answer], ask: Ask) -> list[Result]:
+        k = self.top_k(ask)
         pairs = [(q, c.chunk.text) for q, (chunks, _) in zip(queries, answers) for c in chunks]
         scores = self.predict(pairs)  # every query's pairs in one call
         results, start = [], 0

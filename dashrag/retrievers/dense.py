@@ -36,10 +36,12 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import Field
 
+from dashrag.core.ask import Ask
 from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec
 from dashrag.core.persistence import atomic_write_json, load_json
 from dashrag.core.ranking import by_distance
 from dashrag.core.registry import register
+from dashrag.core.restriction import Restriction
 from dashrag.core.retriever import Result, UnitRetriever, check_query
 from dashrag.documents.changes import CorpusChange
 from dashrag.documents.model import ScoredChunk
@@ -181,21 +183,23 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
         """(n_queries, n_chunks) scores of precomputed query vectors under this node's metric."""
         return self._in_memory().score_all(query_vectors)
 
-    def retrieve_vectors(self, query_vectors: np.ndarray, **kwargs: Any) -> list[Sequence[ScoredChunk]]:
+    def retrieve_vectors(self, query_vectors: np.ndarray, *, top_k: int | None = None, filters: Any = None,
+                         restriction: Restriction | None = None) -> list[Sequence[ScoredChunk]]:
         """Rank by precomputed query vectors: the path ``retrieve_batch`` takes once it has embedded the queries."""
-        return [hits for hits, _, _ in self._rank(np.asarray(query_vectors, dtype=np.float32), kwargs)]
+        ask = Ask.of(top_k, filters, restriction)
+        return [hits for hits, _, _ in self._rank(np.asarray(query_vectors, dtype=np.float32), ask)]
 
     # -- the retriever contract ------------------------------------------------
     def _score_block(self, queries: list[str]) -> np.ndarray:
         return self.score_vectors(self.embed_queries(queries))
 
-    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
-        return self._rank(self.embed_queries(queries), kwargs)
+    def _retrieve_batch(self, queries: list[str], ask: Ask) -> list[Result]:
+        return self._rank(self.embed_queries(queries), ask)
 
-    def _rank(self, query_vectors: np.ndarray, kwargs: dict[str, Any]) -> list[Result]:
+    def _rank(self, query_vectors: np.ndarray, ask: Ask) -> list[Result]:
         self._require_fitted()
         chunks = self.require_infra().chunks.chunks
-        found = self.index.search(query_vectors, self.top_k(kwargs), kwargs.get("restriction"))
+        found = self.index.search(query_vectors, self.top_k(ask), ask.restriction)
         return [([ScoredChunk(chunks[r], float(x), self.component_name)
                   for r, x in zip(rows.tolist(), scores.tolist())], [], None) for rows, scores in found]
 

@@ -43,6 +43,7 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import Field
 
+from dashrag.core.ask import Ask
 from dashrag.core.params import (
     ComponentParams,
     ComponentSpec,
@@ -215,18 +216,18 @@ class HttpReranker(CompositeRetriever[HttpRerankerParams]):
             raise RerankerAnswerError(_redact(f"{where} answered a malformed ranking: {exc}", key)) from None
 
     # -- the retriever contract ---------------------------------------------------
-    def _retrieve(self, query: str, **kwargs: Any) -> Result:
-        return self._retrieve_batch([query], **kwargs)[0]
+    def _retrieve(self, query: str, ask: Ask) -> Result:
+        return self._retrieve_batch([query], ask)[0]
 
-    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
+    def _retrieve_batch(self, queries: list[str], ask: Ask) -> list[Result]:
         children = self.nested.get("children", [])
         if not children:
             raise RetrievalError(
                 f"{self.component_name} has no child retriever: it can only rerank (rerank_texts, "
                 "score_chunks, or the reranker slot of a BooleanQueryRetriever)"
             )
-        k = int(kwargs.get("top_k") or self.params.top_k)
-        answers = children[0].retrieve_batch(queries, **{**kwargs, "top_k": max(self.params.fetch_k, k)})
+        k = self.top_k(ask)
+        answers = children[0].answer_batch(queries, ask.with_top_k(max(self.params.fetch_k, k)))
         results: list[Result] = []
         for query, (candidates, child_trace) in zip(queries, answers):
             scores = np.asarray(self.rerank_texts(query, [c.chunk.text for c in candidates]), dtype=np.float64)

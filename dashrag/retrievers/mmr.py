@@ -33,6 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import Field
 
+from dashrag.core.ask import Ask
 from dashrag.core.params import ComponentParams, ComponentSpec, component_field, components_field, less_or_equal, spec
 from dashrag.core.registry import register
 from dashrag.core.retriever import Answer, Result, SingleChildRetriever, check_query
@@ -160,8 +161,8 @@ class MMRRerankerRetriever(SingleChildRetriever[MMRParams]):
         return unit_rows(embedding.embed_documents([chunks.chunks[r].text for r in rows]))
 
     # -- retrieval --------------------------------------------------------------
-    def _rescore(self, queries: list[str], answers: Sequence[Answer], kwargs: dict[str, Any]) -> list[Result]:
-        k = self.top_k(kwargs)
+    def _rescore(self, queries: list[str], answers: Sequence[Answer], ask: Ask) -> list[Result]:
+        k = self.top_k(ask)
         candidate_ids = sorted({c.id for chunks, _ in answers if len(chunks) > k for c in chunks})
         vectors = dict(zip(candidate_ids, self._chunk_vectors(candidate_ids))) if candidate_ids else {}
         return [self._select(chunks, trace, vectors, k) for chunks, trace in answers]

@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 from pydantic import Field, field_validator
 
+from dashrag.core.ask import Ask
 from dashrag.core.params import ComponentParams, ComponentSpec, components_field, same_length, spec
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result
@@ -113,10 +114,9 @@ class ParallelRetriever(CompositeRetriever[ParallelParams]):
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def _fuse(self, lists: list[list[ScoredChunk]], kwargs: dict[str, Any]) -> tuple[list[ScoredChunk], dict]:
+    def _fuse(self, lists: list[list[ScoredChunk]], ask: Ask) -> tuple[list[ScoredChunk], dict]:
         p = self.params
-        hint = kwargs.get("top_k")
-        top_k = hint if hint is not None else p.top_k
+        top_k = ask.top_k if ask.top_k is not None else p.top_k
         fused = fuse(lists, p.merge_strategy, p.weights, k=p.rrf_k, source=self.component_name, top_k=top_k)
         total = sum(len(x) for x in lists)
         unique = len({c.id for x in lists for c in x})
@@ -125,21 +125,21 @@ class ParallelRetriever(CompositeRetriever[ParallelParams]):
                      "summary": f"{p.merge_strategy}: {total} in, {total - unique} duplicates merged, {len(fused)} out"}
         return fused, selection
 
-    def _retrieve_batch(self, queries: list[str], **kwargs: Any) -> list[Result]:
+    def _retrieve_batch(self, queries: list[str], ask: Ask) -> list[Result]:
         children = self.get_children()
-        per_child = run_concurrently([partial(c.retrieve_batch, queries, **kwargs) for c in children],
+        per_child = run_concurrently([partial(c.answer_batch, queries, ask) for c in children],
                                      self._threads())
         results: list[Result] = []
         for i in range(len(queries)):
             lists = [answers[i][0] for answers in per_child]
-            fused, selection = self._fuse(lists, kwargs)
+            fused, selection = self._fuse(lists, ask)
             results.append((fused, [answers[i][1] for answers in per_child], selection))
         return results
 
-    def _retrieve(self, query: str, **kwargs: Any) -> Result:
+    def _retrieve(self, query: str, ask: Ask) -> Result:
         children = self.get_children()
-        answers = run_concurrently([partial(c.retrieve, query, **kwargs) for c in children], self._threads())
-        fused, selection = self._fuse([a[0] for a in answers], kwargs)
+        answers = run_concurrently([partial(c.answer, query, ask) for c in children], self._threads())
+        fused, selection = self._fuse([a[0] for a in answers], ask)
         return fused, [a[1] for a in answers], selection
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:

@@ -29,6 +29,7 @@ from typing import Any, Iterator, Literal, Sequence
 import numpy as np
 from pydantic import Field
 
+from dashrag.core.ask import Ask
 from dashrag.core.params import ComponentParams, ComponentSpec, Rule, component_field, less_or_equal, spec
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result
@@ -148,13 +149,13 @@ class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
             return float(p.mmr_lambda)
         return DEFAULT_MMR_LAMBDA if p.enable_mmr else None
 
-    def _retrieve(self, query: str, **kwargs: Any) -> Result:
+    def _retrieve(self, query: str, ask: Ask) -> Result:
         p = self.params
-        k = int(kwargs.get("top_k") or p.top_k)
+        k = self.top_k(ask)
         timings: dict[str, float] = {}
         context: dict[str, Any] = {"component": self.component_name, "query": query}
         with stage("fast", timings, {**context, "retriever": self.nested["fast"].component_name}):
-            candidates, fast_node = self.nested["fast"].retrieve(query, **{**kwargs, "top_k": p.stage1_top_n})
+            candidates, fast_node = self.nested["fast"].answer(query, ask.with_top_k(p.stage1_top_n))
         context["candidates"] = len(candidates)
         nodes = [fast_node]
         with stage("early_exit", timings, {**context, "rule": p.early_exit}):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
+from dashrag.core.ask import Ask
 from dashrag.core.params import ComponentParams, ComponentSpec, Rule, components_field, spec
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result
@@ -90,18 +91,17 @@ class SequentialRetriever(CompositeRetriever[SequentialParams]):
             kept.append(by_id[cid].rescored(-dist, stage.component_name, **distances))
         return kept
 
-    def _retrieve(self, query: str, **kwargs: Any) -> Result:
+    def _retrieve(self, query: str, ask: Ask) -> Result:
         first, *later = self.get_children()
-        candidates, first_node = first.retrieve(query, **{k: v for k, v in kwargs.items() if k != "top_k"})
+        candidates, first_node = first.answer(query, ask.with_top_k(None))
         nodes, sizes = [first_node], [len(candidates)]
         for index, stage in enumerate(later, 1):
             start = time.perf_counter()
             candidates = self._rescore(stage, index, candidates, query)
             sizes.append(len(candidates))
             nodes.append(stage._node(query, candidates, (time.perf_counter() - start) * 1000, [], None, rescored=True))
-        hint = kwargs.get("top_k")
-        if hint is not None:
-            candidates = candidates[:hint]
+        if ask.top_k is not None:
+            candidates = candidates[:ask.top_k]
         return candidates, nodes, {"stage_sizes": sizes, "summary": " → ".join(map(str, sizes))}
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:

@@ -24,6 +24,7 @@ from fastapi.routing import APIRoute
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from dashrag.errors import FilterError
 from dashrag.service.auth import require_token
 from dashrag.service.json_body import validation_error_body
 from dashrag.service.mcp_route import mcp_route
@@ -86,6 +87,13 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
         logger.warning("step %s failed", exc.step, exc_info=exc.__cause__ is not None and logger.isEnabledFor(10),
                        extra={"request_id": request.scope.get("state", {}).get("request_id")})
         return JSONResponse({"detail": str(exc)}, status_code=503)
+
+    @app.exception_handler(FilterError)
+    async def bad_filter(request: Request, exc: FilterError) -> JSONResponse:
+        """A filter that does not fit the corpus (a number compared with a field of strings): a 422 like a
+        malformed one, located at the filter and naming the path inside it."""
+        problem = {"loc": ["body", "filters"], "msg": str(exc), "type": "filter", "path": exc.path}
+        return JSONResponse({"detail": [problem]}, status_code=422)
 
     @app.exception_handler(NoCollection)
     async def no_collection(request: Request, exc: NoCollection) -> JSONResponse:

@@ -26,14 +26,15 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from dashrag.api import load
 from dashrag.core.observe import unobserved
 from dashrag.core.persistence import MANIFEST_NAME, read_manifest
+from dashrag.core.restriction import Restriction
 from dashrag.core.retriever import Retriever
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import EngineError
@@ -51,6 +52,7 @@ class RetrievedChunk:
     source_id: str | None
     collection_name: str
     retrieval_score: float | None
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # the document's
 
 
 @runtime_checkable
@@ -59,7 +61,7 @@ class Collection(Protocol):
 
     def exists(self) -> bool: ...
 
-    def search(self, query: str, limit: int) -> list[RetrievedChunk]: ...
+    def search(self, query: str, limit: int, restriction: Restriction | None = None) -> list[RetrievedChunk]: ...
 
 
 class TreeCollection:
@@ -77,20 +79,22 @@ class TreeCollection:
     def exists(self) -> bool:
         return (self.folder / MANIFEST_NAME).is_file()
 
-    def search(self, query: str, limit: int) -> list[RetrievedChunk]:
-        return self.search_traced(query, limit)[0]
+    def search(self, query: str, limit: int, restriction: Restriction | None = None) -> list[RetrievedChunk]:
+        return self.search_traced(query, limit, restriction)[0]
 
-    def search_traced(self, query: str, limit: int) -> tuple[list[RetrievedChunk], dict]:
-        chunks, trace = self.retriever.retrieve(query, top_k=limit)
+    def search_traced(self, query: str, limit: int,
+                      restriction: Restriction | None = None) -> tuple[list[RetrievedChunk], dict]:
+        chunks, trace = self.retriever.retrieve(query, top_k=limit, restriction=restriction)
         return [self._retrieved(c) for c in chunks[:limit]], trace
 
     def _retrieved(self, scored: ScoredChunk) -> RetrievedChunk:
         return RetrievedChunk(chunk_id=str(scored.chunk.id), text=scored.chunk.text, source_id=scored.document_id,
-                              collection_name=self.name, retrieval_score=self.calibration(scored.score))
+                              collection_name=self.name, retrieval_score=self.calibration(scored.score),
+                              metadata=scored.chunk.metadata)
 
-    def query(self, query: str, top_k: int | None) -> tuple[Sequence[ScoredChunk], dict]:
+    def query(self, query: str, top_k: int | None, filters: Any = None) -> tuple[Sequence[ScoredChunk], dict]:
         """The tree's own answer (native scores), for ``POST /trees/{name}/query``."""
-        chunks, trace = self.retriever.retrieve(query, **({} if top_k is None else {"top_k": top_k}))
+        chunks, trace = self.retriever.retrieve(query, top_k=top_k, filters=filters)
         return list(chunks), trace
 
     def info(self) -> dict[str, Any]:
@@ -111,7 +115,7 @@ class UnavailableCollection:
     def exists(self) -> bool:
         return True
 
-    def search(self, query: str, limit: int) -> list[RetrievedChunk]:
+    def search(self, query: str, limit: int, restriction: Restriction | None = None) -> list[RetrievedChunk]:
         raise EngineError(f"not loaded: {self.error}")
 
 

@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from dashrag.errors import FilterError
+from dashrag.filters import parse_filter
 from dashrag.service.collections import NAME_PATTERN
 
 MAX_LIMIT = 50
@@ -21,6 +23,20 @@ def not_blank(query: str) -> str:
 Query = Annotated[str, AfterValidator(not_blank)]
 
 
+def parsed_filter(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A filter that does not parse is a 422 naming the path in the filter (docs/filters.md)."""
+    if raw is not None:
+        try:
+            parse_filter(raw)
+        except FilterError as exc:
+            raise ValueError(str(exc)) from None
+    return raw
+
+
+Filters = Annotated[dict[str, Any] | None, AfterValidator(parsed_filter), Field(
+    None, description="A metadata filter (GET /schemas/filter, docs/filters.md); a bad one is a 422.")]
+
+
 class ErrorBody(BaseModel):
     detail: str = Field(description="What went wrong and where (a 503 starts with the failing step).")
 
@@ -33,6 +49,7 @@ class RetrieveRequest(BaseModel):
     user_collection_name: str | None = None
     limit: int = Field(15, ge=1, le=MAX_LIMIT, description="Top-k asked of every collection.")
     trace: bool = Field(False, description="Add the whole trace tree to the answer.")
+    filters: Filters = None
 
 
 class ContextChunk(BaseModel):
@@ -42,6 +59,7 @@ class ContextChunk(BaseModel):
     collection_name: str
     retrieval_score: float | None = Field(description="Calibrated to [0, 1] per collection; null: not scored.")
     rerank_score: float | None
+    metadata: dict[str, Any] = Field(default_factory=dict, description="The document's metadata.")
 
 
 class TraceNode(BaseModel):
@@ -195,6 +213,7 @@ class TreeQuery(BaseModel):
                        json_schema_extra={"pattern": NOT_BLANK})
     top_k: int | None = Field(None, ge=1, le=1000)
     trace: bool = True
+    filters: Filters = None
 
 
 class QueryChunk(BaseModel):
@@ -204,6 +223,7 @@ class QueryChunk(BaseModel):
     text: str
     score: float
     source: str
+    metadata: dict[str, Any] = Field(default_factory=dict, description="The document's metadata.")
 
 
 class TreeQueryResponse(BaseModel):

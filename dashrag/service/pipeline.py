@@ -20,7 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from dashrag.errors import DashragError
+from dashrag.core.restriction import Restriction
+from dashrag.errors import DashragError, FilterError
 from dashrag.service import citations as cite
 from dashrag.service import complexity, gates, packing
 from dashrag.service.collections import Collection, CollectionRegistry, RetrievedChunk
@@ -114,7 +115,8 @@ class RetrievePipeline:
         note("complexity", request.query, t, complexity=level, token_budget=budget)
 
         t = time.perf_counter()
-        searched = self._search(found, rewrite.query, request.limit, request.trace)
+        restriction = None if request.filters is None else Restriction.where(request.filters)
+        searched = self._search(found, rewrite.query, request.limit, request.trace, restriction)
         merged = gates.sort_by([c for chunks, _ in searched for c in chunks], lambda c: c.retrieval_score)
         note("search", rewrite.query, t, merged, [n for _, n in searched if n], collections=[c.name for c in found])
 
@@ -171,13 +173,16 @@ class RetrievePipeline:
             return RewriteOutcome(query, "off")
         return self.rewriter.rewrite(query)
 
-    def _search(self, found: list[Collection], query: str, limit: int,
-                trace: bool) -> list[tuple[list[RetrievedChunk], dict | None]]:
+    def _search(self, found: list[Collection], query: str, limit: int, trace: bool,
+                restriction: Restriction | None) -> list[tuple[list[RetrievedChunk], dict | None]]:
         def one(collection: Collection) -> tuple[list[RetrievedChunk], dict | None]:
             t = time.perf_counter()
             try:
                 traced: Callable | None = getattr(collection, "search_traced", None)
-                chunks, tree = traced(query, limit) if traced else (collection.search(query, limit), None)
+                chunks, tree = traced(query, limit, restriction) if traced else \
+                    (collection.search(query, limit, restriction), None)
+            except FilterError:
+                raise  # the request's filter does not fit this corpus: a 422 naming the path, not a failed step
             except Exception as exc:
                 raise StepFailure("search", f"collection {collection.name!r}: {safe_message(exc)}") from exc
             return chunks, step_node(f"search:{collection.name}", query, ms_since(t), chunks, [tree] if tree else []) \

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from dashrag.core.factory import build_component
+from dashrag.core.restriction import Restriction
 from dashrag.embeddings.base import EmbeddingModel
-from dashrag.errors import ConfigError, DashragError, EngineError
+from dashrag.errors import ConfigError, DashragError, EngineError, FilterError
 from dashrag.indexes.qdrant_client_store import RECORDS_COLLECTION, connect_qdrant
 from dashrag.indexes.qdrant_edge_store import EDGE_FOLDER
 from dashrag.indexes.qdrant_engine import describe_qdrant_error, strip_secrets
@@ -128,22 +129,26 @@ class QdrantCollection:
     def score(self, native: float) -> float:
         return clip_cosine(native) if self.layout[1] in COSINE_LIKE else 1.0 / (1.0 + max(0.0, native))
 
-    def search(self, query: str, limit: int) -> list[RetrievedChunk]:
+    def search(self, query: str, limit: int, restriction: Restriction | None = None) -> list[RetrievedChunk]:
+        if restriction is not None:
+            raise FilterError("$", f"collection {self.name!r} is a Qdrant collection of the reference layout, not a "
+                                   "dashrag tree: its points carry no metadata to filter")
         vector_name = self.layout[0]
         vector = self.embedding.embed_queries([query])[0].tolist()
         with self.server.errors(self._where(), "searching"):
             answer = self.server.client.query_points(self.name, query=vector, using=vector_name, limit=limit,
-                                                     with_payload=["chunk_id", "text", "source_id"])
+                                                     with_payload=["chunk_id", "text", "source_id", "metadata"])
         found: list[RetrievedChunk] = []
         for point in answer.points:
             payload = point.payload or {}
             if not isinstance(payload.get("text"), str):
                 raise EngineError(f"Qdrant {self._where()} at {self.server.display}: point {point.id} has no "
                                   "'text' in its payload (the service needs chunk_id, text, source_id)")
-            source = payload.get("source_id")
+            source, metadata = payload.get("source_id"), payload.get("metadata")
             found.append(RetrievedChunk(chunk_id=str(payload.get("chunk_id", point.id)), text=payload["text"],
                                         source_id=None if source is None else str(source),
-                                        collection_name=self.name, retrieval_score=self.score(float(point.score))))
+                                        collection_name=self.name, retrieval_score=self.score(float(point.score)),
+                                        metadata=metadata if isinstance(metadata, dict) else {}))
         return found
 
 

@@ -1,5 +1,10 @@
 """SQLAlchemy 2.x tables: documents, chunks, retriever records.
 
+A document's ``metadata`` (any JSON object) is its own column; ``categories`` (its string and
+list-of-string fields) is still written beside it, so code that predates metadata reads a
+new store, and a store written before metadata existed (no ``metadata`` column) is read
+through its categories (``store.py``, ``sqlite_reader.py``; no migration is needed).
+
 Plain portable types only (no SQLite-specific SQL), so the same models run on
 SQLite by default and on PostgreSQL where several processes share a store.
 """
@@ -24,6 +29,7 @@ class DocumentRow(Base):
     title: Mapped[str] = mapped_column(Text, default="")
     text: Mapped[str] = mapped_column(Text)
     categories: Mapped[dict] = mapped_column(JSON, default=dict)
+    metadata_: Mapped[dict | None] = mapped_column("metadata", JSON, nullable=True, default=dict)
     source: Mapped[str] = mapped_column(Text, default="")
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from dashrag.documents.chunk_set import ChunkSet
@@ -21,7 +22,9 @@ from dashrag.documents.model import Chunk
 from dashrag.errors import PersistenceError
 
 SQLITE_PREFIX = "sqlite:///"
-DOCUMENT_CATEGORIES = "SELECT id, categories FROM documents"
+DOCUMENT_CATEGORIES = "SELECT id, categories FROM documents"  # a store written before metadata existed
+DOCUMENT_METADATA = "SELECT id, metadata FROM documents"
+DOCUMENT_COLUMNS = "SELECT name FROM pragma_table_info('documents')"
 CHUNKS = 'SELECT id, document_id, position, text, start, "end" FROM chunks ORDER BY id'
 
 
@@ -37,11 +40,10 @@ def sqlite_path(url: str) -> Path | None:
     return Path(url[len(SQLITE_PREFIX):])
 
 
-def _categories(raw: str | None) -> dict[str, tuple[str, ...]]:
+def _json_object(raw: str | None) -> dict[str, Any]:
     if raw is None or raw == "{}":  # most documents: no JSON parse (a cold load reads every document's row)
         return {}
-    value = json.loads(raw)
-    return {k: tuple(v) for k, v in (value or {}).items()}
+    return dict(json.loads(raw) or {})
 
 
 def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None) -> ChunkSet:
@@ -52,7 +54,9 @@ def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None) -> ChunkSe
     except sqlite3.Error as exc:
         raise PersistenceError(f"cannot open the store {path}: {exc}") from None
     try:
-        categories = {d: _categories(c) for d, c in connection.execute(DOCUMENT_CATEGORIES)}
+        columns = {name for (name,) in connection.execute(DOCUMENT_COLUMNS)}
+        select = DOCUMENT_METADATA if "metadata" in columns else DOCUMENT_CATEGORIES
+        metadata = {d: _json_object(m) for d, m in connection.execute(select)}
         rows = connection.execute(CHUNKS).fetchall()
     except (sqlite3.Error, ValueError, AttributeError, TypeError) as exc:
         raise PersistenceError(f"cannot read the store {path}: {exc.__class__.__name__}: {exc}") from None
@@ -61,7 +65,7 @@ def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None) -> ChunkSe
     if not rows:
         raise PersistenceError(f"the store {path} holds no chunks")
     return ChunkSet((Chunk(id=r[0], document_id=r[1], position=r[2], text=r[3], start=r[4], end=r[5],
-                           metadata=categories.get(r[1], {})) for r in rows), fingerprint=fingerprint)
+                           metadata=metadata.get(r[1], {})) for r in rows), fingerprint=fingerprint)
 
 
 def read_chunk_set(url: str, fingerprint: str | None = None) -> ChunkSet:

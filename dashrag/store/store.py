@@ -15,16 +15,16 @@ password hidden; a URL whose driver is not installed is one too, naming the driv
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 from urllib.parse import quote
 
-from sqlalchemy import create_engine, func, insert, select
+from sqlalchemy import create_engine, func, insert, inspect, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from dashrag.documents.chunk_set import ChunkSet
-from dashrag.documents.model import Chunk, SourceDocument
+from dashrag.documents.model import Chunk, SourceDocument, normalise_categories
 from dashrag.errors import PersistenceError, excerpt
 from dashrag.store.models import Base, ChunkRow, DocumentRow, RetrieverRecord, StoreInfo
 from dashrag.store.sqlite_reader import sqlite_url
@@ -90,7 +90,8 @@ class Store:
         if not self.is_empty():
             raise PersistenceError(f"the store {self.display_url} already holds a corpus")
         documents_rows = [{"id": d.id, "ordinal": i, "title": d.title, "text": d.text,
-                           "categories": {k: list(v) for k, v in d.metadata.items()}, "source": d.source}
+                           "categories": {k: list(v) for k, v in normalise_categories(d.metadata).items()},
+                           "metadata_": dict(d.metadata), "source": d.source}
                           for i, d in enumerate(documents)]
         chunk_rows = [{"id": c.id, "document_id": c.document_id, "position": c.position, "text": c.text,
                        "start": c.start, "end": c.end} for c in chunks]
@@ -108,18 +109,26 @@ class Store:
             with Session(self.engine) as session, session.begin():
                 session.execute(insert(RetrieverRecord), rows)
 
+    def has_metadata_column(self) -> bool:
+        """False for a store written before documents had metadata (its categories stand in for it)."""
+        columns = inspect(self.engine).get_columns(DocumentRow.__tablename__)
+        return any(column["name"] == "metadata" for column in columns)
+
+    def _metadata_column(self) -> Any:
+        return DocumentRow.metadata_ if self.has_metadata_column() else DocumentRow.categories
+
     def read_documents(self) -> list[SourceDocument]:
         with Session(self.engine) as session:
-            rows = session.scalars(select(DocumentRow).order_by(DocumentRow.ordinal)).all()
-            return [SourceDocument(id=r.id, title=r.title, text=r.text,
-                                   metadata={k: tuple(v) for k, v in (r.categories or {}).items()}, source=r.source)
+            rows = session.execute(select(DocumentRow.id, DocumentRow.title, DocumentRow.text, self._metadata_column(),
+                                          DocumentRow.source).order_by(DocumentRow.ordinal)).all()
+            return [SourceDocument(id=r[0], title=r[1], text=r[2], metadata=dict(r[3] or {}), source=r[4])
                     for r in rows]
 
     def read_chunk_set(self) -> ChunkSet:
         try:
             with Session(self.engine) as session:
-                categories = {d: {k: tuple(v) for k, v in (c or {}).items()}
-                              for d, c in session.execute(select(DocumentRow.id, DocumentRow.categories))}
+                metadata = {d: dict(m or {})
+                            for d, m in session.execute(select(DocumentRow.id, self._metadata_column()))}
                 rows = session.execute(select(ChunkRow.id, ChunkRow.document_id, ChunkRow.position, ChunkRow.text,
                                               ChunkRow.start, ChunkRow.end).order_by(ChunkRow.id)).all()
         except SQLAlchemyError as exc:
@@ -130,7 +139,7 @@ class Store:
         if not rows:
             raise PersistenceError(f"the store {self.display_url} holds no chunks")
         return ChunkSet(Chunk(id=r[0], document_id=r[1], position=r[2], text=r[3], start=r[4], end=r[5],
-                              metadata=categories.get(r[1], {})) for r in rows)
+                              metadata=metadata.get(r[1], {})) for r in rows)
 
     def add_retriever_record(self, name: str, config: dict, folder: str, fingerprint: str) -> int:
         """Record a saved retriever; returns the record's id (what ``Retriever.set_id`` ties a tree to)."""

@@ -4,6 +4,7 @@ import logging
 import pytest
 
 from dashrag import Corpus
+from dashrag.documents.model import normalise_categories
 from dashrag.errors import CorpusError
 
 
@@ -32,16 +33,26 @@ def test_missing_path_is_an_error(tmp_path):
         Corpus.from_path(tmp_path / "missing")
 
 
-def test_beir_jsonl_gz_with_list_and_string_categories(tmp_path):
+def test_beir_jsonl_gz_keeps_the_whole_metadata_object(tmp_path):
     path = tmp_path / "corpus.jsonl.gz"
     with gzip.open(path, "wt", encoding="utf-8") as f:
         f.write(
             '{"_id": "a", "title": "T", "text": "body", '
-            '"metadata": {"LANG": "en", "TAGS": ["x", "y"], "ev": [{"s": 1}]}}\n'
+            '"metadata": {"LANG": "en", "TAGS": ["x", "y"], "ev": [{"s": 1}], "year": 2019, "ok": true}}\n'
         )
     (doc,) = Corpus.from_path(tmp_path).documents
-    assert doc.metadata == {"LANG": ("en",), "TAGS": ("x", "y")}
+    assert doc.metadata == {"LANG": "en", "TAGS": ["x", "y"], "ev": [{"s": 1}], "year": 2019, "ok": True}
+    assert normalise_categories(doc.metadata) == {"LANG": ("en",), "TAGS": ("x", "y")}
     assert doc.title == "T"
+
+
+@pytest.mark.parametrize("metadata, message", [('"x"', "must be a JSON object, not str"),
+                                               ('[1]', "must be a JSON object, not list")])
+def test_metadata_that_is_not_an_object_names_the_line(tmp_path, metadata, message):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"_id": "a", "text": "x", "metadata": ' + metadata + '}\n')
+    with pytest.raises(CorpusError, match=f"c.jsonl:1: metadata {message}"):
+        Corpus.from_jsonl(path)
 
 
 def test_bad_jsonl_line_names_file_and_line(tmp_path):
@@ -51,11 +62,26 @@ def test_bad_jsonl_line_names_file_and_line(tmp_path):
         Corpus.from_jsonl(path)
 
 
-def test_sidecar_metadata_becomes_categories(tmp_path):
+def test_sidecar_categories_become_metadata(tmp_path):
     (tmp_path / "a.txt").write_text("asylum text")
     (tmp_path / "metadata.jsonl").write_text('{"file": "a.txt", "categories": {"COUNTRY": ["IQ", "SY"]}}\n')
     (doc,) = Corpus.from_folder(tmp_path).documents
-    assert doc.metadata == {"COUNTRY": ("IQ", "SY")}
+    assert doc.metadata == {"COUNTRY": ["IQ", "SY"]}
+
+
+def test_sidecar_metadata_and_categories_are_merged(tmp_path):
+    (tmp_path / "a.txt").write_text("asylum text")
+    (tmp_path / "metadata.jsonl").write_text(
+        '{"file": "a.txt", "categories": {"COUNTRY": "IQ"}, "metadata": {"year": 2020, "published": "2020-05-01"}}\n')
+    (doc,) = Corpus.from_folder(tmp_path).documents
+    assert doc.metadata == {"year": 2020, "published": "2020-05-01", "COUNTRY": "IQ"}
+
+
+def test_a_field_in_both_sidecar_objects_is_an_error(tmp_path):
+    (tmp_path / "a.txt").write_text("asylum text")
+    (tmp_path / "metadata.jsonl").write_text('{"file": "a.txt", "categories": {"A": "x"}, "metadata": {"A": 1}}\n')
+    with pytest.raises(CorpusError, match=r"metadata.jsonl:1: 'A' is given in both"):
+        Corpus.from_folder(tmp_path)
 
 
 def test_scifact_reads_every_document(scifact_dir):

@@ -13,7 +13,7 @@ from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError
 from dashrag.evaluation.beir import load_split
 from dashrag.evaluation.metrics import Evaluator
-from dashrag.evaluation.runner import evaluate_tree, retrieval_kwargs, run_queries, score_run
+from dashrag.evaluation.runner import evaluate_tree, run_queries, score_run, top_k_hint
 from tests.fixtures.scifact import BEIR_SUBSET_QUERIES
 
 METRICS = "ndcg@10,recall@100,mrr@10"
@@ -115,11 +115,11 @@ def test_the_report_records_the_hint_and_both_timings(infra, test_split):
     assert report["timings"]["retrieval_s"] > 0 and report["timings"]["eval_s"] > 0
 
 
-@pytest.mark.parametrize("top_k, expected", [(None, {}), (0, {}), (7, {"top_k": 7})])
-def test_retrieval_kwargs(top_k, expected):
-    assert retrieval_kwargs(top_k) == expected
+@pytest.mark.parametrize("top_k, expected", [(None, None), (0, None), (7, 7)])
+def test_top_k_hint(top_k, expected):
+    assert top_k_hint(top_k) == expected
 
 
 def test_a_negative_top_k_is_a_config_error():
     with pytest.raises(ConfigError, match="top_k"):
-        retrieval_kwargs(-1)
+        top_k_hint(-1)

@@ -74,7 +74,8 @@ def test_both_collections_are_searched_and_merged_by_retrieval_score(trees_dir):
 def test_a_chunk_carries_its_ids_collection_and_both_scores(client):
     answer = retrieve(client, query=QUERY).json()
     chunk = answer["context_chunks"][0]
-    assert set(chunk) == {"chunk_id", "text", "source_id", "collection_name", "retrieval_score", "rerank_score"}
+    assert set(chunk) == {"chunk_id", "text", "source_id", "collection_name", "retrieval_score", "rerank_score",
+                          "metadata"}
     assert chunk["collection_name"] == "kw" and chunk["source_id"] == "bm25.md"
     assert 0.0 <= chunk["retrieval_score"] <= 1.0
     assert answer["reranker"] == "none" and chunk["rerank_score"] == chunk["retrieval_score"]
@@ -102,8 +103,8 @@ class ScorelessEverySecond:
     def exists(self) -> bool:
         return True
 
-    def search(self, query: str, limit: int) -> list[RetrievedChunk]:
-        chunks = self.tree.search(query, limit)
+    def search(self, query: str, limit: int, restriction=None) -> list[RetrievedChunk]:
+        chunks = self.tree.search(query, limit, restriction)
         return [replace(c, collection_name=self.name, retrieval_score=None if i % 2 else c.retrieval_score)
                 for i, c in enumerate(chunks)]
 

@@ -133,3 +133,30 @@ def test_reload_and_delete(trees_copy):
         assert client.delete("/trees/kw").status_code == 404
         assert client.post("/trees/kw/reload").status_code == 404
     assert sorted(p.name for p in trees_copy.iterdir()) == ["scifact"]
+
+
+def test_a_tree_query_takes_a_filter_and_returns_metadata(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(line) + "\n" for line in [
+        {"_id": "a", "text": "keyword search ranks documents", "metadata": {"lang": "en", "year": 2020}},
+        {"_id": "b", "text": "keyword search with bm25", "metadata": {"lang": "de", "year": 2010}}]))
+    trees = tmp_path / "trees"
+    import dashrag
+
+    dashrag.build(KEYWORD, corpus, tmp_path / "work").save(trees / "meta")
+    with make_client(trees_dir=trees, retrieval_score_floor=0.0, confidence_threshold=0.0) as client:
+        answer = client.post("/trees/meta/query", json={"query": "keyword search", "filters": {"lang": "de"}})
+        assert answer.status_code == 200, answer.text
+        assert [(c["document_id"], c["metadata"]) for c in answer.json()["chunks"]] == [
+            ("b", {"lang": "de", "year": 2010})]
+        retrieved = client.post("/retrieve", json={"query": "keyword search", "collection_name": "meta",
+                                                  "filters": {"year": {"$gte": 2015}}})
+        assert retrieved.status_code == 200, retrieved.text
+        assert [c["metadata"]["lang"] for c in retrieved.json()["context_chunks"]] == ["en"]
+        malformed = client.post("/trees/meta/query", json={"query": "keyword", "filters": {"year": {"$gtee": 1}}})
+        assert malformed.status_code == 422 and "$.year.$gtee" in malformed.text
+        misfit = client.post("/retrieve", json={"query": "keyword", "collection_name": "meta",
+                                               "filters": {"year": "2015"}})
+        assert misfit.status_code == 422
+        assert misfit.json()["detail"][0]["path"] == "$.year" and "compares a string" in misfit.text
+        assert client.get("/schemas/filter").json() == json.loads((REPO / "schemas" / "filter.schema.json").read_text())

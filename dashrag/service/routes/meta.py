@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException, Request
 from dashrag.core.registry import get_component
 from dashrag.core.schema import component_schema
 from dashrag.errors import UnknownComponentError
+from dashrag.filters import filter_schema
 from dashrag.service.json_body import StrictJSONRoute
 from dashrag.service.models import ComponentMeta, ComponentSchema, Health
 from dashrag.service.routes import errors
@@ -29,6 +30,12 @@ def health() -> Health:
 def components(request: Request) -> list[dict[str, Any]]:
     """Every registered component's frontend metadata (as frontend_meta/<Name>.json) plus its ``name``."""
     return service_of(request).components
+
+
+@router.get("/schemas/filter", response_model=dict[str, Any], responses=errors(401, 503))
+def filter_schema_route() -> dict[str, Any]:
+    """The metadata filter language's JSON Schema (as schemas/filter.schema.json)."""
+    return filter_schema()
 
 
 @router.get("/schemas/{component}", response_model=ComponentSchema, response_model_exclude_unset=True,

@@ -17,7 +17,7 @@ from starlette.datastructures import UploadFile
 from dashrag.core.config_json import strict_loads
 from dashrag.core.factory import build_as
 from dashrag.core.retriever import Retriever
-from dashrag.errors import ConfigError, DashragError
+from dashrag.errors import ConfigError, DashragError, FilterError
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
 from dashrag.service.jobs import NameTaken, TooManyBuilds
 from dashrag.service.json_body import StrictJSONRoute
@@ -235,10 +235,12 @@ def query_tree(name: str, body: TreeQuery, request: Request) -> TreeQueryRespons
     tree = _tree(service_of(request), name)
     started = time.perf_counter()
     try:
-        chunks, trace = tree.query(body.query, body.top_k)
+        chunks, trace = tree.query(body.query, body.top_k, body.filters)
+    except FilterError:
+        raise
     except Exception as exc:
         raise StepFailure("query", f"tree {name!r}: {safe_message(exc)}") from exc
-    return TreeQueryResponse(chunks=[QueryChunk.model_validate(c.to_json()) for c in chunks],
+    return TreeQueryResponse(chunks=[QueryChunk.model_validate(c.to_json(include_metadata=True)) for c in chunks],
                              trace=TraceNode.model_validate(trace) if body.trace else None,
                              elapsed_ms=round((time.perf_counter() - started) * 1000, 3))
 
