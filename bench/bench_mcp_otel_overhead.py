@@ -34,6 +34,7 @@ import anyio
 
 import dashrag
 from dashrag.core import observe
+from dashrag.core.ask import Ask
 from dashrag.evaluation.beir import load_split
 from tests.telemetry.otlp_receiver import OtlpReceiver
 
@@ -87,7 +88,7 @@ def main() -> None:
             for _ in range(args.passes):
                 observe.set_observer(None)
                 figures["library"].append(mean_ms(lambda q: retriever.retrieve(q, top_k=10), queries))
-                figures["no_hook"].append(mean_ms(lambda q: retriever._answer(q, {"top_k": 10}), queries))
+                figures["no_hook"].append(mean_ms(lambda q: retriever._answer(q, Ask(top_k=10)), queries))
                 observe.set_observer(exporter_on)
                 figures["otel"].append(mean_ms(lambda q: retriever.retrieve(q, top_k=10), queries))
                 observe.set_observer(None)

@@ -31,6 +31,10 @@ Query = Annotated[str, Field(min_length=1, description="What to search for, in n
 TreeName = Annotated[str, Field(description="The tree (collection): a name from list_trees.")]
 TopK = Annotated[int | None, Field(ge=1, le=1000, description=(
     "How many chunks to return, best first (default: the tree's configured top_k)."))]
+Filters = Annotated[dict[str, Any] | None, Field(description=(
+    "Only chunks of documents whose metadata match, Mongo-style: {\"year\": {\"$gte\": 2015}, "
+    "\"lang\": {\"$in\": [\"es\", \"de\"]}}; operators $eq $ne $in $nin $gt $gte $lt $lte $exists $and $or "
+    "$not; a bare value means $eq (docs/filters.md). The ranking and scores are those of the unfiltered query."))]
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
@@ -48,11 +52,11 @@ def _as_tool_errors(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str
 def mcp_server(registry: CollectionRegistry) -> MCPServer:
     server = MCPServer("dashrag", instructions=INSTRUCTIONS, version="1")
 
-    def retrieve(query: Query, tree: TreeName, top_k: TopK = None) -> dict[str, Any]:
-        return tools.retrieve(registry, query, tree, top_k)
+    def retrieve(query: Query, tree: TreeName, top_k: TopK = None, filters: Filters = None) -> dict[str, Any]:
+        return tools.retrieve(registry, query, tree, top_k, filters)
 
-    def explain(query: Query, tree: TreeName, top_k: TopK = None) -> dict[str, Any]:
-        return tools.explain(registry, query, tree, top_k)
+    def explain(query: Query, tree: TreeName, top_k: TopK = None, filters: Filters = None) -> dict[str, Any]:
+        return tools.explain(registry, query, tree, top_k, filters)
 
     def list_trees() -> dict[str, Any]:
         return tools.list_trees(registry)

@@ -28,27 +28,30 @@ def _tree(registry: CollectionRegistry, name: str) -> TreeCollection:
 
 def _hit(rank: int, scored: ScoredChunk) -> dict[str, Any]:
     return {"rank": rank, "document_id": scored.document_id, "chunk_id": scored.chunk.id,
-            "position": scored.chunk.position, "score": scored.score, "text": scored.chunk.text}
+            "position": scored.chunk.position, "score": scored.score, "text": scored.chunk.text,
+            "metadata": dict(scored.chunk.metadata)}
 
 
-def _answer(registry: CollectionRegistry, query: str, tree: str, top_k: int | None) -> tuple[list[ScoredChunk], dict]:
+def _answer(registry: CollectionRegistry, query: str, tree: str, top_k: int | None,
+            filters: dict[str, Any] | None) -> tuple[list[ScoredChunk], dict]:
     if top_k is not None and top_k < 1:
         raise ToolProblem(f"top_k must be a positive integer, got {top_k}")
-    kwargs: dict[str, Any] = {} if top_k is None else {"top_k": top_k}
     try:
-        chunks, trace = _tree(registry, tree).retriever.retrieve(query, **kwargs)
+        chunks, trace = _tree(registry, tree).retriever.retrieve(query, top_k=top_k, filters=filters)
     except DashragError as exc:
         raise ToolProblem(f"tree {excerpt(tree)}: {exc}") from None
     return list(chunks)[: top_k or len(chunks)], trace
 
 
-def retrieve(registry: CollectionRegistry, query: str, tree: str, top_k: int | None = None) -> dict[str, Any]:
-    chunks, _ = _answer(registry, query, tree, top_k)
+def retrieve(registry: CollectionRegistry, query: str, tree: str, top_k: int | None = None,
+             filters: dict[str, Any] | None = None) -> dict[str, Any]:
+    chunks, _ = _answer(registry, query, tree, top_k, filters)
     return {"tree": tree, "query": query, "results": [_hit(rank, c) for rank, c in enumerate(chunks, 1)]}
 
 
-def explain(registry: CollectionRegistry, query: str, tree: str, top_k: int | None = None) -> dict[str, Any]:
-    chunks, trace = _answer(registry, query, tree, top_k)
+def explain(registry: CollectionRegistry, query: str, tree: str, top_k: int | None = None,
+            filters: dict[str, Any] | None = None) -> dict[str, Any]:
+    chunks, trace = _answer(registry, query, tree, top_k, filters)
     return {"tree": tree, "query": query, "results": [_hit(rank, c) for rank, c in enumerate(chunks, 1)],
             "trace": trace}
 

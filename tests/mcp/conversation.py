@@ -24,6 +24,8 @@ CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "zero_top_k": ("retrieve", {"query": QUERY, "tree": "kw", "top_k": 0}),
     "no_document": ("get_document", {"tree": "kw", "document_id": "missing.md"}),
     "no_chunk": ("get_chunk", {"tree": "kw", "chunk_id": 10**9}),
+    "filtered_out": ("retrieve", {"query": QUERY, "tree": "kw", "filters": {"lang": {"$exists": True}}}),
+    "bad_filter": ("retrieve", {"query": QUERY, "tree": "kw", "filters": {"lang": {"$gtee": 1}}}),
 }
 
 

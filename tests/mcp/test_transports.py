@@ -57,7 +57,7 @@ def test_tools_are_listed_with_descriptions_and_schemas(answers):
     assert all(len(tool.description) > 60 for tool in tools.values())
     schema = tools["retrieve"].input_schema
     assert schema["required"] == ["query", "tree"]
-    assert all(schema["properties"][name].get("description") for name in ("query", "tree", "top_k"))
+    assert all(schema["properties"][name].get("description") for name in ("query", "tree", "top_k", "filters"))
     assert all(tool.annotations.read_only_hint for tool in tools.values())
 
 
@@ -92,6 +92,14 @@ def test_get_chunk_and_get_document_return_the_hit(answers):
     document = answers["get_document"]
     assert document["document_id"] == first["document_id"]
     assert first["text"] in [c["text"] for c in document["chunks"]]
+
+
+def test_retrieve_applies_the_metadata_filter(answers):
+    assert answers["filtered_out"]["results"] == []  # no document of the example corpus has a lang field
+
+
+def test_a_malformed_filter_is_a_tool_error_naming_its_path(answers):
+    assert "$.lang.$gtee" in answers["bad_filter"]["error"]
 
 
 def test_bad_calls_are_tool_errors_that_say_what(answers):
