@@ -15,7 +15,7 @@ Before the app reads a byte of a body (docs/security.md), in this order:
 2. **Token**: with ``auth_token_var``, a request with a body needs the token (401) before the
    body is read (GETs are checked by the route dependency, dashrag.service.auth).
 3. **Size**: the upload limit is for multipart bodies of the routes that take files (``POST /trees``,
-   ``POST /trees/upload``, ``POST /trees/{name}/documents``: :data:`UPLOAD_ROUTES`) only; every other request
+   ``POST /trees/upload``, ``POST /trees/{name}/documents[/upload]``: :data:`UPLOAD_ROUTES`) only; every other request
    has the JSON limit, whatever its ``Content-Type``. A body over its limit (by its
    ``Content-Length``, or, for a chunked body, counted while it is buffered) is a 413.
 """
@@ -46,7 +46,7 @@ SANE_ID = re.compile(rb"^[A-Za-z0-9._-]{1,64}$")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: The POST routes that only read: any origin CORS allows may call them (the reference's /retrieve is open to all).
 QUERY_ROUTES = re.compile(r"^/(retrieve|trees/validate|trees/[^/]+/query)/?$")
-UPLOAD_ROUTES = re.compile(r"/trees(/upload|/[^/]+/documents)?")
+UPLOAD_ROUTES = re.compile(r"/trees(/upload|/[^/]+/documents(/upload)?)?")
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 

@@ -133,6 +133,16 @@ def test_a_generated_client_calls_every_operation(client_package, server):
     hits = call(api, "trees.query_tree", "from_upload", client=client,
                 body=models.TreeQuery(query="how does BM25 saturate term frequency", top_k=2))
     assert hits.chunks[0].document_id == "bm25.md" and hits.trace.component == "BM25Retriever"
+    added = call(api, "documents.add_documents", "from_upload", client=client, body=models.AddDocumentsAddDocumentsRequest.from_dict(
+        {"documents": [{"id": "new.md", "text": "Stemming maps inflected words to one stem."}]}))
+    assert wait_for_job(api, client, added.job_id).status.value == "done"
+    more = models.AddDocumentsFromUploadBody(corpus=[types.File(
+        payload=BytesIO(b"Sparse vectors hold one weight per vocabulary term."), file_name="sparse.txt",
+        mime_type="text/plain")])
+    assert wait_for_job(api, client, call(api, "documents.add_documents_from_upload", "from_upload", client=client,
+                                          body=more).job_id).status.value == "done"
+    call(api, "documents.remove_document", "from_upload", "new.md", client=client)
+    assert call(api, "meta.filter_schema_route", client=client)
     assert call(api, "trees.reload_tree", "from_json", client=client).name == "from_json"
     ended = call(api, "trees.cancel_job", built.job_id, client=client)  # an ended job is answered as it is
     assert ended.status.value == "done"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -71,14 +72,37 @@ async def _uploaded_corpus(request: Request, folder: Path) -> Path:
     return folder / jsonl[0] if jsonl else folder
 
 
-@router.post("/trees/{name}/documents", status_code=202, response_model=JobAccepted,
-             responses={**errors(401, 404, 409, 413, 503), **invalid("A document without an id or text, or a "
-                                                                     "malformed body or upload.")},
-             openapi_extra={"requestBody": {"required": True, "content": {
-                 "application/json": {"schema": AddDocumentsRequest.model_json_schema()},
+def _inlined(schema: Any, definitions: dict[str, Any] | None = None) -> Any:
+    """A pydantic schema with its ``$defs`` written in place: an OpenAPI body cannot point into its own
+    ``$defs`` (generators drop such an operation)."""
+    if definitions is None and isinstance(schema, dict):
+        definitions = schema.get("$defs", {})
+        schema = {k: v for k, v in schema.items() if k != "$defs"}
+    if isinstance(schema, dict):
+        ref = schema.get("$ref", "")
+        if ref.startswith("#/$defs/"):
+            return _inlined(definitions[ref.rpartition("/")[2]], definitions)  # type: ignore[index]
+        return {k: _inlined(v, definitions) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_inlined(v, definitions) for v in schema]
+    return schema
+
+
+ADD_RESPONSES = {**errors(401, 404, 409, 413, 503),
+                 **invalid("A document without an id or text, or a malformed body or upload.")}
+
+
+# One operation per body type, as for builds (routes/trees.py): generators cannot send one operation's two
+# bodies. POST /trees/{name}/documents takes the multipart body of .../documents/upload too.
+@router.post("/trees/{name}/documents/upload", status_code=202, response_model=JobAccepted, responses=ADD_RESPONSES,
+             name="add_documents_from_upload", openapi_extra={"requestBody": {"required": True, "content": {
                  "multipart/form-data": {"schema": MULTIPART_SCHEMA}}}})
+@router.post("/trees/{name}/documents", status_code=202, response_model=JobAccepted, responses=ADD_RESPONSES,
+             openapi_extra={"requestBody": {"required": True, "content": {
+                 "application/json": {"schema": _inlined(AddDocumentsRequest.model_json_schema())}}}})
 async def add_documents(name: str, request: Request) -> JobAccepted:
-    """Add documents to a saved tree as a job: new ids are added, changed ones replaced, identical ones skipped."""
+    """Add documents to a saved tree as a job: new ids are added, changed ones replaced, identical ones skipped.
+    ``POST /trees/{name}/documents`` takes the JSON body and also the multipart one of ``.../documents/upload``."""
     service = service_of(request)
     folder = _saved_tree(service, name)
     job_id = service.jobs.new_job_id()
