@@ -133,8 +133,9 @@ def test_a_generated_client_calls_every_operation(client_package, server):
     hits = call(api, "trees.query_tree", "from_upload", client=client,
                 body=models.TreeQuery(query="how does BM25 saturate term frequency", top_k=2))
     assert hits.chunks[0].document_id == "bm25.md" and hits.trace.component == "BM25Retriever"
-    added = call(api, "documents.add_documents", "from_upload", client=client, body=models.AddDocumentsAddDocumentsRequest.from_dict(
-        {"documents": [{"id": "new.md", "text": "Stemming maps inflected words to one stem."}]}))
+    new_documents = models.AddDocumentsAddDocumentsRequest.from_dict(
+        {"documents": [{"id": "new.md", "text": "Stemming maps inflected words to one stem."}]})
+    added = call(api, "documents.add_documents", "from_upload", client=client, body=new_documents)
     assert wait_for_job(api, client, added.job_id).status.value == "done"
     more = models.AddDocumentsFromUploadBody(corpus=[types.File(
         payload=BytesIO(b"Sparse vectors hold one weight per vocabulary term."), file_name="sparse.txt",
