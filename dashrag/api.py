@@ -12,8 +12,6 @@ does not import this module); they are re-exported here.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -41,30 +39,12 @@ DEFAULT_CHUNKER: dict[str, Any] = {
 }
 
 
-def _write_temporary_store(folder: Path, corpus: Corpus, chunk_set: ChunkSet) -> Path:
-    """A new SQLite store of this corpus in a temporary file of ``folder`` (removed if writing fails)."""
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".store-", suffix=".sqlite.tmp")
-    os.close(fd)
-    try:
-        from dashrag.store.store import Store  # SQLAlchemy: only building writes a store
-
-        store = Store(sqlite_url(Path(tmp)))
-        try:
-            store.write_corpus(corpus.documents, chunk_set.chunks, chunk_set.fingerprint)
-        finally:
-            store.close()
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return Path(tmp)
-
-
 def _write_sqlite_store(folder: Path, corpus: Corpus, chunk_set: ChunkSet) -> str:
     """The store for this corpus in ``folder``: reused if present, else written to a temp file and renamed in."""
-    target = folder / store_filename(chunk_set.fingerprint)
-    if not target.exists():
-        os.replace(_write_temporary_store(folder, corpus, chunk_set), target)
-    return sqlite_url(target)
+    from dashrag.store.store import write_store_file  # SQLAlchemy: only building writes a store
+
+    return write_store_file(folder / store_filename(chunk_set.fingerprint), corpus.documents, chunk_set.chunks,
+                            chunk_set.fingerprint)
 
 
 def _check_external_store(store_url: str, corpus: Corpus, chunk_set: ChunkSet) -> None:
@@ -208,7 +188,9 @@ def build_tree(
     progress("storing", 0, len(chunk_set))
     temporary: Path | None = None
     if store_url is None:
-        temporary = _write_temporary_store(out, corpus, chunk_set)
+        from dashrag.store.store import write_temporary_store
+
+        temporary = write_temporary_store(out, corpus.documents, chunk_set.chunks, chunk_set.fingerprint)
         store_url = sqlite_url(temporary)
     else:
         _check_external_store(store_url, corpus, chunk_set)

@@ -158,31 +158,40 @@ class Store:
             return list(session.scalars(select(RetrieverRecord).order_by(RetrieverRecord.id)).all())
 
 
+def write_temporary_store(folder: Path, documents: Sequence[SourceDocument], chunks: Iterable[Chunk],
+                          fingerprint: str, records_from: str | None = None) -> Path:
+    """A new SQLite store of this corpus (and the retriever records of the store at ``records_from``) in a
+    temporary file of ``folder``, removed again if writing fails; the caller renames or copies it in."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".store-", suffix=".sqlite.tmp")
+    os.close(fd)
+    try:
+        store = Store(sqlite_url(Path(tmp)))
+        try:
+            store.write_corpus(documents, chunks, fingerprint)
+            if records_from is not None:
+                source = Store(read_only_url(records_from), read_only=True)
+                try:
+                    store.copy_retriever_records(source, fingerprint)
+                finally:
+                    source.close()
+        finally:
+            store.close()
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
 def write_store_file(target: Path, documents: Sequence[SourceDocument], chunks: Iterable[Chunk], fingerprint: str,
                      records_from: str | None = None) -> str:
     """A new SQLite store file ``target`` holding this corpus (and the retriever records of the store at
     ``records_from``), written beside it under a temporary name and renamed in, so ``target`` is whole or
     absent; returns its URL. An existing ``target`` is the same corpus (its name is the fingerprint's) and kept."""
     import os
-    import tempfile
 
     if not target.exists():
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".store-", suffix=".sqlite.tmp")
-        os.close(fd)
-        try:
-            store = Store(sqlite_url(Path(tmp)))
-            try:
-                store.write_corpus(documents, chunks, fingerprint)
-                if records_from is not None:
-                    source = Store(read_only_url(records_from), read_only=True)
-                    try:
-                        store.copy_retriever_records(source, fingerprint)
-                    finally:
-                        source.close()
-            finally:
-                store.close()
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        os.replace(write_temporary_store(target.parent, documents, chunks, fingerprint, records_from), target)
     return sqlite_url(target)
