@@ -30,9 +30,10 @@ ChunkDocuments = Callable[[Sequence[SourceDocument]], list[Chunk]]  # a chunker'
 
 
 def document_digest(document: SourceDocument) -> str:
-    """sha256 of what a document contributes to a tree: its title, text and categories (not where it was read)."""
-    record = [document.title, document.text, sorted((k, list(v)) for k, v in document.metadata.items())]
-    return hashlib.sha256(json.dumps(record, ensure_ascii=False).encode("utf-8")).hexdigest()
+    """sha256 of what a document contributes to a tree: its title, text and metadata (any JSON values, categories
+    included; not where it was read), so a changed metadata value is a replace."""
+    record = [document.title, document.text, document.metadata]
+    return hashlib.sha256(json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
