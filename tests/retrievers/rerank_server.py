@@ -15,10 +15,10 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 
-from tests.fixtures.http import send_json
+from tests.fixtures.http import LoopbackHTTPServer, send_json
 
 Answer = Callable[[dict, dict], tuple[int, bytes]]  # (body, headers) -> (status, raw response body)
 
@@ -31,7 +31,7 @@ def word_overlap(query: str, text: str) -> float:
 
 
 @dataclass
-class RerankServer:
+class RerankServer(LoopbackHTTPServer):
     score: Callable[[str, str], float] = word_overlap
     delay: float = 0.0
     answer: Answer | None = None
@@ -41,21 +41,11 @@ class RerankServer:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __enter__(self) -> RerankServer:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self._thread.start()
+        self.start(self._handler())
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        self.stop()
 
     @property
     def queries(self) -> list[str]:
