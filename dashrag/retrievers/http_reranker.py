@@ -27,8 +27,9 @@ Redirects are never followed: a request carries the key (and the texts), and a 3
 send both on, perhaps from https to http. A 3xx is an error naming its status.
 
 Every malformed answer (not JSON, not a list, an entry without an index, an index
-out of range or repeated, a non-finite score, a text left unscored) is a :class:`RerankerAnswerError` that names the problem and the batch. An entry
-with an index and no ``score`` scores 0.0, as the reference's service counts it.
+out of range or repeated, a non-finite score, a text left unscored) is a
+:class:`RerankerAnswerError` that names the problem and the batch. An entry with an
+index and no ``score`` scores 0.0, as the reference's service counts it.
 """
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ class UpstreamRewrite:
         except httpx.TimeoutException:
             raise TimeoutError(f"no answer within {self.request.timeout_sec:g} s") from None
         if response.status_code != 200:
-            raise LLMBackendError(f"the rewrite endpoint answered HTTP {response.status_code}")
+            raise ConnectionError(f"the rewrite endpoint answered HTTP {response.status_code}")
         text = response.json().get("text") if response.headers.get("content-type", "").startswith(
             "application/json") else None
         if not isinstance(text, str):

@@ -65,7 +65,8 @@ def test_llm_endpoint_without_the_rag_prefix_is_the_references_name_too(trees_di
     assert "authorization" not in lower_keys(llm.requests[0]["headers"])  # no token variable set: no header
 
 
-@pytest.mark.parametrize("fenced", [f"```\n{REWRITE}\n```", f"```text\n{REWRITE}\n```\n", f"\n  ```sql\n{REWRITE}\n```  "])
+@pytest.mark.parametrize("fenced", [
+    f"```\n{REWRITE}\n```", f"```text\n{REWRITE}\n```\n", f"\n  ```sql\n{REWRITE}\n```  "])
 def test_markdown_fences_are_stripped_from_the_rewrite(trees_dir, fenced):
     with JsonEndpointServer(reply=answers(fenced)) as llm:
         settings = ServiceSettings(trees_dir=trees_dir, llm_endpoint=llm.url)
