@@ -15,9 +15,13 @@ and one decision record per clause for that query's trace):
   whatever found it; ``max_normalised`` divides the child's scores by the clause's
   best (for children without a dense node, e.g. BM25); ``child`` keeps the child's
   scores (for children whose scores are already similarities, e.g. TF-IDF cosine).
-  Hits scoring below ``min_score`` are dropped.
+  Hits scoring below ``min_score`` are dropped. Every clause's scores stay within 0..1,
+  as the reference's do (``clause_scores`` clips what a metric or a ``child`` score puts
+  outside), so AND's geometric mean, OR's maximum and the selection's ``min_score`` read
+  every clause on one scale.
 * **text** ``'text'`` / ``@'Text'``: every chunk in scope containing the phrase
-  (``TextIndex``), scored by BM25 of its words.
+  (``TextIndex``), scored by BM25 of its words divided by the clause's best (so the best
+  match scores 1.0; the raw BM25 is in the provenance, ``bm25``).
 * **category** ``NAME=V1,V2``: every chunk of the documents in scope carrying a value
   (``CategoryIndex``), score 1.0, as a lazy filter.
 
@@ -91,6 +95,12 @@ def resolve_score_mode(mode: str, has_dense: bool) -> str:
     return mode
 
 
+def clause_scores(scores: np.ndarray) -> np.ndarray:
+    """A clause's scores within 0..1, as the reference's are: a similarity below 0 (an opposite cosine) is 0, one
+    above 1 (a dot product of unnormalised vectors, a ``child`` score that is no similarity) is 1."""
+    return np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0)
+
+
 def max_normalised(scores: np.ndarray) -> np.ndarray:
     """Scores divided by their maximum (so the best is 1.0); all zero when the maximum is not positive."""
     scores = np.asarray(scores, dtype=np.float64)
@@ -159,7 +169,8 @@ class ClauseRunner:
         restriction = self.restriction_for(scope)
         allowed = None if restriction is None else restriction.row_mask(self.chunks)
         rows, scores = self.text_index.search(clause.text, clause.case_sensitive, self.texts, allowed)
-        found = [ScoredChunk(self.chunks.chunks[r], float(s), "text") for r, s in zip(rows.tolist(), scores.tolist())]
+        found = [ScoredChunk(self.chunks.chunks[r], float(v), "text", {"bm25": float(s)})
+                 for r, s, v in zip(rows.tolist(), scores.tolist(), max_normalised(scores).tolist())]
         self.clauses.append({"clause": serialise(clause), "kind": "text", "matches": len(found)})
         return found
 
@@ -174,7 +185,7 @@ class ClauseRunner:
         started = time.perf_counter()
         hits, node = retriever.retrieve(clause.phrase, top_k=s.top_k, restriction=restriction)
         self.child_traces.append(node)
-        scores = self.comparable_scores(clause.phrase, hits, native_dense=retriever is self.dense)
+        scores = clause_scores(self.comparable_scores(clause.phrase, hits, native_dense=retriever is self.dense))
         kept = [ScoredChunk(h.chunk, v, "semantic", {**h.provenance, "child_score": h.score})
                 for h, v in zip(hits, scores.tolist()) if v >= s.min_score]
         self.clauses.append({

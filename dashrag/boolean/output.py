@@ -8,7 +8,8 @@ Three paths (docs/boolean_queries.md, "Selection"):
 * **reranked**, when the component has a reranker and the query has a semantic clause
   to rerank towards (``rerank_query``): rerank in rounds, then the tiers in order on the
   reranked list: threshold (tier 1), fragment diversity (tier 2), and with
-  ``return_documents`` the document safety net (tier 3). The fill-up is the reference's
+  ``return_documents`` the document safety net (tier 3); at most
+  ``max_reranked_documents`` documents (10) come out. The fill-up is the reference's
   separate later step; it runs here only when asked (``fill_up``).
 * **fast**, otherwise (no reranker; or only text clauses, which a relevance model cannot
   improve): the fast path; with ``return_documents``, its fragments max-pooled into documents.
@@ -31,6 +32,7 @@ from dashrag.boolean.selection import (
     fill_up,
     select_documents,
     three_tier_select,
+    within_documents,
 )
 from dashrag.documents.model import Chunk, ScoredChunk
 
@@ -95,12 +97,19 @@ def select_output(
     if not return_documents:
         if run_fill_up:
             selected, record["fill_up"] = fill_up(selected, reranked, t)
+        selected, record["max_reranked_documents"] = _capped(selected, t)
         return selected, record
     hits = select_documents(selected, t, reranked)
     pool = [f for h in hits for f in h.fragments]
     record["documents"] = {"tier3_kept": len(hits)}
     if run_fill_up:
         pool, record["fill_up"] = fill_up(pool, reranked, t)
-    out = as_documents(pool)
+    out, record["max_reranked_documents"] = _capped(as_documents(pool), t)
     record["documents"]["returned"] = len(out)
     return out, record
+
+
+def _capped(fragments: list[ScoredChunk], t: SelectionThresholds) -> tuple[list[ScoredChunk], dict[str, int]]:
+    """At most ``max_reranked_documents`` documents after reranking, and the record of the cut."""
+    kept, dropped = within_documents(fragments, t.max_reranked_documents)
+    return kept, {"limit": t.max_reranked_documents, "dropped_documents": dropped}

@@ -15,6 +15,9 @@ applied in the reference's order:
   the tier 1/2 selection max-pooled into documents; documents below ``min_score`` are
   dropped, but at least ``min_documents`` are kept (the best ones), topped up from the
   whole reranked list when the selection covers fewer.
+* ``within_documents``: after reranking (and the fill-up, when it runs), at most
+  ``max_reranked_documents`` documents (10, the reference's ``MAX_RERANKING_OUTPUT_DOC``):
+  the fragments of the best ones.
 * ``fill_up``: a *separate, later* step in the reference (the component runs it only
   when asked): while the selection holds fewer than ``fill_up_target_fragments``
   fragments, add the best below-threshold candidates, as long as the selection's total
@@ -52,6 +55,8 @@ class SelectionThresholds:
     fallback_top_n: int = 50
     min_documents: int = 5
     max_fragments: int = 100
+    # after reranking: the most documents returned (the reference's MAX_RERANKING_OUTPUT_DOC)
+    max_reranked_documents: int = 10
     # fill-up, the reference's later step (the character budget is this library's choice)
     fill_up_target_fragments: int = 10
     fill_up_max_chars: int = 20000
@@ -61,6 +66,9 @@ class SelectionThresholds:
         problems = [f"{name} must be >= 1" for name in counts if getattr(self, name) < 1]
         if self.fallback_top_n > self.max_fragments:
             problems.append(f"fallback_top_n ({self.fallback_top_n}) must be <= max_fragments ({self.max_fragments})")
+        if self.min_documents > self.max_reranked_documents:
+            problems.append(f"min_documents ({self.min_documents}) must be <= max_reranked_documents "
+                            f"({self.max_reranked_documents})")
         if problems:
             raise ConfigError("; ".join(problems))
 
@@ -170,6 +178,14 @@ def fill_up(
     info = {"triggered": triggered, "added": added, "fragments": len(chosen), "chars": used_chars,
             "skipped_for_budget": skipped_for_budget}
     return rank(result), info
+
+
+def within_documents(fragments: Sequence[ScoredChunk], limit: int) -> tuple[list[ScoredChunk], int]:
+    """The fragments of the first ``limit`` documents met in ``fragments`` (kept in order), and how many
+    further documents were dropped: the cap on documents after reranking."""
+    documents = list(dict.fromkeys(f.document_id for f in fragments))
+    allowed = set(documents[:limit])
+    return [f for f in fragments if f.document_id in allowed], max(0, len(documents) - limit)
 
 
 def _document_count(fragments: Iterable[ScoredChunk]) -> int:

@@ -62,7 +62,7 @@ def register_serve_command(app: typer.Typer, user_errors: Callable[[Callable[...
                                  allow_endpoints=allow_endpoint or None)
         if resolved.trees_dir is not None and not resolved.trees_dir.is_dir():
             raise ConfigError(f"--trees {resolved.trees_dir}: no such folder")
-        configure_logging(resolved.log_level)
+        configure_logging(resolved.log_level, resolved.log_format)
         blas = limit_blas_threads(resolved.blas_threads)
         logging.getLogger("dashrag.service").info(
             "BLAS threads: %s", ", ".join(f"{name} {n}" for name, n in blas.items()) or "no BLAS library loaded")

@@ -130,6 +130,9 @@ class BooleanQueryParams(ComponentParams):
     max_fragments: int = Field(
         _T.max_fragments, ge=1, description="Three-tier selection: the most fragments the diversity tier holds."
     )
+    max_reranked_documents: int = Field(
+        _T.max_reranked_documents, ge=1, le=10_000,
+        description="After reranking: the most documents returned (the reference's MAX_RERANKING_OUTPUT_DOC, 10).")
     fill_up: bool = Field(
         False, description="Run the fill-up inside this component (the reference runs it as a separate, later step)."
     )
@@ -159,6 +162,7 @@ class BooleanQueryParams(ComponentParams):
 
     RULES = (
         less_or_equal("fallback_top_n", "max_fragments"),
+        less_or_equal("min_documents", "max_reranked_documents"),
         Rule(
             "requires",
             ("automatically_rerank", "reranker"),

@@ -26,9 +26,10 @@ when a server echoes it back.
 Redirects are never followed: a request carries the key (and the texts), and a 3xx would
 send both on, perhaps from https to http. A 3xx is an error naming its status.
 
-Every malformed answer (not JSON, not a list, an entry without an index or
-score, an index out of range or repeated, a non-finite score, a text left
-unscored) is a :class:`RerankerAnswerError` that names the problem and the batch.
+Every malformed answer (not JSON, not a list, an entry without an index, an index
+out of range or repeated, a non-finite score, a text left unscored) is a
+:class:`RerankerAnswerError` that names the problem and the batch. An entry with an
+index and no ``score`` scores 0.0, as the reference's service counts it.
 """
 
 from __future__ import annotations
@@ -85,10 +86,9 @@ def parse_scores(answer: Any, count: int) -> list[float]:
     for position, entry in enumerate(answer):
         if not isinstance(entry, dict):
             raise RerankerAnswerError(f"entry {position} is {type(entry).__name__}, not an {{index, score}} object")
-        for key in ("index", "score"):
-            if key not in entry:
-                raise RerankerAnswerError(f"entry {position} has no {key!r}")
-        index, score = entry["index"], entry["score"]
+        if "index" not in entry:
+            raise RerankerAnswerError(f"entry {position} has no 'index'")
+        index, score = entry["index"], entry.get("score", 0.0)  # no score counts as 0.0, as the reference's service
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
             raise RerankerAnswerError(f"entry {position} has index {index!r}, outside 0..{count - 1}")
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):

@@ -226,6 +226,14 @@ class CollectionRegistry:
             self._collections = remaining
         return gone
 
+    def close(self) -> None:
+        """Close every served tree (its engines' connections, thread pools): at shutdown, when no request runs."""
+        with self._lock:
+            served, self._collections = self._collections, {}
+        for collection in served.values():
+            if isinstance(collection, TreeCollection):
+                collection.retriever.close()
+
     def delete_tree(self, name: str) -> bool:
         """Forget the tree and remove its folder (renamed aside first, so it vanishes at once)."""
         if self.forget(name) is None and not (self.folder_of(name) / MANIFEST_NAME).is_file():

@@ -41,7 +41,7 @@ class TooManyBuilds(Exception):
 
 
 class BuildTimedOut(DashragError):
-    """A build ran past ``build_timeout_s``: stopped at its next progress report (the job fails, nothing is kept)."""
+    """A build ran past ``build_timeout_sec``: stopped at its next progress report (the job fails, nothing is kept)."""
 
 
 #: Where each stage of ``build_tree`` lies on the job's 0..1 bar (fitting, which embeds, is the long one).

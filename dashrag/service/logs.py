@@ -1,4 +1,5 @@
-"""Structured logs: one JSON object a line, with the request id of the request being served.
+"""Structured logs: one JSON object a line (``LOG_FORMAT=json``, the default) or one plain text line
+(``LOG_FORMAT=text``), with the request id of the request being served.
 
 At INFO the service logs each request's method, path, status, duration and id, never a
 query text, a body or a header value (so never a secret). ``configure_logging`` is
@@ -26,9 +27,24 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
-def configure_logging(level: str) -> None:
+class TextFormatter(logging.Formatter):
+    """``time level logger: message key=value ...``: the same fields as the JSON lines, for a terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + "Z"
+        extra = " ".join(f"{name}={getattr(record, name)}" for name in FIELDS if hasattr(record, name))
+        line = f"{stamp} {record.levelname} {record.name}: {record.getMessage()}" + (f" {extra}" if extra else "")
+        if record.exc_info and record.levelno >= logging.ERROR:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+FORMATTERS: dict[str, type[logging.Formatter]] = {"json": JsonFormatter, "text": TextFormatter}
+
+
+def configure_logging(level: str, log_format: str = "json") -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(FORMATTERS[log_format]())
     for name in ("dashrag", "uvicorn.error"):
         log = logging.getLogger(name)
         log.handlers = [handler]

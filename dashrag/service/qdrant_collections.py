@@ -3,8 +3,9 @@
 ``dashrag serve --qdrant URL_OR_PATH --qdrant-embedding '<component JSON>'`` serves every
 collection of a Qdrant server (or of an embedded storage folder) whose points carry the
 reference payload: ``chunk_id``, ``text``, ``source_id``. A query is embedded by the
-configured embedding component (the same model that embedded the points: the
-collection's vector size must be the model's) and answered by ``query_points``. The
+configured embedding component, or by a Text Embeddings Inference server when
+``RAG_EMBED_URL`` is set (service/tei_embed.py; either way the model that embedded the
+points: the collection's vector size must be the model's) and answered by ``query_points``. The
 collection's layout is read on its first search (so a server that is down when the
 service starts is a 503 until it answers). dashrag's own bookkeeping collection
 (``dashrag_records``) is never served, and a saved tree of the same name wins (it is
@@ -25,7 +26,9 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Protocol, Sequence
+
+import numpy as np
 
 from dashrag.core.factory import build_component
 from dashrag.core.restriction import Restriction
@@ -38,6 +41,18 @@ from dashrag.service.calibration import clip_cosine
 from dashrag.service.collections import RetrievedChunk
 
 COSINE_LIKE = {"Cosine", "Dot"}
+
+
+class QueryEmbedding(Protocol):
+    """What a collection needs of its embedding: an embedding component or :class:`TeiQueryEmbedder`."""
+
+    @property
+    def component_name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 class QdrantServer:
@@ -85,7 +100,7 @@ class QdrantServer:
 class QdrantCollection:
     """A Qdrant collection with the reference payload, searched by the configured embedding model."""
 
-    def __init__(self, server: QdrantServer, name: str, embedding: EmbeddingModel):
+    def __init__(self, server: QdrantServer, name: str, embedding: QueryEmbedding):
         self.server = server
         self.name = name
         self.embedding = embedding
@@ -152,16 +167,21 @@ class QdrantCollection:
         return found
 
 
-def qdrant_collections(location: str, embedding_config: dict[str, Any] | None, api_key: str | None,
+def embedding_from_config(config: dict[str, Any] | None) -> EmbeddingModel:
+    """``qdrant_embedding``'s component (default MiniLMEmbedding), or a ConfigError when it embeds nothing."""
+    embedding = build_component(config or {"component": "MiniLMEmbedding"}, "embedding")
+    if not isinstance(embedding, EmbeddingModel):
+        raise ConfigError(f"qdrant_embedding: {embedding.component_name} is not an embedding model")
+    return embedding
+
+
+def qdrant_collections(location: str, embedding: QueryEmbedding, api_key: str | None,
                        names: list[str] | None = None) -> tuple[QdrantServer, list[QdrantCollection]]:
     """The configured Qdrant's collections (``names``, or every one, listed now: an EngineError when the
     server cannot be reached, so a service told to serve "every collection" does not start without them)."""
     if (Path(location) / EDGE_FOLDER).is_dir() and not (Path(location) / "meta.json").exists():
         raise ConfigError(f"qdrant: {location} holds Qdrant Edge collections (a dashrag tree's embedded storage); "
                           "serve them through their saved tree (--trees), or a Qdrant server by its URL")
-    embedding = build_component(embedding_config or {"component": "MiniLMEmbedding"}, "embedding")
-    if not isinstance(embedding, EmbeddingModel):
-        raise ConfigError(f"qdrant_embedding: {embedding.component_name} is not an embedding model")
     server = QdrantServer(location, api_key)
     wanted = names if names else server.collection_names()
     return server, [QdrantCollection(server, name, embedding) for name in wanted]

@@ -33,6 +33,9 @@ class TextReranker:
             return [float(s) for s in self.component.rerank_texts(query, list(texts))]
         return [float(s) for s in self.component.predict([(query, t) for t in texts])]  # type: ignore[attr-defined]
 
+    def close(self) -> None:
+        self.component.close()
+
 
 def reranker_from_settings(config: dict | None, url: str | None, key_var: str, timeout: float) -> TextReranker | None:
     if config is None and url is None:

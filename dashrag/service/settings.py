@@ -1,29 +1,97 @@
 """Service settings: environment variables with the reference's ``RAG_*`` names, a settings file, flags.
 
-Precedence, lowest first: the defaults below, the environment (``RAG_PORT``,
-``RAG_RETRIEVAL_SCORE_FLOOR``, ...: the field name upper-cased behind ``RAG_``), a
-settings file (JSON or TOML, the same field names), then command-line flags.
-Secrets are never settings: ``llm_api_key_var``, ``reranker_api_key_var`` and
-``auth_token_var`` hold the *names* of the environment variables that hold them,
-read when a request needs them (the reference's ``RAG_LLM_API_KEY`` is the default
-name for the rewrite LLM's key).
+Precedence, lowest first: the defaults below, the reference's unprefixed variables
+(``LLM_ENDPOINT``, ``QDRANT_URL``, ``LOG_LEVEL``, ``LOG_FORMAT``: :data:`REFERENCE_ENV`) and
+the names used before the reference's (``RAG_LLM_TIMEOUT``, ...), the environment
+(``RAG_PORT``, ``RAG_RETRIEVAL_SCORE_FLOOR``, ...: the field name upper-cased behind
+``RAG_``), a settings file (JSON or TOML, the same field names), then command-line flags.
+The field names are the reference's (``llm_timeout_sec``, ``embedding_timeout_sec``);
+the names they had before still work everywhere (:data:`RENAMED`), so settings files
+written for an older dashrag keep loading.
+
+Secrets are never settings: ``llm_api_key_var``, ``llm_api_token_var``,
+``reranker_api_key_var``, ``qdrant_api_key_var`` and ``auth_token_var`` hold the
+*names* of the environment variables that hold them, read when a request needs them;
+their defaults are the reference's variables (``RAG_LLM_API_TOKEN``, ``QDRANT_API_KEY``),
+so setting those variables works as in the reference.
+
+Why not pydantic's ``AliasChoices`` for the old and unprefixed names: an alias is also
+looked up in the environment without the ``RAG_`` prefix and case-insensitively, so
+``llm_timeout`` would read a variable ``LLM_TIMEOUT`` nobody meant for this service;
+two explicit tables say exactly which names are read where.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from dashrag.errors import ConfigError
 from dashrag.llm.credential import ENV_VAR_PATTERN
 from dashrag.service.trust import parse_allowed_endpoint
 
 ComponentConfig = dict[str, Any]
+
+RENAMED: dict[str, str] = {  # a name used before -> the reference's, in settings files, flags and arguments
+    "llm_timeout": "llm_timeout_sec",
+    "reranker_timeout": "reranker_timeout_sec",
+    "build_timeout_s": "build_timeout_sec",
+}
+REFERENCE_ENV: dict[str, tuple[str, ...]] = {  # field -> variables read when its RAG_ variable is unset, in order
+    "llm_endpoint": ("LLM_ENDPOINT",),
+    "qdrant": ("QDRANT_URL",),
+    "log_level": ("LOG_LEVEL",),
+    "log_format": ("LOG_FORMAT",),
+    **{new: (f"RAG_{old.upper()}",) for old, new in RENAMED.items()},
+}
+
+
+def canonical_names(values: dict[str, Any], where: str = "settings") -> dict[str, Any]:
+    """``values`` with every old name replaced by the reference's; both names given is an error."""
+    renamed = dict(values)
+    for old, new in RENAMED.items():
+        if old in renamed:
+            if new in renamed:
+                raise ConfigError(f"{where}: {old!r} and {new!r} are one setting ({old!r} is its former name); "
+                                  f"give {new!r} only")
+            renamed[new] = renamed.pop(old)
+    return renamed
+
+
+class RenamedInitSource(PydanticBaseSettingsSource):
+    """The constructor's arguments (settings file and flags come that way) with the old names renamed."""
+
+    def __init__(self, settings_cls: type[BaseSettings], inner: PydanticBaseSettingsSource):
+        super().__init__(settings_cls)
+        self.inner = inner
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return canonical_names(self.inner())
+
+
+class ReferenceEnvSource(PydanticBaseSettingsSource):
+    """:data:`REFERENCE_ENV`: the reference's unprefixed variables and the former ``RAG_`` names."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        found = {}
+        for field, names in REFERENCE_ENV.items():
+            value = next((os.environ[n] for n in names if os.environ.get(n)), None)
+            if value is not None:
+                found[field] = value
+        return found
 
 
 class ServiceSettings(BaseSettings):
@@ -39,14 +107,27 @@ class ServiceSettings(BaseSettings):
     budget_simple: int = Field(512, ge=1)
     budget_medium: int = Field(1024, ge=1)
     budget_complex: int = Field(2048, ge=1)
+    llm_endpoint: str | None = Field(None, description=(
+        "The reference's upstream rewrite endpoint (RAG_LLM_ENDPOINT or LLM_ENDPOINT): POST {prompt, system_prompt, "
+        "temperature, max_tokens, stream: false}, answered {text}; it wins over llm_model and llm."))
+    llm_api_token_var: str = Field("RAG_LLM_API_TOKEN", pattern=ENV_VAR_PATTERN, description=(
+        "Name of the env variable holding llm_endpoint's bearer token (the reference's RAG_LLM_API_TOKEN)."))
     llm_model: str | None = Field(None, description="litellm model of the query rewrite; unset: no rewrite.")
     llm_api_base: str | None = Field(None, description="OpenAI-compatible server of the rewrite model.")
     llm_api_key_var: str = Field("RAG_LLM_API_KEY", pattern=ENV_VAR_PATTERN)
-    llm_timeout: float = Field(5.0, gt=0, description="Seconds the rewrite may take before falling back.")
+    llm_timeout_sec: float = Field(30.0, gt=0, description="Seconds the rewrite may take before falling back.")
     llm: ComponentConfig | None = Field(None, description="The rewrite LLM as a component config (instead of llm_*).")
+    rewrite_enabled: bool = Field(True, description="False turns the rewrite off even when an LLM is configured.")
+    rewrite_temperature: float = Field(0.0, ge=0, le=2, description="Temperature of the rewrite call.")
+    rewrite_max_tokens: int = Field(128, ge=1, le=4096, description="Longest rewrite, in tokens.")
+    rewrite_system_prompt: str | None = Field(None, description="The rewrite's system prompt (default: the built-in).")
+    embed_url: str | None = Field(None, description=(
+        "A Text Embeddings Inference server (POST /embed) that embeds the queries of the Qdrant collections "
+        "instead of qdrant_embedding."))
+    embedding_timeout_sec: float = Field(10.0, gt=0, description="Seconds per /embed request.")
     reranker_url: str | None = Field(None, description="Base URL of a TEI-style /rerank server.")
     reranker_api_key_var: str = Field("RAG_RERANKER_API_KEY", pattern=ENV_VAR_PATTERN)
-    reranker_timeout: float = Field(10.0, gt=0)
+    reranker_timeout_sec: float = Field(10.0, gt=0, description="Seconds per rerank request.")
     reranker: ComponentConfig | None = Field(None, description="A reranker component config (HttpReranker, ...).")
     cors_origins: list[str] = Field(default_factory=lambda: ["*"], description=(
         "Origins whose pages may read the answers (CORS). Routes that change state (POST /trees, reload, "
@@ -63,19 +144,38 @@ class ServiceSettings(BaseSettings):
     build_workers: int = Field(1, ge=1, description="Tree builds running at once.")
     max_pending_builds: int = Field(4, ge=1, description=(
         "Tree builds queued or running at once; POST /trees answers 429 beyond it."))
-    build_timeout_s: float | None = Field(3600.0, gt=0, description=(
+    build_timeout_sec: float | None = Field(3600.0, gt=0, description=(
         "Seconds a build may run; it stops at its next progress report after that (None: no limit)."))
     blas_threads: int = Field(1, ge=0, description=(
         "Threads of numpy's BLAS (vector products) in `dashrag serve`; 0: the library's own, one per core."))
     qdrant: str | None = Field(None, description=(
         "Serve Qdrant collections directly: a server URL (http://host:6333) or an embedded storage folder."))
-    qdrant_api_key_var: str | None = Field(None, pattern=ENV_VAR_PATTERN, description=(
-        "Name of the env variable holding the Qdrant API key; unset: no key."))
+    qdrant_api_key_var: str | None = Field("QDRANT_API_KEY", pattern=ENV_VAR_PATTERN, description=(
+        "Name of the env variable holding the Qdrant API key (the reference's QDRANT_API_KEY); unset: no key."))
     qdrant_embedding: ComponentConfig | None = Field(None, description=(
         "The embedding component that embeds queries for the Qdrant collections (default MiniLMEmbedding)."))
     qdrant_collections: list[str] | None = Field(None, description=(
         "Which Qdrant collections to serve (default: every one, listed when the service starts)."))
-    log_level: str = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field("INFO", description=(
+        "RAG_LOG_LEVEL or LOG_LEVEL (any case)."))
+    log_format: Literal["json", "text"] = Field("json", description=(
+        "RAG_LOG_FORMAT or LOG_FORMAT: one JSON object a line, or plain text lines."))
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments (renamed), ``RAG_*`` variables, then the reference's and the former variables."""
+        return RenamedInitSource(settings_cls, init_settings), env_settings, ReferenceEnvSource(settings_cls)
+
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _any_case(cls, value: Any, info: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        return value.upper() if info.field_name == "log_level" else value.lower()
 
     @field_validator("allow_endpoints")
     @classmethod
@@ -102,8 +202,8 @@ def read_settings_file(path: Path) -> dict[str, Any]:
 
 def load_settings(settings_file: Path | None = None, **overrides: Any) -> ServiceSettings:
     """Defaults < environment < ``settings_file`` < ``overrides`` (flags; None means not given)."""
-    values = read_settings_file(settings_file) if settings_file is not None else {}
-    values.update({k: v for k, v in overrides.items() if v is not None})
+    values = canonical_names(read_settings_file(settings_file), str(settings_file)) if settings_file is not None else {}
+    values.update(canonical_names({k: v for k, v in overrides.items() if v is not None}, "flags"))
     try:
         return ServiceSettings(**values)
     except ValidationError as exc:

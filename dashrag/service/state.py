@@ -1,4 +1,9 @@
-"""What one running service holds: its settings, collections, pipeline and build jobs."""
+"""What one running service holds: its settings, collections, pipeline and build jobs.
+
+Every client of a dependency outside the process (the rewrite endpoint or LLM, the reranker,
+the TEI embedding server, Qdrant) is made here and closed by :meth:`Service.close` when the
+app shuts down, so a stopped service leaves no connection open.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,11 @@ from fastapi import Request
 from dashrag.service.collections import CollectionRegistry
 from dashrag.service.jobs import BuildJobs
 from dashrag.service.pipeline import RetrievePipeline, Thresholds
-from dashrag.service.qdrant_collections import QdrantServer, qdrant_collections
+from dashrag.service.qdrant_collections import QdrantServer, QueryEmbedding, embedding_from_config, qdrant_collections
 from dashrag.service.rerank import reranker_from_settings
 from dashrag.service.rewrite import rewriter_from_settings
 from dashrag.service.settings import ServiceSettings
+from dashrag.service.tei_embed import TeiQueryEmbedder
 
 
 @dataclass
@@ -26,12 +32,16 @@ class Service:
     executor: ThreadPoolExecutor
     components: list[dict[str, Any]]
     qdrant: QdrantServer | None = None
+    query_embedding: QueryEmbedding | None = None
 
     def close(self) -> None:
         self.jobs.shutdown()
         self.executor.shutdown(wait=False, cancel_futures=True)
-        if self.qdrant is not None:
-            self.qdrant.close()
+        for client in (self.pipeline.rewriter, self.pipeline.reranker, self.query_embedding, self.qdrant):
+            close = getattr(client, "close", None)
+            if close is not None:
+                close()
+        self.registry.close()
 
 
 def build_service(settings: ServiceSettings) -> Service:
@@ -40,25 +50,33 @@ def build_service(settings: ServiceSettings) -> Service:
 
     registry = CollectionRegistry(settings.trees_dir)
     registry.load_all()
-    qdrant = serve_qdrant(settings, registry) if settings.qdrant else None
+    embedding = query_embedding(settings) if settings.qdrant else None
+    qdrant = serve_qdrant(settings, registry, embedding) if embedding is not None else None
     executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dashrag-search")
     s = settings
     pipeline = RetrievePipeline(
         registry, Thresholds(s.retrieval_score_floor, s.confidence_threshold, s.budgets()),
-        rewriter_from_settings(s.llm, s.llm_model, s.llm_api_base, s.llm_api_key_var, s.llm_timeout),
-        reranker_from_settings(s.reranker, s.reranker_url, s.reranker_api_key_var, s.reranker_timeout), executor)
+        rewriter_from_settings(s),
+        reranker_from_settings(s.reranker, s.reranker_url, s.reranker_api_key_var, s.reranker_timeout_sec), executor)
     components = [{"name": name, **frontend_meta(cls)} for name, cls in all_components()]
     jobs = BuildJobs(registry, s.build_workers, s.cache_dir, max_pending=s.max_pending_builds,
-                     timeout_s=s.build_timeout_s)
-    return Service(settings, registry, pipeline, jobs, executor, components, qdrant)
+                     timeout_s=s.build_timeout_sec)
+    return Service(settings, registry, pipeline, jobs, executor, components, qdrant, embedding)
 
 
-def serve_qdrant(settings: ServiceSettings, registry: CollectionRegistry) -> QdrantServer:
+def query_embedding(settings: ServiceSettings) -> QueryEmbedding:
+    """What embeds the Qdrant collections' queries: the TEI server of ``RAG_EMBED_URL``, else ``qdrant_embedding``."""
+    if settings.embed_url is not None:
+        return TeiQueryEmbedder(settings.embed_url, settings.embedding_timeout_sec)
+    return embedding_from_config(settings.qdrant_embedding)
+
+
+def serve_qdrant(settings: ServiceSettings, registry: CollectionRegistry, embedding: QueryEmbedding) -> QdrantServer:
     """Register the configured Qdrant's collections beside the trees (a saved tree of the same name wins)."""
     import os
 
     key = os.environ.get(settings.qdrant_api_key_var) if settings.qdrant_api_key_var else None
-    server, collections = qdrant_collections(str(settings.qdrant), settings.qdrant_embedding, key,
+    server, collections = qdrant_collections(str(settings.qdrant), embedding, key,
                                              settings.qdrant_collections)
     for collection in collections:
         if registry.get(collection.name) is None:

@@ -18,7 +18,10 @@ runs it: with the server's environment, network and disk. So such a config may n
 None are allowed by default. The check walks the validated tree by kind
 (:func:`dashrag.core.declared.declared_values`), so it covers every component, defaults
 included (``HttpReranker``'s default credential is checked like a given one). Configs the
-operator wrote (settings, trees on disk) are not checked: the operator is trusted.
+operator wrote (settings, trees on disk) are not checked: the operator is trusted. The same goes
+for the service's own outbound URLs, which come from the operator's environment, never from a
+request (``RAG_LLM_ENDPOINT`` / ``LLM_ENDPOINT``, ``RAG_EMBED_URL``, ``RAG_RERANKER_URL``,
+``QDRANT_URL``): they are allowed endpoints by construction and need no ``--allow-endpoint``.
 """
 
 from __future__ import annotations

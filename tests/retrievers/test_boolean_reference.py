@@ -115,3 +115,46 @@ def test_an_operator_keyword_is_never_a_category_value(query, column):
 
 def test_a_quoted_keyword_is_a_category_value():
     assert parse('CAT="AND"').values == ("AND",)
+
+
+@pytest.mark.parametrize("return_documents", [True, False])
+def test_at_most_10_documents_after_reranking_max_reranking_output_doc(server, tmp_path, return_documents):
+    """Every fragment qualifies (min_score 0): tier 1 holds the best 100 over all 28 documents; 10 come out."""
+    capped, trace = built(server.url, tmp_path, min_score=0.0, return_documents=return_documents).retrieve(
+        '"fragment" OR GROUP=all')
+    wider, _ = built(server.url, tmp_path / "wider", min_score=0.0, return_documents=return_documents,
+                     max_reranked_documents=50).retrieve('"fragment" OR GROUP=all')
+    assert len({f.document_id for f in wider}) == 28  # without the cap, more than 10 documents come out
+    documents = list(dict.fromkeys(f.document_id for f in capped))
+    assert documents == list(dict.fromkeys(f.document_id for f in wider))[:10]  # the best 10 of them
+    assert trace["selection"]["decisions"]["max_reranked_documents"] == {"limit": 10, "dropped_documents": 18}
+
+
+def test_min_documents_above_max_reranked_documents_is_refused_at_validation(server):
+    from dashrag.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="max_reranked_documents"):
+        build_component(example_tree(server.url, min_documents=12), "retriever")
+
+
+def keyword_boolean(tmp_path, **params):
+    import dashrag
+    from tests.conftest import EXAMPLE_CORPUS
+
+    tree = {"component": "BooleanQueryRetriever", "params": {
+        "children": [{"component": "BM25Retriever", "params": {"top_k": 20}}], "return_documents": False, **params}}
+    return dashrag.build(tree, EXAMPLE_CORPUS, tmp_path / "work")
+
+
+def test_clause_scores_stay_within_0_and_1_for_text_clauses(tmp_path):
+    fragments, _ = keyword_boolean(tmp_path).retrieve("'term frequency'")
+    scores = [f.score for f in fragments]
+    assert fragments and all(0.0 <= s <= 1.0 for s in scores) and max(scores) == 1.0
+    assert max(f.provenance["bm25"] for f in fragments) > 1.0  # the raw BM25 would have left 0..1
+
+
+def test_clause_scores_stay_within_0_and_1_for_semantic_clauses_of_any_score_mode(tmp_path):
+    fragments, _ = keyword_boolean(tmp_path, semantic_score="child", min_semantic_score=0.0).retrieve(
+        '"term frequency saturation"')
+    assert fragments and all(0.0 <= f.score <= 1.0 for f in fragments)
+    assert max(f.provenance["child_score"] for f in fragments) > 1.0  # the child's BM25 would have left 0..1

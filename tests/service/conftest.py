@@ -19,10 +19,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 import dashrag
+from dashrag.core.factory import build_component
 from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
 from tests.conftest import EXAMPLE_CORPUS, REPO
 
+ONNX = {"component": "MiniLMOnnxEmbedding", "params": {"max_seq_length": 128}}
 KEYWORD = json.loads((REPO / "components" / "keyword.json").read_text())
 WHOLE_DOCUMENTS = {"component": "WholeDocumentChunker", "params": {}}
 
@@ -34,6 +36,27 @@ def trees_dir(tmp_path_factory, scifact_subset_file) -> Path:
     dashrag.build(KEYWORD, EXAMPLE_CORPUS, work / "kw").save(trees / "kw")
     dashrag.build(KEYWORD, scifact_subset_file, work / "scifact", chunker=WHOLE_DOCUMENTS).save(trees / "scifact")
     return trees
+
+
+@pytest.fixture(scope="session")
+def papers(tmp_path_factory):
+    """An embedded Qdrant folder written by another program in the reference layout: collection ``papers``
+    (one point per example document, payload chunk_id, text, source_id) and ``tiny`` (8-dimensional)."""
+    from qdrant_client import QdrantClient, models
+
+    storage = tmp_path_factory.mktemp("qdrant-served") / "storage"
+    documents = [(p.stem, p.read_text(encoding="utf-8")) for p in sorted(EXAMPLE_CORPUS.iterdir())]
+    model = build_component(ONNX, "embedding")
+    vectors = model.embed_documents([body for _, body in documents])
+    client = QdrantClient(path=str(storage))
+    client.create_collection("papers", vectors_config=models.VectorParams(size=384, distance=models.Distance.COSINE))
+    client.upsert("papers", points=[models.PointStruct(id=i, vector=v.tolist(), payload={
+        "chunk_id": f"{name}#0", "text": body, "source_id": name}) for i, ((name, body), v)
+        in enumerate(zip(documents, vectors))])
+    client.create_collection("tiny", vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE))
+    client.upsert("tiny", points=[models.PointStruct(id=1, vector=[1.0] * 8, payload={"text": "x"})])
+    client.close()
+    return storage, documents, vectors, model
 
 
 @pytest.fixture

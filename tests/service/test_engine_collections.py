@@ -11,38 +11,15 @@ import pytest
 from sqlalchemy import create_engine, text
 
 import dashrag
-from dashrag.core.factory import build_component
 from dashrag.engines.local_postgres import free_port
 from dashrag.errors import EngineError
 from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
 from tests.conftest import EXAMPLE_CORPUS
 from tests.fixtures.postgres import local_postgres
-from tests.service.conftest import LoopbackServer
+from tests.service.conftest import ONNX, LoopbackServer
 
-ONNX = {"component": "MiniLMOnnxEmbedding", "params": {"max_seq_length": 128}}
 OPEN = {"retrieval_score_floor": 0.0, "confidence_threshold": 0.0}  # keep every chunk: the ranking is compared
-
-
-@pytest.fixture(scope="module")
-def papers(tmp_path_factory):
-    """An embedded Qdrant folder written by another program in the reference layout: collection ``papers``
-    (one point per example document, payload chunk_id, text, source_id) and ``tiny`` (8-dimensional)."""
-    from qdrant_client import QdrantClient, models
-
-    storage = tmp_path_factory.mktemp("qdrant-served") / "storage"
-    documents = [(p.stem, p.read_text(encoding="utf-8")) for p in sorted(EXAMPLE_CORPUS.iterdir())]
-    model = build_component(ONNX, "embedding")
-    vectors = model.embed_documents([body for _, body in documents])
-    client = QdrantClient(path=str(storage))
-    client.create_collection("papers", vectors_config=models.VectorParams(size=384, distance=models.Distance.COSINE))
-    client.upsert("papers", points=[models.PointStruct(id=i, vector=v.tolist(), payload={
-        "chunk_id": f"{name}#0", "text": body, "source_id": name}) for i, ((name, body), v)
-        in enumerate(zip(documents, vectors))])
-    client.create_collection("tiny", vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE))
-    client.upsert("tiny", points=[models.PointStruct(id=1, vector=[1.0] * 8, payload={"text": "x"})])
-    client.close()
-    return storage, documents, vectors, model
 
 
 def retrieve(server: LoopbackServer, collection: str, query: str) -> httpx.Response:

@@ -19,7 +19,7 @@ def rewrite_call(text: str) -> Reply:
 
 def run(trees_dir, server, body_query: str = QUERY, **settings):
     with make_client(trees_dir=trees_dir, llm_model="openai/rewriter", llm_api_base=server.api_base,
-                     llm_timeout=1.0, **settings) as client:
+                     llm_timeout_sec=1.0, **settings) as client:
         answer = client.post("/retrieve", json={"query": body_query, "collection_name": "kw", "trace": True})
         plain = client.post("/retrieve", json={"query": REWRITE, "collection_name": "kw"})
     assert answer.status_code == 200, answer.text

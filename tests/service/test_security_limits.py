@@ -159,8 +159,8 @@ def test_with_auth_the_openapi_document_stays_open_and_holds_no_setting(trees_di
     assert "t0ken-value" not in document.text and "bearer" in json.dumps(document.json()).lower()
 
 
-def test_a_build_past_build_timeout_s_fails_and_leaves_nothing(trees_copy):
-    with make_client(trees_dir=trees_copy, data_root=EXAMPLE_CORPUS.parent, build_timeout_s=1e-6) as client:
+def test_a_build_past_build_timeout_sec_fails_and_leaves_nothing(trees_copy):
+    with make_client(trees_dir=trees_copy, data_root=EXAMPLE_CORPUS.parent, build_timeout_sec=1e-6) as client:
         job = client.post("/trees", json={"name": "slow", "config": KEYWORD, "corpus_path": "corpus"}).json()
         while (status := client.get(f"/jobs/{job['job_id']}").json())["status"] in ("queued", "running"):
             time.sleep(0.05)

@@ -57,7 +57,8 @@ def test_sixteen_concurrent_clients_get_exactly_the_answers_of_one_at_a_time(loo
 @contextmanager
 def dashrag_serve(trees_dir, **env_vars: str) -> Iterator[tuple[str, list[str]]]:
     """``dashrag serve --trees`` as a user starts it, on a free port: its URL and its log lines up to "running on"."""
-    env = {**os.environ, "RAG_PORT": "0", "RAG_LOG_LEVEL": "INFO", **env_vars}
+    level = {} if "LOG_LEVEL" in env_vars else {"RAG_LOG_LEVEL": "INFO"}
+    env = {**os.environ, "RAG_PORT": "0", **level, **env_vars}
     command = [sys.executable, "-m", "dashrag.cli.main", "serve", "--trees", str(trees_dir)]
     process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()

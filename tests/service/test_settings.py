@@ -52,3 +52,55 @@ def test_a_bad_settings_file_is_an_error_naming_the_file_and_field(tmp_path, tex
     with pytest.raises(ConfigError) as caught:
         load_settings(path)
     assert str(path) in str(caught.value) and problem in str(caught.value)
+
+
+def test_the_references_timeouts_end_in_sec_and_llm_timeout_sec_defaults_to_30(monkeypatch):
+    for name in ("RAG_LLM_TIMEOUT_SEC", "RAG_LLM_TIMEOUT", "RAG_EMBEDDING_TIMEOUT_SEC"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RAG_RERANKER_TIMEOUT_SEC", "4")
+    monkeypatch.setenv("RAG_BUILD_TIMEOUT_SEC", "60")
+    s = load_settings()
+    assert (s.llm_timeout_sec, s.reranker_timeout_sec, s.build_timeout_sec, s.embedding_timeout_sec) == (30, 4, 60, 10)
+
+
+@pytest.mark.parametrize("old, new, value", [
+    ("llm_timeout", "llm_timeout_sec", 2.5), ("reranker_timeout", "reranker_timeout_sec", 3.0),
+    ("build_timeout_s", "build_timeout_sec", 90.0)])
+def test_todays_setting_names_stay_aliases_of_the_references(monkeypatch, tmp_path, old, new, value):
+    monkeypatch.delenv(f"RAG_{new.upper()}", raising=False)
+    monkeypatch.setenv(f"RAG_{old.upper()}", str(value))  # the former variable
+    assert getattr(load_settings(), new) == value
+    file = tmp_path / "settings.json"
+    file.write_text(json.dumps({old: value + 1}))  # a settings file written for an older dashrag
+    assert getattr(load_settings(file), new) == value + 1
+    assert getattr(load_settings(None, **{old: value + 2}), new) == value + 2
+    monkeypatch.setenv(f"RAG_{new.upper()}", str(value + 3))  # the reference's variable wins over the former one
+    assert getattr(load_settings(), new) == value + 3
+
+
+def test_a_setting_given_under_both_names_is_an_error_naming_both(tmp_path):
+    file = tmp_path / "settings.json"
+    file.write_text(json.dumps({"llm_timeout": 1, "llm_timeout_sec": 2}))
+    with pytest.raises(ConfigError, match=r"settings\.json: 'llm_timeout' and 'llm_timeout_sec' are one setting"):
+        load_settings(file)
+
+
+def test_the_references_unprefixed_variables_are_read_and_rag_names_win(monkeypatch):
+    for name in ("RAG_LLM_ENDPOINT", "RAG_QDRANT", "RAG_LOG_LEVEL", "RAG_LOG_FORMAT", "RAG_QDRANT_API_KEY_VAR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LLM_ENDPOINT", "http://127.0.0.1:9/generate")
+    monkeypatch.setenv("QDRANT_URL", "http://127.0.0.1:6333")
+    monkeypatch.setenv("LOG_LEVEL", "warning")
+    monkeypatch.setenv("LOG_FORMAT", "TEXT")
+    s = load_settings()
+    assert (s.llm_endpoint, s.qdrant, s.log_level, s.log_format) == (
+        "http://127.0.0.1:9/generate", "http://127.0.0.1:6333", "WARNING", "text")
+    assert (s.llm_api_token_var, s.qdrant_api_key_var) == ("RAG_LLM_API_TOKEN", "QDRANT_API_KEY")
+    monkeypatch.setenv("RAG_LLM_ENDPOINT", "http://127.0.0.1:10/generate")
+    assert load_settings().llm_endpoint == "http://127.0.0.1:10/generate"
+
+
+def test_an_unknown_log_format_is_an_error_naming_the_setting(monkeypatch):
+    monkeypatch.setenv("LOG_FORMAT", "xml")
+    with pytest.raises(ConfigError, match="log_format"):
+        load_settings()
