@@ -75,7 +75,7 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
         return Layout(dense=DenseLayout(size=dimension, distance=DISTANCES[metric], hnsw_m=p.hnsw_m,
                                         hnsw_ef_construct=p.hnsw_ef_construction, threshold_kb=p.hnsw_threshold_kb,
                                         quantization=p.quantization, graph=not p.exact),
-                      keyword_fields=self.keyword_fields())
+                      payload_indexes=self.payload_indexes())
 
     def actual_dimension(self) -> int:
         with self.engine_errors("reading the collection's configuration"):

@@ -91,8 +91,10 @@ class EdgeStore(QdrantStore):
         shard = EdgeShard.create(str(folder / SHARD), edge_config(layout))
         with self._lock:
             self._shards[name] = shard
-        for key in layout.keyword_fields:  # before the points: the HNSW build links within filtered values too
-            shard.update(UpdateOperation.create_field_index(key, PayloadSchemaType.Keyword))
+        schemas = {"keyword": PayloadSchemaType.Keyword, "float": PayloadSchemaType.Float,
+                   "bool": PayloadSchemaType.Bool}
+        for key, schema in layout.payload_indexes:  # before the points: the HNSW build links within filtered values
+            shard.update(UpdateOperation.create_field_index(key, schemas[schema]))
 
     def upsert_dense(self, name: str, ids: list[int], vectors: np.ndarray, payloads: list[dict[str, Any]]) -> None:
         from qdrant_edge import Point, UpdateOperation
