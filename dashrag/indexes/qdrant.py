@@ -111,4 +111,6 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
         missing = [i for i in ids if i not in found]
         if missing:
             raise self.missing_points(missing)
+        if not ids:  # a cascade stage asked to re-score nothing (a filter no chunk matches)
+            return np.zeros((0, self.dimension), dtype=np.float32)
         return np.asarray([found[i] for i in ids], dtype=np.float32).reshape(len(ids), -1)
