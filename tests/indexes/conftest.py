@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -77,7 +78,7 @@ def bm25_in_process(engine_subset, tmp_path_factory):
 
 
 @pytest.fixture(scope="module", params=["dense", "bm25"])
-def engine_trees(request, engine_cache, pg_url, tmp_path_factory) -> dict:
+def engine_trees(request, engine_cache, pg_url, tmp_path_factory) -> Iterator[dict]:
     """The same top-5 leaf in process, on Qdrant (Edge, exact) and on PostgreSQL: dense or BM25, over the
     requesting module's ``ENGINE_CORPUS``. Dense on pgvector is exact when the module sets ``PGVECTOR_EXACT``
     (the restriction tests compare engines with each other), HNSW with the iterative scan otherwise (the

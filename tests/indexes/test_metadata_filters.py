@@ -5,6 +5,8 @@ Sequential, MMR) over engine leaves give their brute-force reference (tests/retr
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -63,7 +65,7 @@ def composites(dense_index: dict | None, keyword_index: dict | None) -> dict[str
 
 
 @pytest.fixture(scope="module")
-def composite_trees(engine_cache, pg_url, tmp_path_factory) -> dict[str, dict]:
+def composite_trees(engine_cache, pg_url, tmp_path_factory) -> Iterator[dict[str, dict]]:
     indexes = {"in-process": (None, None),
                "qdrant": ({"component": "QdrantVectorIndex", "params": {"exact": True}},
                           {"component": "QdrantKeywordIndex", "params": {}}),

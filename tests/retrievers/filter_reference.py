@@ -70,7 +70,7 @@ def reference(node, query: str, allowed: set[str], top_k: int | None = None,
                 for rank, n in enumerate(pick(candidates), start=1)]
     fetch_k = getattr(node.params, "fetch_k", None)
     if isinstance(node, HttpReranker):
-        candidates = reference(node.nested["children"][0], query, allowed, max(fetch_k, k), pick)
+        candidates = reference(node.nested["children"][0], query, allowed, max(node.params.fetch_k, k), pick)
         scores = np.asarray(node.rerank_texts(query, [c.chunk.text for c in candidates]), dtype=np.float64)
         return rerank_by_scores(candidates, scores, k, node.component_name)[0]
     candidates = reference(node.child, query, allowed, None if fetch_k is None else max(fetch_k, k), pick)
