@@ -124,6 +124,11 @@ class EdgeStore(QdrantStore):
         """How many vectors Edge searches through its HNSW graph (0: every segment is scanned exactly)."""
         return int(self._shard(name).info().indexed_vectors_count)
 
+    def payload_indexes(self, name: str) -> dict[str, str]:
+        """The payload keys Edge has indexed and how (``"float"``, ...): what ``create`` asked for, read back."""
+        return {key: str(info.data_type).rsplit(".", 1)[-1].lower()
+                for key, info in self._shard(name).info().payload_schema.items()}
+
     def stored_vectors(self, name: str) -> StoredVectors:
         config = json.loads((self._folder(name) / SHARD / "edge_config.json").read_text())
         dense = config.get("vectors") or {}

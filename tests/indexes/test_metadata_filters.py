@@ -99,3 +99,14 @@ def test_a_cascade_over_engine_leaves_answers_nothing_when_the_filter_matches_no
     for engine in ENGINES:
         found, _ = composite_trees[engine]["sequential"].retrieve("asylum appeal hearing", filters={"lang": "fr"})
         assert found == [], engine
+
+
+def test_edge_indexes_each_filtered_field_by_the_kind_it_holds(engine_trees):
+    """Numbers and dates (seconds since 1970) a float index, strings and `present` a keyword index, booleans a
+    bool index: Qdrant answers a Range from its index instead of reading each candidate's payload."""
+    index = engine_trees["qdrant"].index
+    assert index.store.payload_indexes(index.name) == {
+        "source_id": "keyword", "filterable.present": "keyword", "filterable.fields.lang": "keyword",
+        "filterable.fields.tags": "keyword", "filterable.fields.year": "float", "filterable.fields.score": "float",
+        "filterable.dates.published": "float", "filterable.fields.open": "bool",
+        **{f"filterable.fields.{name}": "keyword" for name in ("CAT1", "CAT2", "CAT3", "COUNTRY_OF_ORIGIN")}}
