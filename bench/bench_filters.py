@@ -182,7 +182,7 @@ def run(args: argparse.Namespace, pg_url: str | None) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--documents", type=int, default=None, help="the first N SciFact documents (default: all)")
     parser.add_argument("--queries", type=int, default=None, help="the first N test queries (default: all 300)")
     parser.add_argument("--trees", nargs="+", choices=["keyword", "dense"], default=["keyword", "dense"])
