@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-from dashrag.filters import NODE_TYPES, And, Filter, document_mask, parse_filter
+from dashrag.filters import NODE_TYPES, And, Filter, parse_filter
 
 if TYPE_CHECKING:
     from dashrag.documents.chunk_set import ChunkSet
@@ -65,20 +65,24 @@ class Restriction:
         return Restriction(documents=documents, predicate=predicate, filter=combined)
 
     def document_mask(self, chunks: ChunkSet) -> np.ndarray:
-        """Boolean mask over the chunk set's documents (cached per chunk set)."""
+        """Boolean mask over the chunk set's documents (cached per chunk set; a filter's mask is the chunk
+        set's own, kept across calls and restrictions: ``filters/masks.py``). Read-only."""
         key = id(chunks)
         if key not in self._cache:
+            if self.documents is None and self.predicate is None and self.filter is not None:
+                return chunks.filter_masks.documents(self.filter)
             mask = np.ones(len(chunks.document_ids), dtype=bool)
             if self.documents is not None:
                 mask &= np.fromiter((d in self.documents for d in chunks.document_ids), bool, len(mask))
             if self.filter is not None:
-                mask &= document_mask(self.filter, chunks.metadata_columns)
+                mask &= chunks.filter_masks.documents(self.filter)
             if self.predicate is not None:
                 mask &= np.fromiter((bool(self.predicate(c)) for c in chunks.document_categories), bool, len(mask))
             self._cache[key] = mask
         return self._cache[key]
 
     def row_mask(self, chunks: ChunkSet) -> np.ndarray:
-        """Boolean mask over the chunk set's rows."""
+        """Boolean mask over the chunk set's rows. Read-only."""
+        if self.documents is None and self.predicate is None and self.filter is not None:
+            return chunks.filter_masks.rows(self.filter)
         return self.document_mask(chunks)[chunks.document_index]
-

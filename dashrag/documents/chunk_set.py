@@ -18,6 +18,7 @@ import numpy as np
 from dashrag.documents.model import Chunk, Metadata, normalise_categories
 from dashrag.errors import CorpusError, UnknownChunkError
 from dashrag.filters.columns import MetadataColumns
+from dashrag.filters.masks import FilterMasks
 
 
 class ChunkSet:
@@ -87,6 +88,11 @@ class ChunkSet:
     def metadata_columns(self) -> MetadataColumns:
         """The documents' metadata as typed columns (built once), what filter masks are computed over."""
         return MetadataColumns(self.document_metadata)
+
+    @cached_property
+    def filter_masks(self) -> FilterMasks:
+        """The masks of the filters asked of this chunk set, each computed once (``filters/masks.py``)."""
+        return FilterMasks(self.metadata_columns, self.document_index)
 
     @cached_property
     def fingerprint(self) -> str:

@@ -75,7 +75,7 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
         return Layout(dense=DenseLayout(size=dimension, distance=DISTANCES[metric], hnsw_m=p.hnsw_m,
                                         hnsw_ef_construct=p.hnsw_ef_construction, threshold_kb=p.hnsw_threshold_kb,
                                         quantization=p.quantization, graph=not p.exact),
-                      keyword_fields=self.keyword_fields())
+                      payload_indexes=self.payload_indexes())
 
     def actual_dimension(self) -> int:
         with self.engine_errors("reading the collection's configuration"):
@@ -111,4 +111,6 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
         missing = [i for i in ids if i not in found]
         if missing:
             raise self.missing_points(missing)
+        if not ids:  # a cascade stage asked to re-score nothing (a filter no chunk matches)
+            return np.zeros((0, self.dimension), dtype=np.float32)
         return np.asarray([found[i] for i in ids], dtype=np.float32).reshape(len(ids), -1)

@@ -72,8 +72,10 @@ class ClientStore(QdrantStore):
                 hnsw_config=models.HnswConfigDiff(m=dense.hnsw_m, ef_construct=dense.hnsw_ef_construct,
                                                   full_scan_threshold=dense.threshold_kb),
                 optimizers_config=models.OptimizersConfigDiff(indexing_threshold=dense.threshold_kb))
-        for key in layout.keyword_fields:
-            self.client.create_payload_index(name, key, field_schema=models.PayloadSchemaType.KEYWORD, wait=True)
+        schemas = {"keyword": models.PayloadSchemaType.KEYWORD, "float": models.PayloadSchemaType.FLOAT,
+                   "bool": models.PayloadSchemaType.BOOL}
+        for key, schema in layout.payload_indexes:
+            self.client.create_payload_index(name, key, field_schema=schemas[schema], wait=True)
 
     def upsert_dense(self, name: str, ids: list[int], vectors: np.ndarray, payloads: list[dict[str, Any]]) -> None:
         from qdrant_client import models

@@ -91,8 +91,10 @@ class EdgeStore(QdrantStore):
         shard = EdgeShard.create(str(folder / SHARD), edge_config(layout))
         with self._lock:
             self._shards[name] = shard
-        for key in layout.keyword_fields:  # before the points: the HNSW build links within filtered values too
-            shard.update(UpdateOperation.create_field_index(key, PayloadSchemaType.Keyword))
+        schemas = {"keyword": PayloadSchemaType.Keyword, "float": PayloadSchemaType.Float,
+                   "bool": PayloadSchemaType.Bool}
+        for key, schema in layout.payload_indexes:  # before the points: the HNSW build links within filtered values
+            shard.update(UpdateOperation.create_field_index(key, schemas[schema]))
 
     def upsert_dense(self, name: str, ids: list[int], vectors: np.ndarray, payloads: list[dict[str, Any]]) -> None:
         from qdrant_edge import Point, UpdateOperation
@@ -121,6 +123,11 @@ class EdgeStore(QdrantStore):
     def indexed_vectors(self, name: str) -> int:
         """How many vectors Edge searches through its HNSW graph (0: every segment is scanned exactly)."""
         return int(self._shard(name).info().indexed_vectors_count)
+
+    def payload_indexes(self, name: str) -> dict[str, str]:
+        """The payload keys Edge has indexed and how (``"float"``, ...): what ``create`` asked for, read back."""
+        return {key: str(info.data_type).rsplit(".", 1)[-1].lower()
+                for key, info in self._shard(name).info().payload_schema.items()}
 
     def stored_vectors(self, name: str) -> StoredVectors:
         config = json.loads((self._folder(name) / SHARD / "edge_config.json").read_text())

@@ -36,7 +36,7 @@ from dashrag.core.params import ComponentSpec, ParamKind, component_field, kind_
 from dashrag.core.persistence import load_json, saved_folder_of
 from dashrag.core.restriction import Restriction
 from dashrag.errors import EngineError, PersistenceError
-from dashrag.filters.qdrant import PAYLOAD_KEY, keyword_keys
+from dashrag.filters.qdrant import PAYLOAD_KEY, PayloadIndex, payload_indexes
 from dashrag.indexes.base import IndexIdentity
 from dashrag.indexes.engine import REFERENCE_FILE, EngineFilter, EngineIndex, EngineParams, engine_filter
 from dashrag.indexes.qdrant_client_store import MEMORY, ClientStore
@@ -164,9 +164,10 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
         """What the collection is created with (a subclass: its vectors)."""
         raise NotImplementedError
 
-    def keyword_fields(self) -> tuple[str, ...]:
-        """The payload fields a restriction filters on, indexed as keywords."""
-        return ("source_id", *keyword_keys(self.require_infra().chunks.metadata_columns))
+    def payload_indexes(self) -> tuple[PayloadIndex, ...]:
+        """The payload indexes of the fields a restriction filters on: documents by ``source_id``, and the
+        metadata fields by kind (``filters/qdrant.payload_indexes``)."""
+        return (("source_id", "keyword"), *payload_indexes(self.require_infra().chunks.metadata_columns))
 
     def finish_build(self, record: dict[str, Any]) -> None:
         with self.engine_errors("building the collection's indexes"):

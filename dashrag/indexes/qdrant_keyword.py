@@ -52,7 +52,7 @@ class QdrantKeywordIndex(QdrantEngine[QdrantKeywordParams], KeywordIndex[QdrantK
                               "collection)")
 
     def layout(self, dimension: int, metric: str) -> Layout:
-        return Layout(sparse=SPARSE_VECTOR, keyword_fields=self.keyword_fields())
+        return Layout(sparse=SPARSE_VECTOR, payload_indexes=self.payload_indexes())
 
     def upload(self, rows: np.ndarray, weights: sp.csr_matrix) -> None:
         chunks = self.require_infra().chunks

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from dashrag.filters.qdrant import PayloadIndex
 from dashrag.indexes.engine import EngineFilter
 
 Found = list[tuple[int, float]]  # (point id, Qdrant's score), best first
@@ -49,7 +50,7 @@ class Layout:
 
     dense: DenseLayout | None = None
     sparse: str | None = None  # the name of the one sparse vector
-    keyword_fields: tuple[str, ...] = ()  # payload fields indexed as keywords (the filtered ones)
+    payload_indexes: tuple[PayloadIndex, ...] = ()  # (key, "keyword" | "float" | "bool"): the filtered fields
 
 
 @dataclass(frozen=True)

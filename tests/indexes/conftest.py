@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import dashrag
+from dashrag.documents.corpus import Corpus
 from dashrag.evaluation.metrics import evaluate
 from dashrag.evaluation.runs import run_from_results
 from tests.fixtures.scifact import Subset
@@ -73,3 +75,28 @@ def bm25_in_process(engine_subset, tmp_path_factory):
     tree = dashrag.build(bm25_tree(), engine_subset.corpus, tmp_path_factory.mktemp("bm25-in-process"))
     yield tree
     tree.close()
+
+
+@pytest.fixture(scope="module", params=["dense", "bm25"])
+def engine_trees(request, engine_cache, pg_url, tmp_path_factory) -> Iterator[dict]:
+    """The same top-5 leaf in process, on Qdrant (Edge, exact) and on PostgreSQL: dense or BM25, over the
+    requesting module's ``ENGINE_CORPUS``. Dense on pgvector is exact when the module sets ``PGVECTOR_EXACT``
+    (the restriction tests compare engines with each other), HNSW with the iterative scan otherwise (the
+    filter property checks that a filtered HNSW search misses nothing)."""
+    corpus = Corpus(tuple(request.module.ENGINE_CORPUS))
+    folder = tmp_path_factory.mktemp(f"engine-trees-{request.param}")
+    if request.param == "dense":
+        pgvector = {"url": pg_url, **({"exact": True} if getattr(request.module, "PGVECTOR_EXACT", False) else {})}
+        indexes = {"in-process": None,
+                   "qdrant": {"component": "QdrantVectorIndex", "params": {"exact": True}},
+                   "postgresql": {"component": "PgVectorIndex", "params": pgvector}}
+        configs = {name: dense_tree(index, top_k=5) for name, index in indexes.items()}
+    else:
+        indexes = {"in-process": None, "qdrant": {"component": "QdrantKeywordIndex", "params": {}},
+                   "postgresql": {"component": "PgKeywordIndex", "params": {"url": pg_url}}}
+        configs = {name: bm25_tree(index, top_k=5) for name, index in indexes.items()}
+    built = {name: dashrag.build(config, corpus, folder / name, cache_dir=engine_cache)
+             for name, config in configs.items()}
+    yield built
+    for tree in built.values():
+        tree.close()

@@ -4,45 +4,22 @@ inside its search, before top-k."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import dashrag
 from dashrag.core.restriction import Restriction
-from dashrag.documents.corpus import Corpus
 from tests.boolean.corpus_fixture import load_documents
-from tests.indexes.conftest import bm25_tree, dense_tree
 
 QUERIES = ["asylum appeal hearing", "cleaning the kitchen floor", "family reunification in Iraq", "bread"]
 ENGINES = ("qdrant", "postgresql")
+PGVECTOR_EXACT = True  # engines compared with each other: pgvector exact (tests/indexes/conftest.py)
 DOCUMENTS = load_documents()
+ENGINE_CORPUS = DOCUMENTS  # the corpus of conftest.engine_trees
 VALUES: dict[str, set[str]] = {}
 for document in DOCUMENTS:
     for name, values in document.metadata.items():
         VALUES.setdefault(name, set()).update(values)
 NAMES = sorted(VALUES)
-
-
-@pytest.fixture(scope="module", params=["dense", "bm25"])
-def trees(request, engine_cache, pg_url, tmp_path_factory):
-    """The same leaf in-process, on Qdrant and on PostgreSQL: dense (exact) or BM25."""
-    corpus = Corpus(tuple(DOCUMENTS))
-    folder = tmp_path_factory.mktemp(f"restriction-trees-{request.param}")
-    if request.param == "dense":
-        indexes = {"in-process": None,
-                   "qdrant": {"component": "QdrantVectorIndex", "params": {"exact": True}},
-                   "postgresql": {"component": "PgVectorIndex", "params": {"url": pg_url, "exact": True}}}
-        configs = {name: dense_tree(index, top_k=5) for name, index in indexes.items()}
-    else:
-        indexes = {"in-process": None, "qdrant": {"component": "QdrantKeywordIndex", "params": {}},
-                   "postgresql": {"component": "PgKeywordIndex", "params": {"url": pg_url}}}
-        configs = {name: bm25_tree(index, top_k=5) for name, index in indexes.items()}
-    built = {name: dashrag.build(config, corpus, folder / name, cache_dir=engine_cache)
-             for name, config in configs.items()}
-    yield built
-    for tree in built.values():
-        tree.close()
 
 
 def agree(found: dict[str, list[int]]) -> bool:
@@ -61,35 +38,35 @@ def answers(trees, query: str, restriction: Restriction) -> dict[str, list[int]]
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(wanted=category_filters, query=st.sampled_from(QUERIES))
-def test_category_filters_agree_across_engines(trees, wanted, query):
-    found = answers(trees, query, Restriction.where_categories(**wanted))
+def test_category_filters_agree_across_engines(engine_trees, wanted, query):
+    found = answers(engine_trees, query, Restriction.where_categories(**wanted))
     assert agree(found)
     allowed = {d.id for d in DOCUMENTS if all(set(v) & set(d.metadata.get(k, ())) for k, v in wanted.items())}
-    chunks = trees["in-process"].require_infra().chunks
+    chunks = engine_trees["in-process"].require_infra().chunks
     assert {chunks.by_id(i).document_id for i in found["in-process"]} <= allowed
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(documents=document_lists, query=st.sampled_from(QUERIES))
-def test_document_lists_agree_across_engines(trees, documents, query):
-    found = answers(trees, query, Restriction.to_documents(documents))
+def test_document_lists_agree_across_engines(engine_trees, documents, query):
+    found = answers(engine_trees, query, Restriction.to_documents(documents))
     assert agree(found)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=st.sampled_from(sorted(VALUES["CAT1"])), query=st.sampled_from(QUERIES))
-def test_opaque_predicates_agree_across_engines(trees, value, query):
+def test_opaque_predicates_agree_across_engines(engine_trees, value, query):
     restriction = Restriction(predicate=lambda categories: value not in categories.get("CAT1", ()))
-    found = answers(trees, query, restriction)
+    found = answers(engine_trees, query, restriction)
     assert agree(found)
 
 
-def test_a_restricted_search_still_returns_k_where_k_exist(trees):
+def test_a_restricted_search_still_returns_k_where_k_exist(engine_trees):
     """The allowed chunks rank low for the query, yet k of them come back (BM25: of those sharing a term)."""
     restriction = Restriction.where_categories(COUNTRY_OF_ORIGIN=["IQ"])
-    in_process = trees["in-process"]
+    in_process = engine_trees["in-process"]
     query = "asylum seeker" if in_process.component_name == "BM25Retriever" else "bread recipe"
-    found = answers(trees, query, restriction)
+    found = answers(engine_trees, query, restriction)
     chunks = in_process.require_infra().chunks
     allowed = restriction.row_mask(chunks)
     everything = in_process.retrieve(query, top_k=len(chunks))[0]  # unrestricted: every hit, best first

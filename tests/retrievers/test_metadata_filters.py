@@ -2,8 +2,8 @@
 
 * a leaf (BM25, TF-IDF, dense) returns exactly brute-force filter-then-rank: its whole unfiltered ranking,
   restricted to the documents a naive evaluator of the filter accepts, cut at k, with the same scores;
-* a composite (Parallel with every fusion, Sequential, MMR) returns exactly what it returns under a
-  restriction to those documents (the documents restriction: an independent mechanism, a set test).
+* composites, rerankers and the boolean query: test_filtered_composites.py (their own combination of these
+  answers: filter_reference.py).
 
 The naive evaluator here is written from the language's rules (docs/filters.md), not from dashrag/filters.
 """
@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dashrag
-from dashrag.core.restriction import Restriction
 from dashrag.documents.corpus import Corpus
 from dashrag.errors import FilterError, QueryError
 from dashrag.fusion.strategies import STRATEGY_NAMES
@@ -171,18 +170,6 @@ def test_a_filtered_leaf_is_filter_then_rank(trees, raw, query):
         expected = [c for c in everything if c.document_id in allowed][:5]
         found, _ = tree.retrieve(query, filters=raw)
         assert answer(found) == answer(expected), name
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(raw=filters, query=st.sampled_from(QUERIES))
-def test_a_filtered_composite_answers_as_restricted_to_the_matching_documents(trees, raw, query):
-    restriction = Restriction.to_documents(matching_documents(raw))
-    for name in COMPOSITES:
-        tree = trees[name]
-        found, _ = tree.retrieve(query, filters=raw)
-        assert answer(found) == answer(tree.retrieve(query, restriction=restriction)[0]), name
-        [(batched, _)] = tree.retrieve_batch([query], filters=raw)
-        assert answer(batched) == answer(found), name
 
 
 def test_a_selective_filter_still_returns_k(trees):
