@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 from pydantic import Field, model_validator
 
 from dashrag.core.ask import Ask
@@ -51,6 +50,9 @@ from dashrag.indexes.base import IndexIdentity
 from dashrag.indexes.keyword_base import KeywordIndex, QueryTerms
 from dashrag.scoring import bm25 as scoring
 from dashrag.scoring.distances import DISTANCE_METRICS, distances, scores_from_distances
+
+if TYPE_CHECKING:  # scipy is imported where a sparse matrix is made: a lone query needs none
+    import scipy.sparse as sp
 
 ENGINE_STATE = "keyword.json"  # on an engine: what the node keeps besides the reference (n_docs, parameters)
 
