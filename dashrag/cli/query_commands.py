@@ -87,7 +87,7 @@ def query(
     answering), the answers before it are already out, the error names the query, and
     the exit code is 2.
     """
-    import dashrag
+    from dashrag.core.saved_tree import load  # dashrag.load without dashrag.api's build and update imports
 
     if fmt not in ("text", "json", "trec"):
         raise QueryError(f"--format must be text, json or trec, not {excerpt(fmt)}")
@@ -99,7 +99,7 @@ def query(
     else:
         raise QueryError("give either a query text or --queries FILE")
     restriction = None if filters is None else _restriction(filters)  # a bad filter: exit 2 before loading
-    retriever = dashrag.load(folder, store_url=store)
+    retriever = load(folder, store_url=store)
     try:
         if queries is not None:
             answers = retriever.stream_batch([q for _, q in pairs], query_ids=[qid for qid, _ in pairs],

@@ -31,12 +31,13 @@ import numpy as np
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams
-from dashrag.core.restriction import Restriction
 from dashrag.indexes.base import Hits, IndexIdentity
 from dashrag.scoring.bm25 import BM25Weights
 
-if TYPE_CHECKING:  # scipy is imported where a sparse matrix is made: a lone query needs none
+if TYPE_CHECKING:  # scipy, the filter language: imported where they are used, not by a lone query
     import scipy.sparse as sp
+
+    from dashrag.core.restriction import Restriction
 
 P = TypeVar("P", bound=ComponentParams)
 QueryTerms = tuple[np.ndarray, np.ndarray]  # a query's term ids (int) and their counts (float)

@@ -43,7 +43,6 @@ from dashrag.core.persistence import atomic_write_json, load_array, load_json, s
 from dashrag.core.ranking import by_distance
 from dashrag.core.registry import register
 from dashrag.core.retriever import Result, UnitRetriever, check_query
-from dashrag.documents.changes import CorpusChange
 from dashrag.documents.scored_chunks import ScoredChunks
 from dashrag.errors import ConfigError, PersistenceError, RetrievalError
 from dashrag.indexes.base import IndexIdentity
@@ -53,6 +52,8 @@ from dashrag.scoring.distances import DISTANCE_METRICS, distances, scores_from_d
 
 if TYPE_CHECKING:  # scipy is imported where a sparse matrix is made: a lone query needs none
     import scipy.sparse as sp
+
+    from dashrag.documents.changes import CorpusChange
 
 ENGINE_STATE = "keyword.json"  # on an engine: what the node keeps besides the reference (n_docs, parameters)
 
