@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from dashrag.cli.console import console, user_errors
+from dashrag.cli.console import user_errors
 from dashrag.cli.output import print_table, results_json
 from dashrag.cli.safe_text import plain
 from dashrag.display import visible
@@ -133,6 +133,8 @@ def write_answer(fmt: str, tag: str, trace: bool, pair: tuple[str, str], chunks:
     elif fmt == "json":
         print(results_json(text, chunks, node if trace else None))
     else:
+        from dashrag.cli.console import console
+
         print_table(console, text, chunks)
         if trace:
             from dashrag.core.trace import format_trace

@@ -13,6 +13,7 @@ def test_pg_status_alone_of_a_folder_without_a_server_says_so_and_exits_1(tmp_pa
     assert result.stdout == f"no server is running for {tmp_path}\n"
 
 
-def test_pg_stop_alone_of_a_folder_without_a_server_changes_nothing(tmp_path):
+def test_pg_stop_alone_of_a_folder_no_pg_start_made_is_one_error_line_exit_2(tmp_path):
     result = CliRunner().invoke(pg_commands.app, ["stop", "--data", str(tmp_path)])
-    assert result.exit_code == 0 and result.stdout == f"no server was running for {tmp_path}\n"
+    assert result.exit_code == 2
+    assert result.stderr == f"error: PostgreSQL: {tmp_path} is not a data folder made by `dashrag pg start`\n"

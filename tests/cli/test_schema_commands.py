@@ -24,7 +24,8 @@ def test_components_alone_lists_every_registered_component():
 def test_schema_alone_prints_the_component_json_schema():
     result = run("schema", "BM25Retriever")
     assert result.exit_code == 0, result.output
-    assert "k1" in json.loads(result.stdout)["properties"]["params"]["properties"]
+    schema = json.loads(result.stdout)
+    assert schema["x-component"] == "BM25Retriever" and "k1" in schema["properties"]
 
 
 def test_schema_alone_of_an_unknown_name_is_one_error_line_exit_2():
