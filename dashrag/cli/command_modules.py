@@ -18,7 +18,7 @@ them all, as does iterating over the table's items.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +51,7 @@ class CommandModule:
 class LazyCommands(MutableMapping[str, Any]):
     """A click group's ``commands`` table that imports a :class:`CommandModule` when one of its names is read."""
 
-    def __init__(self, modules: Sequence[CommandModule], loaded: dict[str, Any] | None = None):
+    def __init__(self, modules: Sequence[CommandModule], loaded: Mapping[str, Any] | None = None):
         self._where = {name: module for module in modules for name in module.names}
         self._loaded: dict[str, Any] = dict(loaded or {})
         self._order = [*self._loaded, *(name for name in self._where if name not in self._loaded)]
@@ -95,4 +95,4 @@ class LazyGroup(OneLineErrors):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.commands = LazyCommands(self.modules, self.commands)  # type: ignore[assignment]
+        self.commands = LazyCommands(self.modules, self.commands)

@@ -14,7 +14,6 @@ import typer
 from dashrag.cli.console import user_errors
 from dashrag.errors import ConfigError
 
-
 app = typer.Typer()
 
 

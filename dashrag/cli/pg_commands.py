@@ -11,7 +11,6 @@ import typer
 
 from dashrag.cli.console import say, user_errors
 
-
 app = typer.Typer(name="pg", no_args_is_help=True, help="A local PostgreSQL server with pgvector (127.0.0.1 only).")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+
 import typer
 
 from dashrag.cli.console import user_errors
