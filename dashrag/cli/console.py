@@ -15,17 +15,33 @@ import logging
 import sys
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
 
 from dashrag.cli.safe_text import VisibleFormatter, plain
 from dashrag.cli.usage import EXIT_USER_ERROR, print_error
 from dashrag.errors import DashragError
 
-console = Console()
-err_console = Console(stderr=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    console: Console
+    err_console: Console
+
+_CONSOLES: dict[str, Console] = {}
+
+
+def __getattr__(name: str) -> Any:
+    """``console`` (stdout) and ``err_console`` (stderr), made on first use: rich is imported by the commands
+    that print through it, so `dashrag query --json` (JSON on stdout) never imports it."""
+    if name not in ("console", "err_console"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _CONSOLES:
+        from rich.console import Console
+
+        _CONSOLES[name] = Console(stderr=name == "err_console")
+    return _CONSOLES[name]
 
 __all__ = ["EXIT_USER_ERROR", "console", "err_console", "say", "user_errors"]
 
@@ -33,7 +49,7 @@ __all__ = ["EXIT_USER_ERROR", "console", "err_console", "say", "user_errors"]
 def say(text: object) -> None:
     """One line of a command's own output on stdout: never read as markup, control characters shown as text,
     never wrapped (a path or URL stays one copyable line)."""
-    console.print(plain(text), highlight=False, soft_wrap=True)
+    __getattr__("console").print(plain(text), highlight=False, soft_wrap=True)
 
 
 def user_errors(command: Callable) -> Callable:

@@ -150,163 +150,163 @@ def comparison_table(result: TuningResult) -> Table:
     return table
 
 
-def register_eval_commands(app: typer.Typer) -> None:
-    """Add ``eval`` and ``tune`` to the ``dashrag`` app (main.py calls this once)."""
+app = typer.Typer()
 
-    @app.command("eval")
-    @user_errors
-    def eval_command(
-        config: str = typer.Argument(..., help=CONFIG_HELP),
-        dataset: Path = typer.Option(
-            ..., "--dataset", help="A BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv."
-        ),
-        split: str = typer.Option("test", help="Which qrels/<split>.tsv to score."),
-        metrics: str = typer.Option(
-            DEFAULT_METRICS, help="Comma-separated: ndcg@k, recall@k, mrr@k, map@k, precision@k."
-        ),
-        json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
-        plot: Path | None = typer.Option(None, help="Write a PNG of the per-node metrics here."),
-        top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", min=0, help=TOP_K_HELP),
-        chunker: str | None = typer.Option(
-            None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."
-        ),
-        workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
-        batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, min=1, help="Queries per retrieve_batch call."),
-        filters: str | None = typer.Option(None, "--filter", help=(
-            "A metadata filter as JSON: every query is answered under it (docs/filters.md).")),
-    ) -> None:
-        """Build (or load) a tree, run a split's judged queries, print every node's metrics."""
-        from dashrag.evaluation.beir import load_split
-        from dashrag.evaluation.metrics import parse_metrics
-        from dashrag.evaluation.report import per_node_table, plot_per_node
-        from dashrag.evaluation.runner import evaluate_tree
 
-        metric_list = [m.label for m in parse_metrics(metrics)]
-        wanted = None if filters is None else parse_filter_json(filters)  # a bad filter: exit 2 before building
-        check_output_file(json_out, "--json")
-        check_output_file(plot, "--plot")
-        saved = is_saved_folder(config)
-        if saved and chunker is not None:
-            raise ConfigError("--chunker applies when building; a saved folder keeps the chunks it was built on")
+@app.command("eval")
+@user_errors
+def eval_command(
+    config: str = typer.Argument(..., help=CONFIG_HELP),
+    dataset: Path = typer.Option(
+        ..., "--dataset", help="A BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv."
+    ),
+    split: str = typer.Option("test", help="Which qrels/<split>.tsv to score."),
+    metrics: str = typer.Option(
+        DEFAULT_METRICS, help="Comma-separated: ndcg@k, recall@k, mrr@k, map@k, precision@k."
+    ),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
+    plot: Path | None = typer.Option(None, help="Write a PNG of the per-node metrics here."),
+    top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", min=0, help=TOP_K_HELP),
+    chunker: str | None = typer.Option(
+        None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."
+    ),
+    workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
+    batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, min=1, help="Queries per retrieve_batch call."),
+    filters: str | None = typer.Option(None, "--filter", help=(
+        "A metadata filter as JSON: every query is answered under it (docs/filters.md).")),
+) -> None:
+    """Build (or load) a tree, run a split's judged queries, print every node's metrics."""
+    from dashrag.evaluation.beir import load_split
+    from dashrag.evaluation.metrics import parse_metrics
+    from dashrag.evaluation.report import per_node_table, plot_per_node
+    from dashrag.evaluation.runner import evaluate_tree
+
+    metric_list = [m.label for m in parse_metrics(metrics)]
+    wanted = None if filters is None else parse_filter_json(filters)  # a bad filter: exit 2 before building
+    check_output_file(json_out, "--json")
+    check_output_file(plot, "--plot")
+    saved = is_saved_folder(config)
+    if saved and chunker is not None:
+        raise ConfigError("--chunker applies when building; a saved folder keeps the chunks it was built on")
+    if saved:
+        read_manifest(Path(config))  # a clear error for a folder that is not a saved tree
+    else:
+        raw = resolve_config(config)
+        dashrag.validate_and_transform(raw, "retriever")
+    chunker_spec = checked_chunker(chunker)
+    evaluation_split = load_split(dataset, split)
+    with console.status("reading the corpus"):
+        corpus = dashrag.Corpus.from_beir(dataset)
+    started = time.perf_counter()
+    with console.status("loading" if saved else "chunking, storing and fitting"):
         if saved:
-            read_manifest(Path(config))  # a clear error for a folder that is not a saved tree
+            retriever = dashrag.load(config)
+            check_saved_corpus(retriever, corpus, Path(config), dataset)
         else:
-            raw = resolve_config(config)
-            dashrag.validate_and_transform(raw, "retriever")
-        chunker_spec = checked_chunker(chunker)
-        evaluation_split = load_split(dataset, split)
-        with console.status("reading the corpus"):
-            corpus = dashrag.Corpus.from_beir(dataset)
-        started = time.perf_counter()
-        with console.status("loading" if saved else "chunking, storing and fitting"):
-            if saved:
-                retriever = dashrag.load(config)
-                check_saved_corpus(retriever, corpus, Path(config), dataset)
-            else:
-                retriever = dashrag.build(raw, corpus, workdir or default_workdir(dataset), chunker=chunker_spec)
-        build_s = time.perf_counter() - started
-        with progress_bar(console) as progress:
-            task = progress.add_task(markup_safe(f"{evaluation_split.dataset} {split}"), total=len(evaluation_split))
-            report = evaluate_tree(
-                retriever,
-                evaluation_split,
-                ",".join(metric_list),
-                top_k=top_k,
-                batch_size=batch_size,
-                on_batch=lambda n: progress.advance(task, n),
-                filters=wanted,
-            )
-        report["config"] = retriever.to_config()
-        report["timings"]["build_s"] = build_s
-        print_wide(console, per_node_table(report))
-        timings = report["timings"]
-        console.print(
-            f"{'loaded' if saved else 'built'} in {build_s:.1f}s · retrieval {timings['retrieval_s']:.2f}s · "
-            f"evaluation {timings['eval_s']:.3f}s",
-            highlight=False,
+            retriever = dashrag.build(raw, corpus, workdir or default_workdir(dataset), chunker=chunker_spec)
+    build_s = time.perf_counter() - started
+    with progress_bar(console) as progress:
+        task = progress.add_task(markup_safe(f"{evaluation_split.dataset} {split}"), total=len(evaluation_split))
+        report = evaluate_tree(
+            retriever,
+            evaluation_split,
+            ",".join(metric_list),
+            top_k=top_k,
+            batch_size=batch_size,
+            on_batch=lambda n: progress.advance(task, n),
+            filters=wanted,
         )
-        if json_out is not None:
-            atomic_write_json(json_out, report)
-            console.print(plain(f"wrote {json_out}"), highlight=False)
-        if plot is not None:
-            plot_per_node(report, plot)
-            console.print(plain(f"wrote {plot}"), highlight=False)
-        retriever.close()
+    report["config"] = retriever.to_config()
+    report["timings"]["build_s"] = build_s
+    print_wide(console, per_node_table(report))
+    timings = report["timings"]
+    console.print(
+        f"{'loaded' if saved else 'built'} in {build_s:.1f}s · retrieval {timings['retrieval_s']:.2f}s · "
+        f"evaluation {timings['eval_s']:.3f}s",
+        highlight=False,
+    )
+    if json_out is not None:
+        atomic_write_json(json_out, report)
+        console.print(plain(f"wrote {json_out}"), highlight=False)
+    if plot is not None:
+        plot_per_node(report, plot)
+        console.print(plain(f"wrote {plot}"), highlight=False)
+    retriever.close()
 
-    @app.command("tune")
-    @user_errors
-    def tune_command(
-        config: str = typer.Argument(..., help=CONFIG_HELP + " (a saved folder's config is refitted)"),
-        dataset: Path = typer.Option(..., "--dataset", help="A BEIR folder with qrels for both splits."),
-        param: list[str] = typer.Option(
-            ..., "--param", help="PATH=v1,v2,... e.g. params.children[0].params.k1=0.9,1.2 (repeat)."
-        ),
-        metric: str = typer.Option("ndcg@10", help="The metric the search maximises on the train split."),
-        metrics: str = typer.Option(DEFAULT_METRICS, help="The metrics of the test reports."),
-        out: Path = typer.Option(Path("tuned.json"), "--out", help="Write the tuned (normalised) config here."),
-        json_out: Path | None = typer.Option(None, "--json", help="Write the tuning report (every point) here."),
-        plot: Path | None = typer.Option(None, help="Write a PNG of the metric against each parameter here."),
-        top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", min=0, help=TOP_K_HELP),
-        chunker: str | None = typer.Option(
-            None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."
-        ),
-        workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
-        train_split: str = typer.Option("train", help="The split the search runs on."),
-        test_split: str = typer.Option("test", help="The split the best point is reported on."),
-        force_test: bool = typer.Option(
-            False, "--force-test", help="Allow --train-split test (the search then sees the final figure's queries)."
-        ),
-    ) -> None:
-        """Grid-search parameters on the train split; report the best on test; write the tuned config."""
-        from dashrag.evaluation.beir import load_split
-        from dashrag.evaluation.metrics import parse_metric, parse_metrics
-        from dashrag.evaluation.tuner import plan_grid, plot_tuning, tune
-        from dashrag.finetuning.pairs import refuse_test_split
+@app.command("tune")
+@user_errors
+def tune_command(
+    config: str = typer.Argument(..., help=CONFIG_HELP + " (a saved folder's config is refitted)"),
+    dataset: Path = typer.Option(..., "--dataset", help="A BEIR folder with qrels for both splits."),
+    param: list[str] = typer.Option(
+        ..., "--param", help="PATH=v1,v2,... e.g. params.children[0].params.k1=0.9,1.2 (repeat)."
+    ),
+    metric: str = typer.Option("ndcg@10", help="The metric the search maximises on the train split."),
+    metrics: str = typer.Option(DEFAULT_METRICS, help="The metrics of the test reports."),
+    out: Path = typer.Option(Path("tuned.json"), "--out", help="Write the tuned (normalised) config here."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the tuning report (every point) here."),
+    plot: Path | None = typer.Option(None, help="Write a PNG of the metric against each parameter here."),
+    top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", min=0, help=TOP_K_HELP),
+    chunker: str | None = typer.Option(
+        None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."
+    ),
+    workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
+    train_split: str = typer.Option("train", help="The split the search runs on."),
+    test_split: str = typer.Option("test", help="The split the best point is reported on."),
+    force_test: bool = typer.Option(
+        False, "--force-test", help="Allow --train-split test (the search then sees the final figure's queries)."
+    ),
+) -> None:
+    """Grid-search parameters on the train split; report the best on test; write the tuned config."""
+    from dashrag.evaluation.beir import load_split
+    from dashrag.evaluation.metrics import parse_metric, parse_metrics
+    from dashrag.evaluation.tuner import plan_grid, plot_tuning, tune
+    from dashrag.finetuning.pairs import refuse_test_split
 
-        refuse_test_split(train_split, force_test, "--train-split")
-        raw = read_manifest(Path(config))["config"] if is_saved_folder(config) else resolve_config(config)
-        chunker_spec = checked_chunker(chunker)
-        for path, option in ((out, "--out"), (json_out, "--json"), (plot, "--plot")):
-            check_output_file(path, option)
-        params = read_tune_params(param)
-        points = plan_grid(raw, params, top_k)  # every path, value and combination before any work
-        parse_metric(metric)
-        parse_metrics(metrics)
-        if train_split == test_split:
-            raise ConfigError(
-                [ConfigIssue("--train-split", f"is the test split {test_split!r}: tune on other queries")]
-            )
-        train, test = load_split(dataset, train_split), load_split(dataset, test_split)
-        with console.status("reading, chunking and storing the corpus"):
-            infra = prepare_corpus(dashrag.Corpus.from_beir(dataset), workdir or default_workdir(dataset), chunker_spec)
-        with progress_bar(console) as progress:
-            task = progress.add_task(markup_safe(f"{len(points)} points on {train_split}"), total=len(points))
-            result = tune(
-                raw,
-                params,
-                infra=infra,
-                train=train,
-                test=test,
-                metric=metric,
-                metrics=metrics,
-                top_k=top_k,
-                on_point=lambda _: progress.advance(task),
-            )
-        print_wide(console, points_table(result))
-        print_wide(console, comparison_table(result))
-        console.print(
-            f"{len(result.points)} points, {len(result.fitted)} retriever fits, "
-            f"search {result.timings['search_s']:.1f}s",
-            highlight=False,
+    refuse_test_split(train_split, force_test, "--train-split")
+    raw = read_manifest(Path(config))["config"] if is_saved_folder(config) else resolve_config(config)
+    chunker_spec = checked_chunker(chunker)
+    for path, option in ((out, "--out"), (json_out, "--json"), (plot, "--plot")):
+        check_output_file(path, option)
+    params = read_tune_params(param)
+    points = plan_grid(raw, params, top_k)  # every path, value and combination before any work
+    parse_metric(metric)
+    parse_metrics(metrics)
+    if train_split == test_split:
+        raise ConfigError(
+            [ConfigIssue("--train-split", f"is the test split {test_split!r}: tune on other queries")]
         )
-        atomic_write_json(out, result.best_point.config)
-        console.print(plain(f"wrote the tuned config to {out}"), highlight=False)
-        if json_out is not None:
-            atomic_write_json(json_out, result.to_json())
-            console.print(plain(f"wrote {json_out}"), highlight=False)
-        if plot is not None:
-            plot_tuning(result, plot)
-            console.print(plain(f"wrote {plot}"), highlight=False)
+    train, test = load_split(dataset, train_split), load_split(dataset, test_split)
+    with console.status("reading, chunking and storing the corpus"):
+        infra = prepare_corpus(dashrag.Corpus.from_beir(dataset), workdir or default_workdir(dataset), chunker_spec)
+    with progress_bar(console) as progress:
+        task = progress.add_task(markup_safe(f"{len(points)} points on {train_split}"), total=len(points))
+        result = tune(
+            raw,
+            params,
+            infra=infra,
+            train=train,
+            test=test,
+            metric=metric,
+            metrics=metrics,
+            top_k=top_k,
+            on_point=lambda _: progress.advance(task),
+        )
+    print_wide(console, points_table(result))
+    print_wide(console, comparison_table(result))
+    console.print(
+        f"{len(result.points)} points, {len(result.fitted)} retriever fits, "
+        f"search {result.timings['search_s']:.1f}s",
+        highlight=False,
+    )
+    atomic_write_json(out, result.best_point.config)
+    console.print(plain(f"wrote the tuned config to {out}"), highlight=False)
+    if json_out is not None:
+        atomic_write_json(json_out, result.to_json())
+        console.print(plain(f"wrote {json_out}"), highlight=False)
+    if plot is not None:
+        plot_tuning(result, plot)
+        console.print(plain(f"wrote {plot}"), highlight=False)
 
 
 def parse_filter_json(text: str) -> Any:

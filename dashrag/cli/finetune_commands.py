@@ -93,133 +93,131 @@ def train_on_split(dataset: Path, split: str, dev_fraction: float, seed: int, fi
         return train(data, bars)
 
 
-def register_finetune_commands(app: typer.Typer) -> None:
-    """Add ``finetune embedding``, ``finetune reranker`` and ``finetune pipeline`` (main.py calls this once)."""
-    finetune = typer.Typer(no_args_is_help=True, help="Fine-tune models on a BEIR split's judgements.")
+app = typer.Typer(name="finetune", no_args_is_help=True, help="Fine-tune models on a BEIR split's judgements.")
 
-    @finetune.command("embedding")
-    @user_errors
-    def embedding_command(
-        dataset: Path = typer.Option(..., "--dataset", help=DATASET_HELP),
-        out: Path = typer.Option(..., "--out", help="The model folder to write (loads by path in "
-                                                    "SentenceTransformerEmbedding's `model`)."),
-        split: str = typer.Option("train", help="The qrels split to learn from (test is refused)."),
-        base: str = typer.Option("MiniLMEmbedding", help="An embedding component (name or JSON) or a model folder."),
-        epochs: int = typer.Option(2, min=1),
-        batch_size: int = typer.Option(32, min=2, help="Pairs per batch (the in-batch negatives)."),
-        learning_rate: float = typer.Option(3e-5, min=0.0),
-        max_seq_length: int = typer.Option(256, min=8, help="Tokens read per text while training."),
-        seed: int = typer.Option(42),
-        dev_fraction: float = typer.Option(0.1, help="Queries held out of training for the card's dev figures."),
-        first_stage: str = typer.Option("keyword", help="The preset whose ranking gives the hard negatives."),
-        workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
-        force_test: bool = typer.Option(False, "--force-test", help="Allow --split test."),
-    ) -> None:
-        """Fine-tune a bi-encoder on the split's judged pairs (BM25 hard negatives); write a model folder."""
-        from dashrag.finetuning.base_model import resolve_embedding_base
-        from dashrag.finetuning.embedding_trainer import train_embedding
-        from dashrag.finetuning.pairs import refuse_test_split
 
-        refuse_test_split(split, force_test)
-        hyper = hyperparameters(epochs, batch_size, learning_rate, max_seq_length, seed)
-        check_model_folder(out)
-        resolve_embedding_base(base)
-        card = train_on_split(dataset, split, dev_fraction, seed, first_stage, workdir, force_test,
-                              lambda data, bars: train_embedding(data, out, base=base, hyper=hyper, progress=bars))
-        print_card_figures(card)
-        say(f"wrote {out}")
+@app.command("embedding")
+@user_errors
+def embedding_command(
+    dataset: Path = typer.Option(..., "--dataset", help=DATASET_HELP),
+    out: Path = typer.Option(..., "--out", help="The model folder to write (loads by path in "
+                                                "SentenceTransformerEmbedding's `model`)."),
+    split: str = typer.Option("train", help="The qrels split to learn from (test is refused)."),
+    base: str = typer.Option("MiniLMEmbedding", help="An embedding component (name or JSON) or a model folder."),
+    epochs: int = typer.Option(2, min=1),
+    batch_size: int = typer.Option(32, min=2, help="Pairs per batch (the in-batch negatives)."),
+    learning_rate: float = typer.Option(3e-5, min=0.0),
+    max_seq_length: int = typer.Option(256, min=8, help="Tokens read per text while training."),
+    seed: int = typer.Option(42),
+    dev_fraction: float = typer.Option(0.1, help="Queries held out of training for the card's dev figures."),
+    first_stage: str = typer.Option("keyword", help="The preset whose ranking gives the hard negatives."),
+    workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
+    force_test: bool = typer.Option(False, "--force-test", help="Allow --split test."),
+) -> None:
+    """Fine-tune a bi-encoder on the split's judged pairs (BM25 hard negatives); write a model folder."""
+    from dashrag.finetuning.base_model import resolve_embedding_base
+    from dashrag.finetuning.embedding_trainer import train_embedding
+    from dashrag.finetuning.pairs import refuse_test_split
 
-    @finetune.command("reranker")
-    @user_errors
-    def reranker_command(
-        dataset: Path = typer.Option(..., "--dataset", help=DATASET_HELP),
-        out: Path = typer.Option(..., "--out", help="The model folder to write (loads by path in "
-                                                    "CrossEncoderRetriever's `model`)."),
-        split: str = typer.Option("train", help="The qrels split to learn from (test is refused)."),
-        base: str = typer.Option("MiniLMEmbedding", help="An embedding component (name or JSON) or a model folder."),
-        epochs: int = typer.Option(1, min=1),
-        batch_size: int = typer.Option(16, min=1),
-        learning_rate: float = typer.Option(2e-5, min=0.0),
-        max_seq_length: int = typer.Option(256, min=8, help="Tokens read per (query, document) pair."),
-        negatives: int = typer.Option(4, min=1, help="First-stage hard negatives per query."),
-        seed: int = typer.Option(42),
-        dev_fraction: float = typer.Option(0.1, help="Queries held out of training for the card's dev figures."),
-        first_stage: str = typer.Option("keyword", help="The preset whose ranking gives the candidates."),
-        workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
-        force_test: bool = typer.Option(False, "--force-test", help="Allow --split test."),
-    ) -> None:
-        """Fine-tune a cross-encoder on the split's judgements (first-stage negatives); write a model folder."""
-        from dashrag.finetuning.base_model import resolve_reranker_base
-        from dashrag.finetuning.pairs import refuse_test_split
-        from dashrag.finetuning.reranker_trainer import RerankerHyperparameters, train_reranker
+    refuse_test_split(split, force_test)
+    hyper = hyperparameters(epochs, batch_size, learning_rate, max_seq_length, seed)
+    check_model_folder(out)
+    resolve_embedding_base(base)
+    card = train_on_split(dataset, split, dev_fraction, seed, first_stage, workdir, force_test,
+                          lambda data, bars: train_embedding(data, out, base=base, hyper=hyper, progress=bars))
+    print_card_figures(card)
+    say(f"wrote {out}")
 
-        refuse_test_split(split, force_test)
-        hyper = RerankerHyperparameters(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-                                        max_seq_length=max_seq_length, negatives=negatives, seed=seed)
-        hyper.check()
-        check_model_folder(out)
-        resolve_reranker_base(base)
-        card = train_on_split(dataset, split, dev_fraction, seed, first_stage, workdir, force_test,
-                              lambda data, bars: train_reranker(data, out, base=base, hyper=hyper, progress=bars))
-        figures = card["figures"]
-        say(f"trained {figures['train_steps']} steps, loss {figures['train_loss']:.4f}")
-        dev = figures.get("dev_rerank")
-        if dev:
-            verdict = "beats" if dev["beats_first_stage"] else "does not beat"
-            say(f"dev nDCG@10: first stage {dev['first_stage']['ndcg@10']:.4f}, reranked "
-                                f"{dev['reranked']['ndcg@10']:.4f}: the reranker {verdict} its first stage")
-        say(f"wrote {out}")
+@app.command("reranker")
+@user_errors
+def reranker_command(
+    dataset: Path = typer.Option(..., "--dataset", help=DATASET_HELP),
+    out: Path = typer.Option(..., "--out", help="The model folder to write (loads by path in "
+                                                "CrossEncoderRetriever's `model`)."),
+    split: str = typer.Option("train", help="The qrels split to learn from (test is refused)."),
+    base: str = typer.Option("MiniLMEmbedding", help="An embedding component (name or JSON) or a model folder."),
+    epochs: int = typer.Option(1, min=1),
+    batch_size: int = typer.Option(16, min=1),
+    learning_rate: float = typer.Option(2e-5, min=0.0),
+    max_seq_length: int = typer.Option(256, min=8, help="Tokens read per (query, document) pair."),
+    negatives: int = typer.Option(4, min=1, help="First-stage hard negatives per query."),
+    seed: int = typer.Option(42),
+    dev_fraction: float = typer.Option(0.1, help="Queries held out of training for the card's dev figures."),
+    first_stage: str = typer.Option("keyword", help="The preset whose ranking gives the candidates."),
+    workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
+    force_test: bool = typer.Option(False, "--force-test", help="Allow --split test."),
+) -> None:
+    """Fine-tune a cross-encoder on the split's judgements (first-stage negatives); write a model folder."""
+    from dashrag.finetuning.base_model import resolve_reranker_base
+    from dashrag.finetuning.pairs import refuse_test_split
+    from dashrag.finetuning.reranker_trainer import RerankerHyperparameters, train_reranker
 
-    @finetune.command("pipeline")
-    @user_errors
-    def pipeline_command(
-        dataset: Path = typer.Option(..., "--dataset", help=DATASET_HELP),
-        out: Path = typer.Option(..., "--out", help="The preset to write, e.g. components/NAME.json."),
-        model_dir: Path | None = typer.Option(None, "--model-dir", help="The model folder (default: "
-                                                                         "models/<NAME>-embedding; never committed)."),
-        split: str = typer.Option("train", help="The qrels split to learn and tune on (test is refused)."),
-        base: str = typer.Option("MiniLMEmbedding", help="An embedding component (name or JSON) or a model folder."),
-        epochs: int = typer.Option(2, min=1),
-        batch_size: int = typer.Option(32, min=2),
-        learning_rate: float = typer.Option(3e-5, min=0.0),
-        max_seq_length: int = typer.Option(256, min=8),
-        seed: int = typer.Option(42),
-        dev_fraction: float = typer.Option(0.1, help="Queries held out of training; the tree is tuned on them."),
-        first_stage: str = typer.Option("keyword", help="The BM25 preset: hard negatives and the hybrid's keyword "
-                                                        "child."),
-        workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
-        final_eval: str | None = typer.Option(None, "--final-eval", help="After the preset is written, score it on "
-                                                                           "this split (e.g. test)."),
-        json_out: Path | None = typer.Option(None, "--json", help="Write the pipeline report (every step) here."),
-        force_test: bool = typer.Option(False, "--force-test", help="Allow --split test."),
-    ) -> None:
-        """Fine-tune the embedding, embed the corpus, tune the hybrid tree on the dev slice, write a preset."""
-        from dashrag.evaluation.report import per_node_table
-        from dashrag.finetuning.base_model import resolve_embedding_base
-        from dashrag.finetuning.pipeline import PipelineSettings, default_model_dir, run_pipeline
+    refuse_test_split(split, force_test)
+    hyper = RerankerHyperparameters(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+                                    max_seq_length=max_seq_length, negatives=negatives, seed=seed)
+    hyper.check()
+    check_model_folder(out)
+    resolve_reranker_base(base)
+    card = train_on_split(dataset, split, dev_fraction, seed, first_stage, workdir, force_test,
+                          lambda data, bars: train_reranker(data, out, base=base, hyper=hyper, progress=bars))
+    figures = card["figures"]
+    say(f"trained {figures['train_steps']} steps, loss {figures['train_loss']:.4f}")
+    dev = figures.get("dev_rerank")
+    if dev:
+        verdict = "beats" if dev["beats_first_stage"] else "does not beat"
+        say(f"dev nDCG@10: first stage {dev['first_stage']['ndcg@10']:.4f}, reranked "
+                            f"{dev['reranked']['ndcg@10']:.4f}: the reranker {verdict} its first stage")
+    say(f"wrote {out}")
 
-        check_output_file(out, "--out")
-        check_output_file(json_out, "--json")
-        folder = model_dir or default_model_dir(out)
-        check_model_folder(folder, "--model-dir")
-        resolve_embedding_base(base)
-        settings = PipelineSettings(
-            dataset=dataset, out=out, model_dir=folder, split=split, base=base, dev_fraction=dev_fraction,
-            first_stage=first_stage, workdir=workdir or default_workdir(dataset), final_eval=final_eval,
-            force_test=force_test, hyper=hyperparameters(epochs, batch_size, learning_rate, max_seq_length, seed))
-        with step_display() as display:
-            report = run_pipeline(settings, StepBars(display))
-        print_card_figures(report["model_card"])
-        tuning = report["tuning"]
-        say(f"tuned {tuning['points']} points on {tuning['split']} ({tuning['queries']} queries): "
-                            f"best {tuning['best']['values']} nDCG@10 {tuning['best']['ndcg@10']:.4f}")
-        if report["final"] is not None:
-            print_wide(console, per_node_table(report["final"]))
-        steps = " · ".join(f"{name[:-2]} {seconds:.0f}s" for name, seconds in report["timings"].items())
-        say(f"steps: {steps}")
-        say(f"wrote {out} (model {report['model_reference']})")
-        if json_out is not None:
-            atomic_write_json(json_out, report)
-            say(f"wrote {json_out}")
+@app.command("pipeline")
+@user_errors
+def pipeline_command(
+    dataset: Path = typer.Option(..., "--dataset", help=DATASET_HELP),
+    out: Path = typer.Option(..., "--out", help="The preset to write, e.g. components/NAME.json."),
+    model_dir: Path | None = typer.Option(None, "--model-dir", help="The model folder (default: "
+                                                                     "models/<NAME>-embedding; never committed)."),
+    split: str = typer.Option("train", help="The qrels split to learn and tune on (test is refused)."),
+    base: str = typer.Option("MiniLMEmbedding", help="An embedding component (name or JSON) or a model folder."),
+    epochs: int = typer.Option(2, min=1),
+    batch_size: int = typer.Option(32, min=2),
+    learning_rate: float = typer.Option(3e-5, min=0.0),
+    max_seq_length: int = typer.Option(256, min=8),
+    seed: int = typer.Option(42),
+    dev_fraction: float = typer.Option(0.1, help="Queries held out of training; the tree is tuned on them."),
+    first_stage: str = typer.Option("keyword", help="The BM25 preset: hard negatives and the hybrid's keyword "
+                                                    "child."),
+    workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
+    final_eval: str | None = typer.Option(None, "--final-eval", help="After the preset is written, score it on "
+                                                                       "this split (e.g. test)."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the pipeline report (every step) here."),
+    force_test: bool = typer.Option(False, "--force-test", help="Allow --split test."),
+) -> None:
+    """Fine-tune the embedding, embed the corpus, tune the hybrid tree on the dev slice, write a preset."""
+    from dashrag.evaluation.report import per_node_table
+    from dashrag.finetuning.base_model import resolve_embedding_base
+    from dashrag.finetuning.pipeline import PipelineSettings, default_model_dir, run_pipeline
 
-    app.add_typer(finetune, name="finetune")
+    check_output_file(out, "--out")
+    check_output_file(json_out, "--json")
+    folder = model_dir or default_model_dir(out)
+    check_model_folder(folder, "--model-dir")
+    resolve_embedding_base(base)
+    settings = PipelineSettings(
+        dataset=dataset, out=out, model_dir=folder, split=split, base=base, dev_fraction=dev_fraction,
+        first_stage=first_stage, workdir=workdir or default_workdir(dataset), final_eval=final_eval,
+        force_test=force_test, hyper=hyperparameters(epochs, batch_size, learning_rate, max_seq_length, seed))
+    with step_display() as display:
+        report = run_pipeline(settings, StepBars(display))
+    print_card_figures(report["model_card"])
+    tuning = report["tuning"]
+    say(f"tuned {tuning['points']} points on {tuning['split']} ({tuning['queries']} queries): "
+                        f"best {tuning['best']['values']} nDCG@10 {tuning['best']['ndcg@10']:.4f}")
+    if report["final"] is not None:
+        print_wide(console, per_node_table(report["final"]))
+    steps = " · ".join(f"{name[:-2]} {seconds:.0f}s" for name, seconds in report["timings"].items())
+    say(f"steps: {steps}")
+    say(f"wrote {out} (model {report['model_reference']})")
+    if json_out is not None:
+        atomic_write_json(json_out, report)
+        say(f"wrote {json_out}")
+

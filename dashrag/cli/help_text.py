@@ -31,5 +31,7 @@ def tidy_help(command: Any, ctx: Any) -> None:
             param.metavar = ""  # typer shows the metavar in place of the type: nothing for a flag
         if getattr(param, "help", None):
             param.help = prose(param.help)
-    for sub in getattr(command, "commands", {}).values():
+    commands = getattr(command, "commands", {})
+    loaded = commands.loaded() if hasattr(commands, "loaded") else commands  # a lazy table: what it imported
+    for sub in loaded.values():
         tidy_help(sub, ctx)

@@ -14,20 +14,21 @@ import typer
 from dashrag.cli.console import user_errors
 from dashrag.errors import ConfigError
 
+app = typer.Typer()
 
-def register_mcp_command(app: typer.Typer) -> None:
-    @app.command("mcp")
-    @user_errors
-    def mcp(trees: Path = typer.Option(..., "--trees", help="Folder of saved trees; each sub-folder is one.")) -> None:
-        """Serve the saved trees in --trees as MCP tools over stdio (retrieve, list_trees, explain, ...)."""
-        if not trees.is_dir():
-            raise ConfigError(f"--trees {trees}: no such folder")
-        try:
-            from dashrag.mcp.server import mcp_server
-        except ModuleNotFoundError as exc:
-            raise ConfigError(f"dashrag mcp needs the mcp extra: pip install 'dashrag[mcp]' ({exc})") from None
-        from dashrag.service.collections import CollectionRegistry
 
-        registry = CollectionRegistry(trees)
-        registry.load_all()
-        mcp_server(registry).run("stdio")
+@app.command("mcp")
+@user_errors
+def mcp(trees: Path = typer.Option(..., "--trees", help="Folder of saved trees; each sub-folder is one.")) -> None:
+    """Serve the saved trees in --trees as MCP tools over stdio (retrieve, list_trees, explain, ...)."""
+    if not trees.is_dir():
+        raise ConfigError(f"--trees {trees}: no such folder")
+    try:
+        from dashrag.mcp.server import mcp_server
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"dashrag mcp needs the mcp extra: pip install 'dashrag[mcp]' ({exc})") from None
+    from dashrag.service.collections import CollectionRegistry
+
+    registry = CollectionRegistry(trees)
+    registry.load_all()
+    mcp_server(registry).run("stdio")

@@ -7,16 +7,19 @@ visible), JSON escapes every control character.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any, Sequence
 
 from dashrag.cli.safe_text import json_line, markup_safe, plain
-from dashrag.documents.model import ScoredChunk
+
+if TYPE_CHECKING:  # rich is imported by the table, not by JSON output
+    from rich.console import Console
+
+    from dashrag.documents.model import ScoredChunk
 
 
 def print_table(console: Console, query: str, chunks: Sequence[ScoredChunk], width: int = 90) -> None:
+    from rich.table import Table
+
     table = Table(title=f"“{markup_safe(query)}”", show_lines=False)
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")

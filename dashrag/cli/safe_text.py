@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import logging
 import re
-
-from rich.markup import escape
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from dashrag.display import visible
+
+if TYPE_CHECKING:  # rich is imported by what prints through it: `query --json` prints JSON only
+    from rich.text import Text
 
 #: C1 controls, DEL and bidi marks, which ``json.dumps(ensure_ascii=False)`` leaves raw (it escapes C0 itself).
 JSON_RAW_CONTROLS = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -23,11 +24,15 @@ JSON_RAW_CONTROLS = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069
 
 def plain(text: object, style: str = "", keep_lines: bool = False) -> Text:
     """A Rich Text of ``text`` made visible: printed as it is, never read as markup."""
+    from rich.text import Text
+
     return Text(visible(text, keep_lines), style=style)
 
 
 def markup_safe(text: object) -> str:
     """``text`` made visible and markup-escaped, for a place that takes a markup string (a table title)."""
+    from rich.markup import escape
+
     return escape(visible(text))
 
 

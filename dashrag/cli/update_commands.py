@@ -35,40 +35,42 @@ def _read_ids(path: Path) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def register_update_commands(app: typer.Typer) -> None:
-    @app.command("add")
-    @user_errors
-    def add(
-        tree: Path = typer.Argument(..., help="A folder written by `dashrag index`."),
-        corpus: Path = typer.Option(..., "--corpus", help="Documents to add: a folder, a JSONL file or a BEIR folder."),
-        chunker: str | None = typer.Option(None, help=(
-            "The tree's chunker, a name or JSON (checked against the one it was built with; needed only for "
-            "trees saved before dashrag recorded it).")),
-        follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
-                                             help="Read files that symbolic links in a corpus folder point to."),
-    ) -> None:
-        """Add documents to a saved tree: new ids are added, changed ones replaced, identical ones skipped."""
-        from dashrag.api import update_tree
-        from dashrag.documents.corpus import Corpus
+app = typer.Typer()
 
-        documents = Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
-        with console.status("updating the tree"):
-            report = update_tree(tree, add=documents, chunker=resolve_component(chunker))
-        _say_report(tree, report)
 
-    @app.command("remove")
-    @user_errors
-    def remove(
-        tree: Path = typer.Argument(..., help="A folder written by `dashrag index`."),
-        ids: list[str] = typer.Argument(None, help="Document ids to remove."),
-        ids_file: Path | None = typer.Option(None, "--ids", help="A file of document ids, one per line."),
-    ) -> None:
-        """Remove documents from a saved tree by id (an unknown id changes nothing)."""
-        from dashrag.api import update_tree
+@app.command("add")
+@user_errors
+def add(
+    tree: Path = typer.Argument(..., help="A folder written by `dashrag index`."),
+    corpus: Path = typer.Option(..., "--corpus", help="Documents to add: a folder, a JSONL file or a BEIR folder."),
+    chunker: str | None = typer.Option(None, help=(
+        "The tree's chunker, a name or JSON (checked against the one it was built with; needed only for "
+        "trees saved before dashrag recorded it).")),
+    follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
+                                         help="Read files that symbolic links in a corpus folder point to."),
+) -> None:
+    """Add documents to a saved tree: new ids are added, changed ones replaced, identical ones skipped."""
+    from dashrag.api import update_tree
+    from dashrag.documents.corpus import Corpus
 
-        wanted = list(ids or []) + (_read_ids(ids_file) if ids_file is not None else [])
-        if not wanted:
-            raise ConfigError("name the documents to remove: dashrag remove TREE ID... or --ids FILE")
-        with console.status("updating the tree"):
-            report = update_tree(tree, remove=wanted)
-        _say_report(tree, report)
+    documents = Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
+    with console.status("updating the tree"):
+        report = update_tree(tree, add=documents, chunker=resolve_component(chunker))
+    _say_report(tree, report)
+
+@app.command("remove")
+@user_errors
+def remove(
+    tree: Path = typer.Argument(..., help="A folder written by `dashrag index`."),
+    ids: list[str] = typer.Argument(None, help="Document ids to remove."),
+    ids_file: Path | None = typer.Option(None, "--ids", help="A file of document ids, one per line."),
+) -> None:
+    """Remove documents from a saved tree by id (an unknown id changes nothing)."""
+    from dashrag.api import update_tree
+
+    wanted = list(ids or []) + (_read_ids(ids_file) if ids_file is not None else [])
+    if not wanted:
+        raise ConfigError("name the documents to remove: dashrag remove TREE ID... or --ids FILE")
+    with console.status("updating the tree"):
+        report = update_tree(tree, remove=wanted)
+    _say_report(tree, report)

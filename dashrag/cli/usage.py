@@ -13,8 +13,6 @@ import sys
 from typing import Any, Sequence
 
 import typer
-from rich.console import Console
-from rich.text import Text
 from typer.core import TyperGroup
 
 from dashrag.cli.help_text import tidy_help
@@ -30,6 +28,9 @@ EXIT_USER_ERROR = 2
 
 def print_error(message: str) -> None:
     """One ``error: ...`` line on stderr; the message is shown as text, never as markup or escapes."""
+    from rich.console import Console
+    from rich.text import Text
+
     Console(stderr=True, soft_wrap=True).print(Text.assemble(("error: ", "red"), visible(message)), highlight=False)
 
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from numbers import Integral
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dashrag.core.restriction import Restriction
 from dashrag.errors import QueryError
+
+if TYPE_CHECKING:  # the filter language is imported by the first query that has a restriction
+    from dashrag.core.restriction import Restriction
 
 
 def check_top_k(top_k: Any) -> int | None:
@@ -39,6 +41,10 @@ class Ask:
     def of(cls, top_k: Any = None, filters: Any = None, restriction: Any = None) -> Ask:
         """From ``retrieve``'s keywords: ``filters`` (a filter's JSON, docs/filters.md) and ``restriction``
         (a :class:`Restriction`) must both hold."""
+        if restriction is None and filters is None:
+            return cls(check_top_k(top_k), None)
+        from dashrag.core.restriction import Restriction
+
         if restriction is not None and not isinstance(restriction, Restriction):
             raise QueryError(f"restriction must be a Restriction, not {type(restriction).__name__}")
         if filters is not None:

@@ -49,7 +49,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterator, Literal, TypeVar
 
 import numpy as np
-from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from dashrag.errors import PersistenceError, excerpt
@@ -218,6 +217,8 @@ class Manifest(BaseModel):
 @contextmanager
 def save_lock(folder: Path, timeout: float | None = None) -> Iterator[None]:
     """Hold the folder's advisory save lock (re-entrant in one thread; loads never take it)."""
+    from filelock import FileLock, Timeout  # a save's import: a load never locks
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(folder.resolve() / LOCK_NAME), timeout=LOCK_TIMEOUT_S if timeout is None else timeout,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Generic, Protocol, Sequence, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, Sequence, TypeVar, cast, overload
 
 import numpy as np
 
@@ -33,13 +33,15 @@ from dashrag.core.collection import young_garbage_only
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams
 from dashrag.core.ranking import by_distance, top_k_rows
-from dashrag.core.restriction import Restriction
 from dashrag.core.trace import TraceSettings, trace_node
-from dashrag.documents.changes import UpdateReport
 from dashrag.documents.model import ScoredChunk, SourceDocument
 from dashrag.documents.scored_chunks import ScoredChunks
 from dashrag.documents.windows import ChunkSetLookup, expand_retrieved_chunks, merge_expanded_chunks
 from dashrag.errors import BatchQueryError, ConfigError, DashragError, PersistenceError, QueryError
+
+if TYPE_CHECKING:  # the filter language and the update path are imported where they are used, not by every query
+    from dashrag.core.restriction import Restriction
+    from dashrag.documents.changes import UpdateReport
 
 P = TypeVar("P", bound=ComponentParams)
 

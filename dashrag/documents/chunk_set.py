@@ -11,14 +11,16 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import cached_property
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
 from dashrag.documents.model import Chunk, Metadata, normalise_categories
 from dashrag.errors import CorpusError, UnknownChunkError
-from dashrag.filters.columns import MetadataColumns
-from dashrag.filters.masks import FilterMasks
+
+if TYPE_CHECKING:  # the filter language is imported by the first filter
+    from dashrag.filters.columns import MetadataColumns
+    from dashrag.filters.masks import FilterMasks
 
 
 class ChunkSet:
@@ -31,9 +33,9 @@ class ChunkSet:
         if not self.chunks:
             raise CorpusError("the corpus has no chunks (no document had any text)")
         self.ids = np.fromiter((c.id for c in self.chunks), dtype=np.int64, count=len(self.chunks))
-        if len(np.unique(self.ids)) != len(self.ids):
+        self._row_of_id = {int(c.id): row for row, c in enumerate(self.chunks)}
+        if len(self._row_of_id) != len(self.ids):  # (not np.unique: its first call imports numpy.ma, 30 ms)
             raise CorpusError("chunk ids are not unique")
-        self._row_of_id = {int(cid): row for row, cid in enumerate(self.ids)}
         self._row_of_position = {(c.document_id, c.position): row for row, c in enumerate(self.chunks)}
         doc_ids: dict[str, int] = {}
         for c in self.chunks:
@@ -87,11 +89,15 @@ class ChunkSet:
     @cached_property
     def metadata_columns(self) -> MetadataColumns:
         """The documents' metadata as typed columns (built once), what filter masks are computed over."""
+        from dashrag.filters.columns import MetadataColumns
+
         return MetadataColumns(self.document_metadata)
 
     @cached_property
     def filter_masks(self) -> FilterMasks:
         """The masks of the filters asked of this chunk set, each computed once (``filters/masks.py``)."""
+        from dashrag.filters.masks import FilterMasks
+
         return FilterMasks(self.metadata_columns, self.document_index)
 
     @cached_property

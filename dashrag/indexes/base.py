@@ -22,14 +22,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams
-from dashrag.core.restriction import Restriction
-from dashrag.documents.changes import CorpusChange
+
+if TYPE_CHECKING:  # the filter language and the update path: imported where they are used
+    from dashrag.core.restriction import Restriction
+    from dashrag.documents.changes import CorpusChange
 
 P = TypeVar("P", bound=ComponentParams)
 Hits = tuple[np.ndarray, np.ndarray]  # rows (int64) and scores (float32), best first

@@ -25,16 +25,19 @@ first, ties to the lower chunk id.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams
-from dashrag.core.restriction import Restriction
 from dashrag.indexes.base import Hits, IndexIdentity
 from dashrag.scoring.bm25 import BM25Weights
+
+if TYPE_CHECKING:  # scipy, the filter language: imported where they are used, not by a lone query
+    import scipy.sparse as sp
+
+    from dashrag.core.restriction import Restriction
 
 P = TypeVar("P", bound=ComponentParams)
 QueryTerms = tuple[np.ndarray, np.ndarray]  # a query's term ids (int) and their counts (float)
@@ -65,6 +68,8 @@ class KeywordIndex(ConfigObject[P], Generic[P]):
 def document_weights(weights: BM25Weights) -> sp.csr_matrix:
     """``W`` chunk-major (n_chunks x vocab, float32): each chunk's stored BM25 weight per term, without
     zeros (a weight of 0 matches nothing in-process either)."""
+    import scipy.sparse as sp
+
     term_major = sp.csr_matrix((weights.data, weights.doc_ids, weights.term_ptr),
                                shape=(weights.vocab_size, weights.n_docs))
     matrix = term_major.T.tocsr()

@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 from pydantic import Field, model_validator
 
 from dashrag.core.ask import Ask
@@ -44,13 +43,17 @@ from dashrag.core.persistence import atomic_write_json, load_array, load_json, s
 from dashrag.core.ranking import by_distance
 from dashrag.core.registry import register
 from dashrag.core.retriever import Result, UnitRetriever, check_query
-from dashrag.documents.changes import CorpusChange
 from dashrag.documents.scored_chunks import ScoredChunks
 from dashrag.errors import ConfigError, PersistenceError, RetrievalError
 from dashrag.indexes.base import IndexIdentity
 from dashrag.indexes.keyword_base import KeywordIndex, QueryTerms
 from dashrag.scoring import bm25 as scoring
 from dashrag.scoring.distances import DISTANCE_METRICS, distances, scores_from_distances
+
+if TYPE_CHECKING:  # scipy is imported where a sparse matrix is made: a lone query needs none
+    import scipy.sparse as sp
+
+    from dashrag.documents.changes import CorpusChange
 
 ENGINE_STATE = "keyword.json"  # on an engine: what the node keeps besides the reference (n_docs, parameters)
 

@@ -40,13 +40,15 @@ weight: it can never match, and BM25+'s ``log((N+1)/0)`` would be infinite.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
-import scipy.sparse as sp
 
 from dashrag.core import ranking
 from dashrag.errors import ConfigError, CorpusError, PersistenceError, QueryError
+
+if TYPE_CHECKING:  # scipy is imported where a sparse matrix is made: a lone query needs none
+    import scipy.sparse as sp
 
 VARIANTS = ("okapi", "bm25l", "bm25plus", "lucene", "dashai")
 WEIGHT_DTYPE = np.float32  # half the memory of float64
@@ -304,6 +306,8 @@ def bm25_weights(
     in float64 ``block`` entries at a time and stored as float32, so the peak
     stays near the size of the index itself.
     """
+    import scipy.sparse as sp
+
     counts = sp.csr_matrix(counts)
     n_docs = counts.shape[0]
     if n_docs == 0:
@@ -393,6 +397,8 @@ def _score_rows(weights: BM25Weights, row_ptr: np.ndarray, term_ids: np.ndarray,
 
 
 def _as_query_matrix(query_counts: sp.spmatrix, vocab_size: int) -> sp.csr_matrix:
+    import scipy.sparse as sp
+
     q = sp.csr_matrix(query_counts)
     if q.shape[1] != vocab_size:
         raise QueryError(f"query matrix has {q.shape[1]} terms, the index has {vocab_size}")
@@ -425,6 +431,8 @@ def score_query(term_ids, weights: BM25Weights, term_counts=None) -> np.ndarray:
 
 def weight_rows(weights: BM25Weights) -> sp.csr_matrix:
     """The weights as the n_docs x vocab matrix ``W`` (one row per document), for whole-vector distances."""
+    import scipy.sparse as sp
+
     return sp.csc_matrix((weights.data, weights.doc_ids, weights.term_ptr),
                          shape=(weights.n_docs, weights.vocab_size)).tocsr()
 

@@ -8,10 +8,12 @@ the query's vector and every chunk's, under one of six metric names (``l1``, ``c
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:  # scipy is imported where a sparse matrix is made: a lone query needs none
+    import scipy.sparse as sp
 
 DistanceMetric = Literal["cosine", "cityblock", "euclidean", "l1", "l2", "manhattan"]
 DISTANCE_METRICS: tuple[str, ...] = ("cosine", "cityblock", "euclidean", "l1", "l2", "manhattan")

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 from pydantic import Field
 
 from dashrag.core.component import ConfigObject
@@ -35,6 +34,7 @@ from dashrag.core.registry import register
 from dashrag.errors import PersistenceError, RetrievalError
 
 if TYPE_CHECKING:
+    import scipy.sparse as sp
     from sklearn.feature_extraction.text import CountVectorizer
 
     from dashrag.documents.changes import CorpusChange
@@ -273,6 +273,8 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
     def _update(self, change: CorpusChange) -> None:
         """Counts of the kept chunks as they are, of the new chunks by analysis; the vocabulary becomes the
         terms that still occur, in scikit-learn's column order (sorted), as a fit on the new chunks makes it."""
+        import scipy.sparse as sp
+
         if not self.prunes_nothing():
             self._counts = None
             return
@@ -324,6 +326,8 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         built directly from the analysis and the vocabulary, which is several times faster
         for the short texts queries are. With single-word terms the batch is analyzed in one
         pass (:meth:`_transform_words`)."""
+        import scipy.sparse as sp
+
         vocabulary = self._fitted_vocabulary()
         steps = self.single_word_steps()
         if steps is not None:
@@ -341,6 +345,8 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         """The batch's count matrix in one pass: tokenize every text, analyze each distinct word
         once (stop words, one stemming call, vocabulary lookup), map the tokens to term ids
         through an array, and count the (text, term) pairs with one ``np.unique``."""
+        import scipy.sparse as sp
+
         n_terms = len(vocabulary)
         tokens = [steps.tokenize(steps.preprocess(text)) for text in texts]
         flat = list(chain.from_iterable(tokens))

@@ -134,3 +134,16 @@ def test_sigkill_at_any_moment_of_add_leaves_the_old_or_the_new_tree(scifact_sub
         assert _dashrag("add", victim, "--corpus", tmp_path / "more.jsonl").wait(timeout=300) == 0
         assert state(victim) == new
         assert len(list(victim.glob("store-*.sqlite"))) == 1  # the killed run's store file is gone
+
+
+def test_the_update_module_alone_adds_and_removes(tree, more):
+    """``dashrag.cli.update_commands`` driven by itself (its own typer app, no main.py)."""
+    from typer.testing import CliRunner
+
+    from dashrag.cli import update_commands
+
+    added = CliRunner().invoke(update_commands.app, ["add", str(tree), "--corpus", str(more)])
+    assert added.exit_code == 0 and "1 added" in added.output, added.output
+    removed = CliRunner().invoke(update_commands.app, ["remove", str(tree), "postings.txt"])
+    assert removed.exit_code == 0 and "1 removed" in removed.output
+    assert "postings.txt" not in {d for d, _, _ in answers(tree)}
