@@ -151,6 +151,12 @@ class CrossEncoderRetriever(SingleChildRetriever[CrossEncoderParams]):
         a one-label reranker by default, and what DashAI's distance ``1 - sigmoid(logit)`` is taken from)."""
         return expit(self.logits(pairs)).astype(np.float32)
 
+    def rerank_texts(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Each text's relevance to ``query`` in 0..1 (:meth:`predict`), in text order: what every text reranker
+        answers (the HTTP rerankers, a stage of :class:`dashrag.rerank.RerankPipeline`). Needs no child: the
+        model reads the texts it is given."""
+        return [float(s) for s in self.predict([(query, t) for t in texts])]
+
     def _rescore(self, queries: list[str], answers: Sequence[Answer], ask: Ask) -> list[Result]:
         k = self.top_k(ask)
         pairs = [(q, c.chunk.text) for q, (chunks, _) in zip(queries, answers) for c in chunks]

@@ -90,6 +90,18 @@ def mmr_select(relevance: np.ndarray, similarity: np.ndarray, lambda_mult: float
     return picks
 
 
+def mmr_rerank(relevance: Sequence[float] | np.ndarray, vectors: np.ndarray, top_k: int,
+               lambda_mult: float) -> list[Pick]:
+    """MMR over candidates given as their relevance (n,) and their vectors (n, d): the similarity is the cosine
+    between the vectors (rows made unit length), the picks :func:`mmr_select`'s. What the rerank cascade and
+    the rerank pipeline (:mod:`dashrag.rerank`) run; a row of zeros is similar to nothing."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    if vectors.ndim != 2 or vectors.shape[0] != len(relevance):
+        raise RetrievalError(f"mmr_rerank: vectors must be (n, d) for {len(relevance)} candidates; got {vectors.shape}")
+    unit = unit_rows(vectors)
+    return mmr_select(np.asarray(relevance, dtype=np.float64), unit @ unit.T, lambda_mult, top_k)
+
+
 def reorder(candidates: Sequence[ScoredChunk], picks: Sequence[Pick], source: str) -> list[ScoredChunk]:
     """The picked candidates in pick order, each keeping its score; the MMR value goes into the provenance."""
     return [candidates[p.index].rescored(candidates[p.index].score, candidates[p.index].source,
