@@ -26,6 +26,7 @@ from dashrag.cli.mcp_commands import register_mcp_command
 from dashrag.cli.output import print_table, results_json
 from dashrag.cli.paths import check_output_folder, create_output_folder
 from dashrag.cli.pg_commands import register_pg_commands
+from dashrag.cli.rerank_commands import rerank
 from dashrag.cli.safe_text import json_line, plain
 from dashrag.cli.serve import register_serve_command
 from dashrag.cli.update_commands import register_update_commands
@@ -243,6 +244,7 @@ register_pg_commands(app)  # pg start / stop / status (dashrag/cli/pg_commands.p
 register_finetune_commands(app)  # finetune embedding / reranker / pipeline (dashrag/cli/finetune_commands.py)
 register_update_commands(app)  # add / remove documents of a saved tree (dashrag/cli/update_commands.py)
 register_mcp_command(app)  # mcp (dashrag/cli/mcp_commands.py)
+app.command("rerank")(rerank)  # rerank given candidates (dashrag/cli/rerank_commands.py)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -4,8 +4,8 @@ async ``arerank``, ``MMRConfig``, ``mmr_rerank``) and what ``dashrag rerank`` re
 (dashrag/retrievers/rerank_cascade.py, dashrag/retrievers/mmr.py)."""
 
 from dashrag.rerank.candidates import Candidate, RankedCandidate, RerankRequest, RerankResult, read_requests
-from dashrag.rerank.pipeline import MMRConfig, RerankPipeline, TextReranker
+from dashrag.rerank.pipeline import MMRConfig, RerankPipeline, TextReranker, rerank_input
 from dashrag.retrievers.mmr import Pick, mmr_rerank, mmr_select
 
 __all__ = ["Candidate", "MMRConfig", "Pick", "RankedCandidate", "RerankPipeline", "RerankRequest", "RerankResult",
-           "TextReranker", "mmr_rerank", "mmr_select", "read_requests"]
+           "TextReranker", "mmr_rerank", "mmr_select", "read_requests", "rerank_input"]

@@ -38,7 +38,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_component
 from dashrag.errors import ConfigError, RerankerError
-from dashrag.rerank.candidates import Candidate, RankedCandidate, RerankRequest, RerankResult, request_from
+from dashrag.rerank.candidates import (
+    Candidate,
+    RankedCandidate,
+    RerankRequest,
+    RerankResult,
+    read_requests,
+    request_from,
+)
 from dashrag.retrievers.mmr import mmr_rerank
 from dashrag.retrievers.rerank_cascade import DEFAULT_MMR_LAMBDA, should_exit_early, stage
 
@@ -217,3 +224,10 @@ def _text_reranker(config: dict[str, Any], where: str) -> TextReranker:
         raise ConfigError(f"{where}: {component.component_name} cannot rerank texts (a stage is a CrossEncoderRetriever, "
                           "HttpReranker, CohereReranker or JinaReranker)")
     return component
+
+
+def rerank_input(text: str, where: str, pipeline: RerankPipeline) -> tuple[list[RerankResult], bool]:
+    """``dashrag rerank``'s work: the requests in ``text`` (one JSON object, or JSON Lines) reranked by
+    ``pipeline``; also whether the input was JSON Lines (the answer is written the same way)."""
+    requests, as_lines = read_requests(text, where)
+    return pipeline.rerank_all(requests), as_lines
