@@ -59,14 +59,26 @@ class TextReranker(Protocol):
     def rerank_texts(self, query: str, texts: Sequence[str]) -> list[float]: ...
 
 
+def _config_error(exc: ValidationError, where: str = "") -> ConfigError:
+    return ConfigError("; ".join(f"{where}{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
+
+
 class MMRConfig(BaseModel):
     """The MMR stage: λ (1: relevance only, 0: diversity only) and the embedding the candidates are compared by."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    def __init__(self, lambda_mult: float = DEFAULT_MMR_LAMBDA, embedding: dict[str, Any] | None = None):
+        """Bad values are a ConfigError naming the field (dashrag's errors, not pydantic's)."""
+        try:
+            super().__init__(lambda_mult=lambda_mult,
+                             embedding={"component": "MiniLMEmbedding", "params": {}} if embedding is None else embedding)
+        except ValidationError as exc:
+            raise _config_error(exc, "mmr.") from None
+
     lambda_mult: float = Field(DEFAULT_MMR_LAMBDA, ge=0, le=1, description="MMR's λ; 0.7 as the rag-reranker.")
-    embedding: dict[str, Any] = Field(default_factory=lambda: {"component": "MiniLMEmbedding", "params": {}},
-                                      description="An embedding component config: embeds the candidates for MMR.")
+    embedding: dict[str, Any] = Field(description="An embedding component config: embeds the candidates for MMR "
+                                      "(MiniLMEmbedding when not given).")
 
 
 class PipelineSettings(BaseModel):
@@ -127,7 +139,7 @@ class RerankPipeline:
                                              stage2_top_n=stage2_top_n, top_k=top_k, mmr=mmr, early_exit=early_exit,
                                              exit_margin=exit_margin, exit_threshold=exit_threshold)
         except ValidationError as exc:
-            raise ConfigError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+            raise _config_error(exc) from None
         s = self.settings
         if s.early_exit == "threshold" and s.exit_threshold is None:
             raise ConfigError("exit_threshold: early_exit 'threshold' needs exit_threshold")
