@@ -28,7 +28,6 @@ loop keeps serving).
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, Sequence, runtime_checkable
 
@@ -71,14 +70,17 @@ class MMRConfig(BaseModel):
     def __init__(self, lambda_mult: float = DEFAULT_MMR_LAMBDA, embedding: dict[str, Any] | None = None):
         """Bad values are a ConfigError naming the field (dashrag's errors, not pydantic's)."""
         try:
-            super().__init__(lambda_mult=lambda_mult,
-                             embedding={"component": "MiniLMEmbedding", "params": {}} if embedding is None else embedding)
+            super().__init__(
+                lambda_mult=lambda_mult,
+                embedding={"component": "MiniLMEmbedding", "params": {}} if embedding is None else embedding,
+            )
         except ValidationError as exc:
             raise _config_error(exc, "mmr.") from None
 
     lambda_mult: float = Field(DEFAULT_MMR_LAMBDA, ge=0, le=1, description="MMR's λ; 0.7 as the rag-reranker.")
-    embedding: dict[str, Any] = Field(description="An embedding component config: embeds the candidates for MMR "
-                                      "(MiniLMEmbedding when not given).")
+    embedding: dict[str, Any] = Field(
+        description="An embedding component config: embeds the candidates for MMR (MiniLMEmbedding when not given)."
+    )
 
 
 class PipelineSettings(BaseModel):
@@ -111,16 +113,27 @@ class _Ranked:
 
     def out(self, rank: int) -> RankedCandidate:
         c = self.candidate
-        return RankedCandidate(id=c.id, text=c.text, rank=rank, score=self.score, scored_by=self.scored_by,
-                               input_rank=self.input_rank, input_score=c.score, stage1_score=self.stage1_score,
-                               stage2_score=self.stage2_score, mmr_score=self.mmr_score, metadata=c.metadata)
+        return RankedCandidate(
+            id=c.id,
+            text=c.text,
+            rank=rank,
+            score=self.score,
+            scored_by=self.scored_by,
+            input_rank=self.input_rank,
+            input_score=c.score,
+            stage1_score=self.stage1_score,
+            stage2_score=self.stage2_score,
+            mmr_score=self.mmr_score,
+            metadata=c.metadata,
+        )
 
 
 def _by_scores(ranked: list[_Ranked], scores: Sequence[float], name: str) -> list[_Ranked]:
     """``ranked`` re-ordered by a stage's ``scores`` (ties keep the order they came in), each remembering it."""
     order = np.lexsort((np.arange(len(ranked)), -np.asarray(scores, dtype=np.float64)))
-    return [replace(ranked[i], score=float(scores[i]), scored_by=name, **{f"{name}_score": float(scores[i])})
-            for i in order]
+    return [
+        replace(ranked[i], score=float(scores[i]), scored_by=name, **{f"{name}_score": float(scores[i])}) for i in order
+    ]
 
 
 class RerankPipeline:
@@ -131,27 +144,52 @@ class RerankPipeline:
     here; ``mmr``: an :class:`MMRConfig` to run MMR. Bad settings are a ConfigError naming the field.
     """
 
-    def __init__(self, stage1: dict[str, Any] | None = None, stage2: dict[str, Any] | None = None, *,
-                 stage1_top_n: int = 50, stage2_top_n: int = 10, top_k: int = 10, mmr: MMRConfig | None = None,
-                 early_exit: str = "never", exit_margin: float = 0.5, exit_threshold: float | None = None):
+    def __init__(
+        self,
+        stage1: dict[str, Any] | None = None,
+        stage2: dict[str, Any] | None = None,
+        *,
+        stage1_top_n: int = 50,
+        stage2_top_n: int = 10,
+        top_k: int = 10,
+        mmr: MMRConfig | None = None,
+        early_exit: str = "never",
+        exit_margin: float = 0.5,
+        exit_threshold: float | None = None,
+    ):
         try:
-            self.settings = PipelineSettings(stage1=stage1, stage2=stage2, stage1_top_n=stage1_top_n,
-                                             stage2_top_n=stage2_top_n, top_k=top_k, mmr=mmr, early_exit=early_exit,
-                                             exit_margin=exit_margin, exit_threshold=exit_threshold)
+            self.settings = PipelineSettings(
+                stage1=stage1,
+                stage2=stage2,
+                stage1_top_n=stage1_top_n,
+                stage2_top_n=stage2_top_n,
+                top_k=top_k,
+                mmr=mmr,
+                early_exit=early_exit,
+                exit_margin=exit_margin,
+                exit_threshold=exit_threshold,
+            )
         except ValidationError as exc:
             raise _config_error(exc) from None
         s = self.settings
         if s.early_exit == "threshold" and s.exit_threshold is None:
             raise ConfigError("exit_threshold: early_exit 'threshold' needs exit_threshold")
         self.stages: dict[str, TextReranker] = {
-            name: _text_reranker(config, name) for name, config in (("stage1", s.stage1), ("stage2", s.stage2))
-            if config is not None}
+            name: _text_reranker(config, name)
+            for name, config in (("stage1", s.stage1), ("stage2", s.stage2))
+            if config is not None
+        }
         self.embedding: Any = None if s.mmr is None else _built(s.mmr.embedding, "embedding", "mmr.embedding")
 
     def rerank(self, query: str, candidates: Sequence[Candidate | dict[str, Any]]) -> RerankResult:
         """Rerank ``candidates`` (Candidate objects or their JSON) for ``query``."""
-        request = request_from({"query": query, "candidates": [
-            c.model_dump(exclude_none=True) if isinstance(c, Candidate) else c for c in candidates]}, "request")
+        request = request_from(
+            {
+                "query": query,
+                "candidates": [c.model_dump(exclude_none=True) if isinstance(c, Candidate) else c for c in candidates],
+            },
+            "request",
+        )
         return self._run(request)
 
     async def arerank(self, query: str, candidates: Sequence[Candidate | dict[str, Any]]) -> RerankResult:
@@ -185,23 +223,35 @@ class RerankPipeline:
             picked, record["mmr"] = self._mmr(ranked[:head], s.mmr.lambda_mult, timings, context)
             chosen = (picked + ranked[head:])[: s.top_k]
         path = "early_exit" if exit_now else "+".join([*self.stages, *(["mmr"] if s.mmr else [])]) or "input"
-        selection = {"path": path, "reason": why, "candidates": len(request.candidates), "returned": len(chosen),
-                     "stage_ms": timings, **record}
-        return RerankResult(query=query, results=[r.out(rank) for rank, r in enumerate(chosen, start=1)],
-                            selection=selection)
+        selection = {
+            "path": path,
+            "reason": why,
+            "candidates": len(request.candidates),
+            "returned": len(chosen),
+            "stage_ms": timings,
+            **record,
+        }
+        return RerankResult(
+            query=query, results=[r.out(rank) for rank, r in enumerate(chosen, start=1)], selection=selection
+        )
 
-    def _scored(self, name: str, query: str, ranked: list[_Ranked], timings: dict[str, float],
-                context: dict[str, Any]) -> list[_Ranked]:
+    def _scored(
+        self, name: str, query: str, ranked: list[_Ranked], timings: dict[str, float], context: dict[str, Any]
+    ) -> list[_Ranked]:
         reranker = self.stages[name]
         with stage(name, timings, {**context, "reranker": reranker.component_name, "scored": len(ranked)}):
             scores = reranker.rerank_texts(query, [r.candidate.text for r in ranked])
             if len(scores) != len(ranked):
-                raise RerankerError(name, f"{reranker.component_name} gave {len(scores)} scores for {len(ranked)} "
-                                    "texts", {**context, "stage": name})
+                raise RerankerError(
+                    name,
+                    f"{reranker.component_name} gave {len(scores)} scores for {len(ranked)} texts",
+                    {**context, "stage": name},
+                )
         return _by_scores(ranked, scores, name)
 
-    def _mmr(self, ranked: list[_Ranked], lam: float, timings: dict[str, float],
-             context: dict[str, Any]) -> tuple[list[_Ranked], dict[str, Any]]:
+    def _mmr(
+        self, ranked: list[_Ranked], lam: float, timings: dict[str, float], context: dict[str, Any]
+    ) -> tuple[list[_Ranked], dict[str, Any]]:
         k = self.settings.top_k
         with stage("mmr", timings, {**context, "lambda": lam}):
             if len(ranked) <= 1:
@@ -233,8 +283,10 @@ def _built(config: dict[str, Any], kind: str, where: str) -> ConfigObject:
 def _text_reranker(config: dict[str, Any], where: str) -> TextReranker:
     component = _built(config, "retriever", where)
     if not isinstance(component, TextReranker):
-        raise ConfigError(f"{where}: {component.component_name} cannot rerank texts (a stage is a CrossEncoderRetriever, "
-                          "HttpReranker, CohereReranker or JinaReranker)")
+        raise ConfigError(
+            f"{where}: {component.component_name} cannot rerank texts (a stage is a CrossEncoderRetriever, "
+            "HttpReranker, CohereReranker or JinaReranker)"
+        )
     return component
 
 

@@ -25,7 +25,12 @@ from pydantic import Field
 
 from dashrag.core.params import ComponentSpec, ParamKind, component_field, kind_field, spec
 from dashrag.core.registry import register
-from dashrag.retrievers.remote_reranker import RemoteReranker, RemoteRerankerParams, RerankerAnswerError, scores_by_index
+from dashrag.retrievers.remote_reranker import (
+    RemoteReranker,
+    RemoteRerankerParams,
+    RerankerAnswerError,
+    scores_by_index,
+)
 
 
 def results_scores(answer: Any, count: int) -> list[float]:

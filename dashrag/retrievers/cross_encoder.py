@@ -39,6 +39,7 @@ from dashrag.core.params import (
     kind_field,
     less_or_equal,
     spec,
+    top_k_field,
 )
 from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
@@ -78,7 +79,7 @@ class CrossEncoderParams(ComponentParams):
     max_length: int | None = Field(None, ge=8, le=8192, description=(
         "Tokens read per pair; None: the model's own limit."))
     device: str = device_field()
-    top_k: int = Field(5, ge=1, le=10000, description="How many chunks to return.")
+    top_k: int = top_k_field(5)
     fetch_k: int | None = Field(None, ge=1, le=10000, description=(
         "How many candidates to ask the child for (None: as many as the child's own top_k, as DashAI)."))
 

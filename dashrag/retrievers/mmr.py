@@ -34,7 +34,15 @@ import numpy as np
 from pydantic import Field
 
 from dashrag.core.ask import Ask
-from dashrag.core.params import ComponentParams, ComponentSpec, component_field, components_field, less_or_equal, spec
+from dashrag.core.params import (
+    ComponentParams,
+    ComponentSpec,
+    component_field,
+    components_field,
+    less_or_equal,
+    spec,
+    top_k_field,
+)
 from dashrag.core.registry import register
 from dashrag.core.retriever import Answer, Result, SingleChildRetriever, check_query
 from dashrag.documents.model import ScoredChunk
@@ -116,7 +124,7 @@ class MMRParams(ComponentParams):
         "retriever", [spec("DenseEmbeddingRetriever")], min_length=1, max_length=1,
         description="The one retriever whose candidates MMR re-orders (any retriever, composites included).")
     lambda_mult: float = Field(0.5, ge=0, le=1, description="1: relevance only; 0: diversity only.")
-    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return.")
+    top_k: int = top_k_field(5)
     fetch_k: int | None = Field(None, ge=1, le=10_000, description=(
         "How many candidates to ask the child for; None: as many as the child's own top_k (DashAI's way)."))
     embedding: ComponentSpec = component_field(

@@ -48,6 +48,7 @@ from dashrag.core.params import (
     kind_field,
     less_or_equal,
     spec,
+    top_k_field,
 )
 from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.retriever import CompositeRetriever, Result, check_query
@@ -80,11 +81,15 @@ def scores_by_index(entries: Any, count: int, score_key: str) -> list[float]:
     """Scores in text order from ``[{index, <score_key>}, ...]`` for ``count`` texts (any order, each text once);
     anything else is a RerankerAnswerError naming the entry and the problem."""
     if not isinstance(entries, list):
-        raise RerankerAnswerError(f"expected a JSON list of {{index, {score_key}}} objects, got {type(entries).__name__}")
+        raise RerankerAnswerError(
+            f"expected a JSON list of {{index, {score_key}}} objects, got {type(entries).__name__}"
+        )
     scores: list[float | None] = [None] * count
     for position, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            raise RerankerAnswerError(f"entry {position} is {type(entry).__name__}, not an {{index, {score_key}}} object")
+            raise RerankerAnswerError(
+                f"entry {position} is {type(entry).__name__}, not an {{index, {score_key}}} object"
+            )
         for key in ("index", score_key):
             if key not in entry:
                 raise RerankerAnswerError(f"entry {position} has no {key!r}")
@@ -108,20 +113,31 @@ class RemoteRerankerParams(ComponentParams):
     ``credential`` with its service's defaults."""
 
     children: list[ComponentSpec] = components_field(
-        "retriever", [], max_length=1,
+        "retriever",
+        [],
+        max_length=1,
         description="The retriever whose candidates are reranked; none when used only as a reranker "
-        "(the reranker slot of a BooleanQueryRetriever, a stage of the rerank pipeline).")
-    api_base: str = kind_field(ParamKind.ENDPOINT, "http://localhost:8080", pattern=r"^https?://\S+$",
-                               description="Base URL of the server; requests go to {api_base}/rerank.")
+        "(the reranker slot of a BooleanQueryRetriever, a stage of the rerank pipeline).",
+    )
+    api_base: str = kind_field(
+        ParamKind.ENDPOINT,
+        "http://localhost:8080",
+        pattern=r"^https?://\S+$",
+        description="Base URL of the server; requests go to {api_base}/rerank.",
+    )
     credential: ComponentSpec = component_field(
-        "credential", spec("EnvCredential", var="DASHRAG_RERANKER_API_KEY"),
+        "credential",
+        spec("EnvCredential", var="DASHRAG_RERANKER_API_KEY"),
         description="Where the API key comes from (EnvCredential: an environment variable's name); sent as a bearer "
-        "token when set. The key itself is never stored.")
-    api_key_required: bool = Field(False, description="Refuse to send a request when the credential's variable is unset.")
+        "token when set. The key itself is never stored.",
+    )
+    api_key_required: bool = Field(
+        False, description="Refuse to send a request when the credential's variable is unset."
+    )
     batch_size: int = Field(32, ge=1, le=4_096, description="Texts per request.")
     max_workers: int = Field(4, ge=1, le=64, description="Requests in flight at once.")
     timeout_s: float = Field(30.0, gt=0, le=600, description="Seconds to wait for one request.")
-    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return (with a child).")
+    top_k: int = top_k_field(5, "How many chunks to return (with a child).")
     fetch_k: int = Field(20, ge=1, le=10_000, description="How many candidates to ask the child for.")
 
     RULES = (less_or_equal("top_k", "fetch_k"),)

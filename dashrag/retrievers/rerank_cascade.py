@@ -31,7 +31,7 @@ from typing import Any, Iterator, Literal, Sequence
 from pydantic import Field
 
 from dashrag.core.ask import Ask
-from dashrag.core.params import ComponentParams, ComponentSpec, Rule, component_field, less_or_equal, spec
+from dashrag.core.params import ComponentParams, ComponentSpec, Rule, component_field, less_or_equal, spec, top_k_field
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result
 from dashrag.documents.model import ScoredChunk
@@ -73,7 +73,7 @@ class RerankCascadeParams(ComponentParams):
     stage2_top_n: int | None = Field(10, ge=1, le=10_000, description=(
         "How many of the stage-1 candidates (best first) the precise stage scores (the rag-reranker's default, "
         "10, cut to what stage 1 passes on); the rest keep their first-stage order after them. None: all of them."))
-    top_k: int = Field(10, ge=1, le=10_000, description="How many chunks to return.")
+    top_k: int = top_k_field(10)
     early_exit: Literal["never", "margin", "threshold"] = Field(
         "never", description="When to skip the precise stage: never, on a decisive margin, or above a score threshold."
     )

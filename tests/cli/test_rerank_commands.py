@@ -87,12 +87,20 @@ def test_without_a_stage_the_given_scores_order_and_mmr_with_lambda_1_keeps_it(t
     result = rerank(path, "--mmr-lambda", 1, "--mmr-embedding", ONNX, "--top-k", 4)
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)["results"]
-    assert [r["id"] for r in answer] == ["d1", "d4", "d2", "d5"] and [r["score"] for r in answer] == [0.9, 0.7, 0.5, 0.3]
+    assert [r["id"] for r in answer] == ["d1", "d4", "d2", "d5"] and [r["score"] for r in answer] == [
+        0.9,
+        0.7,
+        0.5,
+        0.3,
+    ]
 
 
 def test_mmr_passes_over_a_near_duplicate_of_what_it_already_picked(tmp_path):
-    texts = ["BM25 saturates term frequency with k1", "BM25 saturates term frequency with k1.",
-             "dense retrieval embeds queries and passages"]
+    texts = [
+        "BM25 saturates term frequency with k1",
+        "BM25 saturates term frequency with k1.",
+        "dense retrieval embeds queries and passages",
+    ]
     path = tmp_path / "duplicates.json"
     path.write_text(json.dumps(request(texts, scores=[0.9, 0.85, 0.6])))
     plain = json.loads(rerank(path, "--mmr-lambda", 1, "--mmr-embedding", ONNX, "--top-k", 2).stdout)["results"]
@@ -110,14 +118,18 @@ def test_out_writes_the_answer_to_a_file(tmp_path):
 BAD_INPUTS = [
     ("{not json", "malformed JSON at line 1 column 2"),
     (json.dumps({"query": "q", "candidates": [{"id": "a"}]}), "candidates[0].text: Field required"),
-    (json.dumps({"query": "q", "candidates": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}),
-     "candidates[1] repeats the id 'a' of candidates[0]"),
-    (json.dumps({"query": "q", "candidates": [{"id": "a", "text": "x", "title": "t"}]}),
-     "candidates[0].title: Extra inputs are not permitted"),
+    (
+        json.dumps({"query": "q", "candidates": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}),
+        "candidates[1] repeats the id 'a' of candidates[0]",
+    ),
+    (
+        json.dumps({"query": "q", "candidates": [{"id": "a", "text": "x", "title": "t"}]}),
+        "candidates[0].title: Extra inputs are not permitted",
+    ),
     ('{"query": "q", "candidates": [{"id": "a", "text": "x", "score": NaN}]}', "NaN is not a JSON number"),
     (json.dumps({"query": "  ", "candidates": []}), "query: the query is empty"),
     (json.dumps({"query": "q", "candidates": [{"id": True, "text": "x"}]}), "candidates[0].id"),
-    (json.dumps([{"id": "a", "text": "x"}]), "expected an object {\"query\": ..., \"candidates\": [...]}, got list"),
+    (json.dumps([{"id": "a", "text": "x"}]), 'expected an object {"query": ..., "candidates": [...]}, got list'),
     (json.dumps(request()) + "\n" + json.dumps({"query": "q"}) + "\n", "line 2: candidates: Field required"),
 ]
 

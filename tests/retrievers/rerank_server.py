@@ -82,7 +82,9 @@ class RerankServer(LoopbackHTTPServer):
                     server.max_in_flight = max(server.max_in_flight, server._in_flight)
                 try:
                     time.sleep(server.delay)
-                    status, payload = (404, b"not found") if self.path != server.PATH else server._respond(body, headers)
+                    status, payload = (
+                        (404, b"not found") if self.path != server.PATH else server._respond(body, headers)
+                    )
                 finally:
                     with server._lock:
                         server._in_flight -= 1
