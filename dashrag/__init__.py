@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from dashrag.core.validation import validate_and_transform
     from dashrag.documents.corpus import Corpus
     from dashrag.errors import DashragError
+    from dashrag.rerank import MMRConfig, RerankPipeline, mmr_rerank
 
 __version__ = "0.1.0"
 
@@ -40,10 +41,13 @@ _LAZY = {
     "Corpus": "dashrag.documents.corpus",
     "Restriction": "dashrag.core.restriction",
     "DashragError": "dashrag.errors",
+    "RerankPipeline": "dashrag.rerank",
+    "MMRConfig": "dashrag.rerank",
+    "mmr_rerank": "dashrag.rerank",
 }
 
 __all__ = ["build", "build_tree", "load", "save", "update", "update_tree", "build_component", "validate_and_transform",
-           "Corpus", "Restriction", "DashragError", "__version__"]
+           "Corpus", "Restriction", "DashragError", "RerankPipeline", "MMRConfig", "mmr_rerank", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

@@ -26,9 +26,11 @@ import dashrag.llm.prompt  # noqa: F401
 import dashrag.retrievers.agentic  # noqa: F401
 import dashrag.retrievers.bm25  # noqa: F401
 import dashrag.retrievers.boolean_query  # noqa: F401
+import dashrag.retrievers.cohere_reranker  # noqa: F401
 import dashrag.retrievers.cross_encoder  # noqa: F401
 import dashrag.retrievers.dense  # noqa: F401
 import dashrag.retrievers.http_reranker  # noqa: F401
+import dashrag.retrievers.jina_reranker  # noqa: F401
 import dashrag.retrievers.mmr  # noqa: F401
 import dashrag.retrievers.parallel  # noqa: F401
 import dashrag.retrievers.rerank_cascade  # noqa: F401

@@ -42,7 +42,7 @@ def folder_digest(folder: Path) -> dict[str, str]:
 
 # Fixtures that put a real model to work over a corpus subset: a test using one is slow (seconds to a
 # minute here). `pytest -m "not slow"` is the quick loop; CI and scripts/test.sh run everything.
-MODEL_FIXTURES = frozenset({"subset", "cross_encoder_dir", "unnormalised_minilm_dir"})
+MODEL_FIXTURES = frozenset({"subset", "cross_encoder_dir", "second_cross_encoder_dir", "unnormalised_minilm_dir"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -64,6 +64,18 @@ def kind_field(kind: ParamKind, default: Any = ..., *, unset_reaches: str | None
     return Field(default, json_schema_extra=extra, **field_kwargs)
 
 
+#: The most chunks a config may ask one retriever for (docs/security.md, param bounds).
+TOP_K_MAX = 10_000
+
+
+def top_k_field(default: int | None, description: str = "How many chunks to return.") -> Any:
+    """Every retriever's ``top_k`` parameter: a positive integer up to :data:`TOP_K_MAX` (``default`` None: unset
+    is allowed). The one declaration of the rule for configs; a ``top_k`` given to ``retrieve`` is held to the
+    same rule, a positive integer, by :func:`dashrag.core.ask.check_top_k` (a float, a string or a boolean
+    there is a QueryError, since Python code has no JSON number to be lenient about)."""
+    return Field(default, ge=1, le=TOP_K_MAX, description=description)
+
+
 class ComponentSpec(BaseModel):
     """A reference to a component inside a config tree: its registered name and its params."""
 

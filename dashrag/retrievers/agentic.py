@@ -50,6 +50,7 @@ from dashrag.core.params import (
     components_field,
     less_or_equal,
     spec,
+    top_k_field,
 )
 from dashrag.core.registry import register
 from dashrag.core.retriever import Answer, Result, SingleChildRetriever
@@ -95,7 +96,7 @@ class AgenticParams(ComponentParams):
         "retriever", [DEFAULT_CHILD], min_length=1, max_length=1,
         description="The one retriever that supplies the candidates (fixed after construction).")
     k1: int = Field(10, ge=1, le=10_000, description="How many candidates to fetch from the child.")
-    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks the model selects at most; at most k1.")
+    top_k: int = top_k_field(5, "How many chunks the model selects at most; at most k1.")
     function_call_max_trials: int = Field(3, ge=1, le=10, description=(
         "Selection attempts, the first included: an invalid answer is retried with what was wrong."))
     fallback_to_child_order: bool = Field(False, description=(

@@ -38,7 +38,7 @@ from pydantic import Field, model_validator
 
 from dashrag.core.ask import Ask
 from dashrag.core.digest import digest
-from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec
+from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec, top_k_field
 from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
 from dashrag.core.ranking import by_distance
 from dashrag.core.registry import register
@@ -59,7 +59,7 @@ ENGINE_STATE = "keyword.json"  # on an engine: what the node keeps besides the r
 
 
 class BM25Params(ComponentParams):
-    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return.")
+    top_k: int = top_k_field(5)
     variant: Literal["okapi", "bm25l", "bm25plus", "lucene", "dashai"] = Field(
         "okapi", description="BM25 flavour: Okapi (Robertson), BM25L, BM25+, Lucene's, or DashAI's (Lucene's idf "
                              "plus delta). A config naming a DashAI distance and no variant gets DashAI's.")

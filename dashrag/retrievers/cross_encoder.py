@@ -39,6 +39,7 @@ from dashrag.core.params import (
     kind_field,
     less_or_equal,
     spec,
+    top_k_field,
 )
 from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
@@ -78,7 +79,7 @@ class CrossEncoderParams(ComponentParams):
     max_length: int | None = Field(None, ge=8, le=8192, description=(
         "Tokens read per pair; None: the model's own limit."))
     device: str = device_field()
-    top_k: int = Field(5, ge=1, le=10000, description="How many chunks to return.")
+    top_k: int = top_k_field(5)
     fetch_k: int | None = Field(None, ge=1, le=10000, description=(
         "How many candidates to ask the child for (None: as many as the child's own top_k, as DashAI)."))
 
@@ -150,6 +151,12 @@ class CrossEncoderRetriever(SingleChildRetriever[CrossEncoderParams]):
         """The relevance of each pair in 0..1: the sigmoid of the model's logit (what sentence-transformers gives
         a one-label reranker by default, and what DashAI's distance ``1 - sigmoid(logit)`` is taken from)."""
         return expit(self.logits(pairs)).astype(np.float32)
+
+    def rerank_texts(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Each text's relevance to ``query`` in 0..1 (:meth:`predict`), in text order: what every text reranker
+        answers (the HTTP rerankers, a stage of :class:`dashrag.rerank.RerankPipeline`). Needs no child: the
+        model reads the texts it is given."""
+        return [float(s) for s in self.predict([(query, t) for t in texts])]
 
     def _rescore(self, queries: list[str], answers: Sequence[Answer], ask: Ask) -> list[Result]:
         k = self.top_k(ask)

@@ -37,7 +37,7 @@ import numpy as np
 from pydantic import Field
 
 from dashrag.core.ask import Ask
-from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec
+from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec, top_k_field
 from dashrag.core.persistence import atomic_write_json, load_json
 from dashrag.core.ranking import by_distance
 from dashrag.core.registry import register
@@ -62,7 +62,7 @@ from dashrag.indexes.similarity import (  # noqa: F401  (re-exported: the math u
 
 
 class DenseParams(ComponentParams):
-    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return.")
+    top_k: int = top_k_field(5)
     similarity_metric: Metric = Field("cosine", description=(
         "cosine: angle between vectors; dot: inner product (equals cosine for unit vectors); "
         "euclidean: straight-line distance; manhattan: the sum of the coordinates' differences."))

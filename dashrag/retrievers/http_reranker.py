@@ -7,140 +7,42 @@ Face's Text Embeddings Inference and compatible services do. Texts go in batches
 of ``batch_size``, at most ``max_workers`` requests in flight at once (a thread
 pool: the waiting is network I/O), each with ``timeout_s``.
 
-Two roles, like the cross-encoder:
-
-* with one child, a retriever: the child proposes ``fetch_k`` candidates, the
-  server scores them, the best ``top_k`` are returned (ties in the child's order);
-* with no child, a reranker only: the slot of the boolean component (and any
-  caller of ``rerank_texts`` or ``score_chunks``); its ``retrieve`` then refuses.
-
-The API key is a ``credential`` component (``EnvCredential``: the *name* of an
-environment variable, ``DASHRAG_RERANKER_API_KEY`` by default), read at each request
-and sent as ``Authorization: Bearer`` when the variable is set. Many TEI servers run
-without authentication, so an unset variable sends no header, unless
-``api_key_required``, when it is a ``CredentialError`` naming the variable (before
-any request). The config, the saved folder and the trace hold only the name; error
-messages are scrubbed of the key's value (:func:`dashrag.llm.redaction.redact`) even
-when a server echoes it back.
-
-Redirects are never followed: a request carries the key (and the texts), and a 3xx would
-send both on, perhaps from https to http. A 3xx is an error naming its status.
-
-Every malformed answer (not JSON, not a list, an entry without an index, an index
-out of range or repeated, a non-finite score, a text left unscored) is a
-:class:`RerankerAnswerError` that names the problem and the batch. An entry with an
-index and no ``score`` scores 0.0, as the reference's service counts it.
+The two roles (over a child, or a reranker only), batching, the key by reference,
+no redirects and the errors for malformed answers are every HTTP reranker's
+(:mod:`dashrag.retrievers.remote_reranker`). The API key's variable is
+``DASHRAG_RERANKER_API_KEY`` by default; many TEI servers run without
+authentication, so an unset variable sends no header unless ``api_key_required``.
+Every malformed answer (not JSON, not a list, an entry without an index, an
+index out of range or repeated, a non-finite score, a text left unscored) is a
+:class:`RerankerAnswerError` that names the problem and the batch. An entry with
+an index and no ``score`` scores 0.0, as the reference's service counts it.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import urllib.error
-import urllib.request
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Any
 
-import numpy as np
 from pydantic import Field
 
-from dashrag.core.ask import Ask
-from dashrag.core.params import (
-    ComponentParams,
-    ComponentSpec,
-    ParamKind,
-    component_field,
-    components_field,
-    kind_field,
-    less_or_equal,
-    spec,
-)
-from dashrag.core.ranking import by_distance, rerank_by_scores
 from dashrag.core.registry import register
-from dashrag.core.retriever import CompositeRetriever, Result, check_query
-from dashrag.errors import RetrievalError
-from dashrag.llm.redaction import redact
+from dashrag.retrievers.remote_reranker import (
+    RemoteReranker,
+    RemoteRerankerParams,
+    RerankerAnswerError,
+    plan_batches,
+    scores_by_index,
+)
 
-ERROR_BODY_CHARS = 300  # of a failing server's answer, quoted in the error
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A 3xx stays an HTTPError: the key is never sent on to another URL."""
-
-    def redirect_request(self, *args: Any) -> None:
-        return None
-
-
-OPENER = urllib.request.build_opener(_NoRedirects)
-
-
-class RerankerAnswerError(RetrievalError):
-    """The reranking server answered something that is not one score per text."""
+__all__ = ["HttpReranker", "HttpRerankerParams", "RerankerAnswerError", "parse_scores", "plan_batches"]
 
 
 def parse_scores(answer: Any, count: int) -> list[float]:
-    """Scores in text order from a ``[{index, score}]`` answer for ``count`` texts; else RerankerAnswerError."""
-    if not isinstance(answer, list):
-        raise RerankerAnswerError(f"expected a JSON list of {{index, score}} objects, got {type(answer).__name__}")
-    scores: list[float | None] = [None] * count
-    for position, entry in enumerate(answer):
-        if not isinstance(entry, dict):
-            raise RerankerAnswerError(f"entry {position} is {type(entry).__name__}, not an {{index, score}} object")
-        if "index" not in entry:
-            raise RerankerAnswerError(f"entry {position} has no 'index'")
-        index, score = entry["index"], entry.get("score", 0.0)  # no score counts as 0.0, as the reference's service
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
-            raise RerankerAnswerError(f"entry {position} has index {index!r}, outside 0..{count - 1}")
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-            raise RerankerAnswerError(f"entry {position} has score {score!r}, not a finite number")
-        if scores[index] is not None:
-            raise RerankerAnswerError(f"index {index} is scored twice")
-        scores[index] = float(score)
-    missing = [i for i, s in enumerate(scores) if s is None]
-    if missing:
-        shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
-        raise RerankerAnswerError(f"no score for text(s) {shown} of {count}")
-    return scores  # type: ignore[return-value]
+    """Scores in text order from a TEI ``[{index, score}]`` answer for ``count`` texts; else RerankerAnswerError."""
+    return scores_by_index(answer, count, "score", missing_score=0.0)
 
 
-def plan_batches(count: int, batch_size: int) -> list[tuple[int, int]]:
-    """``[start, end)`` slices of at most ``batch_size`` covering ``count`` texts."""
-    return [(start, min(start + batch_size, count)) for start in range(0, count, batch_size)]
-
-
-class HttpRerankerParams(ComponentParams):
-    children: list[ComponentSpec] = components_field(
-        "retriever",
-        [],
-        max_length=1,
-        description="The retriever whose candidates are reranked; "
-        "none when used only as a reranker (the boolean component's slot).",
-    )
-    api_base: str = kind_field(
-        ParamKind.ENDPOINT,
-        "http://localhost:8080",
-        pattern=r"^https?://\S+$",
-        description="Base URL of the server; requests go to {api_base}/rerank.",
-    )
-    credential: ComponentSpec = component_field(
-        "credential",
-        spec("EnvCredential", var="DASHRAG_RERANKER_API_KEY"),
-        description=(
-            "Where the API key comes from (EnvCredential: an environment variable's name); sent as a bearer token "
-            "when set. The key itself is never stored."
-        ),
-    )
-    api_key_required: bool = Field(
-        False, description="Refuse to send a request when the credential's variable is unset."
-    )
+class HttpRerankerParams(RemoteRerankerParams):
     truncate: bool = Field(True, description="Ask the server to truncate texts longer than its model reads.")
-    batch_size: int = Field(32, ge=1, le=4_096, description="Texts per request.")
-    max_workers: int = Field(4, ge=1, le=64, description="Requests in flight at once.")
-    timeout_s: float = Field(30.0, gt=0, le=600, description="Seconds to wait for one request.")
-    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return (with a child).")
-    fetch_k: int = Field(20, ge=1, le=10_000, description="How many candidates to ask the child for.")
-
-    RULES = (less_or_equal("top_k", "fetch_k"),)
 
 
 @register(
@@ -158,105 +60,11 @@ class HttpRerankerParams(ComponentParams):
     },
     operation="Sends the child's fetch_k candidates to the /rerank endpoint in parallel batches and keeps the top_k.",
 )
-class HttpReranker(CompositeRetriever[HttpRerankerParams]):
-    @property
-    def url(self) -> str:
-        return self.params.api_base.rstrip("/") + "/rerank"
+class HttpReranker(RemoteReranker[HttpRerankerParams]):
+    PATH = "/rerank"
 
-    # -- scoring texts ----------------------------------------------------------
-    def rerank_texts(self, query: str, texts: Sequence[str]) -> list[float]:
-        """The server's score of each text for ``query``, in text order (higher is better)."""
-        texts = list(texts)
-        batches = plan_batches(len(texts), self.params.batch_size)
-        if not batches:
-            return []
-        key = self._api_key()
-        calls = [(number, query, texts[start:end], key) for number, (start, end) in enumerate(batches, 1)]
-        workers = min(self.params.max_workers, len(calls))
-        if workers == 1:
-            parts = [self._score_batch(*call) for call in calls]
-        else:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dashrag-rerank") as pool:
-                parts = list(pool.map(lambda call: self._score_batch(*call), calls))
-        return [score for part in parts for score in part]
+    def request_body(self, query: str, texts: list[str]) -> dict[str, Any]:
+        return {"query": query, "texts": texts, "truncate": self.params.truncate}
 
-    def _api_key(self) -> str | None:
-        """The key, read now; None when unset, or a CredentialError naming the variable if it is required."""
-        credential = self.nested["credential"]
-        return credential.resolve() if self.params.api_key_required else credential.resolve_or_none()
-
-    def _score_batch(self, number: int, query: str, texts: list[str], key: str | None) -> list[float]:
-        body = json.dumps({"query": query, "texts": texts, "truncate": self.params.truncate}).encode("utf-8")
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if key is not None:
-            headers["Authorization"] = f"Bearer {key}"
-        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-        where = f"{self.component_name}: {self.url} (batch {number}, {len(texts)} texts)"
-        try:
-            with OPENER.open(request, timeout=self.params.timeout_s) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            detail = "a redirect, not followed" if 300 <= exc.code < 400 else _body_excerpt(exc)
-            raise RetrievalError(
-                _redact(f"{where} answered HTTP {exc.code}" + (f": {detail}" if detail else ""), key)
-            ) from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise RetrievalError(_redact(f"{where}: request failed ({reason})", key)) from None
-        try:
-            answer = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            excerpt = raw[:ERROR_BODY_CHARS].decode("utf-8", "replace")
-            raise RerankerAnswerError(
-                _redact(f"{where} answered something that is not JSON: {excerpt!r}", key)
-            ) from None
-        try:
-            return parse_scores(answer, len(texts))
-        except RerankerAnswerError as exc:
-            raise RerankerAnswerError(_redact(f"{where} answered a malformed ranking: {exc}", key)) from None
-
-    # -- the retriever contract ---------------------------------------------------
-    def _retrieve(self, query: str, ask: Ask) -> Result:
-        return self._retrieve_batch([query], ask)[0]
-
-    def _retrieve_batch(self, queries: list[str], ask: Ask) -> list[Result]:
-        children = self.nested.get("children", [])
-        if not children:
-            raise RetrievalError(
-                f"{self.component_name} has no child retriever: it can only rerank (rerank_texts, "
-                "score_chunks, or the reranker slot of a BooleanQueryRetriever)"
-            )
-        k = self.top_k(ask)
-        answers = children[0].answer_batch(queries, ask.with_top_k(max(self.params.fetch_k, k)))
-        results: list[Result] = []
-        for query, (candidates, child_trace) in zip(queries, answers):
-            scores = np.asarray(self.rerank_texts(query, [c.chunk.text for c in candidates]), dtype=np.float64)
-            chosen, _ = rerank_by_scores(candidates, scores, k, self.component_name)
-            selection = {
-                "summary": f"HTTP reranker kept {len(chosen)} of {len(candidates)} candidates",
-                "candidates": len(candidates),
-                "url": self.url,
-                "batches": len(plan_batches(len(candidates), self.params.batch_size)),
-            }
-            results.append((chosen, [child_trace], selection))
-        return results
-
-    def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
-        """Distance = −(the server's score), ascending; ties by corpus order; unknown ids raise UnknownChunkError."""
-        query = check_query(query)
-        chunks = self.require_infra().chunks
-        rows = chunks.rows_of(chunk_ids)
-        distances = -np.asarray(self.rerank_texts(query, [chunks.chunks[r].text for r in rows]), dtype=np.float64)
-        return by_distance(chunk_ids, rows, distances)
-
-
-def _body_excerpt(error: urllib.error.HTTPError) -> str:
-    try:
-        return error.read()[:ERROR_BODY_CHARS].decode("utf-8", "replace").strip()
-    except Exception:  # the body is a courtesy; the status code is the error
-        return ""
-
-
-def _redact(message: str, key: str | None) -> str:
-    """The message with the API key's value masked, in case a server echoed it."""
-    return redact(message, key) if key else message
+    def scores_from(self, answer: Any, count: int) -> list[float]:
+        return parse_scores(answer, count)

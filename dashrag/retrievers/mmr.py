@@ -34,7 +34,15 @@ import numpy as np
 from pydantic import Field
 
 from dashrag.core.ask import Ask
-from dashrag.core.params import ComponentParams, ComponentSpec, component_field, components_field, less_or_equal, spec
+from dashrag.core.params import (
+    ComponentParams,
+    ComponentSpec,
+    component_field,
+    components_field,
+    less_or_equal,
+    spec,
+    top_k_field,
+)
 from dashrag.core.registry import register
 from dashrag.core.retriever import Answer, Result, SingleChildRetriever, check_query
 from dashrag.documents.model import ScoredChunk
@@ -90,6 +98,18 @@ def mmr_select(relevance: np.ndarray, similarity: np.ndarray, lambda_mult: float
     return picks
 
 
+def mmr_rerank(relevance: Sequence[float] | np.ndarray, vectors: np.ndarray, top_k: int,
+               lambda_mult: float) -> list[Pick]:
+    """MMR over candidates given as their relevance (n,) and their vectors (n, d): the similarity is the cosine
+    between the vectors (rows made unit length), the picks :func:`mmr_select`'s. What the rerank cascade and
+    the rerank pipeline (:mod:`dashrag.rerank`) run; a row of zeros is similar to nothing."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    if vectors.ndim != 2 or vectors.shape[0] != len(relevance):
+        raise RetrievalError(f"mmr_rerank: vectors must be (n, d) for {len(relevance)} candidates; got {vectors.shape}")
+    unit = unit_rows(vectors)
+    return mmr_select(np.asarray(relevance, dtype=np.float64), unit @ unit.T, lambda_mult, top_k)
+
+
 def reorder(candidates: Sequence[ScoredChunk], picks: Sequence[Pick], source: str) -> list[ScoredChunk]:
     """The picked candidates in pick order, each keeping its score; the MMR value goes into the provenance."""
     return [candidates[p.index].rescored(candidates[p.index].score, candidates[p.index].source,
@@ -104,7 +124,7 @@ class MMRParams(ComponentParams):
         "retriever", [spec("DenseEmbeddingRetriever")], min_length=1, max_length=1,
         description="The one retriever whose candidates MMR re-orders (any retriever, composites included).")
     lambda_mult: float = Field(0.5, ge=0, le=1, description="1: relevance only; 0: diversity only.")
-    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return.")
+    top_k: int = top_k_field(5)
     fetch_k: int | None = Field(None, ge=1, le=10_000, description=(
         "How many candidates to ask the child for; None: as many as the child's own top_k (DashAI's way)."))
     embedding: ComponentSpec = component_field(

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 from pydantic import Field, field_validator
 
 from dashrag.core.ask import Ask
-from dashrag.core.params import ComponentParams, ComponentSpec, components_field, same_length, spec
+from dashrag.core.params import ComponentParams, ComponentSpec, components_field, same_length, spec, top_k_field
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result
 from dashrag.documents.model import ScoredChunk
@@ -41,7 +41,7 @@ class ParallelParams(ComponentParams):
         "round_robin", description="How the children's rankings are fused (see docs/fusion.md).")
     weights: list[float] | None = Field(None, description="One non-negative weight per child (default: all 1).")
     rrf_k: float = Field(60.0, gt=0, description="The k of reciprocal rank fusion, 1 / (k + rank).")
-    top_k: int | None = Field(None, ge=1, le=10000, description="Cut the fused list (default: keep every fused chunk).")
+    top_k: int | None = top_k_field(None, "Cut the fused list (default: keep every fused chunk).")
     concurrent: bool = Field(True, description="Run the children in parallel threads.")
 
     RULES = (same_length("weights", "children"),)

@@ -11,8 +11,10 @@ hydrated (their chunks looked up) and re-scored by ``precise`` through
 precise stage; the candidates it did not score keep their first-stage order after
 them. With MMR on (``enable_mmr``, or ``mmr_lambda`` given; λ 0.7 by default, as the
 reference), a final MMR stage re-orders the precise stage's output, with the precise
-stage's scores as relevance (:func:`dashrag.retrievers.mmr.mmr_select`); it keeps the
-scores and runs only with more than one candidate.
+stage's scores as relevance (:func:`dashrag.retrievers.mmr.mmr_rerank`): it picks among the
+candidates the precise stage scored (the others' scores are on the fast stage's scale, so they
+follow, in their order, when ``top_k`` asks for more); it keeps the scores and runs only with
+more than one candidate.
 
 A failure inside any stage raises :class:`~dashrag.errors.RerankerError` (a
 ``StageError``) naming the stage (``fast``, ``early_exit``, ``hydrate``,
@@ -26,17 +28,15 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Literal, Sequence
 
-import numpy as np
 from pydantic import Field
 
 from dashrag.core.ask import Ask
-from dashrag.core.params import ComponentParams, ComponentSpec, Rule, component_field, less_or_equal, spec
+from dashrag.core.params import ComponentParams, ComponentSpec, Rule, component_field, less_or_equal, spec, top_k_field
 from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result
 from dashrag.documents.model import ScoredChunk
-from dashrag.embeddings.overflow import unit_rows
 from dashrag.errors import RerankerError, StageError
-from dashrag.retrievers.mmr import mmr_select, reorder
+from dashrag.retrievers.mmr import mmr_rerank, reorder
 
 STAGES = ("fast", "early_exit", "hydrate", "precise", "mmr")
 
@@ -73,7 +73,7 @@ class RerankCascadeParams(ComponentParams):
     stage2_top_n: int | None = Field(10, ge=1, le=10_000, description=(
         "How many of the stage-1 candidates (best first) the precise stage scores (the rag-reranker's default, "
         "10, cut to what stage 1 passes on); the rest keep their first-stage order after them. None: all of them."))
-    top_k: int = Field(10, ge=1, le=10_000, description="How many chunks to return.")
+    top_k: int = top_k_field(10)
     early_exit: Literal["never", "margin", "threshold"] = Field(
         "never", description="When to skip the precise stage: never, on a decisive margin, or above a score threshold."
     )
@@ -181,8 +181,9 @@ class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
                 nodes.append(precise._node(query, chosen, elapsed, [], None, rescored=True))
             chosen += [c.rescored(c.score, c.source, precise_scored=False) for c in candidates[scored_n:]]
             record["precise_scored"] = scored_n
-            if mmr is not None:
-                chosen, record["mmr"] = self._mmr(chosen, k, mmr, timings, context)
+            if mmr is not None:  # over the precise stage's scores only: the rest are on the fast stage's scale
+                picked, record["mmr"] = self._mmr(chosen[:scored_n], k, mmr, timings, context)
+                chosen = (picked + chosen[scored_n:])[:k]
             else:
                 chosen = chosen[:k]
         path = "early_exit" if exit_now else ("precise+mmr" if mmr is not None else "precise")
@@ -196,10 +197,8 @@ class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
         with stage("mmr", timings, {**context, "lambda": lam}):
             if len(chosen) <= 1:
                 return chosen[:k], {"ran": False, "lambda": lam, "why": f"{len(chosen)} candidate(s)"}
-            embedding = self.nested["mmr_embedding"]
-            vectors = unit_rows(embedding.embed_documents([c.chunk.text for c in chosen]))
-            relevance = np.array([c.score for c in chosen], dtype=np.float64)  # the precise stage's scores
-            picks = mmr_select(relevance, vectors @ vectors.T, lam, k)
+            vectors = self.nested["mmr_embedding"].embed_documents([c.chunk.text for c in chosen])
+            picks = mmr_rerank([c.score for c in chosen], vectors, k, lam)  # relevance: the precise stage's scores
             order = [{"chunk_id": chosen[pk.index].id, "mmr": pk.score, "relevance": pk.relevance,
                       "max_similarity": pk.max_similarity} for pk in picks]
             return reorder(chosen, picks, self.component_name), {"ran": True, "lambda": lam, "order": order}

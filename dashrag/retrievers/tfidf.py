@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import Field
 from sklearn.feature_extraction.text import TfidfTransformer
 
-from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec
+from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec, top_k_field
 from dashrag.core.persistence import load_array, load_sparse, save_array, save_sparse
 from dashrag.core.registry import register
 from dashrag.core.retriever import UnitRetriever
@@ -30,7 +30,7 @@ from dashrag.scoring.distances import DistanceMetric, distances, scores_from_dis
 
 
 class TFIDFParams(ComponentParams):
-    top_k: int = Field(5, ge=1, le=10_000, description="How many chunks to return.")
+    top_k: int = top_k_field(5)
     sublinear_tf: bool = Field(False, description="Use 1 + log(tf) instead of raw term frequency.")
     smooth_idf: bool = Field(
         True, description="Add one to document frequencies, as if one extra document held every term."

@@ -14,6 +14,8 @@ REACHING = re.compile(r"(url|uri|base|host|path|dir|folder|file|var|model|endpoi
 #: String parameters whose names match but that reach nothing outside: why each is safe.
 NOT_REACHING = {
     ("LiteLLMModel", "model"): "a litellm model name; where it is sent is api_base (an endpoint)",
+    ("CohereReranker", "model"): "the name of a model the service runs; where it is sent is api_base (an endpoint)",
+    ("JinaReranker", "model"): "the name of a model the service runs; where it is sent is api_base (an endpoint)",
 }
 
 

@@ -32,6 +32,10 @@ def word_overlap(query: str, text: str) -> float:
 
 @dataclass
 class RerankServer(LoopbackHTTPServer):
+    #: where the protocol's requests go, and the body's list of texts (subclasses speak other protocols)
+    PATH = "/rerank"
+    TEXTS = "texts"
+
     score: Callable[[str, str], float] = word_overlap
     delay: float = 0.0
     answer: Answer | None = None
@@ -53,9 +57,9 @@ class RerankServer(LoopbackHTTPServer):
 
     @property
     def texts(self) -> list[str]:
-        return [t for r in self.requests for t in r["body"]["texts"]]
+        return [t for r in self.requests for t in r["body"][self.TEXTS]]
 
-    def ranking(self, body: dict) -> list[dict]:
+    def ranking(self, body: dict) -> Any:
         scored = [{"index": i, "score": self.score(body["query"], t)} for i, t in enumerate(body["texts"])]
         return sorted(scored, key=lambda e: -e["score"])  # TEI answers best first, not in text order
 
@@ -78,7 +82,9 @@ class RerankServer(LoopbackHTTPServer):
                     server.max_in_flight = max(server.max_in_flight, server._in_flight)
                 try:
                     time.sleep(server.delay)
-                    status, payload = (404, b"not found") if self.path != "/rerank" else server._respond(body, headers)
+                    status, payload = (
+                        (404, b"not found") if self.path != server.PATH else server._respond(body, headers)
+                    )
                 finally:
                     with server._lock:
                         server._in_flight -= 1

@@ -166,3 +166,14 @@ def test_a_failing_stage_raises_reranker_error_with_the_stage_and_a_context(corp
     assert {k: info.value.context[k] for k in ("stage", "query", "candidates", "retriever", "component")} == {
         "stage": "precise", "query": QUERY, "candidates": found, "retriever": "TFIDFRetriever",
         "component": "RerankCascadeRetriever"}
+
+
+def test_mmr_picks_among_the_precise_stages_candidates_and_the_others_follow_in_their_order(corpus, tmp_path):
+    """The unscored candidates carry the fast stage's scores (BM25's, on another scale than the precise stage's
+    −distance): MMR must not rank them by those, so it picks among the precise stage's, the rest follow."""
+    onnx = {"component": "MiniLMOnnxEmbedding", "params": {"max_seq_length": 128}}
+    tree = dashrag.build(cascade(stage2_top_n=3, top_k=6, mmr_lambda=0.5, mmr_embedding=onnx), corpus, tmp_path)
+    chunks, trace = tree.retrieve(QUERY)
+    fast, _ = tree.nested["fast"].retrieve(QUERY, top_k=6)
+    assert {c.id for c in chunks[:3]} == {c.id for c in fast[:3]} and trace["selection"]["mmr"]["ran"]
+    assert [c.id for c in chunks[3:]] == [c.id for c in fast[3:]]

@@ -107,6 +107,16 @@ def test_an_llm_left_to_its_provider_endpoint_is_refused_over_http(client):
     assert "OPENAI_API_KEY" in problems["params.llm_model.params.credential.params.var"]
 
 
+@pytest.mark.parametrize("component, var", [("CohereReranker", "COHERE_API_KEY"), ("JinaReranker", "JINA_API_KEY")])
+def test_a_hosted_rerankers_default_service_and_key_are_refused_over_http(client, component, var):
+    """Their api_base and credential are declared by kind, like HttpReranker's: the defaults too."""
+    tree = {"component": component, "params": {"children": [{"component": "BM25Retriever"}]}}
+    answer = client.post("/trees/validate", json=tree).json()
+    problems = {e["path"]: e["message"] for e in answer["errors"]}
+    assert answer["valid"] is False and "--allow-endpoint" in problems["params.api_base"]
+    assert var in problems["params.credential.params.var"]
+
+
 def test_a_cross_origin_build_is_refused_before_anything_runs(trees_copy, server_secret, recording_listener):
     """The attack: a web page open in the operator's browser posts a multipart form (a simple request,
     no preflight) to the service on loopback. Even with the credential and endpoint allowed, so that the
