@@ -64,7 +64,11 @@ class ServiceSettings(BaseSettings):
     max_pending_builds: int = Field(4, ge=1, description=(
         "Tree builds queued or running at once; POST /trees answers 429 beyond it."))
     build_timeout_s: float | None = Field(3600.0, gt=0, description=(
-        "Seconds a build may run; it stops at its next progress report after that (None: no limit)."))
+        "Seconds a build or document-update job may run; its worker process is killed then, whatever it is "
+        "doing (None: no limit)."))
+    build_memory_mb: int | None = Field(8192, ge=256, description=(
+        "Address space in MiB a build or document-update job's worker process may take (RLIMIT_AS; None: no "
+        "limit). Beyond it the job fails with 'over the memory limit'."))
     blas_threads: int = Field(1, ge=0, description=(
         "Threads of numpy's BLAS (vector products) in `dashrag serve`; 0: the library's own, one per core."))
     qdrant: str | None = Field(None, description=(

@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import Request
 
+from dashrag.service.build_process import WorkerLimits
 from dashrag.service.collections import CollectionRegistry
 from dashrag.service.jobs import BuildJobs
 from dashrag.service.pipeline import RetrievePipeline, Thresholds
@@ -49,7 +50,7 @@ def build_service(settings: ServiceSettings) -> Service:
         reranker_from_settings(s.reranker, s.reranker_url, s.reranker_api_key_var, s.reranker_timeout), executor)
     components = [{"name": name, **frontend_meta(cls)} for name, cls in all_components()]
     jobs = BuildJobs(registry, s.build_workers, s.cache_dir, max_pending=s.max_pending_builds,
-                     timeout_s=s.build_timeout_s)
+                     limits=WorkerLimits(memory_mb=s.build_memory_mb, timeout_s=s.build_timeout_s))
     return Service(settings, registry, pipeline, jobs, executor, components, qdrant)
 
 
