@@ -13,6 +13,7 @@ from dashrag.service.collections import CollectionRegistry
 from dashrag.service.jobs import BuildJobs
 from dashrag.service.pipeline import RetrievePipeline, Thresholds
 from dashrag.service.qdrant_collections import QdrantServer, qdrant_collections
+from dashrag.service.redaction import ServerLocations
 from dashrag.service.rerank import reranker_from_settings
 from dashrag.service.rewrite import rewriter_from_settings
 from dashrag.service.settings import ServiceSettings
@@ -27,6 +28,7 @@ class Service:
     executor: ThreadPoolExecutor
     components: list[dict[str, Any]]
     qdrant: QdrantServer | None = None
+    locations: ServerLocations = ServerLocations(())  # hidden from error bodies (docs/security.md)
 
     def close(self) -> None:
         self.jobs.shutdown()
@@ -51,7 +53,7 @@ def build_service(settings: ServiceSettings) -> Service:
     components = [{"name": name, **frontend_meta(cls)} for name, cls in all_components()]
     jobs = BuildJobs(registry, s.build_workers, s.cache_dir, max_pending=s.max_pending_builds,
                      limits=WorkerLimits(memory_mb=s.build_memory_mb, timeout_s=s.build_timeout_s))
-    return Service(settings, registry, pipeline, jobs, executor, components, qdrant)
+    return Service(settings, registry, pipeline, jobs, executor, components, qdrant, ServerLocations.of(settings))
 
 
 def serve_qdrant(settings: ServiceSettings, registry: CollectionRegistry) -> QdrantServer:

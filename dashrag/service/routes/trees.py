@@ -212,20 +212,27 @@ def _upload_name(filename: str | None) -> str:
 
 @router.get("/jobs/{job_id}", response_model=JobStatus, responses=errors(401, 404, 503))
 def job_status(job_id: str, request: Request) -> dict[str, Any]:
-    job = service_of(request).jobs.get(job_id)
+    service = service_of(request)
+    job = service.jobs.get(job_id)
     if job is None:
         raise HTTPException(404, f"no job {job_id!r}")
-    return job.to_json()
+    return _shown(service, job.to_json())
 
 
 @router.post("/jobs/{job_id}/cancel", response_model=JobStatus, responses=errors(401, 404, 503))
 def cancel_job(job_id: str, request: Request) -> dict[str, Any]:
     """Stop a queued or running build at its next progress report; it leaves nothing behind (an ended job
     is answered as it is)."""
-    job = service_of(request).jobs.cancel(job_id)
+    service = service_of(request)
+    job = service.jobs.cancel(job_id)
     if job is None:
         raise HTTPException(404, f"no job {job_id!r}")
-    return job.to_json()
+    return _shown(service, job.to_json())
+
+
+def _shown(service: Service, job: dict[str, Any]) -> dict[str, Any]:
+    """A job as a client sees it: its error and message without the server's folders and endpoints."""
+    return {**job, **{k: service.locations.hide(job[k]) for k in ("error", "message") if job[k]}}
 
 
 @router.post("/trees/{name}/query", response_model=TreeQueryResponse,
