@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from dashrag.errors import ConfigError
 from dashrag.llm.credential import ENV_VAR_PATTERN
@@ -110,6 +110,9 @@ def load_settings(settings_file: Path | None = None, **overrides: Any) -> Servic
     values.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return ServiceSettings(**values)
+    except SettingsError as exc:  # an environment variable of a list or object setting that is not JSON
+        raise ConfigError(f"{exc}: a list or object setting from the environment is JSON, e.g. "
+                          "RAG_CORS_ORIGINS='[\"https://app.example\"]'") from None
     except ValidationError as exc:
         where = str(settings_file) if settings_file else "settings"
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())

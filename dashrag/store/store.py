@@ -27,7 +27,7 @@ from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.model import Chunk, SourceDocument, normalise_categories
 from dashrag.errors import PersistenceError, excerpt
 from dashrag.store.models import Base, ChunkRow, DocumentRow, RetrieverRecord, StoreInfo
-from dashrag.store.sqlite_reader import sqlite_url
+from dashrag.store.sqlite_reader import read_only_uri, sqlite_url
 from dashrag.urls import hide_url_secrets
 
 __all__ = ["Store", "sqlite_url"]
@@ -47,8 +47,7 @@ def read_only_url(url: str) -> str:
     database = parsed.database
     if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
         return url
-    path = quote(str(Path(database).resolve()))
-    return f"{parsed.drivername}:///file:{path}?mode=ro&uri=true"
+    return f"{parsed.drivername}:///{read_only_uri(Path(database))}&uri=true"
 
 
 class Store:
@@ -65,6 +64,9 @@ class Store:
                                    "is not installed (pip install it, or use an sqlite:/// URL)") from None
         except SQLAlchemyError as exc:
             raise PersistenceError(f"cannot open the store {display_url(url)}: {exc.__class__.__name__}") from None
+        except ValueError:  # SQLAlchemy parses a malformed host or port ('[::1:5432') with int(): a ValueError
+            raise PersistenceError(f"cannot open the store {display_url(url)}: its host or port cannot be read "
+                                   "(an IPv6 address goes in brackets: postgresql://user@[::1]:5432/db)") from None
 
     @property
     def display_url(self) -> str:
