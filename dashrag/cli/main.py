@@ -8,6 +8,7 @@ through :mod:`dashrag.cli.safe_text` (no markup, no terminal escapes).
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,8 +36,9 @@ from dashrag.core.registry import all_components, get_component
 from dashrag.core.restriction import Restriction
 from dashrag.core.trace import format_trace
 from dashrag.display import visible
+from dashrag.documents.corpus import refuse_lone_surrogates
 from dashrag.documents.model import ScoredChunk
-from dashrag.errors import ConfigError, QueryError, excerpt
+from dashrag.errors import ConfigError, CorpusError, QueryError, excerpt
 from dashrag.evaluation.runs import format_trec_run, run_from_results
 
 # jsonschema (schema) and SQLAlchemy (the store) are imported by the commands that use them: a keyword
@@ -123,14 +125,20 @@ def index(
     with console.status("reading the corpus"):
         documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
     say(f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else ""))
+    created = not out.exists()
     create_output_folder(out, "--out")
     with console.status("building") as status:
         def progress(stage: str, done: int = 0, total: int | None = None) -> None:
             status.update(plain(f"{stage} {done}/{total}" if total else stage))
 
-        report = build_tree(root, documents, out, name=config if not config.lstrip().startswith("{") else None,
-                            chunker=chunker_spec, store_url=store, cache_dir=cache_dir, overwrite=overwrite,
-                            progress=progress)
+        try:
+            report = build_tree(root, documents, out, name=config if not config.lstrip().startswith("{") else None,
+                                chunker=chunker_spec, store_url=store, cache_dir=cache_dir, overwrite=overwrite,
+                                progress=progress)
+        except BaseException:
+            if created:  # a failed build leaves no --out where there was none
+                shutil.rmtree(out, ignore_errors=True)
+            raise
     say(f"indexed {report.chunks} chunks in {report.seconds:.1f}s; saved to {out}")  # one copyable line, never wrapped
 
 
@@ -149,7 +157,8 @@ def _read_queries(path: Path) -> list[tuple[str, str]]:
             continue
         try:
             record = loads_config(line, f"{path}:{number}")
-        except ConfigError as exc:
+            refuse_lone_surrogates(line, record, f"{path}:{number}")
+        except (ConfigError, CorpusError) as exc:
             raise QueryError(str(exc)) from None
         qid, text = (record.get("_id"), record.get("text")) if isinstance(record, dict) else (None, None)
         if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not isinstance(text, str):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Iterable, Sequence
-from urllib.parse import quote
 
 from sqlalchemy import create_engine, func, insert, inspect, select
 from sqlalchemy.engine import make_url
@@ -97,10 +96,16 @@ class Store:
                           for i, d in enumerate(documents)]
         chunk_rows = [{"id": c.id, "document_id": c.document_id, "position": c.position, "text": c.text,
                        "start": c.start, "end": c.end} for c in chunks]
-        with Session(self.engine) as session, session.begin():  # one transaction, bulk inserts
-            session.execute(insert(DocumentRow), documents_rows)
-            session.execute(insert(ChunkRow), chunk_rows)
-            session.add(StoreInfo(key="fingerprint", value=fingerprint))
+        try:
+            with Session(self.engine) as session, session.begin():  # one transaction, bulk inserts
+                session.execute(insert(DocumentRow), documents_rows)
+                session.execute(insert(ChunkRow), chunk_rows)
+                session.add(StoreInfo(key="fingerprint", value=fingerprint))
+        except SQLAlchemyError as exc:  # "database or disk is full", a read-only file: the user's to fix
+            reason = getattr(exc, "orig", None) or exc
+            first_line = str(reason).splitlines()[0] if str(reason) else type(reason).__name__
+            raise PersistenceError(f"the store {self.display_url} cannot be written: {excerpt(first_line, 160)}") \
+                from None
 
     def copy_retriever_records(self, source: Store, fingerprint: str) -> None:
         """The retriever records of ``source``, recorded here for the corpus ``fingerprint`` (an updated tree's
@@ -182,7 +187,8 @@ def write_temporary_store(folder: Path, documents: Sequence[SourceDocument], chu
         finally:
             store.close()
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for leftover in (tmp, f"{tmp}-journal", f"{tmp}-wal", f"{tmp}-shm"):
+            Path(leftover).unlink(missing_ok=True)
         raise
     return Path(tmp)
 
