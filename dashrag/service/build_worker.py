@@ -25,7 +25,8 @@ def _build(task: dict[str, Any], progress: Any) -> dict[str, Any]:
     from dashrag.api import build_tree
 
     report = build_tree(task["config"], task["corpus"], task["out"], name=task["name"], chunker=task["chunker"],
-                        cache_dir=task["cache_dir"], progress=progress)
+                        cache_dir=task["cache_dir"], overwrite=task.get("overwrite", False),
+                        progress=progress)
     return {"documents": report.documents, "chunks": report.chunks}
 
 
@@ -52,6 +53,8 @@ def run(task: dict[str, Any], out: TextIO) -> None:
         send({"result": (_build if task["kind"] == "build" else _update)(task, progress)})
     except MemoryError:
         send({"error": "out of memory", "memory": True})
+    except OSError as exc:  # a read-only or full folder: the reason, never the server's path
+        send({"error": f"a file cannot be written or read ({exc.strerror or type(exc).__name__})", "memory": False})
     except Exception as exc:  # reported to the job; the parent shows only what safe_message allows
         send({"error": safe_message(exc), "memory": False})
 

@@ -5,8 +5,8 @@ to the service's memory and time limits (:mod:`dashrag.service.build_process`), 
 folder of ``--trees`` (``.building-<id>``; caches in ``.work-<id>`` unless the
 service shares a cache folder), which is only then renamed to the tree's name, so a
 half-built tree is never listed or served; the collection registry never looks at
-hidden folders. With ``overwrite`` the old folder is renamed aside first and removed
-after the new one is in place. The build's stages become the job's progress. A document update
+hidden folders. With ``overwrite`` a saved tree is rebuilt in its own folder (build_tree switches
+the manifest last, so the old tree is served until the new one is whole: no moment without the tree). The build's stages become the job's progress. A document update
 job runs :func:`dashrag.api.update_tree` in a worker the same way.
 """
 
@@ -112,6 +112,21 @@ class Job:
                 "stage_eta_s": self.stage_eta_s(), "counts": self.counts}
 
 
+#: What a job leaves in the trees folder while it runs, and a killed service leaves behind: job folders beside
+#: the trees, and temporary stores inside a tree's folder (an overwrite builds in place).
+JOB_LEFTOVERS = (".upload-*", ".building-*", ".work-*", ".replaced-*", ".deleted-*", "*/.store-*.sqlite.tmp*")
+
+
+def remove_leftovers(trees: Path) -> None:
+    """Remove what killed jobs left (at the service's start, before any job runs: one service per trees folder)."""
+    for pattern in JOB_LEFTOVERS:
+        for leftover in trees.glob(pattern):
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+
+
 class BuildJobs:
     def __init__(self, registry: CollectionRegistry, workers: int, cache_dir: Path | None, max_pending: int = 4,
                  limits: WorkerLimits = WorkerLimits()):
@@ -122,6 +137,8 @@ class BuildJobs:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dashrag-build")
+        if registry.trees_dir is not None and registry.trees_dir.is_dir():
+            remove_leftovers(registry.trees_dir)
 
     def new_job_id(self) -> str:
         return uuid.uuid4().hex
@@ -147,14 +164,19 @@ class BuildJobs:
         return job
 
     def _run(self, job: Job, root: Retriever, corpus_path: Path, chunker: dict | None, overwrite: bool) -> None:
-        trees = self.registry.folder_of(job.tree).parent
-        work, staging = trees / f".work-{job.id}", trees / f".building-{job.id}"
-        task = {"kind": "build", "config": root.to_config(), "corpus": str(corpus_path), "out": str(staging),
-                "name": job.tree, "chunker": chunker, "cache_dir": str(self.cache_dir or work)}
+        target = self.registry.folder_of(job.tree)
+        work, staging = target.parent / f".work-{job.id}", target.parent / f".building-{job.id}"
+        # a saved tree is overwritten in place: build_tree switches its manifest last, so queries are answered
+        # by the old tree until then and never meet a missing folder; a new tree is built aside and renamed in
+        in_place = overwrite and (target / MANIFEST_NAME).is_file()
+        task = {"kind": "build", "config": root.to_config(), "corpus": str(corpus_path),
+                "out": str(target if in_place else staging), "name": job.tree, "chunker": chunker,
+                "cache_dir": str(self.cache_dir or work), "overwrite": in_place}
         try:
             run_in_worker(task, self.limits, job.enter, job.check_cancel)
             job.enter("publishing")
-            self._publish(staging, job.tree, overwrite)
+            if not in_place:
+                self._publish(staging, job.tree, overwrite)
             self.registry.load_tree(job.tree)
             job.end("done", f"built {job.tree}")
         except Cancelled as exc:
