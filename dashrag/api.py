@@ -12,6 +12,7 @@ does not import this module); they are re-exported here.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -171,10 +172,9 @@ def build_tree(
     retriever record (``name``, default the root component) is written into that store, and only
     then does the save switch ``out``'s manifest (atomically, under the folder's save lock), so a kill
     at any moment leaves the previous tree (or none) loadable, and a failure leaves no file of this
-    build behind. ``progress`` hears each stage; raising from it stops the build (a cancel).
+    build behind (nor ``out`` itself when the build created it). ``progress`` hears each stage; raising
+    from it stops the build (a cancel).
     """
-    from dashrag.store.store import Store  # SQLAlchemy: only building writes a store
-
     start = time.perf_counter()
     root = construct_tree(config)
     if not isinstance(corpus, Corpus):
@@ -184,7 +184,23 @@ def build_tree(
     chunk_set = chunk_corpus(corpus, chunker)
     progress("chunking", len(corpus), len(corpus))
     out = Path(out)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        record_id = _build_into(root, corpus, chunk_set, out, name, chunker, store_url, cache_dir, overwrite, progress)
+    except BaseException:
+        if created:  # a failed first build leaves no folder (its caches, its lock) where there was none
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    return BuildReport(out, len(corpus), len(chunk_set), time.perf_counter() - start, record_id)
+
+
+def _build_into(root: Retriever, corpus: Corpus, chunk_set: ChunkSet, out: Path, name: str | None,
+                chunker: dict | None, store_url: str | None, cache_dir: str | Path | None, overwrite: bool,
+                progress: Progress) -> int:
+    """build_tree's writing part: the temporary store, the fit, the record, the save."""
+    from dashrag.store.store import Store  # SQLAlchemy: only building writes a store
+
     progress("storing", 0, len(chunk_set))
     temporary: Path | None = None
     if store_url is None:
@@ -213,7 +229,7 @@ def build_tree(
     finally:
         if temporary is not None:
             temporary.unlink(missing_ok=True)  # save copied it in under its corpus's name
-    return BuildReport(out, len(corpus), len(chunk_set), time.perf_counter() - start, record_id)
+    return record_id
 
 
 def _documents_to_add(add: Corpus | str | Path | Iterable[SourceDocument] | None) -> list[SourceDocument]:

@@ -11,6 +11,7 @@ without importing it back.
 
 from __future__ import annotations
 
+import errno
 import logging
 import sys
 from collections.abc import Callable
@@ -22,6 +23,10 @@ import typer
 from dashrag.cli.safe_text import VisibleFormatter, plain
 from dashrag.cli.usage import EXIT_USER_ERROR, print_error
 from dashrag.errors import DashragError
+
+#: A disk that is full (or a file size or quota limit reached) or mounted read-only is the user's to fix: one
+#: ``error:`` line, not a traceback. The writes themselves are atomic, so nothing half-written is left.
+FULL_OR_READ_ONLY = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS})
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -69,6 +74,12 @@ def user_errors(command: Callable) -> Callable:
             return command(*args, **kwargs)
         except DashragError as exc:
             print_error(str(exc))
+            raise typer.Exit(EXIT_USER_ERROR) from None
+        except OSError as exc:
+            if exc.errno not in FULL_OR_READ_ONLY:
+                raise  # anything else is a bug: its traceback
+            where = f"{exc.filename}: " if exc.filename else ""
+            print_error(f"{where}cannot be written ({exc.strerror}); free some space or write elsewhere")
             raise typer.Exit(EXIT_USER_ERROR) from None
         finally:
             root.removeHandler(handler)

@@ -6,6 +6,8 @@ checked before the corpus is read; an existing tree is replaced only with ``--ov
 
 from __future__ import annotations
 
+import shutil
+
 from pathlib import Path
 
 import typer
@@ -62,12 +64,18 @@ def index(
     with console.status("reading the corpus"):
         documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
     say(f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else ""))
+    created = not out.exists()
     create_output_folder(out, "--out")
     with console.status("building") as status:
         def progress(stage: str, done: int = 0, total: int | None = None) -> None:
             status.update(plain(f"{stage} {done}/{total}" if total else stage))
 
-        report = build_tree(root, documents, out, name=config if not config.lstrip().startswith("{") else None,
-                            chunker=chunker_spec, store_url=store, cache_dir=cache_dir, overwrite=overwrite,
-                            progress=progress)
+        try:
+            report = build_tree(root, documents, out, name=config if not config.lstrip().startswith("{") else None,
+                                chunker=chunker_spec, store_url=store, cache_dir=cache_dir, overwrite=overwrite,
+                                progress=progress)
+        except BaseException:
+            if created:  # a failed build leaves no --out where there was none
+                shutil.rmtree(out, ignore_errors=True)
+            raise
     say(f"indexed {report.chunks} chunks in {report.seconds:.1f}s; saved to {out}")  # one copyable line, never wrapped

@@ -8,8 +8,8 @@ has been written.
 
 from __future__ import annotations
 
-import os
 import re
+import tempfile
 from pathlib import Path
 
 from dashrag.core.persistence import MANIFEST_NAME
@@ -28,12 +28,22 @@ def _nearest_existing(path: Path) -> Path:
     return Path.cwd()  # pragma: no cover - a relative path always has the cwd above it
 
 
+def _cannot_write_in(folder: Path) -> str | None:
+    """Why no file can be created in ``folder`` (None: one can). Tried, not guessed from the mode bits:
+    root passes every permission check, yet cannot write in /proc, a read-only mount or an immutable folder."""
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".dashrag-probe-"):
+            return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+
+
 def _check_writable_under(path: Path, option: str) -> None:
     existing = _nearest_existing(path)
     if not existing.is_dir():
         raise PersistenceError(f"{option} {path}: {existing} is a file, not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise PersistenceError(f"{option} {path}: {existing} cannot be written (permission denied)")
+    if (why := _cannot_write_in(existing)) is not None:
+        raise PersistenceError(f"{option} {path}: {existing} cannot be written ({why})")
 
 
 def check_output_folder(path: Path, option: str, overwrite: bool) -> None:
@@ -68,5 +78,5 @@ def check_output_file(path: Path | None, option: str) -> None:
     if not parent.is_dir():
         what = "is a file" if parent.exists() else "does not exist"
         raise PersistenceError(f"{option} {path}: the folder {parent} {what}")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise PersistenceError(f"{option} {path}: the folder {parent} cannot be written (permission denied)")
+    if (why := _cannot_write_in(parent)) is not None:
+        raise PersistenceError(f"{option} {path}: the folder {parent} cannot be written ({why})")

@@ -19,7 +19,7 @@ from dashrag.cli.console import user_errors
 from dashrag.cli.output import print_table, results_json
 from dashrag.cli.safe_text import plain
 from dashrag.display import visible
-from dashrag.errors import ConfigError, QueryError, excerpt
+from dashrag.errors import ConfigError, CorpusError, QueryError, excerpt
 
 if TYPE_CHECKING:
     from dashrag.core.restriction import Restriction
@@ -45,7 +45,10 @@ def read_queries(path: Path) -> list[tuple[str, str]]:
             continue
         try:
             record = loads_config(line, f"{path}:{number}")
-        except ConfigError as exc:
+            from dashrag.documents.corpus import refuse_lone_surrogates
+
+            refuse_lone_surrogates(line, record, f"{path}:{number}")
+        except (ConfigError, CorpusError) as exc:
             raise QueryError(str(exc)) from None
         qid, text = (record.get("_id"), record.get("text")) if isinstance(record, dict) else (None, None)
         if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not isinstance(text, str):

@@ -373,6 +373,8 @@ def _manifest_bytes(folder: Path) -> bytes:
     if not folder.is_dir():
         raise PersistenceError(f"{folder}: no such saved retriever folder")
     path = folder / MANIFEST_NAME
+    if path.exists() and not path.is_dir() and not path.is_file():  # a FIFO or a device: reading it may block
+        raise PersistenceError(f"{path}: is not a regular file (a pipe or a device), not a manifest")
     try:
         return path.read_bytes()
     except FileNotFoundError:

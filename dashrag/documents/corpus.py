@@ -23,6 +23,7 @@ import gzip
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -151,11 +152,28 @@ def _text_files(folder: Path, follow_symlinks: bool) -> tuple[list[Path], list[s
     return sorted(found), skipped
 
 
+ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def refuse_lone_surrogates(line: str, record: Any, where: str) -> None:
+    """JSON may escape half of a UTF-16 pair (``"\\ud800"``), which is no character: no file, store or
+    answer can hold it, so a line with one is refused here, naming the line, instead of failing later."""
+    if not ESCAPED_SURROGATE.search(line):
+        return  # the cheap test: a line without an escaped surrogate cannot hold a lone one
+    try:
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start:exc.end].encode("unicode_escape", "backslashreplace").decode("ascii")
+        raise CorpusError(f"{where}: holds a lone surrogate ({bad}), which is not a character; "
+                          "fix the file's encoding") from None
+
+
 def _document_from_line(line: str, where: str) -> SourceDocument:
     try:
         record = json.loads(line, parse_constant=_not_a_number)
     except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         raise CorpusError(f"{where}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
+    refuse_lone_surrogates(line, record, where)
     if not isinstance(record, dict) or "_id" not in record or "text" not in record:
         raise CorpusError(f"{where}: a corpus line needs '_id' and 'text'")
     doc_id, text, title = record["_id"], record["text"], record.get("title")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 
+from dashrag.documents.corpus import refuse_lone_surrogates
 from dashrag.errors import CorpusError
 
 Qrels = dict[str, dict[str, int]]
@@ -110,6 +111,7 @@ def read_queries(path: str | Path, wanted: set[str] | None = None) -> dict[str, 
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise CorpusError(f"{path}:{line_number}: not valid JSON ({exc.msg})") from None
+            refuse_lone_surrogates(line, record, f"{path}:{line_number}")
             if not isinstance(record, dict):
                 raise CorpusError(f"{path}:{line_number}: expected a JSON object")
             query_id, text = record.get("_id"), record.get("text")

@@ -86,7 +86,7 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     async def step_failed(request: Request, exc: StepFailure) -> JSONResponse:
         logger.warning("step %s failed", exc.step, exc_info=exc.__cause__ is not None and logger.isEnabledFor(10),
                        extra={"request_id": request.scope.get("state", {}).get("request_id")})
-        return JSONResponse({"detail": str(exc)}, status_code=503)
+        return JSONResponse({"detail": service.locations.hide(str(exc), urls=True)}, status_code=503)
 
     @app.exception_handler(FilterError)
     async def bad_filter(request: Request, exc: FilterError) -> JSONResponse:
@@ -113,6 +113,9 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
             problem = {"loc": ["body"], "type": "json_invalid",
                        "msg": f"the body cannot be read as JSON ({exc.detail})"}
             return JSONResponse({"detail": [problem]}, status_code=422)
+        if isinstance(exc.detail, str):  # a 404 or 409 worded from a library's message: no server path
+            exc = StarletteHTTPException(exc.status_code, service.locations.hide(exc.detail, urls=exc.status_code >= 500),
+                                         exc.headers)
         return await http_exception_handler(request, exc)
 
     @app.exception_handler(405)

@@ -37,7 +37,7 @@ from dashrag.core.persistence import MANIFEST_NAME, read_manifest
 from dashrag.core.restriction import Restriction
 from dashrag.core.retriever import Retriever
 from dashrag.documents.model import ScoredChunk
-from dashrag.errors import EngineError
+from dashrag.errors import EngineError, PersistenceError
 from dashrag.service.calibration import Calibration, calibrate_retriever
 
 logger = logging.getLogger(__name__)
@@ -235,12 +235,21 @@ class CollectionRegistry:
                 collection.retriever.close()
 
     def delete_tree(self, name: str) -> bool:
-        """Forget the tree and remove its folder (renamed aside first, so it vanishes at once)."""
-        if self.forget(name) is None and not (self.folder_of(name) / MANIFEST_NAME).is_file():
-            return False
+        """Remove the tree's folder (renamed aside first, so it vanishes at once), then forget the tree. A folder
+        that cannot be moved (an immutable or read-only trees folder) is a PersistenceError and the tree stays
+        served: it is still on disk."""
         folder = self.folder_of(name)
+        if self._collections.get(name) is None and not (folder / MANIFEST_NAME).is_file():
+            return False
         if folder.is_dir():
             trash = folder.with_name(f".deleted-{name}-{uuid.uuid4().hex[:8]}")
-            os.replace(folder, trash)
+            try:
+                os.replace(folder, trash)
+            except OSError as exc:
+                raise PersistenceError(f"tree {name!r} cannot be deleted: its folder cannot be moved in the trees "
+                                       f"folder ({exc.strerror})") from None
+            self.forget(name)
             shutil.rmtree(trash, ignore_errors=True)
+        else:
+            self.forget(name)
         return True

@@ -1,15 +1,18 @@
-"""Tree builds as jobs: a thread pool builds, ``GET /jobs/{id}`` reports progress.
+"""Tree builds as jobs: a thread pool runs them, ``GET /jobs/{id}`` reports progress.
 
-A job is :func:`dashrag.api.build_tree` (the build of every face) into a hidden
+A job is :func:`dashrag.api.build_tree` (the build of every face), run in a worker process held
+to the service's memory and time limits (:mod:`dashrag.service.build_process`), into a hidden
 folder of ``--trees`` (``.building-<id>``; caches in ``.work-<id>`` unless the
 service shares a cache folder), which is only then renamed to the tree's name, so a
 half-built tree is never listed or served; the collection registry never looks at
-hidden folders. With ``overwrite`` the old folder is renamed aside first and removed
-after the new one is in place. The build's stages become the job's progress.
+hidden folders. With ``overwrite`` a saved tree is rebuilt in its own folder (build_tree switches
+the manifest last, so the old tree is served until the new one is whole: no moment without the tree). The build's stages become the job's progress. A document update
+job runs :func:`dashrag.api.update_tree` in a worker the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -21,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dashrag.api import build_tree, update_tree
+from dashrag.api import update_tree
 from dashrag.core.persistence import MANIFEST_NAME
 from dashrag.core.retriever import Retriever
 from dashrag.documents.model import SourceDocument
-from dashrag.errors import DashragError
+from dashrag.service.build_process import WorkerLimits, run_in_worker
 from dashrag.service.collections import CollectionRegistry
 from dashrag.service.pipeline import safe_message
 
@@ -38,10 +41,6 @@ class NameTaken(Exception):
 
 class TooManyBuilds(Exception):
     """More builds queued or running than ``max_pending_builds``: a client cannot queue unbounded work."""
-
-
-class BuildTimedOut(DashragError):
-    """A build ran past ``build_timeout_sec``: stopped at its next progress report (the job fails, nothing is kept)."""
 
 
 #: Where each stage of ``build_tree`` lies on the job's 0..1 bar (fitting, which embeds, is the long one).
@@ -79,8 +78,7 @@ class Job:
     cancel_requested: bool = False
 
     def enter(self, stage: str, done: int = 0, total: int | None = None) -> None:
-        if self.cancel_requested:
-            raise Cancelled(f"cancelled during {self.stage or stage}")
+        self.check_cancel()
         if stage != self.stage:
             self.stage, self.stage_started = stage, time.monotonic()
         self.done, self.total = done, total
@@ -97,6 +95,10 @@ class Job:
         spent = time.monotonic() - self.stage_started
         return round(spent / self.done * (self.total - self.done), 1)
 
+    def check_cancel(self) -> None:
+        if self.cancel_requested:
+            raise Cancelled(f"cancelled during {self.stage or 'the start'}")
+
     def end(self, status: str, message: str, error: str | None = None) -> None:
         self.status, self.message, self.error, self.finished = status, message, error, time.monotonic()
         if status == "done":
@@ -110,16 +112,33 @@ class Job:
                 "stage_eta_s": self.stage_eta_s(), "counts": self.counts}
 
 
+#: What a job leaves in the trees folder while it runs, and a killed service leaves behind: job folders beside
+#: the trees, and temporary stores inside a tree's folder (an overwrite builds in place).
+JOB_LEFTOVERS = (".upload-*", ".building-*", ".work-*", ".replaced-*", ".deleted-*", "*/.store-*.sqlite.tmp*")
+
+
+def remove_leftovers(trees: Path) -> None:
+    """Remove what killed jobs left (at the service's start, before any job runs: one service per trees folder)."""
+    for pattern in JOB_LEFTOVERS:
+        for leftover in trees.glob(pattern):
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+
+
 class BuildJobs:
     def __init__(self, registry: CollectionRegistry, workers: int, cache_dir: Path | None, max_pending: int = 4,
-                 timeout_s: float | None = None):
+                 limits: WorkerLimits = WorkerLimits()):
         self.registry = registry
         self.max_pending = max_pending
-        self.timeout_s = timeout_s
+        self.limits = limits
         self.cache_dir = cache_dir
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dashrag-build")
+        if registry.trees_dir is not None and registry.trees_dir.is_dir():
+            remove_leftovers(registry.trees_dir)
 
     def new_job_id(self) -> str:
         return uuid.uuid4().hex
@@ -145,21 +164,19 @@ class BuildJobs:
         return job
 
     def _run(self, job: Job, root: Retriever, corpus_path: Path, chunker: dict | None, overwrite: bool) -> None:
-        trees = self.registry.folder_of(job.tree).parent
-        work, staging = trees / f".work-{job.id}", trees / f".building-{job.id}"
-        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
-
-        def step(stage: str, done: int = 0, total: int | None = None) -> None:
-            if deadline is not None and time.monotonic() > deadline:
-                raise BuildTimedOut(f"the build took longer than the service's limit of {self.timeout_s:g} s "
-                                    f"(stopped while {stage})")
-            job.enter(stage, done, total)
-
+        target = self.registry.folder_of(job.tree)
+        work, staging = target.parent / f".work-{job.id}", target.parent / f".building-{job.id}"
+        # a saved tree is overwritten in place: build_tree switches its manifest last, so queries are answered
+        # by the old tree until then and never meet a missing folder; a new tree is built aside and renamed in
+        in_place = overwrite and (target / MANIFEST_NAME).is_file()
+        task = {"kind": "build", "config": root.to_config(), "corpus": str(corpus_path),
+                "out": str(target if in_place else staging), "name": job.tree, "chunker": chunker,
+                "cache_dir": str(self.cache_dir or work), "overwrite": in_place}
         try:
-            build_tree(root, corpus_path, staging, name=job.tree, chunker=chunker, cache_dir=self.cache_dir or work,
-                       progress=step)
-            step("publishing")
-            self._publish(staging, job.tree, overwrite)
+            run_in_worker(task, self.limits, job.enter, job.check_cancel)
+            job.enter("publishing")
+            if not in_place:
+                self._publish(staging, job.tree, overwrite)
             self.registry.load_tree(job.tree)
             job.end("done", f"built {job.tree}")
         except Cancelled as exc:
@@ -198,10 +215,12 @@ class BuildJobs:
 
     def _run_update(self, job: Job, add: Path | list[SourceDocument]) -> None:
         try:
-            report = update_tree(self.registry.folder_of(job.tree), add=add, progress=job.enter)
-            if report.changed:
+            documents = str(add) if isinstance(add, Path) else [dataclasses.asdict(d) for d in add]
+            task = {"kind": "update", "folder": str(self.registry.folder_of(job.tree)), "add": documents, "remove": []}
+            report = run_in_worker(task, self.limits, job.enter, job.check_cancel)
+            if report["changed"]:
                 self.registry.load_tree(job.tree)  # the swap: queries move to the new tree at once
-            job.counts = report.counts()
+            job.counts = report["counts"]
             job.end("done", f"updated {job.tree}")
         except Cancelled as exc:  # the saved tree is the old one
             job.end("cancelled", str(exc))

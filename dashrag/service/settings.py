@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from dashrag.errors import ConfigError
 from dashrag.llm.credential import ENV_VAR_PATTERN
@@ -145,7 +145,11 @@ class ServiceSettings(BaseSettings):
     max_pending_builds: int = Field(4, ge=1, description=(
         "Tree builds queued or running at once; POST /trees answers 429 beyond it."))
     build_timeout_sec: float | None = Field(3600.0, gt=0, description=(
-        "Seconds a build may run; it stops at its next progress report after that (None: no limit)."))
+        "Seconds a build or document-update job may run; its worker process is killed then, whatever it is "
+        "doing (None: no limit)."))
+    build_memory_mb: int | None = Field(8192, ge=256, description=(
+        "Address space in MiB a build or document-update job's worker process may take (RLIMIT_AS; None: no "
+        "limit). Beyond it the job fails with 'over the memory limit'."))
     blas_threads: int = Field(1, ge=0, description=(
         "Threads of numpy's BLAS (vector products) in `dashrag serve`; 0: the library's own, one per core."))
     qdrant: str | None = Field(None, description=(
@@ -206,6 +210,9 @@ def load_settings(settings_file: Path | None = None, **overrides: Any) -> Servic
     values.update(canonical_names({k: v for k, v in overrides.items() if v is not None}, "flags"))
     try:
         return ServiceSettings(**values)
+    except SettingsError as exc:  # an environment variable of a list or object setting that is not JSON
+        raise ConfigError(f"{exc}: a list or object setting from the environment is JSON, e.g. "
+                          "RAG_CORS_ORIGINS='[\"https://app.example\"]'") from None
     except ValidationError as exc:
         where = str(settings_file) if settings_file else "settings"
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())

@@ -13,10 +13,12 @@ from typing import Any
 
 from fastapi import Request
 
+from dashrag.service.build_process import WorkerLimits
 from dashrag.service.collections import CollectionRegistry
 from dashrag.service.jobs import BuildJobs
 from dashrag.service.pipeline import RetrievePipeline, Thresholds
 from dashrag.service.qdrant_collections import QdrantServer, QueryEmbedding, embedding_from_config, qdrant_collections
+from dashrag.service.redaction import ServerLocations
 from dashrag.service.rerank import reranker_from_settings
 from dashrag.service.rewrite import rewriter_from_settings
 from dashrag.service.settings import ServiceSettings
@@ -33,6 +35,7 @@ class Service:
     components: list[dict[str, Any]]
     qdrant: QdrantServer | None = None
     query_embedding: QueryEmbedding | None = None
+    locations: ServerLocations = ServerLocations(())  # hidden from error bodies (docs/security.md)
 
     def close(self) -> None:
         self.jobs.shutdown()
@@ -60,8 +63,9 @@ def build_service(settings: ServiceSettings) -> Service:
         reranker_from_settings(s.reranker, s.reranker_url, s.reranker_api_key_var, s.reranker_timeout_sec), executor)
     components = [{"name": name, **frontend_meta(cls)} for name, cls in all_components()]
     jobs = BuildJobs(registry, s.build_workers, s.cache_dir, max_pending=s.max_pending_builds,
-                     timeout_s=s.build_timeout_sec)
-    return Service(settings, registry, pipeline, jobs, executor, components, qdrant, embedding)
+                     limits=WorkerLimits(memory_mb=s.build_memory_mb, timeout_s=s.build_timeout_sec))
+    return Service(settings, registry, pipeline, jobs, executor, components, qdrant, embedding,
+                   ServerLocations.of(settings))
 
 
 def query_embedding(settings: ServiceSettings) -> QueryEmbedding:

@@ -40,6 +40,16 @@ def sqlite_path(url: str) -> Path | None:
     return Path(url[len(SQLITE_PREFIX):])
 
 
+def read_only_uri(path: Path) -> str:
+    """The ``file:`` URI that opens ``path`` without writing anything. ``mode=ro`` alone is not enough:
+    a store in WAL journal mode gets ``-wal`` and ``-shm`` files from any reader. Without a ``-wal`` file
+    beside it everything is in the file itself, so it is opened ``immutable`` (no journal, no locks);
+    with one (another process writes it now), ``mode=ro`` reads the journal too."""
+    path = Path(path).resolve()
+    flags = "mode=ro" if Path(f"{path}-wal").exists() else "mode=ro&immutable=1"
+    return f"file:{quote(str(path))}?{flags}"
+
+
 def _json_object(raw: str | None) -> dict[str, Any]:
     if raw is None or raw == "{}":  # most documents: no JSON parse (a cold load reads every document's row)
         return {}
@@ -50,7 +60,7 @@ def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None) -> ChunkSe
     """The chunk set stored in the SQLite file ``path``, opened read-only; ``fingerprint``: its known
     fingerprint (the file is unchanged since a save computed it), taken instead of re-hashing."""
     try:
-        connection = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+        connection = sqlite3.connect(read_only_uri(path), uri=True)
     except sqlite3.Error as exc:
         raise PersistenceError(f"cannot open the store {path}: {exc}") from None
     try:

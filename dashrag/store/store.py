@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Iterable, Sequence
-from urllib.parse import quote
 
 from sqlalchemy import create_engine, func, insert, inspect, select
 from sqlalchemy.engine import make_url
@@ -27,7 +26,7 @@ from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.model import Chunk, SourceDocument, normalise_categories
 from dashrag.errors import PersistenceError, excerpt
 from dashrag.store.models import Base, ChunkRow, DocumentRow, RetrieverRecord, StoreInfo
-from dashrag.store.sqlite_reader import sqlite_url
+from dashrag.store.sqlite_reader import read_only_uri, sqlite_url
 from dashrag.urls import hide_url_secrets
 
 __all__ = ["Store", "sqlite_url"]
@@ -47,8 +46,7 @@ def read_only_url(url: str) -> str:
     database = parsed.database
     if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
         return url
-    path = quote(str(Path(database).resolve()))
-    return f"{parsed.drivername}:///file:{path}?mode=ro&uri=true"
+    return f"{parsed.drivername}:///{read_only_uri(Path(database))}&uri=true"
 
 
 class Store:
@@ -65,6 +63,9 @@ class Store:
                                    "is not installed (pip install it, or use an sqlite:/// URL)") from None
         except SQLAlchemyError as exc:
             raise PersistenceError(f"cannot open the store {display_url(url)}: {exc.__class__.__name__}") from None
+        except ValueError:  # SQLAlchemy parses a malformed host or port ('[::1:5432') with int(): a ValueError
+            raise PersistenceError(f"cannot open the store {display_url(url)}: its host or port cannot be read "
+                                   "(an IPv6 address goes in brackets: postgresql://user@[::1]:5432/db)") from None
 
     @property
     def display_url(self) -> str:
@@ -95,10 +96,16 @@ class Store:
                           for i, d in enumerate(documents)]
         chunk_rows = [{"id": c.id, "document_id": c.document_id, "position": c.position, "text": c.text,
                        "start": c.start, "end": c.end} for c in chunks]
-        with Session(self.engine) as session, session.begin():  # one transaction, bulk inserts
-            session.execute(insert(DocumentRow), documents_rows)
-            session.execute(insert(ChunkRow), chunk_rows)
-            session.add(StoreInfo(key="fingerprint", value=fingerprint))
+        try:
+            with Session(self.engine) as session, session.begin():  # one transaction, bulk inserts
+                session.execute(insert(DocumentRow), documents_rows)
+                session.execute(insert(ChunkRow), chunk_rows)
+                session.add(StoreInfo(key="fingerprint", value=fingerprint))
+        except SQLAlchemyError as exc:  # "database or disk is full", a read-only file: the user's to fix
+            reason = getattr(exc, "orig", None) or exc
+            first_line = str(reason).splitlines()[0] if str(reason) else type(reason).__name__
+            raise PersistenceError(f"the store {self.display_url} cannot be written: {excerpt(first_line, 160)}") \
+                from None
 
     def copy_retriever_records(self, source: Store, fingerprint: str) -> None:
         """The retriever records of ``source``, recorded here for the corpus ``fingerprint`` (an updated tree's
@@ -180,7 +187,8 @@ def write_temporary_store(folder: Path, documents: Sequence[SourceDocument], chu
         finally:
             store.close()
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for leftover in (tmp, f"{tmp}-journal", f"{tmp}-wal", f"{tmp}-shm"):
+            Path(leftover).unlink(missing_ok=True)
         raise
     return Path(tmp)
 

@@ -17,7 +17,7 @@ from starlette.datastructures import UploadFile
 from dashrag.core.config_json import strict_loads
 from dashrag.core.factory import build_as
 from dashrag.core.retriever import Retriever
-from dashrag.errors import ConfigError, DashragError, FilterError
+from dashrag.errors import ConfigError, DashragError, FilterError, PersistenceError, excerpt
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
 from dashrag.service.jobs import NameTaken, TooManyBuilds
 from dashrag.service.json_body import StrictJSONRoute
@@ -42,6 +42,7 @@ from dashrag.service.trust import client_policy, validate_client_config
 router = APIRouter(route_class=StrictJSONRoute)
 
 UPLOAD_SUFFIXES = (".jsonl", ".jsonl.gz", ".txt", ".md")
+MAX_UPLOAD_NAME = 200  # characters; a file system takes 255 bytes, and a name of 300 was a 500
 MULTIPART_SCHEMA = {
     "type": "object", "required": ["name", "config", "corpus"],
     "properties": {
@@ -161,11 +162,23 @@ def _corpus_under_root(service: Service, corpus_path: str) -> Path:
     if root is None:
         raise RequestValidationError([{"loc": ["body", "corpus_path"], "type": "value_error",
                                        "msg": "the service has no data root (--data-root): upload the corpus instead"}])
-    path = (Path(root) / corpus_path).resolve()
-    if not path.is_relative_to(Path(root).resolve()) or not path.exists():
+    path = _existing_under(Path(root), corpus_path)
+    if path is None:
         raise RequestValidationError([{"loc": ["body", "corpus_path"], "type": "value_error",
-                                       "msg": f"{corpus_path!r} is not a corpus under the data root"}])
+                                       "msg": f"{excerpt(corpus_path)} is not a corpus under the data root"}])
     return path
+
+
+def _existing_under(root: Path, relative: str) -> Path | None:
+    """``root / relative`` resolved, when it exists inside ``root``; None otherwise, also for a name that is no
+    file name (a NUL, more characters than the system takes), which the OS refuses with an error, not a 500."""
+    if "\x00" in relative or len(relative) > 4096:
+        return None
+    try:
+        path = (root / relative).resolve()
+        return path if path.is_relative_to(root.resolve()) and path.exists() else None
+    except (OSError, ValueError):
+        return None
 
 
 async def _multipart(request: Request, service: Service, job_id: str) -> tuple[BuildRequest, Path]:
@@ -188,12 +201,16 @@ async def _multipart(request: Request, service: Service, job_id: str) -> tuple[B
         raise _located(exc) from None
     except ValueError as exc:
         raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error", "msg": str(exc)}]) from None
+    names = [_upload_name(f.filename) for f in files]  # before the folder exists: a refusal leaves nothing
     folder = Path(service.settings.trees_dir) / f".upload-{job_id}"  # type: ignore[arg-type]
-    folder.mkdir(parents=True)
-    names = [_upload_name(f.filename) for f in files]
-    for upload, name in zip(files, names):
-        with open(folder / name, "wb") as out:
-            shutil.copyfileobj(upload.file, out)
+    try:
+        folder.mkdir(parents=True)
+        for upload, name in zip(files, names):
+            with open(folder / name, "wb") as out:
+                shutil.copyfileobj(upload.file, out)
+    except OSError as exc:  # a read-only or full trees folder: the service's state, not the client's fault
+        shutil.rmtree(folder, ignore_errors=True)
+        raise StepFailure("upload", f"the upload cannot be written in the trees folder ({exc.strerror})") from None
     jsonl = [n for n in names if n.endswith((".jsonl", ".jsonl.gz"))]
     if jsonl and len(names) > 1:
         shutil.rmtree(folder, ignore_errors=True)
@@ -204,6 +221,10 @@ async def _multipart(request: Request, service: Service, job_id: str) -> tuple[B
 
 def _upload_name(filename: str | None) -> str:
     name = Path(filename or "").name
+    if len(name) > MAX_UPLOAD_NAME:
+        raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error",
+                                       "msg": f"a corpus file name is at most {MAX_UPLOAD_NAME} characters, not "
+                                              f"{len(name)}"}])
     if not name or name.startswith(".") or not name.endswith(UPLOAD_SUFFIXES) or not re.match(r"^[\w.\- ]+$", name):
         raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error",
                                        "msg": f"{filename!r}: corpus files are .jsonl, .jsonl.gz, .txt or .md"}])
@@ -212,20 +233,27 @@ def _upload_name(filename: str | None) -> str:
 
 @router.get("/jobs/{job_id}", response_model=JobStatus, responses=errors(401, 404, 503))
 def job_status(job_id: str, request: Request) -> dict[str, Any]:
-    job = service_of(request).jobs.get(job_id)
+    service = service_of(request)
+    job = service.jobs.get(job_id)
     if job is None:
         raise HTTPException(404, f"no job {job_id!r}")
-    return job.to_json()
+    return _shown(service, job.to_json())
 
 
 @router.post("/jobs/{job_id}/cancel", response_model=JobStatus, responses=errors(401, 404, 503))
 def cancel_job(job_id: str, request: Request) -> dict[str, Any]:
     """Stop a queued or running build at its next progress report; it leaves nothing behind (an ended job
     is answered as it is)."""
-    job = service_of(request).jobs.cancel(job_id)
+    service = service_of(request)
+    job = service.jobs.cancel(job_id)
     if job is None:
         raise HTTPException(404, f"no job {job_id!r}")
-    return job.to_json()
+    return _shown(service, job.to_json())
+
+
+def _shown(service: Service, job: dict[str, Any]) -> dict[str, Any]:
+    """A job as a client sees it: its error and message without the server's folders and endpoints."""
+    return {**job, **{k: service.locations.hide(job[k]) for k in ("error", "message") if job[k]}}
 
 
 @router.post("/trees/{name}/query", response_model=TreeQueryResponse,
@@ -261,7 +289,11 @@ def reload_tree(name: str, request: Request) -> dict[str, Any]:
 @router.delete("/trees/{name}", status_code=204, response_class=Response, responses=errors(401, 403, 404, 503))
 def delete_tree(name: str, request: Request) -> Response:
     service = service_of(request)
-    if service.settings.trees_dir is None or not re.match(NAME_PATTERN, name) \
-            or not service.registry.delete_tree(name):
+    try:
+        deleted = service.settings.trees_dir is not None and re.match(NAME_PATTERN, name) is not None \
+            and service.registry.delete_tree(name)
+    except PersistenceError as exc:  # the folder stays, and so does the tree
+        raise StepFailure("delete", str(exc)) from None
+    if not deleted:
         raise HTTPException(404, f"no tree named {name!r}")
     return Response(status_code=204)

@@ -1,0 +1,75 @@
+"""The worker process of one build or update job (run by :mod:`dashrag.service.build_process`).
+
+It reads its task as JSON on stdin, caps its own address space first (``RLIMIT_AS``), sends its
+output to stderr so that stdout carries only its JSON lines (``{"progress": [stage, done, total]}``,
+then ``{"result": ...}`` or ``{"error": message, "memory": bool}``), and calls the one build or update.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+
+def _cap_memory(memory_mb: int | None) -> None:
+    if memory_mb:
+        import resource
+
+        limit = memory_mb << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _build(task: dict[str, Any], progress: Any) -> dict[str, Any]:
+    from dashrag.api import build_tree
+
+    report = build_tree(task["config"], task["corpus"], task["out"], name=task["name"], chunker=task["chunker"],
+                        cache_dir=task["cache_dir"], overwrite=task.get("overwrite", False),
+                        progress=progress)
+    return {"documents": report.documents, "chunks": report.chunks}
+
+
+def _update(task: dict[str, Any], progress: Any) -> dict[str, Any]:
+    from dashrag.api import update_tree
+    from dashrag.documents.model import SourceDocument
+
+    add = task["add"] if isinstance(task["add"], str) else [SourceDocument(**d) for d in task["add"]]
+    report = update_tree(task["folder"], add=add, remove=task["remove"], progress=progress)
+    return {"changed": report.changed, "counts": report.counts()}
+
+
+def run(task: dict[str, Any], out: TextIO) -> None:
+    from dashrag.service.pipeline import safe_message
+
+    def send(line: dict[str, Any]) -> None:
+        out.write(json.dumps(line) + "\n")
+        out.flush()
+
+    def progress(stage: str, done: int = 0, total: int | None = None) -> None:
+        send({"progress": [stage, done, total]})
+
+    try:
+        send({"result": (_build if task["kind"] == "build" else _update)(task, progress)})
+    except MemoryError:
+        send({"error": "out of memory", "memory": True})
+    except OSError as exc:  # a read-only or full folder: the reason, never the server's path
+        send({"error": f"a file cannot be written or read ({exc.strerror or type(exc).__name__})", "memory": False})
+    except Exception as exc:  # reported to the job; the parent shows only what safe_message allows
+        send({"error": safe_message(exc), "memory": False})
+
+
+def main() -> None:
+    task = json.loads(sys.stdin.read())
+    _cap_memory(task.get("memory_mb"))
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # anything a library prints goes to the server's stderr, not into the JSON lines
+    sys.stdout = sys.stderr
+    run(task, out)
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["main", "run"]

@@ -1,0 +1,76 @@
+"""What a build may use (docs/security.md): each build or update job runs in a worker process held to
+``build_memory_mb`` of address space and killed at ``build_timeout_sec``, whatever stage it is in; it fails
+with the limit it met and leaves nothing. Through the real server on loopback, with a real config that asks
+for a lot (character n-grams 1..10, within the param bounds) on a generated corpus."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from dashrag.service.app import create_app
+from dashrag.service.settings import ServiceSettings
+from tests.service.conftest import KEYWORD, LoopbackServer
+
+GREEDY = {"component": "BM25Retriever", "params": {"vectorizer": {"component": "BagOfWordsConverter", "params": {
+    "analyzer": "char", "ngram_min": 1, "ngram_max": 10}}}}
+
+
+@pytest.fixture
+def greedy_corpus(tmp_path) -> Path:
+    """300 documents of 3,000 random letters: about nine million distinct character n-grams to count."""
+    rng = random.Random(7)
+    root = tmp_path / "data"
+    root.mkdir()
+    with open(root / "letters.jsonl", "w", encoding="utf-8") as out:
+        for i in range(300):
+            out.write(json.dumps({"_id": f"d{i}", "text": "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ")
+                                                                  for _ in range(3000))}) + "\n")
+    return root
+
+
+def finished(server: LoopbackServer, job_id: str, timeout: float = 300) -> dict:
+    deadline = time.monotonic() + timeout
+    while (status := httpx.get(f"{server.url}/jobs/{job_id}").json())["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, status
+        time.sleep(0.1)
+    return status
+
+
+def build(trees: Path, data: Path, config: dict, corpus: str, **limits) -> tuple[dict, list[str]]:
+    app = create_app(ServiceSettings(trees_dir=trees, data_root=data, **limits))
+    with LoopbackServer(app) as server:
+        accepted = httpx.post(f"{server.url}/trees", json={"name": "big", "config": config, "corpus_path": corpus})
+        assert accepted.status_code == 202, accepted.text
+        status = finished(server, accepted.json()["job_id"])
+        listed = [t["name"] for t in httpx.get(f"{server.url}/trees").json()]
+    return status, listed
+
+
+def test_a_build_over_build_memory_mb_is_stopped_and_leaves_nothing(trees_copy, greedy_corpus):
+    status, listed = build(trees_copy, greedy_corpus, GREEDY, "letters.jsonl", build_memory_mb=700)
+    assert status["status"] == "failed" and status["stage"] == "fitting", status
+    assert status["error"] == "build stopped: over the memory limit of 700 MB"
+    assert "big" not in listed and sorted(p.name for p in trees_copy.iterdir()) == ["kw", "scifact"]
+
+
+def test_a_build_over_build_timeout_sec_is_killed_even_in_a_stage_that_reports_nothing(trees_copy, greedy_corpus):
+    """Counting the n-grams reports nothing until it ends (over 30 s here): the worker is killed at 8 s."""
+    status, listed = build(trees_copy, greedy_corpus, GREEDY, "letters.jsonl", build_memory_mb=1500,
+                           build_timeout_sec=8)
+    assert status["status"] == "failed" and status["error"] == "build stopped: over the time limit of 8 s", status
+    assert status["elapsed_s"] < 8 + 5
+    assert "big" not in listed and sorted(p.name for p in trees_copy.iterdir()) == ["kw", "scifact"]
+
+
+def test_a_build_within_the_limits_is_built_in_its_worker(trees_copy):
+    from tests.conftest import EXAMPLE_CORPUS
+
+    status, listed = build(trees_copy, EXAMPLE_CORPUS.parent, KEYWORD, "corpus", build_memory_mb=2048,
+                           build_timeout_sec=120)
+    assert status["status"] == "done" and "big" in listed, status
