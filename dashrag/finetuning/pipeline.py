@@ -20,16 +20,18 @@ import copy
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from dashrag.core.persistence import atomic_write_json
 from dashrag.errors import ConfigError, ConfigIssue
 from dashrag.evaluation.beir import EvaluationSplit
 from dashrag.finetuning.base_model import resolve_embedding_base
-from dashrag.finetuning.embedding_trainer import EmbeddingHyperparameters, train_embedding
+from dashrag.finetuning.budget import TrainingPlan
+from dashrag.finetuning.embedding_trainer import Allowance, EmbeddingHyperparameters, train_embedding
 from dashrag.finetuning.negatives import WHOLE_DOCUMENTS
 from dashrag.finetuning.pairs import refuse_test_split
 from dashrag.finetuning.progress import Progress, counter, no_progress, quietly
+from dashrag.finetuning.step_probe import Rates
 from dashrag.finetuning.training_data import TrainingData, prepare_training_data
 
 STEPS = ("mine", "train", "embed", "tune", "final")
@@ -59,6 +61,9 @@ class PipelineSettings:
     final_eval: str | None = None
     force_test: bool = False
     device: str = "cpu"
+    time_budget_s: float | None = 30 * 60  # the whole pipeline's wall time; None: no limit
+    max_steps: int | None = None
+    positives_per_query: int = 3
 
 
 def model_reference(model_dir: Path) -> str:
@@ -137,17 +142,54 @@ def embed_corpus(config: dict[str, Any], dataset: Path, workdir: Path, progress:
     return infra
 
 
+def qrels_queries(dataset: Path, split: str) -> int:
+    """How many queries a split judges, counted without reading its judgements as data (the final split is
+    read only in the last step): distinct first fields of its qrels file."""
+    from dashrag.evaluation.beir import qrels_file
+
+    with qrels_file(dataset, split).open(encoding="utf-8") as lines:
+        return len({line.split("\t", 1)[0] for line in lines if "\t" in line} - {"query-id"})
+
+
+def later_steps(settings: PipelineSettings, data: TrainingData) -> Callable[[Rates], dict[str, float]]:
+    """The pipeline's steps after training, estimated from the measured rates: embedding every document;
+    the tuner (BM25 refitted once per (k1, b), every point ranking the dev queries); the final evaluation.
+    A query's cost is the first stage's measured rank time plus one encoded query."""
+    build_s = data.timings["first_stage_build_s"]
+    rank_s = data.timings["rank_per_query_ms"] / 1000
+    tuned = len(tuning_split(data))
+    fits = len(settings.k1_values) * len(settings.b_values)
+    points = fits * len(settings.bm25_weights)
+    final_queries = 0 if settings.final_eval is None else qrels_queries(settings.dataset, settings.final_eval)
+
+    def estimate(rates: Rates) -> dict[str, float]:
+        query_s = rank_s + rates.query_s
+        steps = {"embed": len(data.documents) * rates.document_s,
+                 "tune": fits * build_s + points * tuned * query_s}
+        if settings.final_eval is not None:
+            steps["final"] = build_s + final_queries * query_s
+        return steps
+
+    return estimate
+
+
 def tuning_split(data: TrainingData) -> EvaluationSplit:
     """The dev slice (queries the model never trained on), or the whole split without one."""
     return data.dev if data.dev is not None else data.split
 
 
 @quietly
-def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress) -> dict[str, Any]:
-    """Run every step; write the model folder, the preset (``settings.out``); return the report."""
+def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
+                 announce: Callable[[TrainingPlan], None] = lambda plan: None) -> dict[str, Any]:
+    """Run every step within ``settings.time_budget_s``; write the model folder, the preset (``settings.out``);
+    return the report. ``announce`` receives the training plan before training starts."""
     from dashrag.evaluation.beir import load_split, qrels_file
     from dashrag.evaluation.tuner import tune
 
+    started = time.perf_counter()
+    allowance = Allowance(budget_s=settings.time_budget_s, max_steps=settings.max_steps,
+                          positives_per_query=settings.positives_per_query, started=started)
+    allowance.check()
     bm25 = check_settings(settings)
     if settings.final_eval is not None:
         qrels_file(settings.dataset, settings.final_eval)  # there, but not read before the last step
@@ -159,7 +201,8 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress) -
     timings["mine_s"] = time.perf_counter() - began
     began = time.perf_counter()
     card = train_embedding(data, settings.model_dir, base=settings.base, hyper=settings.hyper,
-                           device=settings.device, progress=progress)
+                           device=settings.device, progress=progress, allowance=allowance,
+                           later=later_steps(settings, data), announce=announce)
     timings["train_s"] = time.perf_counter() - began
     config = hybrid_config(model_reference(settings.model_dir), bm25)
     began = time.perf_counter()
@@ -193,6 +236,8 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress) -
         report["final"] = final_evaluation(best.config, final_split, infra, progress)
         timings["final_s"] = time.perf_counter() - began
     timings["total_s"] = sum(timings.values())
+    report["budget"] = {"budget_s": settings.time_budget_s, "wall_s": round(time.perf_counter() - started, 2),
+                        "planned_total_s": card["plan"]["estimated_total_s"]}
     return report
 
 

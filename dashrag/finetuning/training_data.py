@@ -87,11 +87,13 @@ def prepare_training_data(
     timings["read_s"] = time.perf_counter() - began
     began = time.perf_counter()
     tree = build_first_stage(normalised, corpus, workdir)
+    timings["first_stage_build_s"] = time.perf_counter() - began
     try:
         candidates = rank_documents(tree, whole, depth=depth, on_batch=counter(progress, "mine", len(whole)))
     finally:
         tree.close()
     timings["mine_s"] = time.perf_counter() - began
+    timings["rank_per_query_ms"] = 1000 * (timings["mine_s"] - timings["first_stage_build_s"]) / max(len(whole), 1)
     return TrainingData(dataset=Path(dataset), split=whole, fit=fit, dev=dev, documents=documents, pairs=pairs,
                         candidates=candidates, first_stage=normalised, timings=timings)
 
