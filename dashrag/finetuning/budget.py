@@ -123,8 +123,9 @@ def plan_training(
                        f"{minutes(max(left_s, 0))} for training at {costs.step_s:.2f} s/step = {affordable:,} steps")
         if affordable < 1:
             needed = (costs.spent_s + after_s + costs.step_s * min(recipe_steps, 10)) / (1 - margin)
-            raise ConfigError([ConfigIssue("--time-budget", f"{minutes(budget_s)} leaves no time to train: "
-                                                            f"{reasons[-1]}; give at least {math.ceil(needed / 60)}")])
+            raise ConfigError([ConfigIssue("--time-budget",
+                                           f"{minutes(budget_s)} leaves no time to train: {reasons[-1]}; "
+                                           f"give at least {math.ceil(needed / 60)} minutes")])
         limits["the time budget"] = affordable
     limit, steps = min(limits.items(), key=lambda item: item[1])
     chosen = ordered[:min(len(ordered), steps * batch_size)]

@@ -28,7 +28,7 @@ from dashrag.finetuning.model_card import save_model_folder
 from dashrag.finetuning.negatives import negatives_per_pair
 from dashrag.finetuning.pairs import JudgedPair
 from dashrag.finetuning.progress import Progress, no_progress, quietly, trainer_callback, without_printed_logs
-from dashrag.finetuning.step_probe import Rates, measure_rates
+from dashrag.finetuning.step_probe import PROBE_STEPS, Rates, measure_rates
 from dashrag.finetuning.trainer_arguments import shared_arguments
 from dashrag.finetuning.training_data import TrainingData, dev_pool
 
@@ -47,12 +47,15 @@ class EmbeddingHyperparameters:
     max_seq_length: int = 256
     seed: int = 42
     negative_skip: int = 0  # unjudged first-stage candidates skipped before the hard negative
+    attention_dropout: float | None = 0.0  # while training; None keeps the base model's (see load_base)
 
     def check(self) -> None:
         issues = [ConfigIssue(f"--{name.replace('_', '-')}", f"must be positive, not {value}")
                   for name, value in (("epochs", self.epochs), ("batch_size", self.batch_size),
                                       ("learning_rate", self.learning_rate), ("max_seq_length", self.max_seq_length))
                   if value <= 0]
+        if self.attention_dropout is not None and not 0 <= self.attention_dropout < 1:
+            issues.append(ConfigIssue("attention_dropout", f"must be in [0, 1) or None, not {self.attention_dropout}"))
         if self.batch_size < 2:
             issues.append(ConfigIssue("--batch-size", "in-batch negatives need at least 2 pairs per batch"))
         if issues:
@@ -69,6 +72,7 @@ class Allowance:
     max_steps: int | None = None
     positives_per_query: int = 3
     started: float = field(default_factory=time.perf_counter)
+    probe_steps: int = PROBE_STEPS
 
     def check(self) -> None:
         issues = [ConfigIssue(option, f"must be positive, not {value}")
@@ -128,13 +132,35 @@ def pool_figures(model: Any, data: TrainingData, depth: int = DEV_POOL_DEPTH) ->
     return {**{k: round(float(v), 6) for k, v in figures.items()}, "pool_documents": len(pool)}
 
 
-def load_base(base: BaseWeights, max_seq_length: int, device: str) -> Any:
+ATTENTION_DROPOUT_KEYS = ("attention_probs_dropout_prob", "attention_dropout")  # BERT/MPNet/XLM-R, DistilBERT
+
+
+def attention_dropout_overrides(path: str, dropout: float | None) -> dict[str, float]:
+    """Config overrides that set attention dropout for training (0 by default), under whichever key the
+    architecture uses; None keeps the base model's.
+
+    Where the peak memory went (bench/bench_finetune_memory.py): with attention dropout on, PyTorch's
+    scaled-dot-product attention cannot use its fused kernel and keeps every layer's full attention
+    matrices (scores, probabilities, dropout mask: 12 heads x 256 x 256 per text) for the backward pass,
+    two thirds of a MiniLM step's activations. Off, the fused kernel keeps none of them; hidden-layer
+    dropout stays on (it regularises as well, and costs no such matrices)."""
+    from transformers import AutoConfig
+
+    if dropout is None:
+        return {}
+    config = AutoConfig.from_pretrained(path)
+    return {key: dropout for key in ATTENTION_DROPOUT_KEYS if hasattr(config, key)}
+
+
+def load_base(base: BaseWeights, max_seq_length: int, device: str, attention_dropout: float | None = 0.0) -> Any:
     from sentence_transformers import SentenceTransformer
 
     from dashrag.embeddings.model_source import set_offline_defaults
 
     set_offline_defaults()
-    model = SentenceTransformer(str(base.source.path), device=device)
+    path = str(base.source.path)
+    model = SentenceTransformer(path, device=device,
+                                config_kwargs=attention_dropout_overrides(path, attention_dropout))
     model.max_seq_length = max_seq_length
     return model
 
@@ -169,12 +195,12 @@ def train_embedding(
     if len(pairs) < 2:
         raise ConfigError(f"{data.fit.split}: {len(pairs)} trainable pair(s); at least 2 are needed")
     set_seed(hyper.seed)
-    model = load_base(weights, hyper.max_seq_length, device)
+    model = load_base(weights, hyper.max_seq_length, device, hyper.attention_dropout)
     loss = MultipleNegativesRankingLoss(model)
     timings = dict(data.timings)
     began = time.perf_counter()
     rates = measure_rates(model, loss, all_columns, hyper.batch_size, all_columns["positive"],
-                          list(data.fit.queries.values()), seed=hyper.seed)
+                          list(data.fit.queries.values()), steps=allowance.probe_steps, seed=hyper.seed)
     timings["probe_s"] = time.perf_counter() - began
     estimates = {"dev figures": dev_figure_seconds(data, rates), **later(rates)}
     plan = plan_training(pairs, costs=Costs(spent_s=time.perf_counter() - allowance.started, step_s=rates.step_s,

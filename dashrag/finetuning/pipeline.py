@@ -17,6 +17,7 @@ The steps, in order, each timed:
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -173,6 +174,23 @@ def later_steps(settings: PipelineSettings, data: TrainingData) -> Callable[[Rat
     return estimate
 
 
+def tuning_grid(settings: PipelineSettings, plan: dict[str, Any], embed_s: float,
+                elapsed_s: float) -> tuple[list[Any], str]:
+    """The grid that still fits the budget after embedding: the whole grid, or only the fusion weights
+    (the first stage's own k1 and b, nothing refitted) when the later steps, their estimates scaled by how
+    much slower the embedding ran than estimated, would overrun the budget."""
+    full = tune_params(settings)
+    if settings.time_budget_s is None:
+        return full, "whole grid (no time budget)"
+    estimates = plan["estimated_after_training_s"]
+    slower = max(1.0, embed_s / max(estimates["embed"], 1e-9))
+    later_s = slower * (estimates["tune"] + estimates.get("final", 0.0))
+    if elapsed_s + later_s <= settings.time_budget_s:
+        return full, "whole grid"
+    return full[2:], (f"fusion weights only: the whole grid's {later_s / 60:.1f} min estimate (scaled x{slower:.2f}, "
+                      f"as the embedding ran) would overrun the budget after {elapsed_s / 60:.1f} min")
+
+
 def tuning_split(data: TrainingData) -> EvaluationSplit:
     """The dev slice (queries the model never trained on), or the whole split without one."""
     return data.dev if data.dev is not None else data.split
@@ -209,9 +227,9 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
     infra = embed_corpus(config, settings.dataset, settings.workdir, progress)
     timings["embed_s"] = time.perf_counter() - began
     began = time.perf_counter()
-    params = tune_params(settings)
+    params, grid_note = tuning_grid(settings, card["plan"], timings["embed_s"], time.perf_counter() - started)
     tuned_on = tuning_split(data)
-    points = len(settings.k1_values) * len(settings.b_values) * len(settings.bm25_weights)
+    points = math.prod(len(p.values) for p in params)
     advance = counter(progress, "tune", points)
     result = tune(config, params, infra=infra, train=tuned_on, test=None, metric=TUNE_METRIC,
                   on_point=lambda _: advance(1))
@@ -223,6 +241,7 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
                      "model_dir": str(settings.model_dir), "workdir": str(settings.workdir)},
         "model_card": card,
         "tuning": {"split": tuned_on.split, "queries": len(tuned_on), "points": len(result.points),
+                   "grid_chosen": grid_note,
                    "best": {"values": best.values, TUNE_METRIC: best.train[TUNE_METRIC]},
                    "grid": [{"values": p.values, TUNE_METRIC: p.train[TUNE_METRIC]} for p in result.points]},
         "preset": str(settings.out),

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-PROBE_STEPS = 3  # the first warms up (allocations, kernels); the rest are timed
+PROBE_STEPS = 2  # the first warms up (allocations, kernels); the second is timed
 PROBE_TEXTS = 32
 
 
@@ -75,4 +75,4 @@ def measure_rates(model: Any, loss: Any, columns: dict[str, list[str]], batch_si
     return rates
 
 
-__all__ = ["Rates", "measure_rates"]
+__all__ = ["PROBE_STEPS", "Rates", "measure_rates"]
