@@ -57,6 +57,21 @@ def hard_negatives(candidates: Candidates, judged: Mapping[str, Mapping[str, int
     return misses[skip:skip + count]
 
 
+def fit_tree(config: Any, infra: Any) -> Any:
+    """The first-stage tree fitted on a corpus already chunked and stored (``infra``): the fit timed apart
+    from the storing, since the tuner refits the tree on the same store."""
+    from dashrag.core.factory import build_component
+
+    tree = build_component(config, "retriever")
+    tree.inject_infra(infra)
+    try:
+        tree.init_model()
+    except BaseException:
+        tree.close()
+        raise
+    return tree
+
+
 def build_first_stage(config: Any, corpus: Any, workdir: Path) -> Any:
     """The first-stage tree over the corpus, each document one chunk (as BEIR scores documents)."""
     import dashrag
