@@ -80,6 +80,11 @@ def print_card_figures(card: dict[str, Any]) -> None:
                             f"{dev['base']['ndcg@10']:.4f} → fine-tuned {dev['fine_tuned']['ndcg@10']:.4f}")
 
 
+def print_plan(plan: Any) -> None:
+    """The training plan, before it is spent: what was measured, what was chosen, why."""
+    say("plan: " + "; ".join(plan.reasons))
+
+
 def train_on_split(dataset: Path, split: str, dev_fraction: float, seed: int, first_stage: str, workdir: Path | None,
                    force_test: bool, train: Callable[[Any, StepBars], dict[str, Any]]) -> dict[str, Any]:
     """Read the split, mine its negatives and run ``train`` on it under one progress display; the model card."""
@@ -191,8 +196,16 @@ def pipeline_command(
                                                                        "this split (e.g. test)."),
     json_out: Path | None = typer.Option(None, "--json", help="Write the pipeline report (every step) here."),
     force_test: bool = typer.Option(False, "--force-test", help="Allow --split test."),
+    time_budget: float = typer.Option(30.0, "--time-budget", min=0.0, metavar="MINUTES",
+                                      help="Wall time for the whole pipeline; training gets what the measured "
+                                           "costs of the other steps leave (0: no limit)."),
+    max_steps: int | None = typer.Option(None, "--max-steps", min=1, help="At most this many training steps."),
+    positives_per_query: int = typer.Option(3, "--positives-per-query", min=1,
+                                            help="Judged documents trained per query (highest grades first)."),
 ) -> None:
-    """Fine-tune the embedding, embed the corpus, tune the hybrid tree on the dev slice, write a preset."""
+    """Fine-tune the embedding, embed the corpus, tune the hybrid tree on the dev slice, write a preset.
+
+    It measures a few real steps first, then says how many pairs and steps fit --time-budget and why."""
     from dashrag.evaluation.report import per_node_table
     from dashrag.finetuning.base_model import resolve_embedding_base
     from dashrag.finetuning.pipeline import PipelineSettings, default_model_dir, run_pipeline
@@ -205,9 +218,10 @@ def pipeline_command(
     settings = PipelineSettings(
         dataset=dataset, out=out, model_dir=folder, split=split, base=base, dev_fraction=dev_fraction,
         first_stage=first_stage, workdir=workdir or default_workdir(dataset), final_eval=final_eval,
-        force_test=force_test, hyper=hyperparameters(epochs, batch_size, learning_rate, max_seq_length, seed))
+        force_test=force_test, hyper=hyperparameters(epochs, batch_size, learning_rate, max_seq_length, seed),
+        time_budget_s=time_budget * 60 or None, max_steps=max_steps, positives_per_query=positives_per_query)
     with step_display() as display:
-        report = run_pipeline(settings, StepBars(display))
+        report = run_pipeline(settings, StepBars(display), announce=print_plan)
     print_card_figures(report["model_card"])
     tuning = report["tuning"]
     say(f"tuned {tuning['points']} points on {tuning['split']} ({tuning['queries']} queries): "
@@ -216,6 +230,10 @@ def pipeline_command(
         print_wide(console, per_node_table(report["final"]))
     steps = " · ".join(f"{name[:-2]} {seconds:.0f}s" for name, seconds in report["timings"].items())
     say(f"steps: {steps}")
+    budget = report["budget"]
+    if budget["budget_s"] is not None:
+        say(f"wall {budget['wall_s'] / 60:.1f} min of the {budget['budget_s'] / 60:.1f} min budget "
+            f"(planned {budget['planned_total_s'] / 60:.1f} min)")
     say(f"wrote {out} (model {report['model_reference']})")
     if json_out is not None:
         atomic_write_json(json_out, report)

@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from dashrag.errors import ConfigError, ConfigIssue
 from dashrag.finetuning.base_model import BaseWeights, resolve_embedding_base
+from dashrag.finetuning.budget import Costs, TrainingPlan, plan_training, prioritised_pairs
 from dashrag.finetuning.model_card import save_model_folder
 from dashrag.finetuning.negatives import negatives_per_pair
+from dashrag.finetuning.pairs import JudgedPair
 from dashrag.finetuning.progress import Progress, no_progress, quietly, trainer_callback, without_printed_logs
+from dashrag.finetuning.step_probe import PROBE_STEPS, Rates, measure_rates
 from dashrag.finetuning.trainer_arguments import shared_arguments
 from dashrag.finetuning.training_data import TrainingData, dev_pool
 
@@ -44,24 +47,70 @@ class EmbeddingHyperparameters:
     max_seq_length: int = 256
     seed: int = 42
     negative_skip: int = 0  # unjudged first-stage candidates skipped before the hard negative
+    attention_dropout: float | None = 0.0  # while training; None keeps the base model's (see load_base)
 
     def check(self) -> None:
         issues = [ConfigIssue(f"--{name.replace('_', '-')}", f"must be positive, not {value}")
                   for name, value in (("epochs", self.epochs), ("batch_size", self.batch_size),
                                       ("learning_rate", self.learning_rate), ("max_seq_length", self.max_seq_length))
                   if value <= 0]
+        if self.attention_dropout is not None and not 0 <= self.attention_dropout < 1:
+            issues.append(ConfigIssue("attention_dropout", f"must be in [0, 1) or None, not {self.attention_dropout}"))
         if self.batch_size < 2:
             issues.append(ConfigIssue("--batch-size", "in-batch negatives need at least 2 pairs per batch"))
         if issues:
             raise ConfigError(issues)
 
 
-def triples(data: TrainingData, skip: int) -> dict[str, list[str]]:
-    """The training columns: anchor (query), positive (judged document), negative (first-stage miss).
-    A pair whose query has no unjudged candidate left is dropped (counted in the card)."""
-    negatives = negatives_per_pair(data.candidates, data.split.qrels, data.pairs, skip)
-    rows = [(p.query, p.document, data.documents[n]) for p, n in zip(data.pairs, negatives) if n is not None]
-    return {"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows], "negative": [r[2] for r in rows]}
+@dataclass(frozen=True)
+class Allowance:
+    """How much training may cost: a time budget for the whole run (None: the recipe whole), a step cap,
+    positives per query. The budget's clock runs from ``started`` (``time.perf_counter``), so a pipeline
+    counts its mining too."""
+
+    budget_s: float | None = None
+    max_steps: int | None = None
+    positives_per_query: int = 3
+    started: float = field(default_factory=time.perf_counter)
+    probe_steps: int = PROBE_STEPS
+
+    def check(self) -> None:
+        issues = [ConfigIssue(option, f"must be positive, not {value}")
+                  for option, value in (("--time-budget", self.budget_s), ("--max-steps", self.max_steps),
+                                        ("--positives-per-query", self.positives_per_query))
+                  if value is not None and value <= 0]
+        if issues:
+            raise ConfigError(issues)
+
+
+LaterSteps = Callable[[Rates], dict[str, float]]  # the estimated seconds of every step after training, by name
+
+
+Columns = dict[str, list[str]]
+
+
+def triples(data: TrainingData, pairs: Sequence[JudgedPair], skip: int) -> tuple[list[JudgedPair], Columns]:
+    """The pairs kept and the training columns: anchor (query), positive (judged document), negative
+    (first-stage miss). A pair whose query has no candidate left that is not judged relevant is dropped."""
+    negatives = negatives_per_pair(data.candidates, data.split.qrels, pairs, skip)
+    kept = [(p, n) for p, n in zip(pairs, negatives) if n is not None]
+    return [p for p, _ in kept], {"anchor": [p.query for p, _ in kept], "positive": [p.document for p, _ in kept],
+                                  "negative": [data.documents[n] for _, n in kept]}
+
+
+def columns_of(plan: TrainingPlan, pairs: Sequence[JudgedPair], columns: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The rows of the pairs the plan chose (``columns`` holds one row per pair of ``pairs``)."""
+    row = {pair: i for i, pair in enumerate(pairs)}
+    picked = [row[pair] for pair in plan.pairs]
+    return {name: [values[i] for i in picked] for name, values in columns.items()}
+
+
+def dev_figure_seconds(data: TrainingData, rates: Rates) -> float:
+    """Both dev-pool figures (base and fine-tuned): the pool's documents and the dev queries, encoded twice."""
+    if data.dev is None:
+        return 0.0
+    pool, _ = dev_pool(data, DEV_POOL_DEPTH)
+    return 2 * (len(pool) * rates.document_s + len(data.dev) * rates.query_s)
 
 
 def pool_figures(model: Any, data: TrainingData, depth: int = DEV_POOL_DEPTH) -> dict[str, float] | None:
@@ -83,13 +132,35 @@ def pool_figures(model: Any, data: TrainingData, depth: int = DEV_POOL_DEPTH) ->
     return {**{k: round(float(v), 6) for k, v in figures.items()}, "pool_documents": len(pool)}
 
 
-def load_base(base: BaseWeights, max_seq_length: int, device: str) -> Any:
+ATTENTION_DROPOUT_KEYS = ("attention_probs_dropout_prob", "attention_dropout")  # BERT/MPNet/XLM-R, DistilBERT
+
+
+def attention_dropout_overrides(path: str, dropout: float | None) -> dict[str, float]:
+    """Config overrides that set attention dropout for training (0 by default), under whichever key the
+    architecture uses; None keeps the base model's.
+
+    Where the peak memory went (bench/bench_finetune_memory.py): with attention dropout on, PyTorch's
+    scaled-dot-product attention cannot use its fused kernel and keeps every layer's full attention
+    matrices (scores, probabilities, dropout mask: 12 heads x 256 x 256 per text) for the backward pass,
+    two thirds of a MiniLM step's activations. Off, the fused kernel keeps none of them; hidden-layer
+    dropout stays on (it regularises as well, and costs no such matrices)."""
+    from transformers import AutoConfig
+
+    if dropout is None:
+        return {}
+    config = AutoConfig.from_pretrained(path)
+    return {key: dropout for key in ATTENTION_DROPOUT_KEYS if hasattr(config, key)}
+
+
+def load_base(base: BaseWeights, max_seq_length: int, device: str, attention_dropout: float | None = 0.0) -> Any:
     from sentence_transformers import SentenceTransformer
 
     from dashrag.embeddings.model_source import set_offline_defaults
 
     set_offline_defaults()
-    model = SentenceTransformer(str(base.source.path), device=device)
+    path = str(base.source.path)
+    model = SentenceTransformer(path, device=device,
+                                config_kwargs=attention_dropout_overrides(path, attention_dropout))
     model.max_seq_length = max_seq_length
     return model
 
@@ -103,8 +174,13 @@ def train_embedding(
     hyper: EmbeddingHyperparameters = EmbeddingHyperparameters(),
     device: str = "cpu",
     progress: Progress = no_progress,
+    allowance: Allowance = Allowance(),
+    later: LaterSteps = lambda rates: {},
+    announce: Callable[[TrainingPlan], None] = lambda plan: None,
 ) -> dict[str, Any]:
-    """Train from ``base`` on ``data``, write the model folder ``out`` with its card; return the card."""
+    """Train from ``base`` on ``data`` within ``allowance``, write the model folder ``out`` with its card;
+    return the card. Before training: measure the step and encoding rates, plan (``later`` estimates the
+    caller's steps after training from the rates), and ``announce`` the plan."""
     from datasets import Dataset
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from sentence_transformers.losses import MultipleNegativesRankingLoss
@@ -112,25 +188,39 @@ def train_embedding(
     from transformers import set_seed
 
     hyper.check()
+    allowance.check()
     weights = resolve_embedding_base(base)
-    columns = triples(data, hyper.negative_skip)
-    if len(columns["anchor"]) < 2:
-        raise ConfigError(f"{data.fit.split}: {len(columns['anchor'])} trainable pair(s); at least 2 are needed")
+    pairs, all_columns = triples(data, prioritised_pairs(data.pairs, allowance.positives_per_query, hyper.seed),
+                                 hyper.negative_skip)
+    if len(pairs) < 2:
+        raise ConfigError(f"{data.fit.split}: {len(pairs)} trainable pair(s); at least 2 are needed")
     set_seed(hyper.seed)
-    model = load_base(weights, hyper.max_seq_length, device)
+    model = load_base(weights, hyper.max_seq_length, device, hyper.attention_dropout)
+    loss = MultipleNegativesRankingLoss(model)
     timings = dict(data.timings)
+    began = time.perf_counter()
+    rates = measure_rates(model, loss, all_columns, hyper.batch_size, all_columns["positive"],
+                          list(data.fit.queries.values()), steps=allowance.probe_steps, seed=hyper.seed)
+    timings["probe_s"] = time.perf_counter() - began
+    estimates = {"dev figures": dev_figure_seconds(data, rates), **later(rates)}
+    plan = plan_training(pairs, costs=Costs(spent_s=time.perf_counter() - allowance.started, step_s=rates.step_s,
+                                            after_training_s=estimates),
+                         budget_s=allowance.budget_s, batch_size=hyper.batch_size, epochs=hyper.epochs,
+                         max_steps=allowance.max_steps, positives_per_query=allowance.positives_per_query,
+                         seed=hyper.seed)
+    announce(plan)
     began = time.perf_counter()
     dev_base = pool_figures(model, data)
     timings["dev_s"] = time.perf_counter() - began
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dashrag-finetune-") as scratch:
-        args = SentenceTransformerTrainingArguments(**shared_arguments(hyper, scratch, device),
+        args = SentenceTransformerTrainingArguments(**shared_arguments(hyper, scratch, device), max_steps=plan.steps,
                                                     batch_sampler=BatchSamplers.NO_DUPLICATES)
         trainer = SentenceTransformerTrainer(
             model=model,
             args=args,
-            train_dataset=Dataset.from_dict(columns),
-            loss=MultipleNegativesRankingLoss(model),
+            train_dataset=Dataset.from_dict(columns_of(plan, pairs, all_columns)),
+            loss=loss,
             callbacks=[trainer_callback(progress)],
         )
         output = without_printed_logs(trainer).train()
@@ -141,7 +231,8 @@ def train_embedding(
     card = {
         "kind": "embedding",
         "base": {"named": weights.named, "identity": weights.source.identity},
-        "data": {**data.describe(), "trainable_pairs": len(columns["anchor"])},
+        "data": {**data.describe(), "trainable_pairs": len(pairs)},
+        "plan": plan.describe(),
         "recipe": {"loss": "MultipleNegativesRankingLoss", "negatives_per_pair": 1,
                    "batch_sampler": "no_duplicates", "device": device},
         "hyperparameters": asdict(hyper),

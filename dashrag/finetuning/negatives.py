@@ -1,6 +1,7 @@
 """Hard negatives mined with the user's own first-stage tree (BM25 by default).
 
-A hard negative is a document the first stage ranks high for a query but nobody judged relevant:
+A hard negative is a document the first stage ranks high for a query but nobody judged relevant
+(a document judged 0 included):
 the mistakes the model should learn to avoid. The tree is any dashrag retriever config (the
 ``keyword`` preset by default), built over the corpus with each document whole, so the negatives
 come from the same retriever the user runs, not from a second BM25 written for training.
@@ -48,11 +49,27 @@ def rank_documents(
 
 def hard_negatives(candidates: Candidates, judged: Mapping[str, Mapping[str, int]], query_id: str,
                    count: int, skip: int = 0) -> list[str]:
-    """The first ``count`` unjudged documents of the query's ranking after skipping ``skip`` of them
-    (skipping the very top guards against relevant documents nobody judged)."""
-    known = judged.get(query_id, {})
-    unjudged = [d for d in candidates.ranked.get(query_id, []) if d not in known]
-    return unjudged[skip:skip + count]
+    """The first ``count`` documents of the query's ranking not judged relevant, after skipping ``skip`` of
+    them (skipping the very top guards against relevant documents nobody judged). A document judged 0
+    (graded qrels: judged and found not relevant) is the surest hard negative, so it stays in."""
+    relevant = {d for d, grade in judged.get(query_id, {}).items() if grade > 0}
+    misses = [d for d in candidates.ranked.get(query_id, []) if d not in relevant]
+    return misses[skip:skip + count]
+
+
+def fit_tree(config: Any, infra: Any) -> Any:
+    """The first-stage tree fitted on a corpus already chunked and stored (``infra``): the fit timed apart
+    from the storing, since the tuner refits the tree on the same store."""
+    from dashrag.core.factory import build_component
+
+    tree = build_component(config, "retriever")
+    tree.inject_infra(infra)
+    try:
+        tree.init_model()
+    except BaseException:
+        tree.close()
+        raise
+    return tree
 
 
 def build_first_stage(config: Any, corpus: Any, workdir: Path) -> Any:

@@ -34,6 +34,7 @@ class JudgedPair:
     query: str
     document_id: str
     document: str
+    grade: int  # the judgement as given (BEIR: 1 relevant, 2 highly relevant): training takes the highest first
 
 
 def sub_split(split: EvaluationSplit, query_ids: list[str], name: str) -> EvaluationSplit:
@@ -63,9 +64,9 @@ def carve_dev(split: EvaluationSplit, fraction: float, seed: int) -> tuple[Evalu
 
 def judged_pairs(split: EvaluationSplit, documents: Mapping[str, str]) -> list[JudgedPair]:
     """Every relevant (grade > 0) pair of ``split`` whose document is in ``documents`` (id → indexed text),
-    in qrels order; a split with none is an error naming it."""
+    in qrels order, with its grade; a split with none is an error naming it."""
     pairs = [
-        JudgedPair(query_id, split.queries[query_id], document_id, documents[document_id])
+        JudgedPair(query_id, split.queries[query_id], document_id, documents[document_id], grade)
         for query_id, judged in split.qrels.items()
         for document_id, grade in judged.items()
         if grade > 0 and document_id in documents

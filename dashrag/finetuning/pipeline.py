@@ -17,19 +17,22 @@ The steps, in order, each timed:
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from dashrag.core.persistence import atomic_write_json
 from dashrag.errors import ConfigError, ConfigIssue
 from dashrag.evaluation.beir import EvaluationSplit
 from dashrag.finetuning.base_model import resolve_embedding_base
-from dashrag.finetuning.embedding_trainer import EmbeddingHyperparameters, train_embedding
+from dashrag.finetuning.budget import TrainingPlan
+from dashrag.finetuning.embedding_trainer import Allowance, EmbeddingHyperparameters, train_embedding
 from dashrag.finetuning.negatives import WHOLE_DOCUMENTS
 from dashrag.finetuning.pairs import refuse_test_split
 from dashrag.finetuning.progress import Progress, counter, no_progress, quietly
+from dashrag.finetuning.step_probe import Rates
 from dashrag.finetuning.training_data import TrainingData, prepare_training_data
 
 STEPS = ("mine", "train", "embed", "tune", "final")
@@ -37,6 +40,7 @@ K1_VALUES = (0.6, 0.9, 1.2, 1.5)
 B_VALUES = (0.6, 0.75, 0.9, 1.0)
 BM25_WEIGHTS = (0.2, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0)  # the dense child's weight stays 1: only the ratio matters
 TUNE_METRIC = "ndcg@10"
+FUSE_S = 0.002  # one fusion of two children's top 100 for one query (the tuner's per-point cost)
 FINAL_METRICS = "ndcg@10,recall@100,mrr@10"
 
 
@@ -59,6 +63,9 @@ class PipelineSettings:
     final_eval: str | None = None
     force_test: bool = False
     device: str = "cpu"
+    time_budget_s: float | None = 30 * 60  # the whole pipeline's wall time; None: no limit
+    max_steps: int | None = None
+    positives_per_query: int = 3
 
 
 def model_reference(model_dir: Path) -> str:
@@ -137,17 +144,70 @@ def embed_corpus(config: dict[str, Any], dataset: Path, workdir: Path, progress:
     return infra
 
 
+def qrels_queries(dataset: Path, split: str) -> int:
+    """How many queries a split judges, counted without reading its judgements as data (the final split is
+    read only in the last step): distinct first fields of its qrels file."""
+    from dashrag.evaluation.beir import qrels_file
+
+    with qrels_file(dataset, split).open(encoding="utf-8") as lines:
+        return len({line.split("\t", 1)[0] for line in lines if "\t" in line} - {"query-id"})
+
+
+def later_steps(settings: PipelineSettings, data: TrainingData) -> Callable[[Rates], dict[str, float]]:
+    """The pipeline's steps after training, estimated from the measured rates: embedding every document;
+    the tuner (BM25 refitted and ranking the dev queries once per (k1, b), the dense child's answers once,
+    a fusion per point: its subtree cache); the final evaluation (one fit, every query ranked and encoded)."""
+    fit_s = data.timings["first_stage_fit_s"]
+    rank_s = data.timings["rank_per_query_ms"] / 1000
+    tuned = len(tuning_split(data))
+    fits = len(settings.k1_values) * len(settings.b_values)
+    points = fits * len(settings.bm25_weights)
+    final_queries = 0 if settings.final_eval is None else qrels_queries(settings.dataset, settings.final_eval)
+
+    def estimate(rates: Rates) -> dict[str, float]:
+        steps = {"embed": len(data.documents) * rates.document_s,
+                 "tune": fits * (fit_s + tuned * rank_s) + tuned * rates.query_s + points * tuned * FUSE_S}
+        if settings.final_eval is not None:
+            steps["final"] = fit_s + final_queries * (rank_s + rates.query_s)
+        return steps
+
+    return estimate
+
+
+def tuning_grid(settings: PipelineSettings, plan: dict[str, Any], embed_s: float,
+                elapsed_s: float) -> tuple[list[Any], str]:
+    """The grid that still fits the budget after embedding: the whole grid, or only the fusion weights
+    (the first stage's own k1 and b, nothing refitted) when the later steps, their estimates scaled by how
+    much slower the embedding ran than estimated, would overrun the budget."""
+    full = tune_params(settings)
+    if settings.time_budget_s is None:
+        return full, "whole grid (no time budget)"
+    estimates = plan["estimated_after_training_s"]
+    slower = max(1.0, embed_s / max(estimates["embed"], 1e-9))
+    later_s = slower * (estimates["tune"] + estimates.get("final", 0.0))
+    if elapsed_s + later_s <= settings.time_budget_s:
+        return full, "whole grid"
+    return full[2:], (f"fusion weights only: the whole grid's {later_s / 60:.1f} min estimate (scaled x{slower:.2f}, "
+                      f"as the embedding ran) would overrun the budget after {elapsed_s / 60:.1f} min")
+
+
 def tuning_split(data: TrainingData) -> EvaluationSplit:
     """The dev slice (queries the model never trained on), or the whole split without one."""
     return data.dev if data.dev is not None else data.split
 
 
 @quietly
-def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress) -> dict[str, Any]:
-    """Run every step; write the model folder, the preset (``settings.out``); return the report."""
+def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
+                 announce: Callable[[TrainingPlan], None] = lambda plan: None) -> dict[str, Any]:
+    """Run every step within ``settings.time_budget_s``; write the model folder, the preset (``settings.out``);
+    return the report. ``announce`` receives the training plan before training starts."""
     from dashrag.evaluation.beir import load_split, qrels_file
     from dashrag.evaluation.tuner import tune
 
+    started = time.perf_counter()
+    allowance = Allowance(budget_s=settings.time_budget_s, max_steps=settings.max_steps,
+                          positives_per_query=settings.positives_per_query, started=started)
+    allowance.check()
     bm25 = check_settings(settings)
     if settings.final_eval is not None:
         qrels_file(settings.dataset, settings.final_eval)  # there, but not read before the last step
@@ -159,16 +219,17 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress) -
     timings["mine_s"] = time.perf_counter() - began
     began = time.perf_counter()
     card = train_embedding(data, settings.model_dir, base=settings.base, hyper=settings.hyper,
-                           device=settings.device, progress=progress)
+                           device=settings.device, progress=progress, allowance=allowance,
+                           later=later_steps(settings, data), announce=announce)
     timings["train_s"] = time.perf_counter() - began
     config = hybrid_config(model_reference(settings.model_dir), bm25)
     began = time.perf_counter()
     infra = embed_corpus(config, settings.dataset, settings.workdir, progress)
     timings["embed_s"] = time.perf_counter() - began
     began = time.perf_counter()
-    params = tune_params(settings)
+    params, grid_note = tuning_grid(settings, card["plan"], timings["embed_s"], time.perf_counter() - started)
     tuned_on = tuning_split(data)
-    points = len(settings.k1_values) * len(settings.b_values) * len(settings.bm25_weights)
+    points = math.prod(len(p.values) for p in params)
     advance = counter(progress, "tune", points)
     result = tune(config, params, infra=infra, train=tuned_on, test=None, metric=TUNE_METRIC,
                   on_point=lambda _: advance(1))
@@ -180,6 +241,7 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress) -
                      "model_dir": str(settings.model_dir), "workdir": str(settings.workdir)},
         "model_card": card,
         "tuning": {"split": tuned_on.split, "queries": len(tuned_on), "points": len(result.points),
+                   "grid_chosen": grid_note,
                    "best": {"values": best.values, TUNE_METRIC: best.train[TUNE_METRIC]},
                    "grid": [{"values": p.values, TUNE_METRIC: p.train[TUNE_METRIC]} for p in result.points]},
         "preset": str(settings.out),
@@ -193,6 +255,8 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress) -
         report["final"] = final_evaluation(best.config, final_split, infra, progress)
         timings["final_s"] = time.perf_counter() - began
     timings["total_s"] = sum(timings.values())
+    report["budget"] = {"budget_s": settings.time_budget_s, "wall_s": round(time.perf_counter() - started, 2),
+                        "planned_total_s": card["plan"]["estimated_total_s"]}
     return report
 
 

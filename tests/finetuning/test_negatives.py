@@ -50,9 +50,15 @@ def test_skip_passes_over_the_top_misses(ranked):
         hard_negatives(candidates, split.qrels, query_id, 3)[1:]
 
 
+def test_a_document_judged_not_relevant_is_a_hard_negative_and_one_judged_relevant_never():
+    qrels = {"q": {"p1": 2, "p2": 1, "z": 0}}
+    candidates = Candidates({"q": ["p1", "z", "p2", "n1"]})
+    assert hard_negatives(candidates, qrels, "q", count=3) == ["z", "n1"]
+
+
 def test_a_query_with_several_positives_gets_a_different_negative_for_each():
     qrels = {"q": {"p1": 1, "p2": 1}, "r": {"p3": 1}}
     candidates = Candidates({"q": ["p1", "n1", "p2", "n2", "n3"], "r": ["n1"]})
-    pairs = [JudgedPair("q", "", "p1", ""), JudgedPair("q", "", "p2", ""), JudgedPair("r", "", "p3", ""),
-             JudgedPair("r", "", "p3", "")]
+    pairs = [JudgedPair("q", "", "p1", "", 1), JudgedPair("q", "", "p2", "", 1), JudgedPair("r", "", "p3", "", 1),
+             JudgedPair("r", "", "p3", "", 1)]
     assert negatives_per_pair(candidates, qrels, pairs) == ["n1", "n2", "n1", None]  # None: the ranking ran out
