@@ -35,7 +35,7 @@ function DocumentRows({ page, t, onRemove }) {
   return (
     <table className="documents-table">
       <thead>
-        <tr><th>{t('docsId')}</th><th>{t('docsTitle')}</th><th>{t('docsMetadata')}</th><th>{t('chunks')}</th><th /></tr>
+        <tr><th>{t('docsId')}</th><th>{t('docsTitle')}</th><th>{t('docsMetadata')}</th><th>{t('docsChunks')}</th><th /></tr>
       </thead>
       <tbody>
         {page.documents.map((d) => (
