@@ -22,8 +22,8 @@ dedup of ids, batch splitting), so a component implements only its scoring.
 from __future__ import annotations
 
 import time
-from functools import partial
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any, Generic, Protocol, Sequence, TypeVar, cast, overload
 
 import numpy as np

@@ -106,3 +106,15 @@ def test_the_trace_of_a_filtered_query_records_the_filter(http):
     added(http, json={"documents": DOCUMENTS})
     trace = http.post("/trees/kw/query", json={"query": "sparse", "filters": filters}).json()["trace"]
     assert trace["filters"] == filters
+
+
+def test_a_tree_built_from_uploaded_files_reads_their_sidecar(http):
+    sidecar = "\n".join(json.dumps({"file": d["id"].rpartition("/")[2], "metadata": d["metadata"]}) for d in DOCUMENTS)
+    files = [("corpus", (d["id"].rpartition("/")[2], d["text"].encode(), "text/plain")) for d in DOCUMENTS]
+    response = http.post("/trees/upload", data={"name": "uploaded", "config": json.dumps(
+        {"component": "BM25Retriever"})}, files=[*files, ("corpus", ("metadata.jsonl", sidecar.encode(), "text/plain"))])
+    assert response.status_code == 202, response.text
+    assert wait_for(http, response.json()["job_id"])["status"] == "done"
+    listed = http.get("/trees/uploaded/documents").json()
+    assert {d["id"]: d["metadata"] for d in listed["documents"]} == {
+        d["id"].rpartition("/")[2]: d["metadata"] for d in DOCUMENTS}

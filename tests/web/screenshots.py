@@ -133,7 +133,7 @@ def documents_screens(url: str, browser, out: Path) -> None:
     panel = page.locator(".documents-panel")
     panel.get_by_label("Files (.txt, .md, or one corpus.jsonl)").set_input_files([
         {"name": "notas.txt", "mimeType": "text/plain", "buffer": "Recuperación dispersa con BM25.".encode()},
-        {"name": "notizen.txt", "mimeType": "text/plain", "buffer": "Dichte Vektoren und BM25.".encode()}])
+        {"name": "notizen.txt", "mimeType": "text/plain", "buffer": b"Dichte Vektoren und BM25."}])
     panel.get_by_label("Metadata for every file (JSON object, optional)").fill('{"lang": "es", "year": 2024}')
     panel.get_by_role("button", name="Add to the tree").click()
     panel.locator(".documents-counts").wait_for(timeout=120_000)

@@ -13,8 +13,11 @@ import time
 
 import httpx
 
+from tests.web import test_newcomer
 from tests.web.conftest import build_tree, preset
-from tests.web.test_newcomer import STRINGS, shown  # noqa: F401  (the fixture: a page per size and language)
+from tests.web.test_newcomer import STRINGS
+
+shown = test_newcomer.shown  # the fixture: a fresh page at each size in each language, with its words
 
 TAGGED = [
     {"id": "notes/es.txt", "title": "Notas", "text": "Recuperación dispersa con índices invertidos y BM25.",

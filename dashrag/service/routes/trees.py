@@ -51,7 +51,8 @@ MULTIPART_SCHEMA = {
         "chunker": {"type": "string", "description": "A chunker config as JSON text."},
         "overwrite": {"type": "boolean"},
         "corpus": {"type": "array", "items": {"type": "string", "format": "binary"},
-                   "description": "One corpus.jsonl, or several .txt/.md files (and an optional metadata.jsonl sidecar)."},
+                   "description": "One corpus.jsonl, or several .txt/.md files (and an optional "
+                                  "metadata.jsonl sidecar)."},
     },
 }
 
