@@ -109,7 +109,8 @@ def test_the_trace_of_a_filtered_query_records_the_filter(http):
 
 
 def test_a_tree_built_from_uploaded_files_reads_their_sidecar(http):
-    sidecar = "\n".join(json.dumps({"file": d["id"].rpartition("/")[2], "metadata": d["metadata"]}) for d in DOCUMENTS)
+    sidecar = "\n".join(json.dumps({"file": d["id"].rpartition("/")[2], "metadata": d["metadata"]})
+                        for d in DOCUMENTS)
     files = [("corpus", (d["id"].rpartition("/")[2], d["text"].encode(), "text/plain")) for d in DOCUMENTS]
     response = http.post("/trees/upload", data={"name": "uploaded", "config": json.dumps(
         {"component": "BM25Retriever"})}, files=[*files, ("corpus", ("metadata.jsonl", sidecar.encode(), "text/plain"))])
