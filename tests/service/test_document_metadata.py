@@ -112,8 +112,9 @@ def test_a_tree_built_from_uploaded_files_reads_their_sidecar(http):
     sidecar = "\n".join(json.dumps({"file": d["id"].rpartition("/")[2], "metadata": d["metadata"]})
                         for d in DOCUMENTS)
     files = [("corpus", (d["id"].rpartition("/")[2], d["text"].encode(), "text/plain")) for d in DOCUMENTS]
-    response = http.post("/trees/upload", data={"name": "uploaded", "config": json.dumps(
-        {"component": "BM25Retriever"})}, files=[*files, ("corpus", ("metadata.jsonl", sidecar.encode(), "text/plain"))])
+    files.append(("corpus", ("metadata.jsonl", sidecar.encode(), "text/plain")))
+    response = http.post("/trees/upload", files=files,
+                         data={"name": "uploaded", "config": json.dumps({"component": "BM25Retriever"})})
     assert response.status_code == 202, response.text
     assert wait_for(http, response.json()["job_id"])["status"] == "done"
     listed = http.get("/trees/uploaded/documents").json()
