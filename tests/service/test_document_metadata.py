@@ -120,3 +120,12 @@ def test_a_tree_built_from_uploaded_files_reads_their_sidecar(http):
     listed = http.get("/trees/uploaded/documents").json()
     assert {d["id"]: d["metadata"] for d in listed["documents"]} == {
         d["id"].rpartition("/")[2]: d["metadata"] for d in DOCUMENTS}
+
+
+def test_the_retrieve_pipelines_search_step_records_the_filter(http):
+    filters = {"lang": "es"}
+    added(http, json={"documents": DOCUMENTS})
+    trace = http.post("/retrieve", json={"query": "sparse inverted indexes", "collection_name": "kw", "trace": True,
+                                         "filters": filters}).json()["trace"]
+    [search] = [node for node in trace["children"] if node["component"] == "search"]
+    assert search["selection"]["filters"] == filters  # beside the collections searched
