@@ -7,11 +7,18 @@ restriction (a parsed filter, allowed documents) travels down unchanged. A keywo
 signature does not know is Python's TypeError (``topk=5`` was silently ignored when
 ``retrieve`` took ``**kwargs``); a ``top_k`` that is not a positive integer ("5", 2.7,
 True, 0, -1) is a QueryError.
+
+The node ``retrieve`` was called on records the filter it was asked (``filters``, as JSON) in its
+trace node, beside ``params``: a trace read later (the page, an exported span) says which
+documents were allowed. Its children are handed the parsed restriction, not the JSON, so the
+filter is recorded once, at the root.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from numbers import Integral
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +43,11 @@ def check_top_k(top_k: Any) -> int | None:
 class Ask:
     top_k: int | None = None
     restriction: Restriction | None = None
+    filters: Mapping[str, Any] | None = field(default=None, compare=False)  # as asked, for the trace
+
+    def traced(self) -> dict[str, Any]:
+        """What the trace node of the node asked records of the ask: its filter, when one was given as JSON."""
+        return {} if self.filters is None else {"filters": self.filters}
 
     @classmethod
     def of(cls, top_k: Any = None, filters: Any = None, restriction: Any = None) -> Ask:
@@ -47,10 +59,13 @@ class Ask:
 
         if restriction is not None and not isinstance(restriction, Restriction):
             raise QueryError(f"restriction must be a Restriction, not {type(restriction).__name__}")
+        asked = None
         if filters is not None:
             wanted = Restriction.where(filters)
             restriction = wanted if restriction is None else restriction.narrowed(wanted)
-        return cls(check_top_k(top_k), restriction)
+            asked = json.loads(filters) if isinstance(filters, (str, bytes)) else \
+                filters if isinstance(filters, Mapping) else None  # a parsed filter has no JSON to show
+        return cls(check_top_k(top_k), restriction, asked)
 
     def with_top_k(self, top_k: int | None) -> Ask:
         return replace(self, top_k=top_k)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, Protocol, Sequence, TypeVar, cast, overload
 
 import numpy as np
@@ -144,7 +145,8 @@ class Retriever(ConfigObject[P], Generic[P]):
     def _answer(self, query: str, ask: Ask) -> Answer:
         start = time.perf_counter()
         chunks, children, selection = self._retrieve(query, ask)
-        return chunks, self._node(query, chunks, (time.perf_counter() - start) * 1000, children, selection)
+        return chunks, self._node(query, chunks, (time.perf_counter() - start) * 1000, children, selection,
+                                  **ask.traced())
 
     def answer(self, query: str, ask: Ask) -> Answer:
         """``retrieve`` with an :class:`Ask` a parent already checked (how composites ask their children)."""
@@ -173,7 +175,7 @@ class Retriever(ConfigObject[P], Generic[P]):
             results = self._retrieve_batch(queries, ask)
             share = (time.perf_counter() - start) * 1000 / len(queries)
             sweep()
-        return BatchAnswers(queries, results, share, self._node)
+        return BatchAnswers(queries, results, share, partial(self._node, **ask.traced()))
 
     def stream_batch(self, queries: Sequence[str], *, query_ids: Sequence[str] | None = None,
                      top_k: int | None = None, filters: Any = None,

@@ -39,6 +39,7 @@ from dashrag.core.retriever import Retriever
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import EngineError, PersistenceError
 from dashrag.service.calibration import Calibration, calibrate_retriever
+from dashrag.store.store import Store, read_only_url
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +97,25 @@ class TreeCollection:
         """The tree's own answer (native scores), for ``POST /trees/{name}/query``."""
         chunks, trace = self.retriever.retrieve(query, top_k=top_k, filters=filters)
         return list(chunks), trace
+
+    def documents(self, offset: int, limit: int) -> dict[str, Any]:
+        """A page of the tree's documents (id, title, metadata, chunk count), read from its store: the listing
+        of ``GET /trees/{name}/documents``. Why the store: the chunks hold no title, and a page is a LIMIT."""
+        infra = self.retriever.require_infra()
+        store = Store(read_only_url(infra.store_url), read_only=True) if infra.store_url else None
+        if store is None:  # a tree held in memory only: its chunks are all there is
+            ids = infra.chunks.document_ids
+            rows = [(d, "", dict(m)) for d, m in zip(ids, infra.chunks.document_metadata)][offset:offset + limit]
+            total = len(ids)
+        else:
+            try:
+                total, documents = store.document_page(offset, limit)
+            finally:
+                store.close()
+            rows = [(d.id, d.title, dict(d.metadata)) for d in documents]
+        return {"total": total, "offset": offset, "limit": limit,
+                "documents": [{"id": d, "title": title, "metadata": metadata,
+                               "chunks": infra.chunks.document_size(d)} for d, title, metadata in rows]}
 
     def info(self) -> dict[str, Any]:
         chunks = self.retriever.require_infra().chunks

@@ -200,12 +200,30 @@ class DocumentIn(BaseModel):
     id: str = Field(min_length=1, max_length=512, pattern=NOT_BLANK, description="The document's id.")
     text: str = Field(description="The document's text.")
     title: str = ""
-    metadata: dict[str, str | list[str]] = Field(default_factory=dict, description="Categories: name -> value(s).")
+    metadata: dict[str, Any] = Field(default_factory=dict, description=(
+        "Any JSON fields the filter language reads (docs/filters.md): strings, numbers, booleans, lists, "
+        "ISO dates as strings."))
 
 
 class AddDocumentsRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     documents: list[DocumentIn] = Field(min_length=1, description="The documents to add or replace.")
+
+
+class DocumentEntry(BaseModel):
+    id: str
+    title: str
+    metadata: dict[str, Any] = Field(description="The document's metadata, as stored.")
+    chunks: int = Field(description="How many chunks the tree holds of it.")
+
+
+class DocumentsPage(BaseModel):
+    """One page of a saved tree's documents, in corpus order."""
+
+    total: int = Field(description="How many documents the tree holds.")
+    offset: int
+    limit: int
+    documents: list[DocumentEntry]
 
 
 class TreeQuery(BaseModel):

@@ -118,7 +118,8 @@ class RetrievePipeline:
         restriction = None if request.filters is None else Restriction.where(request.filters)
         searched = self._search(found, rewrite.query, request.limit, request.trace, restriction)
         merged = gates.sort_by([c for chunks, _ in searched for c in chunks], lambda c: c.retrieval_score)
-        note("search", rewrite.query, t, merged, [n for _, n in searched if n], collections=[c.name for c in found])
+        note("search", rewrite.query, t, merged, [n for _, n in searched if n], collections=[c.name for c in found],
+             **({} if request.filters is None else {"filters": request.filters}))  # the filter asked, on record
 
         t = time.perf_counter()
         survivors = gates.at_least(merged, lambda c: c.retrieval_score, self.thresholds.floor)

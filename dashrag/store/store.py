@@ -131,6 +131,18 @@ class Store:
             return [SourceDocument(id=r[0], title=r[1], text=r[2], metadata=dict(r[3] or {}), source=r[4])
                     for r in rows]
 
+    def document_page(self, offset: int, limit: int) -> tuple[int, list[SourceDocument]]:
+        """How many documents the store holds, and ``limit`` of them from ``offset`` in corpus order, without
+        their text (a listing: what the page's documents panel shows)."""
+        try:
+            with Session(self.engine) as session:
+                total = int(session.scalar(select(func.count()).select_from(DocumentRow)) or 0)
+                rows = session.execute(select(DocumentRow.id, DocumentRow.title, self._metadata_column())
+                                       .order_by(DocumentRow.ordinal).offset(offset).limit(limit)).all()
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from None
+        return total, [SourceDocument(id=r[0], title=r[1] or "", text="", metadata=dict(r[2] or {})) for r in rows]
+
     def read_chunk_set(self) -> ChunkSet:
         try:
             with Session(self.engine) as session:

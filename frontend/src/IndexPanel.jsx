@@ -16,7 +16,7 @@ const seconds = (s) => `${Math.round(s)} s`;
 // The job's state, kept in view (fixed to the window's corner) while it runs, so a build started at the bottom of
 // a long form is watched without scrolling: the stage in the page's language with its counts, the time since it
 // started, the stage's estimate once its counter moved, a cancel button; a failed build in red with its error.
-function JobStatus({ job, t, lang, onCancel, onQuery, onClose }) {
+export function JobStatus({ job, t, lang, onCancel, onQuery, onClose }) {
   const running = job.status === 'queued' || job.status === 'running';
   const stage = job.stage && STAGES.includes(job.stage) ? t(`stage_${STAGES.indexOf(job.stage)}`) : job.stage;
   return (

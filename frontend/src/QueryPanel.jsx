@@ -1,5 +1,7 @@
-import React, { useCallback, useEffect, useState } from 'react';
+import React, { useCallback, useEffect, useMemo, useState } from 'react';
+import { DocumentsPanel } from './DocumentsPanel';
 import { Failure } from './Failure';
+import { makeFilterCheck } from './filterCheck';
 import { TraceNode } from './Trace';
 
 // A round-robin merge at the root answers ranks, not relevance: its 1, 0.5, 0.333 need saying.
@@ -11,6 +13,9 @@ function Results({ answer, catalog, t, lang, shared }) {
   return (
     <div className="answer">
       <h3>{t('results')} <small>({Number(answer.elapsed_ms).toFixed(1)} ms)</small></h3>
+      {answer.trace?.filters && (
+        <p className="results-filter">{t('filterApplied')} <code>{JSON.stringify(answer.trace.filters)}</code></p>
+      )}
       {mergesByRank(answer.trace) && <p className="score-note">{t('roundRobinScores')}</p>}
       {shared && <p className="score-note">{t('sharedCount', { count: shared.size })}</p>}
       {answer.chunks.length === 0 ? <p>{t('noResults')}</p> : (
@@ -37,7 +42,7 @@ function Results({ answer, catalog, t, lang, shared }) {
   );
 }
 
-export function TreeList({ trees, t, lang, onReload, onDelete }) {
+export function TreeList({ trees, t, lang, onReload, onDelete, onDocuments }) {
   if (trees.length === 0) return <p>{t('noTrees')}</p>;
   return (
     <ul className="tree-list">
@@ -45,6 +50,7 @@ export function TreeList({ trees, t, lang, onReload, onDelete }) {
         <li key={tree.name} data-tree={tree.name}>
           <strong>{tree.name}</strong> <code>{tree.config?.component}</code>
           {' · '}{tree.documents} {t('documents')} · {tree.chunks} {t('chunks')} · {tree.saved_at ? new Date(tree.saved_at).toLocaleString(lang) : ''}
+          {' '}<button type="button" onClick={() => onDocuments(tree.name)}>{t('docsButton')}</button>
           {' '}<button type="button" onClick={() => onReload(tree.name)}>{t('reload')}</button>
           {' '}<button type="button" onClick={() => onDelete(tree.name)}>{t('delete')}</button>
         </li>
@@ -61,6 +67,20 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
   const [answers, setAnswers] = useState([]);
   const [busy, setBusy] = useState(false);
   const [topK, setTopK] = useState('');
+  const [filterText, setFilterText] = useState('');
+  const [filterSchema, setFilterSchema] = useState(null);
+  const [filterRefused, setFilterRefused] = useState(null); // the server's 422 about the filter sent
+  const [managing, setManaging] = useState(null); // the tree whose documents panel is open
+
+  useEffect(() => { api.get('/schemas/filter').then(setFilterSchema, () => setFilterSchema(null)); }, [api]);
+  const checkFilter = useMemo(() => (filterSchema ? makeFilterCheck(filterSchema) : null), [filterSchema]);
+  const filter = checkFilter ? checkFilter(filterText, lang) : { filters: null, errors: [], notJson: null };
+  const filterProblems = [
+    ...(filter.notJson ? [t('filterNotJson', { error: filter.notJson })] : []),
+    ...filter.errors.map((e) => `${e.path}: ${e.message}`),
+    ...(filterRefused ? [filterRefused] : []),
+  ];
+  const filterBad = filter.notJson !== null || filter.errors.length > 0;
 
   useEffect(() => { if (chosen) setFirst(chosen); }, [chosen]);
   useEffect(() => {
@@ -72,12 +92,19 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
     event.preventDefault();
     const names = compare ? [first, second] : [first];
     setBusy(true);
+    setFilterRefused(null);
+    const body = { query, trace: true, ...(topK ? { top_k: Number(topK) } : {}),
+      ...(filter.filters ? { filters: filter.filters } : {}) };
     const results = await Promise.all(names.map((name) => api
-      .post(`/trees/${encodeURIComponent(name)}/query`, { query, trace: true, ...(topK ? { top_k: Number(topK) } : {}) })
-      .then((body) => ({ name, ...body }), (error) => ({ name, error }))));
+      .post(`/trees/${encodeURIComponent(name)}/query`, body)
+      .then((answer) => ({ name, ...answer }), (error) => ({ name, error }))));
+    // a filter the schema allows but the corpus cannot answer (a number compared with a string): the server's
+    // 422 names the path in the filter; it is shown at the box, where it is fixed
+    const refused = results.find((r) => r.error?.status === 422 && /(^|\n)filters/.test(r.error.detail || ''));
+    if (refused) setFilterRefused(refused.error.detail);
     setAnswers(results);
     setBusy(false);
-  }, [api, compare, first, second, query, topK]);
+  }, [api, compare, first, second, query, topK, filter.filters]);
 
   // side by side: the documents both trees returned, marked in each column
   const found = answers.filter((a) => !a.error).map((a) => new Set(a.chunks.map((c) => String(c.document_id))));
@@ -99,8 +126,13 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
         <h2>{t('savedTrees')}</h2>
         <TreeList trees={trees} t={t} lang={lang}
           onReload={(name) => act(api.post(`/trees/${encodeURIComponent(name)}/reload`, {}))}
-          onDelete={(name) => act(api.del(`/trees/${encodeURIComponent(name)}`))} />
+          onDelete={(name) => act(api.del(`/trees/${encodeURIComponent(name)}`))}
+          onDocuments={setManaging} />
       </section>
+      {managing && trees.some((tree) => tree.name === managing) && (
+        <DocumentsPanel api={api} name={managing} t={t} lang={lang} onChanged={refreshTrees}
+          onQuery={(name) => { setFirst(name); setManaging(null); }} onClose={() => setManaging(null)} />
+      )}
       <form className="query-form" onSubmit={run}>
         <h2>{t('query')}</h2>
         {select(first, setFirst, t('tree'))}
@@ -113,7 +145,17 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
           <input type="number" min="1" max="1000" step="1" value={topK} placeholder={t('topKDefault')}
             onChange={(e) => setTopK(e.target.value)} />
         </label>
-        <button type="submit" disabled={busy || !query.trim() || !first}>{t('search')}</button>
+        <div className="filter-box">
+          <label htmlFor="query-filter">{t('filterLabel')}</label>
+          <textarea id="query-filter" rows="2" value={filterText} placeholder={t('filterPlaceholder')} spellCheck="false"
+            aria-invalid={filterProblems.length ? 'true' : 'false'} aria-describedby="query-filter-help query-filter-errors"
+            onChange={(e) => { setFilterText(e.target.value); setFilterRefused(null); }} />
+          <p className="help" id="query-filter-help">{t('filterHelp')}</p>
+          <ul className="errors field-error" id="query-filter-errors" role={filterProblems.length ? 'alert' : undefined}>
+            {filterProblems.map((p) => <li key={p}>{p}</li>)}
+          </ul>
+        </div>
+        <button type="submit" disabled={busy || !query.trim() || !first || filterBad}>{t('search')}</button>
       </form>
       <div className={answers.length > 1 ? 'answers side-by-side' : 'answers'}>
         {answers.map((answer, i) => (

@@ -1,97 +1,58 @@
-"""One ``top_k`` rule for every retriever: a positive integer (core/ask.py's ``check_top_k`` for ``retrieve``,
-core/params.py's ``top_k_field`` for configs). Every registered retriever component is built on the example
-corpus (its outside services are real loopback servers) and asked for "5", 2.7, True, 5.0, 0 and -1 through
-``retrieve``, ``retrieve_batch`` and ``stream_batch``: each is a QueryError before any work (no request reaches a
-server), and a good ``top_k`` is honoured."""
+"""The node ``retrieve`` is called on records the filter it was asked in its trace (issue 24: the trace did not
+say which documents were allowed); its children, handed the parsed restriction, do not repeat it."""
 
 from __future__ import annotations
+
+import json
+from dataclasses import replace
 
 import pytest
 
 import dashrag
-from dashrag.core.registry import all_components
-from dashrag.errors import ConfigError, QueryError
+from dashrag.core.restriction import Restriction
+from dashrag.documents.corpus import Corpus
 from tests.conftest import EXAMPLE_CORPUS
-from tests.llm.openai_server import ScriptedOpenAIServer
-from tests.retrievers.rerank_server import RerankServer
-from tests.retrievers.rerank_services import CohereServer, JinaServer
 
-BAD = ["5", 2.7, True, 5.0, 0, -1]
-BM25 = {"component": "BM25Retriever", "params": {"top_k": 6}}
-TFIDF = {"component": "TFIDFRetriever", "params": {"top_k": 6}}
-ONNX = {"component": "MiniLMOnnxEmbedding", "params": {"max_seq_length": 128}}
-KEY = {"component": "EnvCredential", "params": {"var": "DASHRAG_TEST_TOP_K_KEY"}}
+FILTER = {"$or": [{"lang": "es"}, {"year": {"$gte": 2020}}]}
+HYBRID_KEYWORD = {"component": "ParallelRetriever", "params": {"merge_strategy": "rrf", "top_k": 4, "children": [
+    {"component": "BM25Retriever", "params": {"top_k": 6}}, {"component": "TFIDFRetriever", "params": {"top_k": 6}}]}}
+
+
+def tagged_corpus() -> Corpus:
+    documents = Corpus.from_folder(EXAMPLE_CORPUS).documents
+    return Corpus(tuple(replace(d, metadata={"lang": "es" if i % 2 else "en", "year": 2015 + i})
+                        for i, d in enumerate(documents)))
 
 
 @pytest.fixture(scope="module")
-def servers():
-    with RerankServer() as tei, CohereServer() as cohere, JinaServer() as jina, ScriptedOpenAIServer() as llm:
-        yield {"HttpReranker": tei, "CohereReranker": cohere, "JinaReranker": jina, "AgenticRerankerRetriever": llm}
+def tree(tmp_path_factory):
+    built = dashrag.build(HYBRID_KEYWORD, tagged_corpus(), tmp_path_factory.mktemp("ask"))
+    yield built
+    built.close()
 
 
-def configs(servers: dict, cross_encoder: str) -> dict[str, dict]:
-    """A small working tree per registered retriever component."""
-    def remote(name: str) -> dict:
-        return {"component": name, "params": {"api_base": servers[name].url, "credential": KEY,
-                                              "api_key_required": False, "children": [BM25], "fetch_k": 6}}
-    return {
-        "AgenticRerankerRetriever": {"component": "AgenticRerankerRetriever", "params": {
-            "children": [BM25], "llm_model": {"component": "LiteLLMModel", "params": {
-                "model": "openai/test-model", "api_base": servers["AgenticRerankerRetriever"].api_base,
-                "credential": KEY}}}},
-        "BM25Retriever": BM25,
-        "BooleanQueryRetriever": {"component": "BooleanQueryRetriever", "params": {
-            "children": [{"component": "DenseEmbeddingRetriever", "params": {"embedding": ONNX}}]}},
-        "CohereReranker": remote("CohereReranker"),
-        "CrossEncoderRetriever": {"component": "CrossEncoderRetriever", "params": {
-            "model": cross_encoder, "children": [BM25], "top_k": 3}},
-        "DenseEmbeddingRetriever": {"component": "DenseEmbeddingRetriever", "params": {"embedding": ONNX}},
-        "HttpReranker": remote("HttpReranker"),
-        "JinaReranker": remote("JinaReranker"),
-        "MMRRerankerRetriever": {"component": "MMRRerankerRetriever", "params": {
-            "children": [TFIDF], "embedding": ONNX, "top_k": 3}},
-        "ParallelRetriever": {"component": "ParallelRetriever", "params": {"children": [BM25, TFIDF]}},
-        "RerankCascadeRetriever": {"component": "RerankCascadeRetriever", "params": {
-            "fast": BM25, "precise": TFIDF, "stage1_top_n": 6, "top_k": 3}},
-        "SequentialRetriever": {"component": "SequentialRetriever", "params": {
-            "children": [BM25, {"component": "TFIDFRetriever", "params": {"top_k": 3}}]}},
-        "TFIDFRetriever": TFIDF,
-    }
+def nodes(node: dict) -> list[dict]:
+    return [node, *(n for child in node["children"] for n in nodes(child))]
 
 
-#: the query each asks; the boolean component's is an expression (a semantic clause)
-QUERIES = {"BooleanQueryRetriever": '"rank fusion"'}
-RETRIEVERS = sorted(name for name, cls in all_components() if cls.META.kind == "retriever")
-NEEDS_A_MODEL = {"CrossEncoderRetriever"}
+def test_the_root_trace_records_the_filter_as_asked(tree):
+    _, trace = tree.retrieve("term weighting", filters=FILTER)
+    assert trace["filters"] == FILTER
+    assert all("filters" not in node for node in nodes(trace)[1:])
 
 
-def test_every_registered_retriever_is_in_this_test(servers):
-    assert sorted(configs(servers, "unused")) == RETRIEVERS
+def test_a_filter_given_as_text_is_recorded_as_its_json(tree):
+    _, trace = tree.retrieve("term weighting", filters=json.dumps(FILTER))
+    assert trace["filters"] == FILTER
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in NEEDS_A_MODEL else n
-                                  for n in RETRIEVERS])
-def test_every_retriever_refuses_a_top_k_that_is_not_a_positive_integer(name, servers, request, tmp_path,
-                                                                         monkeypatch):
-    monkeypatch.setenv(KEY["params"]["var"], "sk-top-k-test")
-    model = str(request.getfixturevalue("cross_encoder_dir")) if name in NEEDS_A_MODEL else "unused"
-    tree = dashrag.build(configs(servers, model)[name], EXAMPLE_CORPUS, tmp_path)
-    query = QUERIES.get(name, "rank fusion")
-    asked = {n: len(s.requests) for n, s in servers.items()}
-    for bad in BAD:
-        for ask in (lambda: tree.retrieve(query, top_k=bad),
-                    lambda: tree.retrieve_batch([query], top_k=bad),
-                    lambda: list(tree.stream_batch([query], top_k=bad))):
-            with pytest.raises(QueryError, match="top_k must be a positive integer"):
-                ask()
-    assert {n: len(s.requests) for n, s in servers.items()} == asked  # refused before any request
-    if name != "AgenticRerankerRetriever":  # the LLM would need a scripted answer; the rule is the point here
-        chunks, _ = tree.retrieve(query, top_k=2)
-        assert 1 <= len(chunks) <= 2
+def test_every_answer_of_a_batch_records_the_filter(tree):
+    answers = tree.retrieve_batch(["term weighting", "dense vectors"], filters=FILTER)
+    assert [trace["filters"] for _, trace in answers] == [FILTER, FILTER]
 
 
-@pytest.mark.parametrize("bad", BAD[:3] + [BAD[4], BAD[5]])
-def test_a_config_refuses_a_top_k_that_is_not_a_positive_integer(bad):
-    with pytest.raises(ConfigError, match="params.top_k"):
-        dashrag.validate_and_transform({"component": "SequentialRetriever", "params": {
-            "children": [{"component": "BM25Retriever", "params": {"top_k": bad}}, TFIDF]}})
+def test_an_unfiltered_query_records_no_filter(tree):
+    _, trace = tree.retrieve("term weighting")
+    _, restricted = tree.retrieve("term weighting", restriction=Restriction.where(FILTER))
+    assert all("filters" not in node for node in nodes(trace) + nodes(restricted))
+

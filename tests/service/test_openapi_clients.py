@@ -142,6 +142,8 @@ def test_a_generated_client_calls_every_operation(client_package, server):
         mime_type="text/plain")])
     assert wait_for_job(api, client, call(api, "documents.add_documents_from_upload", "from_upload", client=client,
                                           body=more).job_id).status.value == "done"
+    listed = call(api, "documents.list_documents", "from_upload", client=client, limit=2)
+    assert listed.total == 10 and len(listed.documents) == 2
     call(api, "documents.remove_document", "from_upload", "new.md", client=client)
     assert call(api, "meta.filter_schema_route", client=client)
     assert call(api, "trees.reload_tree", "from_json", client=client).name == "from_json"

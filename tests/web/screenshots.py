@@ -73,6 +73,7 @@ def main(out: Path = OUT) -> None:
         page.evaluate("window.scrollTo(0, 0)")
         page.screenshot(path=out / "web-es-rule.png")
         newcomer_screens(url, browser, out)
+        documents_screens(url, browser, out)
     print(f"screenshots in {out}")
 
 
@@ -118,6 +119,50 @@ def newcomer_screens(url: str, browser, out: Path) -> None:
     page.locator(".answer-column .results > li").first.wait_for()
     page.locator(".answers").scroll_into_view_if_needed()
     page.screenshot(path=out / "web-query-shared.png")
+    page.close()
+
+
+def documents_screens(url: str, browser, out: Path) -> None:
+    """Issues 23 and 24's screens at 1280x720: a saved tree's documents panel after files were added with metadata
+    (English), a removal waiting for its confirmation (Spanish), and a filtered query with its filter (English)."""
+    build_tree(url, "notes", preset("keyword"))
+    page = browser.new_page(viewport={"width": 1280, "height": 720}, locale="en-US")
+    page.goto(url + "/")
+    page.get_by_role("button", name="Query saved trees").click()
+    page.locator('li[data-tree="notes"]').get_by_role("button", name="Documents").click()
+    panel = page.locator(".documents-panel")
+    panel.get_by_label("Files (.txt, .md, or one corpus.jsonl)").set_input_files([
+        {"name": "notas.txt", "mimeType": "text/plain", "buffer": "Recuperación dispersa con BM25.".encode()},
+        {"name": "notizen.txt", "mimeType": "text/plain", "buffer": b"Dichte Vektoren und BM25."}])
+    panel.get_by_label("Metadata for every file (JSON object, optional)").fill('{"lang": "es", "year": 2024}')
+    panel.get_by_role("button", name="Add to the tree").click()
+    panel.locator(".documents-counts").wait_for(timeout=120_000)
+    panel.scroll_into_view_if_needed()
+    page.screenshot(path=out / "web-documents.png", full_page=True)
+    page.close()
+
+    page = browser.new_page(viewport={"width": 1280, "height": 720}, locale="es-ES")
+    page.goto(url + "/")
+    page.get_by_role("button", name="Consultar árboles guardados").click()
+    page.locator('li[data-tree="notes"]').get_by_role("button", name="Documentos").click()
+    page.get_by_role("button", name="Quitar bm25.md").click()
+    page.get_by_role("alertdialog").scroll_into_view_if_needed()
+    page.screenshot(path=out / "web-documents-remove-es.png")
+    page.close()
+
+    page = browser.new_page(viewport={"width": 1280, "height": 720}, locale="en-US")
+    page.goto(url + "/")
+    page.get_by_role("button", name="Query saved trees").click()
+    page.locator(".query-form select").nth(0).select_option("notes")
+    page.get_by_label("Query", exact=True).fill("BM25")
+    page.get_by_label("Metadata filter (JSON, optional)").fill('{"lang": "es", "year": {"$gte": 2020}}')
+    page.get_by_role("button", name="Search").click()
+    page.locator(".answer-column .results > li").first.wait_for()
+    page.locator(".query-form").scroll_into_view_if_needed()
+    page.screenshot(path=out / "web-query-filter.png")
+    page.get_by_label("Metadata filter (JSON, optional)").fill('{"year": {"$gtee": 2020}}')
+    page.locator("#query-filter-errors li").first.wait_for()
+    page.locator(".query-form").screenshot(path=out / "web-query-filter-error.png")
     page.close()
 
 

@@ -13,19 +13,19 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
-from dashrag.documents.model import SourceDocument, normalise_categories
+from dashrag.documents.model import SourceDocument, json_metadata
 from dashrag.errors import ConfigError, DashragError
 from dashrag.service.jobs import NameTaken
 from dashrag.service.json_body import StrictJSONRoute
-from dashrag.service.models import AddDocumentsRequest, JobAccepted
+from dashrag.service.models import AddDocumentsRequest, DocumentsPage, JobAccepted
 from dashrag.service.pipeline import StepFailure
 from dashrag.service.routes import errors, invalid
-from dashrag.service.routes.trees import _tree, _upload_name
+from dashrag.service.routes.trees import _tree, _upload_name, uploaded_corpus_path
 from dashrag.service.state import Service, service_of
 
 router = APIRouter(route_class=StrictJSONRoute)
@@ -33,7 +33,9 @@ router = APIRouter(route_class=StrictJSONRoute)
 MULTIPART_SCHEMA = {
     "type": "object", "required": ["corpus"],
     "properties": {"corpus": {"type": "array", "items": {"type": "string", "format": "binary"},
-                              "description": "One corpus.jsonl, or several .txt/.md files (ids: file names)."}},
+                              "description": "One corpus.jsonl (metadata per line), or several .txt/.md files "
+                                             "(ids: file names) with an optional metadata.jsonl sidecar: "
+                                             '{"file": NAME, "metadata": {...}} per line.'}},
 }
 
 
@@ -50,8 +52,16 @@ def _json_documents(raw: bytes) -> list[SourceDocument]:
     except ValidationError as exc:
         raise RequestValidationError([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)]) \
             from None
-    return [SourceDocument(id=d.id, text=d.text, title=d.title, metadata=normalise_categories(d.metadata),
-                           source=f"request document {i + 1}") for i, d in enumerate(body.documents)]
+    documents = []
+    for i, d in enumerate(body.documents):
+        try:
+            metadata = json_metadata(d.metadata, "metadata")
+        except ValueError as exc:
+            raise RequestValidationError([{"loc": ["body", "documents", i, "metadata"], "type": "value_error",
+                                           "msg": str(exc)}]) from None
+        documents.append(SourceDocument(id=d.id, text=d.text, title=d.title, metadata=metadata,
+                                        source=f"request document {i + 1}"))
+    return documents
 
 
 async def _uploaded_corpus(request: Request, folder: Path) -> Path:
@@ -61,15 +71,12 @@ async def _uploaded_corpus(request: Request, folder: Path) -> Path:
         raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error",
                                        "msg": "no corpus files (send one corpus.jsonl or .txt/.md files in 'corpus')"}])
     names = [_upload_name(f.filename) for f in files]
-    jsonl = [n for n in names if n.endswith((".jsonl", ".jsonl.gz"))]
-    if jsonl and len(names) > 1:
-        raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error",
-                                       "msg": "send either one corpus.jsonl or several .txt/.md files"}])
+    corpus = uploaded_corpus_path(folder, names)
     folder.mkdir(parents=True)
     for upload, name in zip(files, names):
         with open(folder / name, "wb") as out:
             shutil.copyfileobj(upload.file, out)
-    return folder / jsonl[0] if jsonl else folder
+    return corpus
 
 
 def _inlined(schema: Any, definitions: dict[str, Any] | None = None) -> Any:
@@ -125,6 +132,18 @@ async def add_documents(name: str, request: Request) -> JobAccepted:
             shutil.rmtree(path, ignore_errors=True)
         raise HTTPException(409, str(exc)) from None
     return JobAccepted(job_id=job.id)
+
+
+@router.get("/trees/{name}/documents", response_model=DocumentsPage, responses=errors(401, 404, 503))
+def list_documents(name: str, request: Request, offset: int = Query(0, ge=0, description="Documents to skip."),
+                   limit: int = Query(50, ge=1, le=500, description="Documents in the page.")) -> dict[str, Any]:
+    """The documents a saved tree holds, in corpus order, a page at a time: id, title, metadata, chunk count."""
+    service = service_of(request)
+    tree = _tree(service, name)
+    try:
+        return tree.documents(offset, limit)
+    except DashragError as exc:
+        raise StepFailure("load", f"tree {name!r}: {exc}") from None
 
 
 @router.delete("/trees/{name}/documents/{document_id:path}", responses=errors(401, 404, 503))

@@ -17,6 +17,7 @@ from starlette.datastructures import UploadFile
 from dashrag.core.config_json import strict_loads
 from dashrag.core.factory import build_as
 from dashrag.core.retriever import Retriever
+from dashrag.documents.corpus import SIDECAR_NAME
 from dashrag.errors import ConfigError, DashragError, FilterError, PersistenceError, excerpt
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
 from dashrag.service.jobs import NameTaken, TooManyBuilds
@@ -51,7 +52,8 @@ MULTIPART_SCHEMA = {
         "chunker": {"type": "string", "description": "A chunker config as JSON text."},
         "overwrite": {"type": "boolean"},
         "corpus": {"type": "array", "items": {"type": "string", "format": "binary"},
-                   "description": "One corpus.jsonl, or several .txt/.md files."},
+                   "description": "One corpus.jsonl, or several .txt/.md files (and an optional "
+                                  "metadata.jsonl sidecar)."},
     },
 }
 
@@ -201,8 +203,9 @@ async def _multipart(request: Request, service: Service, job_id: str) -> tuple[B
         raise _located(exc) from None
     except ValueError as exc:
         raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error", "msg": str(exc)}]) from None
-    names = [_upload_name(f.filename) for f in files]  # before the folder exists: a refusal leaves nothing
+    names = [_upload_name(f.filename) for f in files]
     folder = Path(service.settings.trees_dir) / f".upload-{job_id}"  # type: ignore[arg-type]
+    corpus = uploaded_corpus_path(folder, names)  # refused names: before the folder exists, nothing is left
     try:
         folder.mkdir(parents=True)
         for upload, name in zip(files, names):
@@ -211,12 +214,18 @@ async def _multipart(request: Request, service: Service, job_id: str) -> tuple[B
     except OSError as exc:  # a read-only or full trees folder: the service's state, not the client's fault
         shutil.rmtree(folder, ignore_errors=True)
         raise StepFailure("upload", f"the upload cannot be written in the trees folder ({exc.strerror})") from None
-    jsonl = [n for n in names if n.endswith((".jsonl", ".jsonl.gz"))]
-    if jsonl and len(names) > 1:
-        shutil.rmtree(folder, ignore_errors=True)
+    return body, corpus
+
+
+def uploaded_corpus_path(folder: Path, names: list[str]) -> Path:
+    """Where the corpus of uploaded files ``names`` (saved into ``folder``) is read from: the one JSONL file,
+    or the folder of .txt/.md files, whose ``metadata.jsonl`` is its sidecar (as for a folder corpus on disk)."""
+    jsonl = [n for n in names if n.endswith((".jsonl", ".jsonl.gz")) and n != SIDECAR_NAME]
+    if (jsonl and len(names) > 1) or names == [SIDECAR_NAME]:
         raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error",
-                                       "msg": "send either one corpus.jsonl or several .txt/.md files"}])
-    return body, folder / jsonl[0] if jsonl else folder
+                                       "msg": "send either one corpus.jsonl or several .txt/.md files "
+                                              f"(with an optional {SIDECAR_NAME} sidecar)"}])
+    return folder / jsonl[0] if jsonl else folder
 
 
 def _upload_name(filename: str | None) -> str:

@@ -1,0 +1,131 @@
+"""Documents added to a saved tree over HTTP carry any JSON metadata (issue 24: strings, numbers, booleans, lists,
+ISO dates), which queries then filter on; the tree's documents are listed a page at a time; the trace of a
+filtered query records its filter. Through a real uvicorn server on loopback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from dashrag.service.app import create_app
+from dashrag.service.settings import ServiceSettings
+from tests.service.conftest import LoopbackServer
+from tests.service.test_trees_api import wait_for
+
+SPARSE = "Sparse retrieval with inverted indexes and BM25 term weights."
+DOCUMENTS = [
+    {"id": "notes/old.txt", "title": "Old notes", "text": f"{SPARSE} Written long ago.",
+     "metadata": {"year": 2009, "lang": "en", "reviewed": True, "tags": ["bm25", "sparse"], "published": "2009-03-01"}},
+    {"id": "notes/new.txt", "title": "New notes", "text": f"{SPARSE} Written lately.",
+     "metadata": {"year": 2023, "lang": "es", "reviewed": False, "tags": ["sparse"],
+                  "published": "2023-11-30T10:00:00+01:00"}},
+]
+
+
+@pytest.fixture
+def http(trees_copy) -> Iterator[httpx.Client]:
+    with LoopbackServer(create_app(ServiceSettings(trees_dir=trees_copy))) as server, \
+            httpx.Client(base_url=server.url, timeout=60) as client:
+        yield client
+
+
+def added(http: httpx.Client, **body) -> dict:
+    response = http.post("/trees/kw/documents", **body)
+    assert response.status_code == 202, response.text
+    return wait_for(http, response.json()["job_id"])
+
+
+def found(http: httpx.Client, filters: dict) -> list[str]:
+    response = http.post("/trees/kw/query", json={"query": "sparse inverted indexes", "top_k": 20, "filters": filters})
+    assert response.status_code == 200, response.text
+    return [c["document_id"] for c in response.json()["chunks"]]
+
+
+@pytest.mark.parametrize(("filters", "expected"), [
+    ({"year": {"$gte": 2020}}, ["notes/new.txt"]),
+    ({"reviewed": True}, ["notes/old.txt"]),
+    ({"tags": "bm25"}, ["notes/old.txt"]),
+    ({"published": {"$lt": "2020-01-01"}}, ["notes/old.txt"]),
+    ({"lang": {"$in": ["es", "de"]}, "year": {"$exists": True}}, ["notes/new.txt"]),
+], ids=["number", "boolean", "list", "date", "in-and-exists"])
+def test_posted_json_metadata_is_filtered_on(http, filters, expected):
+    assert added(http, json={"documents": DOCUMENTS})["status"] == "done"
+    assert found(http, filters) == expected
+
+
+def test_the_metadata_is_returned_with_every_hit(http):
+    added(http, json={"documents": DOCUMENTS})
+    chunks = http.post("/trees/kw/query", json={"query": "written lately", "top_k": 1}).json()["chunks"]
+    assert chunks[0]["metadata"] == DOCUMENTS[1]["metadata"]
+
+
+def test_metadata_that_is_not_an_object_is_a_422_naming_the_document(http):
+    response = http.post("/trees/kw/documents", json={"documents": [{**DOCUMENTS[0], "metadata": [1, 2]}]})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["body", "documents", 0, "metadata"]
+
+
+def test_uploaded_files_take_their_metadata_from_a_sidecar(http):
+    sidecar = "\n".join(json.dumps({"file": d["id"].rpartition("/")[2], "metadata": d["metadata"]})
+                        for d in DOCUMENTS)
+    files = [("corpus", (d["id"].rpartition("/")[2], d["text"].encode(), "text/plain")) for d in DOCUMENTS]
+    status = added(http, files=[*files, ("corpus", ("metadata.jsonl", sidecar.encode(), "application/jsonl"))])
+    assert status["status"] == "done" and status["counts"]["added"] == 2
+    assert found(http, {"year": {"$lt": 2020}}) == ["old.txt"]
+    assert "metadata.jsonl" not in {d["id"] for d in http.get("/trees/kw/documents").json()["documents"]}
+
+
+def test_a_sidecar_alone_is_a_422(http):
+    response = http.post("/trees/kw/documents", files=[("corpus", ("metadata.jsonl", b"{}", "application/jsonl"))])
+    assert response.status_code == 422 and "metadata.jsonl" in response.text
+
+
+def test_the_documents_are_listed_a_page_at_a_time_in_corpus_order(http):
+    added(http, json={"documents": DOCUMENTS})
+    everything = http.get("/trees/kw/documents", params={"limit": 500}).json()
+    assert everything["total"] == len(everything["documents"]) == 10
+    assert everything["documents"][-2:] == [{"id": d["id"], "title": d["title"], "metadata": d["metadata"],
+                                             "chunks": 1} for d in DOCUMENTS]
+    page = http.get("/trees/kw/documents", params={"offset": 3, "limit": 4}).json()
+    assert (page["total"], page["offset"], page["limit"]) == (10, 3, 4)
+    assert page["documents"] == everything["documents"][3:7]
+
+
+def test_a_bad_page_is_a_422_and_an_unknown_tree_a_404(http):
+    assert http.get("/trees/kw/documents", params={"limit": 0}).status_code == 422
+    assert http.get("/trees/kw/documents", params={"offset": -1}).status_code == 422
+    missing = http.get("/trees/nope/documents")
+    assert missing.status_code == 404 and "nope" in missing.json()["detail"]
+
+
+def test_the_trace_of_a_filtered_query_records_the_filter(http):
+    filters = {"year": {"$gte": 2020}}
+    added(http, json={"documents": DOCUMENTS})
+    trace = http.post("/trees/kw/query", json={"query": "sparse", "filters": filters}).json()["trace"]
+    assert trace["filters"] == filters
+
+
+def test_a_tree_built_from_uploaded_files_reads_their_sidecar(http):
+    sidecar = "\n".join(json.dumps({"file": d["id"].rpartition("/")[2], "metadata": d["metadata"]})
+                        for d in DOCUMENTS)
+    files = [("corpus", (d["id"].rpartition("/")[2], d["text"].encode(), "text/plain")) for d in DOCUMENTS]
+    files.append(("corpus", ("metadata.jsonl", sidecar.encode(), "text/plain")))
+    response = http.post("/trees/upload", files=files,
+                         data={"name": "uploaded", "config": json.dumps({"component": "BM25Retriever"})})
+    assert response.status_code == 202, response.text
+    assert wait_for(http, response.json()["job_id"])["status"] == "done"
+    listed = http.get("/trees/uploaded/documents").json()
+    assert {d["id"]: d["metadata"] for d in listed["documents"]} == {
+        d["id"].rpartition("/")[2]: d["metadata"] for d in DOCUMENTS}
+
+
+def test_the_retrieve_pipelines_search_step_records_the_filter(http):
+    filters = {"lang": "es"}
+    added(http, json={"documents": DOCUMENTS})
+    trace = http.post("/retrieve", json={"query": "sparse inverted indexes", "collection_name": "kw", "trace": True,
+                                         "filters": filters}).json()["trace"]
+    [search] = [node for node in trace["children"] if node["component"] == "search"]
+    assert search["selection"]["filters"] == filters  # beside the collections searched
