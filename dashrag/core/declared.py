@@ -41,8 +41,8 @@ def declared_values(tree: dict[str, Any]) -> Iterator[DeclaredValue]:
         cls = get_component(node["component"])
         schema = cls.SCHEMA
         params, params_path = node.get("params", {}), join_path(path, "params")
-        for name, kind in schema.kinded_fields().items():
-            yield DeclaredValue(join_path(params_path, name), kind, params.get(name), node["component"],
+        for name, param_kind in schema.kinded_fields().items():
+            yield DeclaredValue(join_path(params_path, name), param_kind, params.get(name), node["component"],
                                 schema.unset_reaches(name), required)
         fields = schema.component_fields()
         needed = set(cls.needed_credentials(schema.model_validate(params))) \

@@ -13,9 +13,12 @@ import pytest
 
 from dashrag.core.translations import catalog
 from tests.conftest import REPO
+from tests.web import test_newcomer as newcomer
 from tests.web.conftest import build_tree, preset, serving
-from tests.web.test_newcomer import SHOWN, STRINGS, in_view, load_preset, shown  # noqa: F401  (a fixture)
+from tests.web.test_newcomer import SHOWN, STRINGS, in_view, load_preset
 from tests.web.test_page import field, node_id
+
+shown = newcomer.shown  # the fixture: a fresh page at each size, in each language
 
 META = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (REPO / "frontend_meta").glob("*.json")}
 VECTORIZER = "params.vectorizer"
@@ -95,7 +98,7 @@ def test_each_problem_links_to_its_field_opening_the_nodes_on_the_way(shown):
     tree = preset("hybrid")
     tree["params"]["children"][0]["params"]["vectorizer"]["params"]["ngram_min"] = 3  # > ngram_max (1)
     load_json(page, words, tree)
-    page.locator(f'section.node[data-path="params.children[0]"] > header button.collapse').click()
+    page.locator('section.node[data-path="params.children[0]"] > header button.collapse').click()
     collapsed = page.locator('section.node[data-path="params.children[0]"] .inside-problems')
     assert collapsed.inner_text() == words["problemsInside"].format(count=1)
     target = "params.children[0].params.vectorizer.params.ngram_min"
@@ -155,8 +158,9 @@ def test_a_taken_name_reads_in_words_and_can_be_replaced(shown, server, problems
 def test_a_cascade_stage_keeping_as_many_as_the_one_before_is_refused_at_the_slot(shown):
     page, words, _ = shown
     page.route("**/trees/validate", lambda route: route.fulfill(json={"valid": True, "errors": []}))  # the page alone
-    load_json(page, words, {"component": "SequentialRetriever", "params": {"children": [
-        {"component": "BM25Retriever", "params": {"top_k": 10}}, {"component": "TFIDFRetriever", "params": {"top_k": 10}}]}})
+    stages = [{"component": "BM25Retriever", "params": {"top_k": 10}},
+              {"component": "TFIDFRetriever", "params": {"top_k": 10}}]
+    load_json(page, words, {"component": "SequentialRetriever", "params": {"children": stages}})
     template = META["SequentialRetriever"]["rule_messages"]["decreasing"][lang_of(words)]
     expected = template.format(i=1, x=10, j=0, y=10)
     slot = page.locator('section.node[data-path=""] > .node-body > fieldset.slot[data-field="children"]')
