@@ -113,12 +113,11 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
   const pick = (title, slotAccepts, apply) => setPicking({ title, accepts: slotAccepts, apply });
 
   const inside = collapsed ? problemsWithin(errorsByPath, path) : 0;
-  const bodyId = `${nodeId(path, idBase)}-body`;
   return (
     <section className="node" data-path={path} data-component={node.component} aria-label={display.name}
       data-collapsed={collapsed ? 'true' : undefined}>
       <header className="node-header">
-        <button type="button" className="collapse" aria-expanded={!collapsed} aria-controls={bodyId}
+        <button type="button" className="collapse" aria-expanded={!collapsed}
           title={collapsed ? t('expand') : t('collapse')} onClick={() => setCollapsed(!collapsed)}>
           <span aria-hidden="true">{collapsed ? '▸' : '▾'}</span>
           <span className="visually-hidden">{collapsed ? t('expand') : t('collapse')} {display.name}</span>
@@ -139,7 +138,6 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
         </span>
       </header>
       <p className="representation" aria-live="polite">{representation(catalog, node, lang)}</p>
-      <div className="node-body" id={bodyId} hidden={collapsed}>
       <ErrorList errors={nodeErrors} t={t} lang={lang} />
       <div className="node-form">
         <Form
@@ -240,7 +238,6 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
           </fieldset>
         );
       })}
-      </div>
       {picking && (
         <Picker catalog={catalog} accepts={picking.accepts} lang={lang} t={t} title={picking.title}
           onClose={() => setPicking(null)}

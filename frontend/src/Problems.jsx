@@ -27,7 +27,7 @@ export function locate(path) {
   for (let n = parsePath(path).length; n >= 0; n -= 1) {
     const section = document.querySelector(`section.node[data-path="${CSS.escape(pathText(parsePath(path).slice(0, n)))}"]`);
     if (!section) continue;
-    const slot = rest.length && n === node.length ? section.querySelector(`:scope > .node-body > fieldset.slot[data-field="${CSS.escape(String(rest[0]))}"]`) : null;
+    const slot = rest.length && n === node.length ? section.querySelector(`:scope > fieldset.slot[data-field="${CSS.escape(String(rest[0]))}"]`) : null;
     return slot || section;
   }
   return null;

@@ -143,7 +143,8 @@ function withChoices(prop, value) {
 // pydantic writes `int | None` as anyOf [{type: integer, ...}, {type: null}]; rjsf draws that as a plain
 // input when it is one schema with type [integer, null] (empty input = null).
 function nullable(prop, t) {
-  const alts = prop.anyOf;
+  // another spelling the server accepts (DashAI's 0 for "no limit", x-value-aliases) is no choice of its own
+  const alts = prop.anyOf?.filter((a) => !a['x-value-aliases']);
   if (!alts || alts.length !== 2) return prop;
   if (alts.some((a) => a.items)) {
     // a list or None: rjsf offers the two as a choice; name them

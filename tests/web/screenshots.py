@@ -100,7 +100,7 @@ def form_screens(url: str, browser, out: Path) -> None:
     tree["params"]["children"][0]["params"]["vectorizer"]["params"]["ngram_min"] = 3
     tree["params"]["children"][1]["params"]["top_k"] = 0
     page.locator("#tree-json").fill(json.dumps(tree))
-    page.get_by_role("button", name="Load JSON").click()
+    page.get_by_role("button", name="Load JSON", exact=True).click()
     page.locator('section.node[data-path="params.children[1]"] > header button.collapse').click()
     page.locator("details.problems").wait_for()
     page.evaluate("window.scrollTo(0, 0)")

@@ -114,11 +114,11 @@ def test_each_weight_is_labelled_by_its_child_and_its_buttons_say_what_they_do(s
     page, words, _ = shown
     load_preset(page, words, "hybrid_weighted")
     lang = lang_of(words)
-    labels = page.locator('section.node[data-path=""] > .node-body .list-item-label').all_inner_texts()
+    labels = page.locator('section.node[data-path=""] > .node-form .list-item-label').all_inner_texts()
     children = [META[c["component"]]["display"][lang]["name"] for c in preset("hybrid_weighted")["params"]["children"]]
     assert labels == [words["itemOf"].format(n=i + 1, name=name) for i, name in enumerate(children)]
     assert page.locator(".glyphicon").count() == 0
-    buttons = page.locator('section.node[data-path=""] > .node-body .list-field button')
+    buttons = page.locator('section.node[data-path=""] > .node-form .list-field button')
     assert buttons.count() >= 3 and all(text.strip() for text in buttons.all_inner_texts())
     field(page, "", "weights_1").fill("0.8")
     page.locator(".list-item").nth(1).locator("button.array-item-move-up").click()
@@ -163,7 +163,7 @@ def test_a_cascade_stage_keeping_as_many_as_the_one_before_is_refused_at_the_slo
     load_json(page, words, {"component": "SequentialRetriever", "params": {"children": stages}})
     template = META["SequentialRetriever"]["rule_messages"]["decreasing"][lang_of(words)]
     expected = template.format(i=1, x=10, j=0, y=10)
-    slot = page.locator('section.node[data-path=""] > .node-body > fieldset.slot[data-field="children"]')
+    slot = page.locator('section.node[data-path=""] > fieldset.slot[data-field="children"]')
     assert slot.locator("> ul.errors li").inner_text() == expected
     assert page.get_by_role("button", name=words["build"]).is_disabled()
 
