@@ -154,11 +154,16 @@ class EngineIndex(ConfigObject[P], Generic[P]):
         self._replaced = self._name
 
     def kept_vectors(self, change: CorpusChange) -> np.ndarray:
-        """An engine finds vectors by chunk id; the kept chunks are the new corpus's first rows, ids unchanged."""
-        if self.params.shards > 1:
-            raise EngineError(f"{self.where()}: a sharded index cannot be updated yet (each shard holds part of "
-                              "the vectors); rebuild the tree")
-        return self.vectors_for(np.arange(len(change.kept_rows), dtype=np.int64))  # type: ignore[attr-defined]
+        """An engine finds vectors by chunk id; the kept chunks are the new corpus's first rows, ids unchanged.
+        A shard holds only its own chunks' vectors: the other shards' rows stay zero, and :meth:`add` uploads
+        only this shard's rows of the new matrix, so they are never read."""
+        rows = np.arange(len(change.kept_rows), dtype=np.int64)
+        if self.params.shards == 1:
+            return self.vectors_for(rows)  # type: ignore[attr-defined]
+        mine = rows[change.new.ids[rows] % self.params.shards == self.params.shard]
+        kept = np.zeros((len(rows), self.dimension), dtype=np.float32)
+        kept[mine] = self.vectors_for(mine)  # type: ignore[attr-defined]
+        return kept
 
     def _release_replaced(self) -> None:
         """Drop the object the tree searched before the update (published by now): the removed documents'

@@ -19,6 +19,13 @@ def with_index(config: dict, index: dict) -> dict:
     return {**config, "params": {**config["params"], "index": index}}
 
 
+def two_shards(config: dict, index: dict) -> dict:
+    """``config`` twice, each child holding half of the chunks on its own ``index``, fused as shards are."""
+    children = [with_index(config, {**index, "params": {**index["params"], "shards": 2, "shard": i}}) for i in (0, 1)]
+    return {"component": "ParallelRetriever", "params": {"children": children, "merge_strategy": "max_score",
+                                                         "top_k": 8}}
+
+
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)
 def test_random_updates_of_bm25_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, sequence):
@@ -30,6 +37,20 @@ def test_random_updates_of_bm25_on_qdrant_answer_as_rebuilds(abstracts, tmp_path
 @given(sequence=steps)
 def test_random_updates_of_dense_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, sequence):
     check_property(with_index(DENSE, QDRANT_VECTORS), abstracts, tmp_path, sequence)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sequence=steps)
+def test_random_updates_of_bm25_sharded_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, sequence):
+    check_property(two_shards(bm25("okapi"), QDRANT_KEYWORD), abstracts, tmp_path, sequence)
+
+
+@pytest.mark.slow
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sequence=steps)
+def test_random_updates_of_dense_sharded_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, sequence):
+    """Each shard reads back only its own kept vectors and embeds only what was added."""
+    check_property(two_shards(DENSE, QDRANT_VECTORS), abstracts, tmp_path, sequence)
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -18,8 +18,8 @@ message unless ``tool_role=True``. Such a refused request still consumes no repl
 
 A reply can also be a 200 whose body is not a chat completion (:func:`malformed_body`).
 
-Standard library only: ``ThreadingHTTPServer`` on ``127.0.0.1``, port 0 (the kernel
-picks a free port), served from a daemon thread.
+Standard library only: served by :class:`tests.fixtures.http.LoopbackHTTPServer` (``127.0.0.1``,
+port 0, a daemon thread).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Iterable
 
-from tests.fixtures.http import send_json
+from tests.fixtures.http import LoopbackHTTPServer, send_json
 
 SELECT_FUNCTION = "select_best_chunks"
 CHAT_PATH = "/v1/chat/completions"
@@ -106,14 +106,11 @@ class ScriptedOpenAIServer:
         self._stopping = threading.Event()
         self.requests: list[RecordedRequest] = []
         self.unscripted = 0  # requests that found the queue empty (answered with HTTP 500)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._httpd.daemon_threads = True
-        # a short poll interval: shutdown() waits up to one interval, once per test
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
+        self._http = LoopbackHTTPServer()
 
     # -- lifecycle -------------------------------------------------------------
     def __enter__(self) -> ScriptedOpenAIServer:
-        self._thread.start()
+        self._http.start(_handler_for(self))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -121,18 +118,16 @@ class ScriptedOpenAIServer:
 
     def stop(self) -> None:
         self._stopping.set()  # wakes delayed replies so no handler outlives the server
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
+        self._http.stop()
 
     # -- script ------------------------------------------------------------------
     @property
-    def port(self) -> int:
-        return self._httpd.server_address[1]
+    def url(self) -> str:
+        return self._http.url
 
     @property
     def api_base(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.url}/v1"
 
     def script(self, *replies: Reply) -> None:
         with self._lock:

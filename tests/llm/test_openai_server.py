@@ -13,7 +13,7 @@ from .openai_server import ScriptedOpenAIServer, http_error, malformed_body, sel
 
 def post(server, path: str, body: dict) -> tuple[int, dict]:
     request = urllib.request.Request(
-        f"http://127.0.0.1:{server.port}{path}", json.dumps(body).encode(), {"Content-Type": "application/json"}
+        f"{server.url}{path}", json.dumps(body).encode(), {"Content-Type": "application/json"}
     )
     try:
         with urllib.request.urlopen(request, timeout=5) as response:

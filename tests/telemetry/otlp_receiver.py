@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
@@ -13,6 +13,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+
+from tests.fixtures.http import LoopbackHTTPServer
 
 
 def _value(attribute: dict[str, Any]) -> Any:
@@ -52,12 +54,12 @@ class OtlpReceiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._handler = Handler
+        self._http = LoopbackHTTPServer()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return self._http.url
 
     def add(self, request: ExportTraceServiceRequest) -> None:
         for resource_spans in request.resource_spans:
@@ -82,9 +84,8 @@ class OtlpReceiver:
         return list(self.spans)
 
     def __enter__(self) -> OtlpReceiver:
-        self.thread.start()
+        self._http.start(self._handler)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._http.stop()
