@@ -88,6 +88,15 @@ class ConfigObject(Generic[P]):
         return None
 
     @classmethod
+    def needed_credentials(cls, params: Any) -> tuple[str, ...]:
+        """The credential fields whose secret a run of this node with valid ``params`` cannot do without: by
+        default every credential given. A component that reads one only sometimes narrows it (an LLM with its
+        own ``api_base`` sends a placeholder). The service checks these variables are set before it builds
+        (``core/declared.py``, docs/security.md), so a tree fails at validation, not at its first request."""
+        return tuple(name for name, (kind, _) in cls.SCHEMA.component_fields().items()
+                     if kind == "credential" and getattr(params, name, None) is not None)
+
+    @classmethod
     def validate_and_transform(cls, raw: dict[str, Any]) -> dict[str, Any]:
         """Validate ``raw`` (this component's params, or a whole ``{"component", "params"}`` node of it)
         and return the normalised node; a ConfigError lists every problem with its path."""

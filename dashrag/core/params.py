@@ -48,6 +48,11 @@ class ParamKind(StrEnum):
 
 
 UNSET_REACHES_KEY = "x-dashrag-unset-reaches"
+#: A field kept only so older configs (DashAI's) load: a form puts it under "Advanced / compatibility".
+COMPATIBILITY_KEY = "x-dashrag-compatibility"
+#: The usual values of an open text field (a torch device: cpu, cuda, mps, while cuda:1 is valid too): a form
+#: offers them as a list, with the value a config gives if it is another.
+CHOICES_KEY = "x-dashrag-choices"
 
 
 def kind_field(kind: ParamKind, default: Any = ..., *, unset_reaches: str | None = None, **field_kwargs: Any) -> Any:
@@ -74,6 +79,13 @@ def top_k_field(default: int | None, description: str = "How many chunks to retu
     same rule, a positive integer, by :func:`dashrag.core.ask.check_top_k` (a float, a string or a boolean
     there is a QueryError, since Python code has no JSON number to be lenient about)."""
     return Field(default, ge=1, le=TOP_K_MAX, description=description)
+
+
+def compatibility_field(default: Any, **field_kwargs: Any) -> Any:
+    """A parameter that changes nothing a new tree needs and exists so the reference's configs load
+    (``drop_source_columns``, BM25's DashAI distances): validated like any other, drawn apart by a form."""
+    extra = {COMPATIBILITY_KEY: True, **field_kwargs.pop("json_schema_extra", {})}
+    return Field(default, json_schema_extra=extra, **field_kwargs)
 
 
 class ComponentSpec(BaseModel):
@@ -203,6 +215,11 @@ class ComponentParams(BaseModel):
     #: (``{"vectorizer": ("norm", ...)}``: DashAI's TF-IDF vectorizer carries the TF-IDF weighting):
     #: moved up to this component before either is validated.
     FROM_NESTED: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    #: What a UI puts into a node it adds by hand, where the best start differs from the declared defaults
+    #: (BM25: Lucene's weights, English stop words and stemming, as the ``keyword`` preset). The defaults stay
+    #: what a config that leaves a field out has always meant (DashAI's configs, saved trees); this is only
+    #: the form's first value (frontend_meta ``suggested``, docs/web.md).
+    SUGGESTED: ClassVar[Mapping[str, Any]] = {}
 
     @model_validator(mode="before")
     @classmethod

@@ -216,8 +216,21 @@ def frontend_meta(cls: type[ConfigObject]) -> dict[str, Any]:
         field_name: {"kind": kind, "list": is_list, "accepts": components_of_kind(kind)}
         for field_name, (kind, is_list) in cls.SCHEMA.component_fields().items()
     }
+    suggested = suggested_params(cls)
     return {"component": cls.component_name, **cls.META.to_json(), "nested_fields": nested,
-            **component_texts(component_schema(cls))}
+            **({"suggested": suggested} if suggested else {}), **component_texts(component_schema(cls))}
+
+
+def suggested_params(cls: type[ConfigObject]) -> dict[str, Any]:
+    """The params a UI gives a node it adds by hand (``ComponentParams.SUGGESTED``), validated and normalised as
+    a config would be (a nested component in full), so a form can take them as they are."""
+    from dashrag.core.validation import validate_and_transform
+
+    wanted = {k: v.model_dump() if hasattr(v, "model_dump") else v for k, v in cls.SCHEMA.SUGGESTED.items()}
+    if not wanted:
+        return {}
+    params = validate_and_transform({"component": cls.component_name, "params": wanted}, cls.META.kind)["params"]
+    return {k: params[k] for k in wanted}
 
 
 def _dump(data: Any) -> str:

@@ -6,10 +6,12 @@ the readable labels of every choice (``enum``) and the wording of each cross-fie
 catalog, ``translations.json`` beside this module, rather than in each component module, so that a
 translator edits one file and a new parameter shows up as one missing entry:
 
-* ``titles_es``: parameter name → Spanish title (a name means the same in every component);
+* ``titles_en`` and ``titles_es``: parameter name → its title in words (a name means the same in every
+  component), so a form reads "Minimum document frequency", not pydantic's "Min Df" made from ``min_df``;
 * ``descriptions_es``: the English description, verbatim → its Spanish. Keyed by the English text, so
   an English description that changes is missing its Spanish until someone translates it again;
-* ``enum_labels``: a choice's value → ``{"en", "es"}`` label;
+* ``enum_labels``: a choice's value → ``{"en", "es"}`` label (the values of an ``enum`` / ``Literal``, and the
+  usual values an open field lists under ``x-dashrag-choices``: a torch device);
 * ``rule_messages``: a rule message id (:data:`RULE_MESSAGES`) → ``{"en", "es"}`` template with
   ``{placeholders}``, the same placeholders in both.
 
@@ -26,6 +28,8 @@ import re
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from dashrag.core.params import CHOICES_KEY
 
 CATALOG_PATH = Path(__file__).with_name("translations.json")
 LANGUAGES = ("en", "es")
@@ -49,15 +53,15 @@ def catalog() -> dict[str, Any]:
 
 
 def english_title(field: str, prop: dict[str, Any]) -> str:
-    """pydantic's title, or the field's name as words (component fields have none)."""
-    title = prop.get("title")
+    """The catalog's English title; else pydantic's, or the field's name as words (component fields have none)."""
+    title = catalog()["titles_en"].get(field) or prop.get("title")
     return str(title) if title else field.replace("_", " ").capitalize()
 
 
 def enum_values(prop: dict[str, Any]) -> list[Any]:
     """The values a scalar parameter may take from a fixed list (``Literal[...]``, optionally ``| None``); None
     is not one of them (the page names it itself)."""
-    values: list[Any] = []
+    values: list[Any] = list(prop.get(CHOICES_KEY, []))
     for alt in [prop, *prop.get("anyOf", [])]:
         if alt.get("x-value-aliases"):
             continue  # another spelling of "none" (DashAI's 0 for no limit), not a choice of its own
@@ -104,8 +108,9 @@ def missing_translations(schemas: dict[str, dict[str, Any]]) -> list[str]:
     missing: list[str] = []
     for name, schema in schemas.items():
         for field, prop in schema.get("properties", {}).items():
-            if field not in texts["titles_es"]:
-                missing.append(f'{name}.{field}: "titles_es": {json.dumps({field: "..."})}')
+            for table in ("titles_en", "titles_es"):
+                if field not in texts[table]:
+                    missing.append(f'{name}.{field}: "{table}": {json.dumps({field: "..."})}')
             description = prop.get("description")
             if description and description not in texts["descriptions_es"]:
                 missing.append(f'{name}.{field}: "descriptions_es": {json.dumps({description: "..."})}')
@@ -130,7 +135,8 @@ def unused_translations(schemas: dict[str, dict[str, Any]]) -> list[str]:
     props = [(f, p) for schema in schemas.values() for f, p in schema.get("properties", {}).items()]
     rules = [r["rule"] for schema in schemas.values() for r in schema.get("x-dashrag-rules", [])]
     used_ids = {i for kind in rules for i in RULE_MESSAGES.get(kind, ())}
-    unused = [f"titles_es: {k}" for k in texts["titles_es"] if k not in {f for f, _ in props}]
+    fields = {f for f, _ in props}
+    unused = [f"{table}: {k}" for table in ("titles_en", "titles_es") for k in texts[table] if k not in fields]
     descriptions = {p.get("description") for _, p in props}
     unused += [f"descriptions_es: {k}" for k in texts["descriptions_es"] if k not in descriptions]
     values = {str(v) for f, p in props if not p.get("x-component-kind") for v in enum_values(p)}

@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from dashrag.core.digest import digest
-from dashrag.core.params import ComponentParams, ParamKind, kind_field
+from dashrag.core.params import CHOICES_KEY, ComponentParams, ParamKind, kind_field
 from dashrag.core.persistence import atomic_directory
 from dashrag.core.registry import register
 from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel, ModelUnavailableError
@@ -70,9 +70,14 @@ def load_sentence_transformer(source: ModelSource, device: str, max_seq_length: 
 TORCH_DEVICE_PATTERN = r"^([cC][pP][uU]|[cC][uU][dD][aA](:[0-9]+)?|[mM][pP][sS])$"
 
 
+#: What a form lists for ``device`` (the pattern also takes cuda:N and any case, which a form keeps when a config
+#: gives it).
+TORCH_DEVICES = ("cpu", "cuda", "mps")
+
+
 def device_field() -> Any:
-    return Field("cpu", pattern=TORCH_DEVICE_PATTERN, description=(
-        "torch device: cpu, cuda, cuda:1, mps (any case: DashAI's 'CPU' is read as cpu)."))
+    return Field("cpu", pattern=TORCH_DEVICE_PATTERN, json_schema_extra={CHOICES_KEY: list(TORCH_DEVICES)},
+                 description=("torch device: cpu, cuda, cuda:1, mps (any case: DashAI's 'CPU' is read as cpu)."))
 
 
 class EncoderSettings(ComponentParams):

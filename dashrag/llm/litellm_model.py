@@ -111,9 +111,14 @@ class LiteLLMModel(ConfigObject[LiteLLMParams]):
     def credential(self) -> EnvCredential:
         return self.nested["credential"]
 
+    @classmethod
+    def needed_credentials(cls, params: LiteLLMParams) -> tuple[str, ...]:
+        """A hosted provider (no ``api_base``) needs the key; a server you run gets a placeholder without one."""
+        return ("credential",) if params.api_base is None else ()
+
     def api_key(self) -> str:
         """The key for the next request, read now (see the module docstring for an unset variable)."""
-        if self.params.api_base is None:
+        if "credential" in self.needed_credentials(self.params):
             return self.credential.resolve()
         return self.credential.resolve_or_none() or NO_KEY
 

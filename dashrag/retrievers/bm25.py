@@ -38,7 +38,7 @@ from pydantic import Field, model_validator
 
 from dashrag.core.ask import Ask
 from dashrag.core.digest import digest
-from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec, top_k_field
+from dashrag.core.params import ComponentParams, ComponentSpec, compatibility_field, component_field, spec, top_k_field
 from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
 from dashrag.core.ranking import by_distance
 from dashrag.core.registry import register
@@ -68,11 +68,11 @@ class BM25Params(ComponentParams):
     delta: float = Field(0.0, ge=0, description=(
         "BM25L and BM25+: lower bound added to a term's weight; DashAI's variant: added to every idf."))
     epsilon: float = Field(0.25, ge=0, description="Okapi only: a negative idf becomes epsilon times the mean idf.")
-    similarity_function: Literal["bm25", "dot", "cosine", "cityblock", "euclidean", "l1", "l2", "manhattan"] = Field(
-        "bm25",
-        description="bm25: true BM25 ranking. dot, or DashAI's distances (cosine, euclidean, l2, cityblock, l1, "
-                    "manhattan) between the query's term counts and the BM25-weighted chunk vectors.",
-    )
+    similarity_function: Literal["bm25", "dot", "cosine", "cityblock", "euclidean", "l1", "l2", "manhattan"] = (
+        compatibility_field(  # DashAI's vector similarities; bm25 is BM25 ranking (the module docstring)
+            "bm25",
+            description="bm25: true BM25 ranking. dot, or DashAI's distances (cosine, euclidean, l2, cityblock, l1, "
+                        "manhattan) between the query's term counts and the BM25-weighted chunk vectors."))
     vectorizer: ComponentSpec = component_field(
         "vectorizer",
         spec("BagOfWordsConverter"),
@@ -83,6 +83,9 @@ class BM25Params(ComponentParams):
         "or in a PostgreSQL sparse table (all exact, the same scores)."))
 
     ALIASES = {"BM25Vectorizer": "vectorizer"}  # DashAI's name of the field
+    # a node added by hand starts as the keyword preset ranks: the declared defaults are DashAI's (see SUGGESTED)
+    SUGGESTED = {"variant": "lucene",
+                 "vectorizer": spec("BagOfWordsConverter", stop_words="english", stemmer="english")}
 
     @model_validator(mode="before")
     @classmethod

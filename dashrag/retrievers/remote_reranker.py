@@ -180,10 +180,15 @@ class RemoteReranker(CompositeRetriever[RP], Generic[RP]):
                 parts = list(pool.map(lambda call: self._score_batch(*call), calls))
         return [score for part in parts for score in part]
 
+    @classmethod
+    def needed_credentials(cls, params: Any) -> tuple[str, ...]:
+        return ("credential",) if params.api_key_required else ()
+
     def _api_key(self) -> str | None:
         """The key, read now; None when unset, or a CredentialError naming the variable if it is required."""
         credential = self.nested["credential"]
-        return credential.resolve() if self.params.api_key_required else credential.resolve_or_none()
+        needed = "credential" in self.needed_credentials(self.params)
+        return credential.resolve() if needed else credential.resolve_or_none()
 
     def _score_batch(self, number: int, query: str, texts: list[str], key: str | None) -> list[float]:
         body = json.dumps(self.request_body(query, texts)).encode("utf-8")

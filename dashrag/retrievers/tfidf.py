@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import Field
 from sklearn.feature_extraction.text import TfidfTransformer
 
-from dashrag.core.params import ComponentParams, ComponentSpec, component_field, spec, top_k_field
+from dashrag.core.params import ComponentParams, ComponentSpec, compatibility_field, component_field, spec, top_k_field
 from dashrag.core.persistence import load_array, load_sparse, save_array, save_sparse
 from dashrag.core.registry import register
 from dashrag.core.retriever import UnitRetriever
@@ -37,7 +37,7 @@ class TFIDFParams(ComponentParams):
     )
     norm: Literal["l1", "l2"] | None = Field("l2", description="Scale each TF-IDF vector to unit l1 or l2 length.")
     use_idf: bool = Field(True, description="Weight terms by inverse document frequency (off: term frequency only).")
-    similarity_function: DistanceMetric = Field("cosine", description=(
+    similarity_function: DistanceMetric = compatibility_field("cosine", description=(
         "How a query's vector is compared with each chunk's: cosine, or DashAI's other distances "
         "(euclidean, l2, cityblock, l1, manhattan)."))
     vectorizer: ComponentSpec = component_field(

@@ -5,7 +5,10 @@ runs it: with the server's environment, network and disk. So such a config may n
 
 * credentials (a variable's name, :attr:`ParamKind.CREDENTIAL_NAME`) the operator allowed
   (``--allow-credential NAME``): otherwise any client could have the server read
-  ``RAG_LLM_API_KEY`` and send it as a bearer token to a URL of its choosing;
+  ``RAG_LLM_API_KEY`` and send it as a bearer token to a URL of its choosing. An allowed one that a
+  run of the tree needs (:attr:`DeclaredValue.required`) must also be set in the server's
+  environment, so the tree fails here, before a build embeds a corpus, and not at its first request
+  (whether a variable that is *not* allowed is set is never said: that is the server's business);
 * endpoints (:attr:`ParamKind.ENDPOINT`) under a URL prefix the operator allowed
   (``--allow-endpoint URL``); an endpoint left unset that still reaches somewhere (an LLM
   without ``api_base`` calls its provider) must be named, so it can be checked;
@@ -110,11 +113,16 @@ class ClientConfigPolicy:
 
     # -- one check per kind ------------------------------------------------------------
     def _credential(self, item: DeclaredValue) -> str | None:
-        if item.value is None or item.value in self.credentials:
+        if item.value is None:
             return None
-        allowed = ", ".join(sorted(self.credentials)) or "none"
-        return (f"the credential variable {item.value!r} is not one the service allows configs sent over HTTP "
-                f"to use (allowed: {allowed}; the operator adds one with --allow-credential)")
+        if item.value not in self.credentials:
+            allowed = ", ".join(sorted(self.credentials)) or "none"
+            return (f"the credential variable {item.value!r} is not one the service allows configs sent over HTTP "
+                    f"to use (allowed: {allowed}; the operator adds one with --allow-credential)")
+        if item.required and not (os.environ.get(str(item.value)) or "").strip():
+            return (f"the environment variable {item.value} is not set on the server, and this tree reads its key "
+                    "on every request (the operator sets it before starting dashrag serve)")
+        return None
 
     def _endpoint(self, item: DeclaredValue) -> str | None:
         if item.value is None:

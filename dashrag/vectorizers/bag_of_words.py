@@ -28,7 +28,7 @@ import numpy as np
 from pydantic import Field
 
 from dashrag.core.component import ConfigObject
-from dashrag.core.params import ComponentParams, Rule, less_or_equal
+from dashrag.core.params import ComponentParams, Rule, compatibility_field, less_or_equal
 from dashrag.core.persistence import atomic_write_json, load_json, load_sparse, save_sparse
 from dashrag.core.registry import register
 from dashrag.errors import PersistenceError, RetrievalError
@@ -80,7 +80,7 @@ class BagOfWordsParams(ComponentParams):
     stemmer: Stemmers | None = Field(None, description="Snowball stemmer language (e.g. 'english'); None: no stemming.")
     custom_stop_words: list[str] | None = Field(None, description=(
         "More words to remove, on top of stop_words (compared after lower-casing when lowercase is on)."))
-    drop_source_columns: bool = Field(False, description=(
+    drop_source_columns: bool = compatibility_field(False, description=(
         "Accepted so DashAI configs load; DashAI drops a dataset's text columns after converting them, "
         "dashrag has no columns, so the value changes nothing."))
 

@@ -7,6 +7,7 @@ import { IndexPanel } from './IndexPanel';
 import { JsonPanel } from './JsonPanel';
 import { NodeCard } from './NodeCard';
 import { Picker } from './Picker';
+import { ProblemList, useReveal } from './Problems';
 import { QueryPanel } from './QueryPanel';
 import { TokenField } from './TokenField';
 import { groupErrors, makeValidator, validateTree } from './validate';
@@ -54,6 +55,8 @@ export function App() {
   const [session, setSession] = useState(0); // counts token changes: everything is asked for again
   const [loads, setLoads] = useState(0); // counts trees loaded (preset, JSON, new root): clears the last build's outcome
   const loadTree = (node) => { setTree(node); setLoads((n) => n + 1); };
+  const [reveal, setReveal] = useState(null); // a problem link clicked: {path, n}, opens the nodes on its way
+  useReveal(reveal);
   const t = useMemo(() => translator(lang), [lang]);
 
   useEffect(() => {
@@ -115,7 +118,10 @@ export function App() {
               {!tree && <p className="help">{t('rootHint')}</p>}
               {tree && (
                 <div className="status" aria-live="polite">
-                  {errors.length > 0 && <span className="bad">{errors.length} {t('errors')}</span>}
+                  {errors.length > 0 && (
+                    <ProblemList catalog={catalog} tree={tree} errors={errors} t={t} lang={lang}
+                      onReveal={(path) => setReveal((last) => ({ path, n: (last?.n ?? 0) + 1 }))} />
+                  )}
                   {errors.length === 0 && !server.checking && !server.failure && <span className="ok">{t('noErrors')}</span>}
                   {server.checking && <span className="checking"> {t('serverChecking')}</span>}
                   {server.failure && <Failure error={server.failure} t={t} />}
@@ -123,7 +129,7 @@ export function App() {
               )}
               {tree && (
                 <NodeCard catalog={catalog} node={tree} path="" accepts={retrievers} lang={lang} t={t}
-                  errorsByPath={errorsByPath} onChange={setTree} />
+                  errorsByPath={errorsByPath} onChange={setTree} reveal={reveal} />
               )}
             </div>
             <aside className="side">

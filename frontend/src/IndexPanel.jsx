@@ -58,10 +58,12 @@ export function IndexPanel({ api, catalog, tree, valid, problems, t, lang, onBui
   const [chunker, setChunker] = useState(null);
   const [job, setJob] = useState(null);
   const [problem, setProblem] = useState(null);
+  const [taken, setTaken] = useState(null); // {name, saved}: the server answered 409
 
   // another tree loaded: the last build's outcome belongs to the old one (a running build stays in view)
   useEffect(() => {
     setProblem(null);
+    setTaken(null);
     setJob((current) => (current && (current.status === 'queued' || current.status === 'running') ? current : null));
   }, [loads]);
 
@@ -70,10 +72,13 @@ export function IndexPanel({ api, catalog, tree, valid, problems, t, lang, onBui
   const chunkerErrors = useMemo(
     () => (chunker ? validateTree(catalog, chunkerCheck, chunker, lang) : []), [catalog, chunkerCheck, chunker, lang]);
 
-  const build = async (event) => {
+  // `replace`: the user chose "Replace" after the server said the name is taken (409)
+  const build = async (event, replace = false) => {
     event.preventDefault();
     setProblem(null);
+    setTaken(null);
     setJob(null);
+    const replacing = overwrite || replace;
     try {
       let started;
       if (files.length) {
@@ -81,11 +86,11 @@ export function IndexPanel({ api, catalog, tree, valid, problems, t, lang, onBui
         form.append('name', name);
         form.append('config', JSON.stringify(tree));
         if (chunker) form.append('chunker', JSON.stringify(chunker));
-        if (overwrite) form.append('overwrite', 'true');
+        if (replacing) form.append('overwrite', 'true');
         for (const file of files) form.append('corpus', file, file.name);
         started = await api.postForm('/trees', form);
       } else {
-        started = await api.post('/trees', { name, config: tree, corpus_path: corpusPath, overwrite, chunker });
+        started = await api.post('/trees', { name, config: tree, corpus_path: corpusPath, overwrite: replacing, chunker });
       }
       let state = { id: started.job_id, status: 'queued', progress: 0 };
       setJob(state);
@@ -96,7 +101,14 @@ export function IndexPanel({ api, catalog, tree, valid, problems, t, lang, onBui
       }
       if (state.status === 'done') onBuilt(state.tree);
     } catch (error) {
-      setProblem(error);
+      if (error?.status === 409) {
+        // the name is taken: by a saved tree (which the user may replace) or by a build still running; the page's
+        // words say which, so the server's API advice ("send overwrite: true") is not shown
+        const saved = await api.get('/trees').then((list) => list.some((t) => t.name === name), () => false);
+        setTaken({ name, saved });
+      } else {
+        setProblem(error);
+      }
     }
   };
   const running = job && (job.status === 'queued' || job.status === 'running');
@@ -141,6 +153,16 @@ export function IndexPanel({ api, catalog, tree, valid, problems, t, lang, onBui
       </p>
       {job && <JobStatus job={job} t={t} lang={lang} onCancel={cancel} onQuery={onQuery} onClose={() => setJob(null)} />}
       {problem && <Failure error={problem} t={t} />}
+      {taken && (
+        <div className="error failure name-taken" role="alert" data-status="409">
+          <p className="failure-summary">{t(taken.saved ? 'nameExists' : 'nameBusy', { name: taken.name })}</p>
+          {taken.saved && (
+            <button type="button" className="replace-tree" onClick={(e) => build(e, true)}>
+              {t('replaceTree', { name: taken.name })}
+            </button>
+          )}
+        </div>
+      )}
     </form>
   );
 }

@@ -1,9 +1,10 @@
-import React, { useState } from 'react';
+import React, { useEffect, useState } from 'react';
 import Form from '@rjsf/core';
 import validator from '@rjsf/validator-ajv8';
 import { componentFields, defaultNode, formUiSchema, iconOf, paramHelp, paramTitle, representation, scalarSchema } from './catalog';
+import { FORM_TEMPLATES } from './formTemplates';
 import { rjsfTranslator } from './i18n';
-import { joinText, parsePath, setIn } from './paths';
+import { isWithin, joinText, parsePath, setIn } from './paths';
 import { Picker } from './Picker';
 
 // rjsf must never add what the user did not enter: the tree on screen is exactly the JSON it downloads.
@@ -67,8 +68,18 @@ function splitErrors(errorsByPath, path, schema, t, lang) {
   return { own, slots, node };
 }
 
-export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, onChange, actions, idBase = 'node' }) {
+// The problems at or under a node's path (shown as a count on a collapsed node).
+function problemsWithin(errorsByPath, path) {
+  return Object.entries(errorsByPath).filter(([where]) => isWithin(path, where)).reduce((n, [, list]) => n + list.length, 0);
+}
+
+export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, onChange, actions, idBase = 'node', reveal }) {
   const [picking, setPicking] = useState(null); // {title, accepts, apply(name)}
+  const [collapsed, setCollapsed] = useState(false);
+  // a problem link opens every node on the way to its field (App's `reveal`: {path, n})
+  useEffect(() => {
+    if (reveal && isWithin(path, reveal.path)) setCollapsed(false);
+  }, [reveal, path]);
   const meta = catalog.byName[node.component];
   const schema = catalog.schemas[node.component];
   if (!meta || !schema) {
@@ -84,7 +95,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
   const slotFields = componentFields(schema);
   const scalarData = Object.fromEntries(Object.entries(params).filter(([k]) => !schema.properties?.[k]?.['x-component-kind']));
   const { own, slots, node: nodeErrors } = splitErrors(errorsByPath, path, schema, t, lang);
-  const formSchema = scalarSchema(schema, meta, t, lang);
+  const formSchema = scalarSchema(schema, meta, t, lang, params);
 
   const setParam = (field, value) => onChange({ ...node, params: { ...params, [field]: value } });
   // The form shows every field's value, the default where the tree leaves it out; it writes back only
@@ -101,13 +112,21 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
   };
   const pick = (title, slotAccepts, apply) => setPicking({ title, accepts: slotAccepts, apply });
 
+  const inside = collapsed ? problemsWithin(errorsByPath, path) : 0;
   return (
-    <section className="node" data-path={path} data-component={node.component} aria-label={display.name}>
+    <section className="node" data-path={path} data-component={node.component} aria-label={display.name}
+      data-collapsed={collapsed ? 'true' : undefined}>
       <header className="node-header">
+        <button type="button" className="collapse" aria-expanded={!collapsed}
+          title={collapsed ? t('expand') : t('collapse')} onClick={() => setCollapsed(!collapsed)}>
+          <span aria-hidden="true">{collapsed ? '▸' : '▾'}</span>
+          <span className="visually-hidden">{collapsed ? t('expand') : t('collapse')} {display.name}</span>
+        </button>
         <span className="icon" aria-hidden="true">{iconOf(meta)}</span>
         <span className="node-title">
           <strong>{display.name}</strong> <code>{node.component}</code>
           <span className="node-description">{display.description}</span>
+          {inside > 0 && <span className="inside-problems">{t('problemsInside', { count: inside })}</span>}
         </span>
         <span className="node-actions">
           {accepts && (
@@ -130,7 +149,8 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
           showErrorList={false}
           noHtml5Validate
           idPrefix={nodeId(path, idBase)}
-          uiSchema={formUiSchema(formSchema, meta, lang, t)}
+          uiSchema={formUiSchema(formSchema, meta, lang, t, { catalog, schema, node, errorFields: Object.keys(own) })}
+          templates={FORM_TEMPLATES}
           experimental_defaultFormStateBehavior={FORM_DEFAULTS}
           translateString={rjsfTranslator(lang)}
         />
@@ -165,6 +185,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
                     t={t}
                     errorsByPath={errorsByPath}
                     idBase={idBase}
+                    reveal={reveal}
                     onChange={(next) => setParam(field, setIn(list, [i], next))}
                     actions={(
                       <>
@@ -201,6 +222,7 @@ export function NodeCard({ catalog, node, path, accepts, lang, t, errorsByPath, 
                 t={t}
                 errorsByPath={errorsByPath}
                 idBase={idBase}
+                reveal={reveal}
                 onChange={(next) => setParam(field, next)}
                 actions={prop.default === null && (
                   <button type="button" onClick={() => setParam(field, null)}>{t('remove')}</button>

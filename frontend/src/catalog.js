@@ -37,6 +37,9 @@ function clone(value) {
 
 // A new node of `name` starts from its real defaults: every property's schema default (nested components
 // are full {component, params} trees in the generated schema); a list of components without one starts empty.
+// Where the component suggests a better start than its declared defaults (frontend_meta `suggested`, from
+// ComponentParams.SUGGESTED: a BM25 node gets the keyword preset's Lucene weights, stop words and stemming), that
+// start is taken instead; the declared defaults stay what a config that leaves a field out means.
 export function defaultNode(catalog, name) {
   const schema = catalog.schemas[name];
   const params = {};
@@ -44,7 +47,7 @@ export function defaultNode(catalog, name) {
     if ('default' in prop) params[field] = clone(prop.default);
     else if (prop['x-component-list']) params[field] = [];
   }
-  return { component: name, params };
+  return { component: name, params: { ...params, ...clone(catalog.byName[name]?.suggested || {}) } };
 }
 
 // The params the server would run: the node's params over the schema defaults.
@@ -100,12 +103,13 @@ function words(meta, field) {
   return meta?.params?.[field] || {};
 }
 
+// The title in words with the field's own name, which the JSON shows: "Minimum document frequency (min_df)",
+// "Frecuencia documental mínima (min_df)"; the titles come from one table keyed by field name
+// (dashrag/core/translations.json titles_en / titles_es, through frontend_meta).
 export function paramTitle(meta, field, lang) {
   const title = words(meta, field).title || {};
-  const english = title.en || field;
-  const local = lang === 'en' ? null : title[lang];
-  if (!local) return english;
-  return local === field ? field : `${local} (${field})`;
+  const shown = title[lang] || title.en || field;
+  return shown.toLowerCase().replace(/ /g, '_') === field ? shown : `${shown} (${field})`;
 }
 
 export function paramHelp(meta, field, lang, prop) {
@@ -115,21 +119,32 @@ export function paramHelp(meta, field, lang, prop) {
 
 // The schema rjsf draws for one node: its own (non-component) parameters, each description extended
 // with its limits and default so every field shows them.
-export function scalarSchema(schema, meta, t, lang) {
+export function scalarSchema(schema, meta, t, lang, data = {}) {
   const properties = {};
   for (const [field, prop] of Object.entries(schema.properties || {})) {
     if (isComponentField(prop)) continue;
     properties[field] = {
-      ...nullable(prop, t), title: paramTitle(meta, field, lang), description: withLimits(prop, paramHelp(meta, field, lang, prop), t),
+      ...withChoices(nullable(prop, t), data[field]), title: paramTitle(meta, field, lang),
+      description: withLimits(prop, paramHelp(meta, field, lang, prop), t),
     };
   }
   return { type: 'object', properties, additionalProperties: false };
 }
 
+// An open text field with usual values (x-dashrag-choices: a torch device) is drawn as a list of them; a value
+// the tree gives that is not one of them (cuda:1, DashAI's "CPU") stays in the list, so loading keeps it.
+function withChoices(prop, value) {
+  const choices = prop['x-dashrag-choices'];
+  if (!Array.isArray(choices)) return prop;
+  const values = typeof value === 'string' && !choices.includes(value) ? [...choices, value] : choices;
+  return { ...prop, enum: values };
+}
+
 // pydantic writes `int | None` as anyOf [{type: integer, ...}, {type: null}]; rjsf draws that as a plain
 // input when it is one schema with type [integer, null] (empty input = null).
 function nullable(prop, t) {
-  const alts = prop.anyOf;
+  // another spelling the server accepts (DashAI's 0 for "no limit", x-value-aliases) is no choice of its own
+  const alts = prop.anyOf?.filter((a) => !a['x-value-aliases']);
   if (!alts || alts.length !== 2) return prop;
   if (alts.some((a) => a.items)) {
     // a list or None: rjsf offers the two as a choice; name them
@@ -172,13 +187,35 @@ function choiceLabel(labels, value, lang, t) {
   return label === String(value) ? label : `${label} (${value})`;
 }
 
-// rjsf's uiSchema for one node's form: readable labels for enum values, in the page's language.
-export function formUiSchema(formSchema, meta, lang, t) {
+// A list field that the rules pair with a list of components (same_length: one weight per child) labels each
+// item by the component it belongs to: "Child 1: BM25".
+function itemLabelsOf(catalog, schema, node, field, lang, t) {
+  const rule = (schema['x-dashrag-rules'] || []).find((r) => r.rule === 'same_length' && r.fields[0] === field);
+  const children = rule && schema.properties?.[rule.fields[1]]?.['x-component-list'] ? node.params?.[rule.fields[1]] : null;
+  if (!Array.isArray(children)) return null;
+  return children.map((child, i) => {
+    const meta = catalog.byName[child?.component];
+    const name = meta ? (meta.display[lang] || meta.display.en).name : String(child?.component);
+    return t('itemOf', { n: i + 1, name });
+  });
+}
+
+// rjsf's uiSchema for one node's form: readable labels for enum values, in the page's language; list items
+// labelled by what they belong to; the fields kept only for older configs (x-dashrag-compatibility) under the
+// "Advanced / compatibility" fold, open while one of them has a problem.
+export function formUiSchema(formSchema, meta, lang, t, { catalog, schema, node, errorFields = [] } = {}) {
   const ui = { 'ui:submitButtonOptions': { norender: true } };
+  const advanced = [];
   for (const [field, prop] of Object.entries(formSchema.properties || {})) {
     if (Array.isArray(prop.enum)) {
       ui[field] = { 'ui:enumNames': prop.enum.map((v) => choiceLabel(words(meta, field).enum_labels, v, lang, t)) };
     }
+    if (prop['x-dashrag-compatibility']) advanced.push(field);
+    const labels = catalog && schema && node ? itemLabelsOf(catalog, schema, node, field, lang, t) : null;
+    if (labels) ui[field] = { ...ui[field], 'ui:options': { itemLabels: labels }, items: { 'ui:options': { label: false } } };
+  }
+  if (advanced.length) {
+    ui['ui:options'] = { advanced, advancedLabel: t('advanced'), advancedOpen: advanced.some((f) => errorFields.includes(f)) };
   }
   return ui;
 }

@@ -42,3 +42,9 @@ export function setIn(value, path, next) {
   copy[key] = setIn(value == null ? undefined : value[key], rest, next);
   return copy;
 }
+
+// Whether `where` is at `path` or under it: a node's path and an error's ("params.children[1]" holds
+// "params.children[1].params.top_k", not "params.children[10]").
+export function isWithin(path, where) {
+  return !path || where === path || where.startsWith(`${path}.`) || where.startsWith(`${path}[`);
+}

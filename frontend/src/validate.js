@@ -76,6 +76,14 @@ const RULES = {
     }
     return null;
   },
+  // DashAI's rule on top of non_increasing: no stage keeps as many chunks as the one before (sequential.py)
+  decreasing: (p, _fields, { childTopK }) => {
+    for (let i = 1; i < childTopK.length; i += 1) {
+      const [x, y] = [childTopK[i], childTopK[i - 1]];
+      if (isNum(x) && isNum(y) && x === y) return ['decreasing', { i, x, j: i - 1, y }];
+    }
+    return null;
+  },
   // "b is needed when a is <value>": the value is the const of the rule's `if` in the schema's allOf
   requires: (p, [a, b], { statement }) => {
     const value = statement?.if?.properties?.[a]?.const;

@@ -23,7 +23,7 @@ def test_a_new_parameter_without_spanish_is_reported():
               "x-dashrag-rules": [{"rule": "le", "fields": ["a", "b"]}, {"rule": "new_kind", "fields": ["a"]}]}
     missing = missing_translations({"NewComponent": schema})
     assert [line.split(":", 2)[1].strip() for line in missing] == [
-        '"titles_es"', '"descriptions_es"', '"enum_labels"', '"enum_labels"', "rule kind 'new_kind'"]
+        '"titles_en"', '"titles_es"', '"descriptions_es"', '"enum_labels"', '"enum_labels"', "rule kind 'new_kind'"]
 
 
 def test_the_catalog_holds_no_entry_that_no_component_uses():
@@ -41,7 +41,7 @@ def test_every_spanish_text_keeps_the_english_placeholders():
 def test_frontend_meta_carries_each_parameters_words_in_both_languages():
     meta = frontend_meta(dict(all_components())["AgenticRerankerRetriever"])
     top_k = meta["params"]["top_k"]
-    assert top_k["title"] == {"en": "Top K", "es": "Cuántos devolver"}
+    assert top_k["title"] == {"en": "Results", "es": "Cuántos devolver"}
     assert top_k["description"]["es"] == "Cuántos fragmentos elige el modelo como máximo; a lo sumo k1."
     assert meta["rule_messages"]["le"]["es"] == "{a} ({x}) debe ser <= {b} ({y})"
     merge = frontend_meta(dict(all_components())["ParallelRetriever"])["params"]["merge_strategy"]

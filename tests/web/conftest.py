@@ -183,8 +183,9 @@ def preset(name: str) -> dict:
 
 def build_tree(url: str, name: str, config: dict, corpus_path: str = "corpus") -> None:
     """Index ``config`` over the API (POST /trees, then GET /jobs/{id} until it ends)."""
-    job = httpx.post(f"{url}/trees", json={"name": name, "config": config, "corpus_path": corpus_path}).json()
-    while (state := httpx.get(f"{url}/jobs/{job['job_id']}").json())["status"] in ("queued", "running"):
+    job = httpx.post(f"{url}/trees", json={"name": name, "config": config, "corpus_path": corpus_path},
+                     timeout=60).json()  # a loaded machine answers slowly
+    while (state := httpx.get(f"{url}/jobs/{job['job_id']}", timeout=60).json())["status"] in ("queued", "running"):
         time.sleep(0.3)
     if state["status"] != "done":
         raise RuntimeError(f"indexing {name} failed: {state['error']}")

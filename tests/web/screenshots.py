@@ -7,6 +7,7 @@ the query screen can show them side by side; a third is built on the page with a
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -74,7 +75,73 @@ def main(out: Path = OUT) -> None:
         page.screenshot(path=out / "web-es-rule.png")
         newcomer_screens(url, browser, out)
         documents_screens(url, browser, out)
+        form_screens(url, browser, out)
+    with tempfile.TemporaryDirectory() as trees, serving(Path(trees), env=KEYLESS) as url, \
+            headless_chromium() as browser:
+        unset_key_screen(url, browser, out)
     print(f"screenshots in {out}")
+
+
+#: A server whose operator allowed OPENAI_API_KEY but left it unset (blank counts as unset).
+KEYLESS = {"RAG_ALLOW_CREDENTIALS": '["OPENAI_API_KEY"]', "OPENAI_API_KEY": ""}
+
+
+def form_screens(url: str, browser, out: Path) -> None:
+    """Issue 27's form screens at 1280x720: the weights labelled by child, the problems with their links and a
+    collapsed node, the Advanced / compatibility fold (Spanish), a taken name with its Replace button."""
+    page = browser.new_page(viewport={"width": 1280, "height": 720}, locale="en-US")
+    page.goto(url + "/")
+    page.get_by_label("Presets").select_option("hybrid_weighted")
+    page.get_by_role("button", name="Load preset").click()
+    page.get_by_text("The tree is valid").wait_for()
+    page.locator("#node_weights_1").scroll_into_view_if_needed()
+    page.screenshot(path=out / "web-weights.png")
+
+    tree = preset("hybrid")
+    tree["params"]["children"][0]["params"]["vectorizer"]["params"]["ngram_min"] = 3
+    tree["params"]["children"][1]["params"]["top_k"] = 0
+    page.locator("#tree-json").fill(json.dumps(tree))
+    page.get_by_role("button", name="Load JSON", exact=True).click()
+    page.locator('section.node[data-path="params.children[1]"] > header button.collapse').click()
+    page.locator("details.problems").wait_for()
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=out / "web-problems.png")
+    page.locator("button.problem-link").first.click()
+    page.wait_for_timeout(300)
+    page.screenshot(path=out / "web-problem-focused.png")
+
+    page.get_by_label("Presets").select_option("keyword")
+    page.get_by_role("button", name="Load preset").click()
+    page.get_by_label("Tree name").fill("keyword")  # built above: the name is taken
+    page.get_by_label("Corpus path").fill("corpus")
+    page.get_by_text("The tree is valid").wait_for()
+    page.get_by_role("button", name="Build index").click()
+    page.locator(".name-taken").wait_for()
+    page.locator(".index-panel").screenshot(path=out / "web-name-taken.png")
+    page.close()
+
+    page = browser.new_page(viewport={"width": 1280, "height": 720}, locale="es-ES")
+    page.goto(url + "/")
+    page.get_by_label("Preajustes").select_option("keyword")
+    page.get_by_role("button", name="Cargar preajuste").click()
+    page.get_by_text("El árbol es válido").wait_for()
+    for fold in page.locator("details.advanced > summary").all():
+        fold.click()
+    page.locator("details.advanced").first.scroll_into_view_if_needed()
+    page.screenshot(path=out / "web-advanced-es.png")
+    page.close()
+
+
+def unset_key_screen(url: str, browser, out: Path) -> None:
+    """The agentic preset on a server that allows OPENAI_API_KEY but never set it: refused at validation."""
+    page = browser.new_page(viewport={"width": 1280, "height": 720}, locale="en-US")
+    page.goto(url + "/")
+    page.get_by_label("Presets").select_option("agentic")
+    page.get_by_role("button", name="Load preset").click()
+    page.get_by_text("OPENAI_API_KEY is not set on the server").first.wait_for()
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=out / "web-unset-key.png")
+    page.close()
 
 
 def newcomer_screens(url: str, browser, out: Path) -> None:
@@ -97,10 +164,10 @@ def newcomer_screens(url: str, browser, out: Path) -> None:
 
     page = browser.new_page(viewport={"width": 1280, "height": 720}, locale="es-ES")
     page.goto(url + "/")
-    page.get_by_label("Preajustes").select_option("agentic")
+    page.get_by_label("Preajustes").select_option("keyword")  # over a markdown file read as JSONL: fails at build
     page.get_by_role("button", name="Cargar preajuste").click()
-    page.get_by_label("Nombre del árbol").fill("sin-clave")
-    page.get_by_label("Ruta del corpus").fill("corpus")
+    page.get_by_label("Nombre del árbol").fill("corpus-roto")
+    page.get_by_label("Ruta del corpus").fill("corpus/bm25.md")
     page.get_by_text("El árbol es válido").wait_for()
     page.get_by_role("button", name="Construir el índice").click()
     page.locator('.job[data-status="failed"]').wait_for(timeout=240_000)
