@@ -7,7 +7,6 @@ checked before the corpus is read; an existing tree is replaced only with ``--ov
 from __future__ import annotations
 
 import shutil
-
 from pathlib import Path
 
 import typer

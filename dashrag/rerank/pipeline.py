@@ -153,7 +153,7 @@ class RerankPipeline:
         stage2_top_n: int = 10,
         top_k: int = 10,
         mmr: MMRConfig | None = None,
-        early_exit: str = "never",
+        early_exit: Literal["never", "margin", "threshold"] = "never",
         exit_margin: float = 0.5,
         exit_threshold: float | None = None,
     ):

@@ -114,8 +114,8 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
                        "msg": f"the body cannot be read as JSON ({exc.detail})"}
             return JSONResponse({"detail": [problem]}, status_code=422)
         if isinstance(exc.detail, str):  # a 404 or 409 worded from a library's message: no server path
-            exc = StarletteHTTPException(exc.status_code, service.locations.hide(exc.detail, urls=exc.status_code >= 500),
-                                         exc.headers)
+            hidden = service.locations.hide(exc.detail, urls=exc.status_code >= 500)
+            exc = StarletteHTTPException(exc.status_code, hidden, exc.headers)
         return await http_exception_handler(request, exc)
 
     @app.exception_handler(405)

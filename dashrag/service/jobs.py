@@ -5,8 +5,9 @@ to the service's memory and time limits (:mod:`dashrag.service.build_process`), 
 folder of ``--trees`` (``.building-<id>``; caches in ``.work-<id>`` unless the
 service shares a cache folder), which is only then renamed to the tree's name, so a
 half-built tree is never listed or served; the collection registry never looks at
-hidden folders. With ``overwrite`` a saved tree is rebuilt in its own folder (build_tree switches
-the manifest last, so the old tree is served until the new one is whole: no moment without the tree). The build's stages become the job's progress. A document update
+hidden folders. With ``overwrite`` a saved tree is rebuilt in its own folder (build_tree
+switches the manifest last, so the old tree is served until the new one is whole: no
+moment without the tree). The build's stages become the job's progress. A document update
 job runs :func:`dashrag.api.update_tree` in a worker the same way.
 """
 
@@ -127,9 +128,12 @@ def remove_leftovers(trees: Path) -> None:
                 leftover.unlink(missing_ok=True)
 
 
+NO_LIMITS = WorkerLimits()
+
+
 class BuildJobs:
     def __init__(self, registry: CollectionRegistry, workers: int, cache_dir: Path | None, max_pending: int = 4,
-                 limits: WorkerLimits = WorkerLimits()):
+                 limits: WorkerLimits = NO_LIMITS):
         self.registry = registry
         self.max_pending = max_pending
         self.limits = limits

@@ -43,9 +43,9 @@ def unwritable(folder: Path) -> Iterator[None]:
     """No entry of ``folder`` can be added, renamed or removed: immutable for root (who passes every permission
     check), read-only for anyone else."""
     if os.geteuid() == 0:
-        if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", folder]).returncode != 0:
+        if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)]).returncode != 0:
             pytest.skip("root, and this file system has no immutable attribute")
-        undo = ["chattr", "-i", folder]
+        undo: list[str] | None = ["chattr", "-i", str(folder)]
     else:
         mode = folder.stat().st_mode
         folder.chmod(0o555)
