@@ -27,16 +27,15 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import dashrag
 from dashrag.documents.corpus import Corpus
+from dashrag.engines.local_postgres import temporary_server
 
 REPO = Path(__file__).resolve().parents[1]
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
@@ -141,26 +140,6 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def local_postgres() -> Iterator[str]:
-    """A PostgreSQL + pgvector server on 127.0.0.1 for this run (``dashrag pg``'s code), always stopped.
-
-    Its folder is under /tmp with mode 755, so the unprivileged user the server runs as when this runs as
-    root can enter it (as tests/fixtures/postgres.py does)."""
-    from dashrag.engines import local_postgres as servers
-
-    root = Path(tempfile.mkdtemp(prefix="dashrag-bench-pg-"))
-    root.chmod(0o755)
-    try:
-        server = servers.start(root / "data")
-        try:
-            yield server.url
-        finally:
-            servers.stop(root / "data")
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 def run(args: argparse.Namespace, pg_url: str | None) -> dict:
     corpus, queries = corpus_with_metadata(args.documents), scifact_test_queries(args.queries)
     results: dict = {"load_before": list(os.getloadavg()), "documents": len(corpus.documents),
@@ -193,7 +172,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
-        pg_url = None if args.no_pg else args.pg_url or stack.enter_context(local_postgres())
+        pg_url = None if args.no_pg else args.pg_url or stack.enter_context(temporary_server("dashrag-bench-pg-"))
         results = run(args, pg_url)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")

@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import socket
 import stat
 import subprocess
+import tempfile
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,3 +173,20 @@ def stop(data: Path) -> bool:
     _run([str(binaries() / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"], server_user(),
          "stopping the server")
     return True
+
+
+@contextmanager
+def temporary_server(prefix: str = "dashrag-pg-") -> Iterator[str]:
+    """A server in a new folder under the temporary directory, for one run (tests, benchmarks): its URL,
+    then stopped and its folder removed, whatever happened. The folder has mode 755 so that the
+    unprivileged user the server runs as (when this runs as root) can enter it."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    root.chmod(0o755)
+    try:
+        server = start(root / "data")
+        try:
+            yield server.url
+        finally:
+            stop(root / "data")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
