@@ -30,26 +30,25 @@ def assert_concurrent_answers_equal_serial(tree, queries: list[str]) -> None:
         assert result == expected
 
 
-def test_one_edge_bm25_shard_answers_concurrent_threads_as_it_answers_one(engine_subset, tmp_path):
-    built = dashrag.build(bm25_tree({"component": "QdrantKeywordIndex", "params": {}}), engine_subset.corpus,
-                          tmp_path)
-    built.save(tmp_path)
+def assert_saved_tree_answers_concurrent_threads_as_one(config: dict, subset, folder, **build_args) -> None:
+    """Build ``config`` on ``subset``, save it, and check the loaded tree (one Edge shard per index)."""
+    built = dashrag.build(config, subset.corpus, folder, **build_args)
+    built.save(folder)
     built.close()
-    tree = dashrag.load(tmp_path)
+    tree = dashrag.load(folder)
     try:
-        assert_concurrent_answers_equal_serial(tree, list(engine_subset.queries.values())[:20])
+        assert_concurrent_answers_equal_serial(tree, list(subset.queries.values())[:20])
     finally:
         tree.close()
+
+
+def test_one_edge_bm25_shard_answers_concurrent_threads_as_it_answers_one(engine_subset, tmp_path):
+    assert_saved_tree_answers_concurrent_threads_as_one(bm25_tree({"component": "QdrantKeywordIndex", "params": {}}),
+                                                        engine_subset, tmp_path)
 
 
 @pytest.mark.slow
 def test_one_edge_hnsw_shard_answers_concurrent_threads_as_it_answers_one(engine_subset, engine_cache, tmp_path):
     index = {"component": "QdrantVectorIndex", "params": {"exact": False, "hnsw_threshold_kb": 1}}
-    built = dashrag.build(dense_tree(index), engine_subset.corpus, tmp_path, cache_dir=engine_cache)
-    built.save(tmp_path)
-    built.close()
-    tree = dashrag.load(tmp_path)
-    try:
-        assert_concurrent_answers_equal_serial(tree, list(engine_subset.queries.values())[:20])
-    finally:
-        tree.close()
+    assert_saved_tree_answers_concurrent_threads_as_one(dense_tree(index), engine_subset, tmp_path,
+                                                        cache_dir=engine_cache)
