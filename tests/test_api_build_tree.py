@@ -71,7 +71,15 @@ def test_the_stages_are_reported_in_order(tmp_path, example_corpus):
 
 
 @pytest.mark.parametrize("stage", ["storing", "fitting", "saving"])
-def test_a_cancelled_build_leaves_no_file_of_its_own(tmp_path, example_corpus, stage):
+def test_a_cancelled_first_build_leaves_no_folder_where_there_was_none(tmp_path, example_corpus, stage):
+    with pytest.raises(Cancelled):
+        build_tree(TFIDF, example_corpus, tmp_path / "tree", progress=cancel_at(stage))
+    assert not (tmp_path / "tree").exists()
+
+
+@pytest.mark.parametrize("stage", ["storing", "fitting", "saving"])
+def test_a_cancelled_build_into_an_empty_folder_leaves_it_empty(tmp_path, example_corpus, stage):
+    (tmp_path / "tree").mkdir()
     with pytest.raises(Cancelled):
         build_tree(TFIDF, example_corpus, tmp_path / "tree", progress=cancel_at(stage))
     assert sorted(p.name for p in (tmp_path / "tree").iterdir() if not p.name.startswith(".dashrag")) == []

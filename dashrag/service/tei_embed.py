@@ -30,7 +30,7 @@ PROBE = "dimension probe"
 class TeiQueryEmbedder:
     """What a Qdrant collection needs of its embedding: ``component_name``, ``dimension``, ``embed_queries``."""
 
-    component_name = "TEI /embed"
+    component_name = "TEI embedding server"
 
     def __init__(self, base_url: str, timeout_sec: float):
         self.url = base_url.rstrip("/") + "/embed"

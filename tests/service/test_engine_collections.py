@@ -61,11 +61,13 @@ def test_a_collection_of_another_dimension_is_a_503_naming_qdrant_and_the_collec
         assert_engine_503(retrieve(server, "tiny", "anything"), "Qdrant collection 'tiny'", "8-dimensional", "384")
 
 
-def test_an_unreachable_qdrant_is_a_503_naming_the_url_and_the_collection():
+def test_an_unreachable_qdrant_is_a_503_naming_the_collection_but_not_the_operators_url():
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     settings = ServiceSettings(qdrant=url, qdrant_embedding=ONNX, qdrant_collections=["papers"])
     with LoopbackServer(create_app(settings)) as server:
-        assert_engine_503(retrieve(server, "papers", "anything"), f"Qdrant collection 'papers' at {url}", "failed")
+        detail = assert_engine_503(retrieve(server, "papers", "anything"), "Qdrant collection 'papers' at <qdrant>",
+                                   "failed")
+        assert url not in detail and url.split("//")[1] not in detail  # docs/security.md: no internal URL
 
 
 def test_a_refused_qdrant_key_is_a_503_that_never_shows_the_key(refusing_qdrant, monkeypatch):
@@ -104,12 +106,13 @@ def test_a_tree_whose_table_was_edited_is_a_503_on_both_query_routes(pg_url, tmp
         assert_engine_503(query, "load: tree 'edited'", "PostgreSQL table 'served_edited'")
 
 
-def test_a_tree_whose_server_is_down_is_a_503_naming_the_server_and_table(tmp_path):
+def test_a_tree_whose_server_is_down_is_a_503_naming_the_table_but_not_the_url(tmp_path):
     trees = tmp_path / "trees"
     with local_postgres() as url:  # a server that is stopped before the service starts
         dashrag.build(keyword_on_postgres(url, "gone"), EXAMPLE_CORPUS, tmp_path / "work").save(trees / "gone")
     with LoopbackServer(create_app(ServiceSettings(trees_dir=trees))) as server:
-        detail = assert_engine_503(retrieve(server, "gone", "chunk overlap"), "PostgreSQL table 'gone'", "failed")
-        assert url.split("@")[1].split("/")[0] in detail
+        detail = assert_engine_503(retrieve(server, "gone", "chunk overlap"), "PostgreSQL table 'gone' at <endpoint>",
+                                   "failed")
+        assert url not in detail and url.split("@")[0] not in detail  # neither the URL nor its user
         listed = httpx.get(f"{server.url}/trees", timeout=30).json()
         assert "gone" not in json.dumps(listed)  # not loaded: only its error is served

@@ -43,6 +43,7 @@ class Server:
 def _forward(stream: IO[str] | None, lines: queue.Queue[str]) -> None:
     for line in stream or ():
         lines.put(line)
+    lines.put("")  # the process closed its stderr: it has stopped, so waiting longer is pointless
 
 
 @contextmanager
@@ -60,13 +61,16 @@ def serving(trees: Path, data_root: Path = REPO / "examples", env: dict[str, str
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=_forward, args=(process.stderr, lines), daemon=True).start()
     try:
-        url = None
+        url, heard = None, []
         while url is None:
             try:
-                line = lines.get(timeout=90)
+                heard.append(lines.get(timeout=90))
             except queue.Empty:
-                raise RuntimeError("dashrag serve did not say where it listens within 90 s") from None
-            match = re.search(r"running on (http://127\.0\.0\.1:\d+)", line)
+                raise RuntimeError("dashrag serve did not say where it listens within 90 s; it said:\n"
+                                   + "".join(heard[-20:])) from None
+            if heard[-1] == "":
+                raise RuntimeError("dashrag serve stopped before it listened; it said:\n" + "".join(heard[-20:]))
+            match = re.search(r"running on (http://127\.0\.0\.1:\d+)", heard[-1])
             url = match.group(1) if match else None
         assert httpx.get(f"{url}/health").json()["status"] == "ok"
         yield url
