@@ -87,11 +87,7 @@ class InMemoryVectorIndex(VectorIndex[NoParams]):
     # -- search ----------------------------------------------------------------
     def search(self, query_vectors: np.ndarray, k: int, restriction: Restriction | None) -> list[Hits]:
         allowed = None if restriction is None else restriction.row_mask(self.require_infra().chunks)
-        kept = None if allowed is None or np.count_nonzero(allowed) >= SCORE_KEPT_ROWS_BELOW * allowed.size \
-            else np.flatnonzero(allowed)
-        # a selective restriction scores only its rows (ascending, so the lower-index tie rule holds)
-        matrix, norms, mask = (self.matrix, self._norms, allowed) if kept is None \
-            else (self.matrix[kept], self._norms[kept], None)
+        matrix, norms, mask, kept = self._rows_to_score(allowed)
         euclidean = self._metric == "euclidean"
         hits: list[Hits] = []
         for start in range(0, len(query_vectors), QUERY_BLOCK):
@@ -104,6 +100,15 @@ class InMemoryVectorIndex(VectorIndex[NoParams]):
                 scores = euclidean_from_ranking(row[rows], lengths[i]) if lengths is not None else row[rows]
                 hits.append((rows if kept is None else kept[rows], scores))
         return hits
+
+    def _rows_to_score(self, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
+                                                                  np.ndarray | None]:
+        """The matrix and norms to score, the mask the top-k still applies, and the chunk rows the scored
+        rows stand for (None: all of them, in order)."""
+        if allowed is None or np.count_nonzero(allowed) >= SCORE_KEPT_ROWS_BELOW * allowed.size:
+            return self.matrix, self._norms, allowed, None
+        kept = np.flatnonzero(allowed)  # ascending, so the lower-index tie rule holds
+        return self.matrix[kept], self._norms[kept], None, kept
 
     # -- saved state -----------------------------------------------------------
     def save_into(self, folder: Path) -> None:

@@ -24,6 +24,7 @@ from dashrag.core.restriction import Restriction
 from dashrag.errors import ConfigError, QueryError
 from tests.boolean.strategies import category_documents, trees
 
+from .filter_reference import assert_same_answer
 from .rerank_server import RerankServer
 
 pytestmark = pytest.mark.slow  # embeds the small corpus with the real MiniLM model
@@ -315,19 +316,15 @@ EXAMPLES = [
 ]
 
 
-def answers(retriever) -> list[list[tuple]]:
-    return [[(c.id, c.score, c.source) for c in retriever.retrieve(q)[0]] for q in EXAMPLES]
-
-
 def test_save_and_load_answer_the_same_ranking_and_scores(retriever, tmp_path):
     """The loaded tree embeds queries with the saved ONNX export, not torch: float32 products that may differ
     in the last bit, so the scores agree to 1e-5 (the project's rule for "the same answer")."""
     retriever.save(tmp_path / "saved")
-    loaded, built = answers(dashrag.load(tmp_path / "saved")), answers(retriever)
-    assert [[(i, source) for i, _, source in hits] for hits in loaded] == \
-        [[(i, source) for i, _, source in hits] for hits in built]
-    assert [[score for _, score, _ in hits] for hits in loaded] == \
-        [pytest.approx([score for _, score, _ in hits], abs=1e-5) for hits in built]
+    loaded = dashrag.load(tmp_path / "saved")
+    for query in EXAMPLES:
+        found, expected = loaded.retrieve(query)[0], retriever.retrieve(query)[0]
+        assert_same_answer(found, expected, query)
+        assert [c.source for c in found] == [c.source for c in expected], query
 
 
 # -- reranking -----------------------------------------------------------------------------
