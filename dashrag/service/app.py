@@ -84,7 +84,9 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
 
     @app.exception_handler(StepFailure)
     async def step_failed(request: Request, exc: StepFailure) -> JSONResponse:
-        logger.warning("step %s failed", exc.step, exc_info=exc.__cause__ is not None and logger.isEnabledFor(10),
+        # the operator's log keeps what the body hides (paths, internal URLs; secrets are masked before both)
+        logger.warning("step %s failed: %s", exc.step, exc,
+                       exc_info=exc.__cause__ is not None and logger.isEnabledFor(10),
                        extra={"request_id": request.scope.get("state", {}).get("request_id")})
         return JSONResponse({"detail": service.locations.hide(str(exc), urls=True)}, status_code=503)
 

@@ -70,6 +70,14 @@ def test_an_unreachable_qdrant_is_a_503_naming_the_collection_but_not_the_operat
         assert url not in detail and url.split("//")[1] not in detail  # docs/security.md: no internal URL
 
 
+def test_the_url_a_503_hides_is_in_the_servers_log(caplog):
+    url = f"http://127.0.0.1:{free_port()}"
+    settings = ServiceSettings(qdrant=url, qdrant_embedding=ONNX, qdrant_collections=["papers"])
+    with caplog.at_level("WARNING", logger="dashrag.service.app"), LoopbackServer(create_app(settings)) as server:
+        assert retrieve(server, "papers", "anything").status_code == 503
+    assert any(f"Qdrant collection 'papers' at {url}" in r.getMessage() for r in caplog.records), caplog.text
+
+
 def test_a_refused_qdrant_key_is_a_503_that_never_shows_the_key(refusing_qdrant, monkeypatch):
     monkeypatch.setenv("DASHRAG_TEST_SERVED_KEY", "s3cret-served-key")
     settings = ServiceSettings(qdrant=refusing_qdrant, qdrant_embedding=ONNX, qdrant_collections=["papers"],
