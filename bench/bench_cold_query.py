@@ -64,11 +64,11 @@ def build_bm25s(data: Path, bm25s_dir: Path) -> None:
         index.save(str(bm25s_dir), corpus=[{"id": d.id, "text": t} for d, t in zip(corpus, texts)])
 
 
-def run_once(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MiB, stdout) of one whole process."""
+def run_once(command: list[str], env: dict[str, str] | None = None, cwd: Path = REPO) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MiB, stdout) of one whole process, started in ``cwd``."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, cwd=REPO, env=env)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, cwd=cwd, env=env)
         assert process.stdout is not None
         out = process.stdout.read()
         _, status, usage = os.wait4(process.pid, 0)  # this child's own peak RSS (communicate() would reap it)
@@ -103,18 +103,23 @@ def main() -> None:
         "bm25s": [sys.executable, str(REPO / "bench" / "peer_bm25s_query.py"), str(bm25s_dir), QUERY],
     }
     envs: dict[str, dict[str, str] | None] = {name: None for name in commands}
+    cwds = {name: REPO for name in commands}
     if args.baseline:
         commands["baseline"] = [sys.executable, "-m", "dashrag.cli.main", "query", str(dashrag_dir), QUERY, "--json"]
         envs["baseline"] = {**os.environ, "PYTHONPATH": str(args.baseline.resolve())}
+        # started there: `python -m` puts its folder first on sys.path, and the checkout's would win
+        cwds["baseline"] = args.baseline.resolve()
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(args.baseline / "dashrag")], check=True,
+                       stdout=subprocess.DEVNULL)
     samples: dict[str, dict[str, list[float]]] = {name: {"wall_s": [], "rss_mib": []} for name in commands}
     answers = {}
     for _ in range(2):  # warm the page cache for both, unmeasured
         for name, command in commands.items():
-            answers[name] = json.loads(run_once(command, envs[name])[2])
+            answers[name] = json.loads(run_once(command, envs[name], cwds[name])[2])
     for i in range(args.runs):
         order = list(commands) if i % 2 == 0 else list(reversed(commands))
         for name in order:
-            wall, rss, _ = run_once(commands[name], envs[name])
+            wall, rss, _ = run_once(commands[name], envs[name], cwds[name])
             samples[name]["wall_s"].append(wall)
             samples[name]["rss_mib"].append(rss)
     rows = {name: {key: round(statistics.median(values), 3) for key, values in series.items()}

@@ -11,13 +11,21 @@ run in int8 (VNNI / AMX on CPUs that have them):
   2. ``onnxruntime.quantization.quantize_dynamic`` (per-channel int8 weights, activations
      quantized per batch: ``MatMulInteger`` + ``DynamicQuantizeLinear``): ``dynamic_int8.onnx``.
 
-Both are written under --work; nothing is downloaded. Then, on the same texts as
+and, from the torch MiniLM that sentence-transformers runs (the same weights, not the int8 file's):
+
+  3. the float32 ONNX export a saved tree already carries for its queries (``onnx_export``: graph
+     optimised by onnxruntime at its extended level, which fuses attention, layer norms and GELU),
+     run by ``OnnxQueryEncoder`` on documents (``onnx-export-fp32``);
+  4. that export with ``quantize_dynamic`` applied (``onnx-export-int8``).
+
+All are written under --work; nothing is downloaded. Then, on the same texts as
 bench_embedding.py (title + abstract, every k-th document), interleaved rounds, best of each:
 sentence-transformers ``encode()`` (torch fp32), the packaged int8 file, and the derived model,
 both ONNX routes run as ``MiniLMOnnxEmbedding`` runs them (length buckets of 32 on one-thread
 sessions, one per core). With --ndcg the derived model also embeds the whole corpus and the 300
 test queries and prints SciFact nDCG@10 with exact cosine search (``dashrag eval`` gives
-0.6451 for torch MiniLM, 0.6468 for the packaged int8 file). Needs the ``onnx`` package (test extras).
+0.6451 for torch MiniLM, 0.6468 for the packaged int8 file), and so does ``--ndcg-route NAME`` for
+any other route. Needs the ``onnx`` package (test extras).
 
     nice -n 19 .venv/bin/python bench/bench_minilm_int8_dynamic.py [--limit 64] [--repeats 2] [--ndcg]
 """
@@ -28,6 +36,7 @@ import argparse
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -62,6 +71,45 @@ def derive(work: Path) -> tuple[Path, Path]:
     if not dynamic.is_file():
         quantize_dynamic(str(folded), str(dynamic), weight_type=QuantType.QInt8, per_channel=True)
     return folded, dynamic
+
+
+def exports(model: Any, work: Path) -> tuple[Any, Any]:
+    """(the float32 export of ``model`` as a saved tree carries it, the same with int8 products), each an
+    ``OnnxQueryEncoder`` with buckets of 32, made once under ``work``."""
+    import shutil
+    import threading
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from dashrag.embeddings.onnx_export import export_query_encoder
+    from dashrag.embeddings.onnx_query_encoder import (
+        GRAPH_FILE,
+        RECORD_FILE,
+        TOKENIZER_FILE,
+        WEIGHTS_FILE,
+        OnnxQueryEncoder,
+    )
+
+    fp32, int8 = work / "export_fp32", work / "export_int8"
+    if not (fp32 / RECORD_FILE).is_file():
+        fp32.mkdir(parents=True, exist_ok=True)
+        if not export_query_encoder(model, fp32, "bench", threading.Lock()).exported:
+            raise SystemExit(f"the export failed: {fp32 / RECORD_FILE}")
+    if not (int8 / RECORD_FILE).is_file():
+        int8.mkdir(parents=True, exist_ok=True)
+        import onnx
+
+        quantized = int8 / "quantized.onnx"
+        quantize_dynamic(str(fp32 / GRAPH_FILE), str(quantized), weight_type=QuantType.QInt8, per_channel=True,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})  # the fused ops' outputs
+        onnx.save_model(onnx.load(str(quantized)), str(int8 / GRAPH_FILE), save_as_external_data=True,
+                        location=WEIGHTS_FILE, size_threshold=1024)  # the layout OnnxQueryEncoder opens
+        quantized.unlink()
+        for name in (TOKENIZER_FILE, RECORD_FILE):
+            shutil.copy(fp32 / name, int8 / name)
+    opened = OnnxQueryEncoder.open(fp32, 32), OnnxQueryEncoder.open(int8, 32)
+    assert opened[0] is not None and opened[1] is not None
+    return opened[0], opened[1]
 
 
 def one_thread_session(path: Path) -> Any:
@@ -99,11 +147,11 @@ def sample(texts: list[str], limit: int) -> list[str]:
     return [texts[int(i * step)] for i in range(limit)]
 
 
-def ndcg(session: Any, corpus: Any) -> float:
-    documents = onnx_route(session, texts_of(corpus))
+def ndcg(route: Callable[[list[str]], np.ndarray], corpus: Any) -> float:
+    documents = route(texts_of(corpus))
     split = load_split(SCIFACT, "test")
     ids = list(split.queries)
-    queries = np.stack([onnx_route(session, [split.queries[q]])[0] for q in ids])
+    queries = np.stack([route([split.queries[q]])[0] for q in ids])
     scores = queries @ documents.T
     doc_ids = [d.id for d in corpus]
     run = {q: {doc_ids[j]: float(scores[i, j]) for j in np.argsort(-scores[i])[:100]} for i, q in enumerate(ids)}
@@ -115,7 +163,8 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=REPO / ".dashrag-work" / "minilm_int8_dynamic")
     parser.add_argument("--limit", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--ndcg", action="store_true")
+    parser.add_argument("--ndcg", action="store_true", help="nDCG@10 of onnx-int8-dynamic on SciFact test")
+    parser.add_argument("--ndcg-route", action="append", default=[], help="nDCG@10 of this route too")
     args = parser.parse_args()
     folded, dynamic = derive(args.work)
     corpus = list(dashrag.Corpus.from_beir(SCIFACT))
@@ -128,12 +177,16 @@ def main() -> None:
 
     st_model = SentenceTransformer(str(resolve_model(MINILM, what="bench").path), device="cpu")
     packaged, derived = one_thread_session(_int8_package().model_path()), one_thread_session(dynamic)
-    routes: dict[str, Callable[[], np.ndarray]] = {
-        "st-encode": lambda: st_model.encode(texts, batch_size=32, normalize_embeddings=True,
-                                             convert_to_numpy=True, show_progress_bar=False),
-        "onnx-packaged": lambda: onnx_route(packaged, texts),
-        "onnx-int8-dynamic": lambda: onnx_route(derived, texts),
+    export_fp32, export_int8 = exports(st_model, args.work)
+    embedders: dict[str, Callable[[list[str]], np.ndarray]] = {
+        "st-encode": lambda batch: st_model.encode(batch, batch_size=32, normalize_embeddings=True,
+                                                   convert_to_numpy=True, show_progress_bar=False),
+        "onnx-packaged": lambda batch: onnx_route(packaged, batch),
+        "onnx-int8-dynamic": lambda batch: onnx_route(derived, batch),
+        "onnx-export-fp32": lambda batch: export_fp32.encode(batch, normalize=True),
+        "onnx-export-int8": lambda batch: export_int8.encode(batch, normalize=True),
     }
+    routes: dict[str, Callable[[], np.ndarray]] = {name: partial(embed, texts) for name, embed in embedders.items()}
     for route in routes.values():  # load and warm, unmeasured
         route()
     seconds = {name: float("inf") for name in routes}
@@ -153,8 +206,8 @@ def main() -> None:
         cosines = np.sum(vectors[name] * vectors["st-encode"], axis=1)
         print(f"{name:20}{seconds[name]:>9.2f}{seconds['st-encode'] / seconds[name]:>12.2f}x{cpu[name]:>8.2f}"
               f"{cpu['st-encode'] / cpu[name]:>10.2f}x{cosines.mean():>10.5f}{cosines.min():>9.5f}")
-    if args.ndcg:
-        print(f"SciFact test nDCG@10, onnx-int8-dynamic, exact cosine: {ndcg(derived, corpus):.4f}")
+    for name in (["onnx-int8-dynamic"] if args.ndcg else []) + args.ndcg_route:
+        print(f"SciFact test nDCG@10, {name}, exact cosine: {ndcg(embedders[name], corpus):.4f}")
 
 
 if __name__ == "__main__":

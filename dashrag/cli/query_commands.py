@@ -18,6 +18,7 @@ import typer
 from dashrag.cli.console import user_errors
 from dashrag.cli.output import print_table, results_json
 from dashrag.cli.safe_text import plain
+from dashrag.core.collector import collector_paused
 from dashrag.display import visible
 from dashrag.errors import ConfigError, CorpusError, QueryError, excerpt
 
@@ -90,8 +91,6 @@ def query(
     answering), the answers before it are already out, the error names the query, and
     the exit code is 2.
     """
-    from dashrag.core.saved_tree import load  # dashrag.load without dashrag.api's build and update imports
-
     if fmt not in ("text", "json", "trec"):
         raise QueryError(f"--format must be text, json or trec, not {excerpt(fmt)}")
     fmt = "json" if as_json else fmt
@@ -102,7 +101,10 @@ def query(
     else:
         raise QueryError("give either a query text or --queries FILE")
     restriction = None if filters is None else _restriction(filters)  # a bad filter: exit 2 before loading
-    retriever = load(folder, store_url=store)
+    with collector_paused():  # what the imports and the load make lives as long as the command (core/collector.py)
+        from dashrag.core.saved_tree import load  # dashrag.load without dashrag.api's build and update imports
+
+        retriever = load(folder, store_url=store)
     try:
         if queries is not None:
             answers = retriever.stream_batch([q for _, q in pairs], query_ids=[qid for qid, _ in pairs],

@@ -9,6 +9,7 @@ import numpy as np
 from dashrag.documents.model import ScoredChunk
 
 EMPTY = np.empty(0, dtype=np.int64)
+SCORE_KEPT_ROWS_BELOW = 0.5  # a restriction keeping fewer rows than this share is scored on those rows alone
 
 
 def top_k_rows(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) -> np.ndarray:

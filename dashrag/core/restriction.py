@@ -64,13 +64,18 @@ class Restriction:
         combined = None if not filters else filters[0] if len(filters) == 1 else And(tuple(filters))
         return Restriction(documents=documents, predicate=predicate, filter=combined)
 
+    @property
+    def only_filter(self) -> Filter | None:
+        """The metadata filter when it is all this restriction holds (no documents, no predicate), else None."""
+        return self.filter if self.documents is None and self.predicate is None else None
+
     def document_mask(self, chunks: ChunkSet) -> np.ndarray:
         """Boolean mask over the chunk set's documents (cached per chunk set; a filter's mask is the chunk
         set's own, kept across calls and restrictions: ``filters/masks.py``). Read-only."""
         key = id(chunks)
         if key not in self._cache:
-            if self.documents is None and self.predicate is None and self.filter is not None:
-                return chunks.filter_masks.documents(self.filter)
+            if self.only_filter is not None:
+                return chunks.filter_masks.documents(self.only_filter)
             mask = np.ones(len(chunks.document_ids), dtype=bool)
             if self.documents is not None:
                 mask &= np.fromiter((d in self.documents for d in chunks.document_ids), bool, len(mask))
@@ -82,7 +87,8 @@ class Restriction:
         return self._cache[key]
 
     def row_mask(self, chunks: ChunkSet) -> np.ndarray:
-        """Boolean mask over the chunk set's rows. Read-only."""
-        if self.documents is None and self.predicate is None and self.filter is not None:
-            return chunks.filter_masks.rows(self.filter)
+        """Boolean mask over the chunk set's rows. Read-only; the same array on every call for a filter alone
+        (kept by the chunk set, so what a leaf derives from it can be kept with it)."""
+        if self.only_filter is not None:
+            return chunks.filter_masks.rows(self.only_filter)
         return self.document_mask(chunks)[chunks.document_index]

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dashrag.core.collector import collector_paused
 from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
@@ -153,4 +154,5 @@ def load(folder: str | Path, store_url: str | None = None, *, full_check: bool =
             raise
         return root
 
-    return read_consistently(folder, read, full_check)
+    with collector_paused():
+        return read_consistently(folder, read, full_check)

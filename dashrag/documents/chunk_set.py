@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, overload
 
 import numpy as np
 
@@ -23,34 +23,91 @@ if TYPE_CHECKING:  # the filter language is imported by the first filter
     from dashrag.filters.masks import FilterMasks
 
 
+StoredRow = tuple[int, str, int, str, int, int]  # a store's chunk row: id, document id, position, text, start, end
+
+
+class StoredChunks(Sequence[Chunk]):
+    """A store's chunk rows read as :class:`Chunk` objects, each made when it is first read.
+
+    Why: a cold query reads every row of the store but shows ten chunks; making a frozen
+    Chunk for each of SciFact's 5,183 rows was a fifth of loading its keyword tree
+    (docs/performance.md). What is kept is the rows as read; a Chunk, once made, is kept too.
+    """
+
+    def __init__(self, rows: Sequence[StoredRow], metadata: Mapping[str, Metadata]):
+        self._rows = rows
+        self._metadata = metadata
+        self._made: list[Chunk | None] = [None] * len(rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, row: int) -> Chunk: ...
+
+    @overload
+    def __getitem__(self, row: slice) -> list[Chunk]: ...
+
+    def __getitem__(self, row: int | slice) -> Chunk | list[Chunk]:
+        if isinstance(row, slice):
+            return [self[i] for i in range(*row.indices(len(self)))]
+        chunk = self._made[row]
+        if chunk is None:
+            i, document_id, position, text, start, end = self._rows[row]
+            chunk = self._made[row] = Chunk(id=i, document_id=document_id, position=position, text=text, start=start,
+                                            end=end, metadata=self._metadata.get(document_id, {}))
+        return chunk
+
+    def column(self, index: int) -> list[Any]:
+        """One field of every row (0 the ids, 1 the document ids, ...), without making chunks."""
+        return [r[index] for r in self._rows]
+
+
 class ChunkSet:
     def __init__(self, chunks: Iterable[Chunk], fingerprint: str | None = None):
         """``fingerprint``: the set's fingerprint where it is already known (a load that found the store
         file unchanged since the save that computed it), so it is not re-hashed."""
+        ordered = sorted(chunks, key=lambda c: c.id)
+        self._set_up(ordered, [c.id for c in ordered], [c.document_id for c in ordered],
+                     {c.document_id: c.metadata for c in reversed(ordered)}, fingerprint)
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[StoredRow], metadata: Mapping[str, Metadata],
+                  fingerprint: str | None = None) -> ChunkSet:
+        """A store's rows (ascending ids) and its documents' metadata; the Chunk objects are made as they are
+        read (:class:`StoredChunks`)."""
+        chunks = StoredChunks(rows, metadata)
+        chunk_set = cls.__new__(cls)
+        chunk_set._set_up(chunks, chunks.column(0), chunks.column(1), metadata, fingerprint)
+        return chunk_set
+
+    def _set_up(self, chunks: Sequence[Chunk], ids: list[int], document_of_row: list[str],
+                metadata: Mapping[str, Metadata], fingerprint: str | None) -> None:
         if fingerprint is not None:
             self.__dict__["fingerprint"] = fingerprint  # the cached_property's own slot
-        self.chunks: list[Chunk] = sorted(chunks, key=lambda c: c.id)
-        if not self.chunks:
+        if not chunks:
             raise CorpusError("the corpus has no chunks (no document had any text)")
-        self.ids = np.fromiter((c.id for c in self.chunks), dtype=np.int64, count=len(self.chunks))
-        self._row_of_id = {int(c.id): row for row, c in enumerate(self.chunks)}
-        if len(self._row_of_id) != len(self.ids):  # (not np.unique: its first call imports numpy.ma, 30 ms)
+        self.chunks: Sequence[Chunk] = chunks
+        self.ids = np.fromiter(ids, dtype=np.int64, count=len(ids))
+        if len(ids) > 1 and not bool(np.all(self.ids[1:] > self.ids[:-1])):  # in id order: unique iff increasing
             raise CorpusError("chunk ids are not unique")
-        self._row_of_position = {(c.document_id, c.position): row for row, c in enumerate(self.chunks)}
         doc_ids: dict[str, int] = {}
-        for c in self.chunks:
-            doc_ids.setdefault(c.document_id, len(doc_ids))
+        for d in document_of_row:
+            doc_ids.setdefault(d, len(doc_ids))
         self._document_number = doc_ids
         self.document_ids: list[str] = list(doc_ids)
-        self.document_index = np.fromiter(
-            (doc_ids[c.document_id] for c in self.chunks), dtype=np.int64, count=len(self.chunks)
-        )
+        self.document_index = np.fromiter(map(doc_ids.__getitem__, document_of_row), dtype=np.int64,
+                                          count=len(document_of_row))
         self.document_sizes = np.bincount(self.document_index, minlength=len(doc_ids))
-        first_rows: dict[str, int] = {}
-        for row, c in enumerate(self.chunks):
-            first_rows.setdefault(c.document_id, row)
-        self.document_metadata: list[Metadata] = [self.chunks[first_rows[d]].metadata for d in self.document_ids]
-        self.document_categories = [normalise_categories(m) for m in self.document_metadata]
+        self.document_metadata: list[Metadata] = [metadata.get(d, {}) for d in self.document_ids]
+
+    @cached_property
+    def document_categories(self) -> list[dict[str, tuple[str, ...]]]:
+        return [normalise_categories(m) for m in self.document_metadata]
+
+    @cached_property
+    def _row_of_position(self) -> dict[tuple[str, int], int]:
+        return {(c.document_id, c.position): row for row, c in enumerate(self.chunks)}
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -61,14 +118,15 @@ class ChunkSet:
 
     def rows_of(self, chunk_ids: Sequence[int]) -> np.ndarray:
         """Rows of the given chunk ids; unknown ids are an error that lists them."""
-        rows, unknown = [], []
-        for cid in chunk_ids:
-            row = self._row_of_id.get(int(cid))
-            (unknown.append(cid) if row is None else rows.append(row))
-        if unknown:
-            shown = ", ".join(map(str, unknown[:10])) + (" ..." if len(unknown) > 10 else "")
-            raise UnknownChunkError(f"unknown chunk id(s): {shown}")
-        return np.asarray(rows, dtype=np.int64)
+        try:
+            wanted = np.asarray(chunk_ids, dtype=np.int64).reshape(-1)
+        except (OverflowError, TypeError, ValueError):  # not integers, or beyond any chunk id
+            raise UnknownChunkError(f"unknown chunk id(s): {_shown(list(chunk_ids))}") from None
+        rows = np.minimum(np.searchsorted(self.ids, wanted), len(self.ids) - 1)  # the ids are ascending
+        unknown = wanted[self.ids[rows] != wanted]
+        if unknown.size:
+            raise UnknownChunkError(f"unknown chunk id(s): {_shown(unknown.tolist())}")
+        return rows
 
     def by_id(self, chunk_id: int) -> Chunk:
         return self.chunks[int(self.rows_of([chunk_id])[0])]
@@ -125,3 +183,7 @@ class ChunkSet:
             digest.update(json.dumps(record, ensure_ascii=False).encode("utf-8"))
             digest.update(b"\n")
         return digest.hexdigest()
+
+
+def _shown(ids: list[Any]) -> str:
+    return ", ".join(map(str, ids[:10])) + (" ..." if len(ids) > 10 else "")

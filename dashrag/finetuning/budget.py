@@ -125,7 +125,8 @@ def plan_training(
             needed = (costs.spent_s + after_s + costs.step_s * min(recipe_steps, 10)) / (1 - margin)
             raise ConfigError([ConfigIssue("--time-budget",
                                            f"{minutes(budget_s)} leaves no time to train: {reasons[-1]}; "
-                                           f"give at least {math.ceil(needed / 60)} minutes")])
+                                           f"give at least {math.ceil(needed / 60)} minutes, or a shorter "
+                                           "--max-seq-length (each step and the corpus's embedding cost less)")])
         limits["the time budget"] = affordable
     limit, steps = min(limits.items(), key=lambda item: item[1])
     chosen = ordered[:min(len(ordered), steps * batch_size)]

@@ -23,7 +23,7 @@ import numpy as np
 
 from dashrag.core.params import NoParams
 from dashrag.core.persistence import load_array, save_array
-from dashrag.core.ranking import top_k_rows
+from dashrag.core.ranking import SCORE_KEPT_ROWS_BELOW, top_k_rows
 from dashrag.core.registry import register
 from dashrag.core.restriction import Restriction
 from dashrag.errors import PersistenceError, RetrievalError
@@ -37,7 +37,6 @@ from dashrag.indexes.similarity import (
 )
 
 QUERY_BLOCK = 256  # queries scored per matrix product
-SCORE_KEPT_ROWS_BELOW = 0.5  # a restriction keeping fewer rows than this share is scored on those rows alone
 
 
 @register(kind="vector_index", icon="Cpu", category="index",

@@ -5,10 +5,18 @@ query term's posting list, then the shared top-k selection), so results, speed a
 saved layout are those of BM25 nodes before indexes were components: ``data.npy``,
 ``doc_ids.npy``, ``term_ptr.npy``, ``nonoccurrence.npy`` and ``weights.json`` in the
 node's folder, memory-mapped on load.
+
+A selective filter gets posting lists of its own: the first query under a filter keeping fewer
+than half the chunks cuts the postings down to its chunks (``scoring.restrict_weights``), and
+later queries under it add only those (a 5% filter, a twentieth of the work; the same scores).
+They are kept while the chunk set keeps the filter's mask (``filters/masks.py``), at most as many
+bytes as the whole index, the least recently used dropped first.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +24,15 @@ import numpy as np
 
 from dashrag.core.params import NoParams
 from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
+from dashrag.core.ranking import SCORE_KEPT_ROWS_BELOW
 from dashrag.core.registry import register
 from dashrag.errors import PersistenceError, RetrievalError
 from dashrag.indexes.base import IndexIdentity
 from dashrag.indexes.keyword_base import KeywordIndex
-from dashrag.scoring.bm25 import BM25Weights
+from dashrag.scoring.bm25 import BM25Weights, restrict_weights
 
 STATE_ARRAYS = ("data", "doc_ids", "term_ptr", "nonoccurrence")
+KEPT_MASKS = 64  # masks whose answer (their posting lists, or None) is remembered
 
 
 @register(kind="keyword_index", icon="Cpu", category="index",
@@ -36,9 +46,44 @@ class InMemoryKeywordIndex(KeywordIndex[NoParams]):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._weights: BM25Weights | None = None
+        self._cut_down: OrderedDict[int, tuple[np.ndarray, tuple[np.ndarray, BM25Weights] | None]] = OrderedDict()
+        self._lock = threading.Lock()  # a service answers from several threads
 
     def add(self, weights: BM25Weights, identity: IndexIdentity) -> None:
-        self._weights = weights
+        self._set(weights)
+
+    def _set(self, weights: BM25Weights) -> None:
+        with self._lock:
+            self._weights = weights
+            self._cut_down.clear()
+
+    def postings_of(self, mask: np.ndarray) -> tuple[np.ndarray, BM25Weights] | None:
+        """(the rows ``mask`` keeps, ascending; their posting lists alone) when it keeps fewer than
+        ``SCORE_KEPT_ROWS_BELOW`` of the rows, else None. For a mask that lives across queries (a
+        filter's: the chunk set keeps it), worked out on its first use and kept."""
+        with self._lock:
+            found = self._cut_down.get(id(mask))
+            if found is not None and found[0] is mask:
+                self._cut_down.move_to_end(id(mask))
+                return found[1]
+            weights = self.weights
+        rows = np.flatnonzero(mask)
+        cut = None if rows.size >= SCORE_KEPT_ROWS_BELOW * mask.size else (rows, restrict_weights(weights, rows))
+        with self._lock:
+            if self._weights is weights:  # not replaced meanwhile
+                self._cut_down[id(mask)] = (mask, cut)  # the mask held, so its id is not reused
+                self._drop_beyond(weights.data.nbytes + weights.doc_ids.nbytes)
+        return cut
+
+    def _drop_beyond(self, limit: int) -> None:
+        """Forget the least recently used masks until the posting lists kept hold at most ``limit`` bytes
+        and at most ``KEPT_MASKS`` masks are remembered."""
+        def size(cut: tuple[np.ndarray, BM25Weights] | None) -> int:
+            return 0 if cut is None else cut[1].data.nbytes + cut[1].doc_ids.nbytes
+
+        held = sum(size(cut) for _, cut in self._cut_down.values())
+        while self._cut_down and (held > limit or len(self._cut_down) > KEPT_MASKS):
+            held -= size(self._cut_down.popitem(last=False)[1][1])
 
     @property
     def weights(self) -> BM25Weights:
@@ -61,4 +106,4 @@ class InMemoryKeywordIndex(KeywordIndex[NoParams]):
             raise PersistenceError(f"{folder}: BM25 state covers {weights.n_docs} chunks, the corpus has {n_chunks}")
         if weights.vocab_size != identity.dimension:
             raise PersistenceError(f"{folder}: BM25 state and vocabulary disagree on the number of terms")
-        self._weights = weights
+        self._set(weights)

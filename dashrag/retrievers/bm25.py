@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Sequence, cast
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -40,7 +40,7 @@ from dashrag.core.ask import Ask
 from dashrag.core.digest import digest
 from dashrag.core.params import ComponentParams, ComponentSpec, compatibility_field, component_field, spec, top_k_field
 from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
-from dashrag.core.ranking import by_distance
+from dashrag.core.ranking import by_distance, top_k_rows
 from dashrag.core.registry import register
 from dashrag.core.retriever import Result, UnitRetriever, check_query
 from dashrag.documents.scored_chunks import ScoredChunks
@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # scipy is imported where a sparse matrix is made: a lone que
     import scipy.sparse as sp
 
     from dashrag.documents.changes import CorpusChange
+    from dashrag.indexes.keyword_in_memory import InMemoryKeywordIndex
 
 ENGINE_STATE = "keyword.json"  # on an engine: what the node keeps besides the reference (n_docs, parameters)
 
@@ -222,12 +223,33 @@ class BM25Retriever(UnitRetriever[BM25Params]):
 
     def _retrieve_batch(self, queries: list[str], ask: Ask) -> list[Result]:
         if self.index.in_process:
-            return super()._retrieve_batch(queries, ask)
+            cut = self._cut_down(ask)
+            if cut is None:
+                return super()._retrieve_batch(queries, ask)
+            return [self._rank_among(*cut, query, self.top_k(ask)) for query in queries]
         chunks = self.require_infra().chunks
         terms = self._query_terms(queries)
         found = self.index.search(terms, self.top_k(ask), ask.restriction)
         return [(ScoredChunks(chunks, rows, (sums + scoring.SCORE_DTYPE(self._floor(t))).astype(scoring.SCORE_DTYPE),
                               self.component_name), [], None) for t, (rows, sums) in zip(terms, found)]
+
+    def _cut_down(self, ask: Ask) -> tuple[np.ndarray, scoring.BM25Weights] | None:
+        """A selective filter's rows and their posting lists alone (``InMemoryKeywordIndex.postings_of``), for BM25
+        ranking (the distances compare whole vectors); None: score every chunk and mask."""
+        if ask.restriction is None or ask.restriction.only_filter is None or self.params.similarity_function != "bm25":
+            return None
+        index = cast("InMemoryKeywordIndex", self.index)  # in process: the in-memory index
+        return index.postings_of(ask.restriction.row_mask(self.require_infra().chunks))
+
+    def _rank_among(self, rows: np.ndarray, weights: scoring.BM25Weights, query: str, k: int) -> Result:
+        """One query scored on ``rows`` alone (``weights``: their postings): the same scores as over every chunk."""
+        ids, counts = self.nested["vectorizer"].term_counts(query)
+        scores = scoring.score_query(ids, weights, counts)
+        picked = top_k_rows(scores, k)
+        values = scores[picked]
+        hits = int(np.count_nonzero(values > scoring.absent_term_score(weights, ids, counts)))
+        return ScoredChunks(self.require_infra().chunks, rows[picked[:hits]], values[:hits], self.component_name), \
+            [], None
 
     def _score_block(self, queries: list[str]) -> np.ndarray:
         if not self.index.in_process:

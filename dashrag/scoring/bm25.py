@@ -252,6 +252,25 @@ class BM25Weights:
         return weights
 
 
+def restrict_weights(weights: BM25Weights, rows: np.ndarray) -> BM25Weights:
+    """The posting lists of the documents ``rows`` (ascending, unique) alone, renumbered ``0..len(rows)-1``.
+
+    Why: a selective filter's query then adds only its documents' postings, into a row of their
+    size, instead of every posting of its terms. The postings keep their order, so each kept
+    document's score is the same float32 sum in the same order as in the whole index (exactly
+    ``score_query(...)[rows]``), and the statistics (idf, lengths, BM25+'s constants) stay the
+    whole corpus's: a filter changes no score.
+    """
+    renumbered = np.full(weights.n_docs, -1, dtype=np.int32)
+    renumbered[rows] = np.arange(len(rows), dtype=np.int32)
+    new_ids = renumbered[weights.doc_ids]
+    kept = new_ids >= 0
+    kept_before = np.zeros(kept.shape[0] + 1, dtype=np.int64)  # kept postings before each position
+    np.cumsum(kept, out=kept_before[1:])
+    return BM25Weights(data=weights.data[kept], doc_ids=new_ids[kept], term_ptr=kept_before[weights.term_ptr],
+                       nonoccurrence=weights.nonoccurrence, n_docs=len(rows), params=weights.params)
+
+
 def _check_consistent(w: BM25Weights) -> None:
     """Raise :class:`PersistenceError` unless the arrays describe one valid posting matrix."""
     nnz = w.data.shape[0]

@@ -18,7 +18,6 @@ from typing import Any
 from urllib.parse import quote
 
 from dashrag.documents.chunk_set import ChunkSet
-from dashrag.documents.model import Chunk
 from dashrag.errors import PersistenceError
 
 SQLITE_PREFIX = "sqlite:///"
@@ -74,8 +73,7 @@ def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None) -> ChunkSe
         connection.close()
     if not rows:
         raise PersistenceError(f"the store {path} holds no chunks")
-    return ChunkSet((Chunk(id=r[0], document_id=r[1], position=r[2], text=r[3], start=r[4], end=r[5],
-                           metadata=metadata.get(r[1], {})) for r in rows), fingerprint=fingerprint)
+    return ChunkSet.from_rows(rows, metadata, fingerprint)
 
 
 def read_chunk_set(url: str, fingerprint: str | None = None) -> ChunkSet:

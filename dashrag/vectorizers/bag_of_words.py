@@ -381,7 +381,9 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
 
     def _load(self, folder: Path) -> None:
         terms = load_json(folder / "vocabulary.json")
-        if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms) or len(set(terms)) != len(terms):
+        strings = isinstance(terms, list) and all(isinstance(t, str) for t in terms)
+        vocabulary = dict(zip(terms, range(len(terms)))) if strings else {}
+        if not strings or len(vocabulary) != len(terms):  # (a repeated term: fewer entries than terms)
             raise PersistenceError(f"{folder / 'vocabulary.json'}: not a list of distinct terms")
         stop_words = None
         if (folder / STOP_WORDS_FILE).is_file():  # folders saved before it was written use scikit-learn's list
@@ -389,6 +391,6 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
             if not isinstance(stop_words, list) or not all(isinstance(w, str) for w in stop_words):
                 raise PersistenceError(f"{folder / STOP_WORDS_FILE}: not a list of words")
             stop_words = frozenset(stop_words)
-        self._vocabulary = {t: i for i, t in enumerate(terms)}
+        self._vocabulary = vocabulary
         self._stop_words, self._vectorizer, self._steps, self._analyze = stop_words, None, None, None
         self._counts, self._saved_in = None, folder  # the counts are read only when an update needs them

@@ -31,6 +31,7 @@ from dashrag.scoring.bm25 import (
     document_lengths,
     document_norms,
     idf_okapi,
+    restrict_weights,
     score_queries,
     score_query,
     top_k,
@@ -250,6 +251,21 @@ def test_small_random_corpora_match_rank_bm25_whatever_the_block_size(docs, quer
                                 "nonoccurrence": np.abs(weights.nonoccurrence)})
     error = np.abs(score_query(term_ids, weights) - reference(docs).get_scores(query))
     assert np.all(error <= 1e-6 * score_query(term_ids, magnitudes) + 1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(small_corpora, st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=5),
+       st.sampled_from(["okapi", "bm25l", "bm25plus", "lucene"]), st.data())
+def test_weights_restricted_to_some_documents_score_them_exactly_as_the_whole_index(docs, query, variant, data):
+    """Bit for bit, BM25+'s constant included: a filter changes no score."""
+    vocab: dict[str, int] = {}
+    counts = count_matrix(docs, vocab, grow=True)
+    weights = bm25_weights(counts, BM25Parameters(variant=variant))
+    rows = np.array(sorted(data.draw(st.sets(st.integers(0, len(docs) - 1)))), dtype=np.int64)
+    term_ids = [vocab[t] for t in query if t in vocab]
+    restricted = restrict_weights(weights, rows)
+    assert restricted.n_docs == rows.size
+    np.testing.assert_array_equal(score_query(term_ids, restricted), score_query(term_ids, weights)[rows])
 
 
 @settings(max_examples=60, deadline=None)
