@@ -18,7 +18,7 @@ import typer
 from dashrag.cli.console import user_errors
 from dashrag.cli.output import print_table, results_json
 from dashrag.cli.safe_text import plain
-from dashrag.core.collector import collector_paused
+from dashrag.core.collection import young_garbage_only
 from dashrag.display import visible
 from dashrag.errors import ConfigError, CorpusError, QueryError, excerpt
 
@@ -101,7 +101,7 @@ def query(
     else:
         raise QueryError("give either a query text or --queries FILE")
     restriction = None if filters is None else _restriction(filters)  # a bad filter: exit 2 before loading
-    with collector_paused():  # what the imports and the load make lives as long as the command (core/collector.py)
+    with young_garbage_only():  # what the imports and the load make lives as long as the command (core/collection.py)
         from dashrag.core.saved_tree import load  # dashrag.load without dashrag.api's build and update imports
 
         retriever = load(folder, store_url=store)

@@ -43,6 +43,7 @@ from dashrag.errors import BatchQueryError, ConfigError, DashragError, Persisten
 if TYPE_CHECKING:  # the filter language and the update path are imported where they are used, not by every query
     from dashrag.core.restriction import Restriction
     from dashrag.documents.changes import UpdateReport
+    from dashrag.documents.chunk_set import ChunkSet
 
 P = TypeVar("P", bound=ComponentParams)
 
@@ -387,12 +388,18 @@ class UnitRetriever(Retriever[P], Generic[P]):
         for start in range(0, len(queries), per_block):
             block, floors = self._score_and_floor(encoded[start:start + per_block])
             for scores, floor in zip(block, floors.tolist()):
-                rows = top_k_rows(scores, k, allowed)
-                values = scores[rows]
-                hits = int(np.count_nonzero(values > floor))  # the misses are the tail, if any
-                found = ScoredChunks(chunks, rows[:hits], values[:hits], self.component_name)
-                results.append((found, [], None))
+                results.append((self._hits(chunks, scores, floor, k, allowed), [], None))
         return results
+
+    def _hits(self, chunks: ChunkSet, scores: np.ndarray, floor: float, k: int, allowed: np.ndarray | None = None,
+              rows: np.ndarray | None = None) -> ScoredChunks:
+        """One query's k best ``scores`` that are hits (above ``floor``), as chunks; ``rows``: the chunk rows the
+        scores stand for (None: every row, in order)."""
+        picked = top_k_rows(scores, k, allowed)
+        values = scores[picked]
+        hits = int(np.count_nonzero(values > floor))  # the misses are the tail, if any
+        return ScoredChunks(chunks, picked[:hits] if rows is None else rows[picked[:hits]], values[:hits],
+                            self.component_name)
 
     def score_chunks(self, chunk_ids: Sequence[int], query: str) -> list[tuple[int, float]]:
         query = check_query(query)

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dashrag.core.collector import collector_paused
+from dashrag.core.collection import young_garbage_only
 from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
@@ -154,5 +154,5 @@ def load(folder: str | Path, store_url: str | None = None, *, full_check: bool =
             raise
         return root
 
-    with collector_paused():
+    with young_garbage_only():  # what a load makes lives as long as the tree: nothing to sweep
         return read_consistently(folder, read, full_check)

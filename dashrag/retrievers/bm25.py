@@ -40,7 +40,7 @@ from dashrag.core.ask import Ask
 from dashrag.core.digest import digest
 from dashrag.core.params import ComponentParams, ComponentSpec, compatibility_field, component_field, spec, top_k_field
 from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
-from dashrag.core.ranking import by_distance, top_k_rows
+from dashrag.core.ranking import by_distance
 from dashrag.core.registry import register
 from dashrag.core.retriever import Result, UnitRetriever, check_query
 from dashrag.documents.scored_chunks import ScoredChunks
@@ -192,11 +192,13 @@ class BM25Retriever(UnitRetriever[BM25Params]):
             ]
         return self._score_matrix(q), floors
 
-    def _score_one(self, query: str) -> tuple[np.ndarray, np.ndarray]:
-        """One query without building a sparse matrix: a single query is latency-bound."""
+    def _score_one(self, query: str, weights: scoring.BM25Weights | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """One query without building a sparse matrix (a single query is latency-bound), with the node's weights
+        or ``weights`` (a filter's own postings)."""
+        weights = self._weights if weights is None else weights
         ids, counts = self.nested["vectorizer"].term_counts(query)
-        scores = scoring.score_query(ids, self._weights, counts)
-        return scores[None, :], np.array([scoring.absent_term_score(self._weights, ids, counts)])
+        scores = scoring.score_query(ids, weights, counts)
+        return scores[None, :], np.array([scoring.absent_term_score(weights, ids, counts)])
 
     def _score_matrix(self, q) -> np.ndarray:
         mode = self.params.similarity_function
@@ -243,13 +245,8 @@ class BM25Retriever(UnitRetriever[BM25Params]):
 
     def _rank_among(self, rows: np.ndarray, weights: scoring.BM25Weights, query: str, k: int) -> Result:
         """One query scored on ``rows`` alone (``weights``: their postings): the same scores as over every chunk."""
-        ids, counts = self.nested["vectorizer"].term_counts(query)
-        scores = scoring.score_query(ids, weights, counts)
-        picked = top_k_rows(scores, k)
-        values = scores[picked]
-        hits = int(np.count_nonzero(values > scoring.absent_term_score(weights, ids, counts)))
-        return ScoredChunks(self.require_infra().chunks, rows[picked[:hits]], values[:hits], self.component_name), \
-            [], None
+        scores, floors = self._score_one(query, weights)
+        return self._hits(self.require_infra().chunks, scores[0], float(floors[0]), k, rows=rows), [], None
 
     def _score_block(self, queries: list[str]) -> np.ndarray:
         if not self.index.in_process:
