@@ -35,7 +35,7 @@ COMMANDS = [  # in the order `dashrag --help` lists them
     CommandModule("dashrag.cli.mcp_commands", ("mcp",)),
     CommandModule("dashrag.cli.pg_commands", ("pg",)),
     CommandModule("dashrag.cli.finetune_commands", ("finetune",)),
-    CommandModule("dashrag.cli.rerank_commands", ("rerank",)),
+    CommandModule("dashrag.cli.rerank_commands", ("rerank", "rerank-candidates")),
 ]
 
 

@@ -1,11 +1,21 @@
-"""Reranking candidates the caller already has: the rag-reranker's Python surface (``RerankPipeline`` with its
-async ``arerank``, ``MMRConfig``, ``mmr_rerank``) and what ``dashrag rerank`` reads and writes
-(docs/reranking.md). Thin names over the rerank cascade's parts and ``mmr_select``
-(dashrag/retrievers/rerank_cascade.py, dashrag/retrievers/mmr.py)."""
+"""Reranking candidates the caller already has (docs/reranking.md).
+
+The rag-reranker's API, as its reference prints it: ``RerankPipeline`` (async ``rerank(ctx, query, refs,
+top_k)``), the reranker SPI ``Reranker``, ``MMRConfig``, ``mmr_rerank``, the values ``ChunkRef`` / ``Chunk`` /
+``RequestContext``, and the backends in :mod:`dashrag.rerank.backends`. Beside it, what ``dashrag
+rerank-candidates`` runs: ``StagedRerankPipeline`` over candidates as JSON with two component stages
+(:mod:`dashrag.rerank.staged`).
+"""
 
 from dashrag.rerank.candidates import Candidate, RankedCandidate, RerankRequest, RerankResult, read_requests
-from dashrag.rerank.pipeline import MMRConfig, RerankPipeline, TextReranker, rerank_input
-from dashrag.retrievers.mmr import Pick, mmr_rerank, mmr_select
+from dashrag.rerank.mmr import MMRConfig, mmr_rerank
+from dashrag.rerank.pipeline import Embedder, RerankPipeline
+from dashrag.rerank.spi import Reranker
+from dashrag.rerank.staged import StagedMMR, StagedRerankPipeline, TextReranker, rerank_input
+from dashrag.rerank.types import Chunk, ChunkRef, Hydrator, MemoryHydrator, RequestContext
+from dashrag.retrievers.mmr import Pick, cosine_mmr, mmr_select
 
-__all__ = ["Candidate", "MMRConfig", "Pick", "RankedCandidate", "RerankPipeline", "RerankRequest", "RerankResult",
-           "TextReranker", "mmr_rerank", "mmr_select", "read_requests", "rerank_input"]
+__all__ = ["Candidate", "Chunk", "ChunkRef", "Embedder", "Hydrator", "MMRConfig", "MemoryHydrator", "Pick",
+           "RankedCandidate", "RequestContext", "RerankPipeline", "RerankRequest", "RerankResult", "Reranker",
+           "StagedMMR", "StagedRerankPipeline", "TextReranker", "cosine_mmr", "mmr_rerank", "mmr_select",
+           "read_requests", "rerank_input"]

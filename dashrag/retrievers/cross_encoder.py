@@ -65,6 +65,18 @@ def load_cross_encoder(source: ModelSource, device: str, max_length: int | None)
     return _cross_encoders.get(source, device, max_length, load)
 
 
+def cross_encoder_logits(model: Any, pairs: list[tuple[str, str]], batch_size: int) -> np.ndarray:
+    """A loaded CrossEncoder's raw output (no activation) for each (query, text) pair, in ``batch_size`` batches:
+    what the component and the rag-reranker backend (dashrag/rerank/backends.py) both score with."""
+    if not pairs:
+        return np.empty(0, dtype=np.float64)
+    import torch
+
+    scores = model.predict(pairs, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False,
+                           activation_fn=torch.nn.Identity())
+    return np.asarray(scores, dtype=np.float64).reshape(len(pairs))
+
+
 def locate_cross_encoder(model: str) -> ModelSource:
     return resolve_model(model, what="cross-encoder", default_org="cross-encoder")
 
@@ -139,13 +151,7 @@ class CrossEncoderRetriever(SingleChildRetriever[CrossEncoderParams]):
     def logits(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         """The model's raw output (no activation, as DashAI reads it) for each (query, text) pair,
         in ``batch_size`` batches."""
-        if not pairs:
-            return np.empty(0, dtype=np.float64)
-        import torch
-
-        scores = self.model().predict(pairs, batch_size=self.params.batch_size, convert_to_numpy=True,
-                                      show_progress_bar=False, activation_fn=torch.nn.Identity())
-        return np.asarray(scores, dtype=np.float64).reshape(len(pairs))
+        return cross_encoder_logits(self.model(), pairs, self.params.batch_size)
 
     def predict(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         """The relevance of each pair in 0..1: the sigmoid of the model's logit (what sentence-transformers gives

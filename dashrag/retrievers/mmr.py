@@ -98,14 +98,15 @@ def mmr_select(relevance: np.ndarray, similarity: np.ndarray, lambda_mult: float
     return picks
 
 
-def mmr_rerank(relevance: Sequence[float] | np.ndarray, vectors: np.ndarray, top_k: int,
+def cosine_mmr(relevance: Sequence[float] | np.ndarray, vectors: np.ndarray, top_k: int,
                lambda_mult: float) -> list[Pick]:
     """MMR over candidates given as their relevance (n,) and their vectors (n, d): the similarity is the cosine
     between the vectors (rows made unit length), the picks :func:`mmr_select`'s. What the rerank cascade and
-    the rerank pipeline (:mod:`dashrag.rerank`) run; a row of zeros is similar to nothing."""
+    the staged pipeline (:mod:`dashrag.rerank.staged`) run, and the
+    rag-reranker's ``mmr_rerank`` (:mod:`dashrag.rerank.mmr`) is built on; a row of zeros is similar to nothing."""
     vectors = np.asarray(vectors, dtype=np.float64)
     if vectors.ndim != 2 or vectors.shape[0] != len(relevance):
-        raise RetrievalError(f"mmr_rerank: vectors must be (n, d) for {len(relevance)} candidates; got {vectors.shape}")
+        raise RetrievalError(f"cosine_mmr: vectors must be (n, d) for {len(relevance)} candidates; got {vectors.shape}")
     unit = unit_rows(vectors)
     return mmr_select(np.asarray(relevance, dtype=np.float64), unit @ unit.T, lambda_mult, top_k)
 

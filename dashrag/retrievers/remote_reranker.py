@@ -167,10 +167,17 @@ class RemoteReranker(CompositeRetriever[RP], Generic[RP]):
     def rerank_texts(self, query: str, texts: Sequence[str]) -> list[float]:
         """The server's score of each text for ``query``, in text order (higher is better)."""
         texts = list(texts)
+        if not texts:
+            return []
+        return self.score_texts(query, texts, self._api_key())
+
+    def score_texts(self, query: str, texts: Sequence[str], key: str | None) -> list[float]:
+        """:meth:`rerank_texts` with the key given (the rag-reranker backends' ``api_key=``, held in memory by
+        the caller) rather than read from the credential's variable."""
+        texts = list(texts)
         batches = plan_batches(len(texts), self.params.batch_size)
         if not batches:
             return []
-        key = self._api_key()
         calls = [(number, query, texts[start:end], key) for number, (start, end) in enumerate(batches, 1)]
         workers = min(self.params.max_workers, len(calls))
         if workers == 1:

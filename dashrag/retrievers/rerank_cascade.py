@@ -11,7 +11,7 @@ hydrated (their chunks looked up) and re-scored by ``precise`` through
 precise stage; the candidates it did not score keep their first-stage order after
 them. With MMR on (``enable_mmr``, or ``mmr_lambda`` given; λ 0.7 by default, as the
 reference), a final MMR stage re-orders the precise stage's output, with the precise
-stage's scores as relevance (:func:`dashrag.retrievers.mmr.mmr_rerank`): it picks among the
+stage's scores as relevance (:func:`dashrag.retrievers.mmr.cosine_mmr`): it picks among the
 candidates the precise stage scored (the others' scores are on the fast stage's scale, so they
 follow, in their order, when ``top_k`` asks for more); it keeps the scores and runs only with
 more than one candidate.
@@ -36,7 +36,7 @@ from dashrag.core.registry import register
 from dashrag.core.retriever import CompositeRetriever, Result
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import RerankerError, StageError
-from dashrag.retrievers.mmr import mmr_rerank, reorder
+from dashrag.retrievers.mmr import cosine_mmr, reorder
 
 STAGES = ("fast", "early_exit", "hydrate", "precise", "mmr")
 
@@ -198,7 +198,7 @@ class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
             if len(chosen) <= 1:
                 return chosen[:k], {"ran": False, "lambda": lam, "why": f"{len(chosen)} candidate(s)"}
             vectors = self.nested["mmr_embedding"].embed_documents([c.chunk.text for c in chosen])
-            picks = mmr_rerank([c.score for c in chosen], vectors, k, lam)  # relevance: the precise stage's scores
+            picks = cosine_mmr([c.score for c in chosen], vectors, k, lam)  # relevance: the precise stage's scores
             order = [{"chunk_id": chosen[pk.index].id, "mmr": pk.score, "relevance": pk.relevance,
                       "max_similarity": pk.max_similarity} for pk in picks]
             return reorder(chosen, picks, self.component_name), {"ran": True, "lambda": lam, "order": order}

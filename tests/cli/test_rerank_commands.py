@@ -1,5 +1,5 @@
-"""``dashrag rerank`` as a user meets it: candidates in a file or on stdin, the stages and MMR as flags, JSON out,
-one ``error:`` line for what is wrong. The stages are the offline cross-encoders of MODELS.md
+"""``dashrag rerank-candidates`` as a user meets it: candidates in a file or on stdin, the stages and MMR as flags,
+JSON out, one ``error:`` line for what is wrong. The stages are the offline cross-encoders of MODELS.md
 (tests/fixtures/models.py); what they should answer is computed here with sentence-transformers itself."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def request(texts=TEXTS, query=QUERY, scores=None) -> dict:
 
 
 def rerank(*args, stdin: str | None = None):
-    return CliRunner().invoke(app, ["rerank", *map(str, args)], input=stdin)
+    return CliRunner().invoke(app, ["rerank-candidates", *map(str, args)], input=stdin)
 
 
 def model_scores(model_dir, texts=TEXTS, query=QUERY) -> np.ndarray:
@@ -158,3 +158,91 @@ def test_a_stage_model_not_on_this_machine_is_named_with_how_to_get_it(candidate
 def test_a_stage_that_cannot_rerank_texts_is_one_error_line(candidates_file):
     line = error_line(rerank(candidates_file, "--stage1", '{"component": "BM25Retriever"}'))
     assert "stage1: BM25Retriever cannot rerank texts" in line
+
+
+# -- dashrag rerank QUERY: the rag-reranker's local smoke over the built-in demo set ------------------------------
+
+DEMO_QUERY = "what is a cross-encoder?"
+
+
+def smoke(*args, env=None):
+    return CliRunner(env=env).invoke(app, ["rerank", DEMO_QUERY, *map(str, args)])
+
+
+def result_lines(result) -> list[tuple[float, str]]:
+    """(score, id) of each ``#n  score=...  id=...  text`` line."""
+    import re
+
+    lines = [line for line in result.stdout.splitlines() if line.startswith("  #")]
+    found = [m for m in (re.match(r"  #(\d+)  score=(-?\d+\.\d{4})  id=(\S+)  .+", line) for line in lines) if m]
+    assert len(found) == len(lines), result.stdout
+    assert [int(m.group(1)) for m in found] == list(range(1, len(found) + 1))
+    return [(float(m.group(2)), m.group(3)) for m in found]
+
+
+def test_rerank_a_query_prints_the_references_header_and_three_results_by_default():
+    result = smoke()
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[:6] == [f"query:    {DEMO_QUERY!r}", "tenant:   dashrag-local", "backend:  NoopReranker",
+                         "mmr:      off", "top_k:    3", "results:  3"]
+    assert result_lines(result) == [(1.0, "chunk-0"), (1.0, "chunk-1"), (1.0, "chunk-2")]
+
+
+def test_rerank_short_flags_set_top_k_and_tenant():
+    result = smoke("-k", 2, "-t", "acme", "--no-mmr")
+    assert result.exit_code == 0, result.output
+    assert "tenant:   acme" in result.stdout and "top_k:    2" in result.stdout and len(result_lines(result)) == 2
+
+
+def test_rerank_stage_depths_cut_what_goes_on():
+    result = smoke("--stage1-top-n", 4, "--stage2-top-n", 2, "-k", 5)
+    assert result.exit_code == 0, result.output
+    assert [i for _, i in result_lines(result)] == ["chunk-0", "chunk-1"]
+
+
+def test_rerank_with_mmr_picks_diverse_chunks_with_the_shipped_embedding():
+    result = smoke("--mmr", "--mmr-lambda", 0.0, "-k", 4)
+    assert result.exit_code == 0, result.output
+    assert "mmr:      on (lambda=0.0)" in result.stdout
+    ids = [i for _, i in result_lines(result)]
+    assert ids[0] == "chunk-0" and len(set(ids)) == 4 and ids != ["chunk-0", "chunk-1", "chunk-2", "chunk-3"]
+
+
+def test_rerank_with_a_local_cross_encoder_prints_its_scores_best_first(cross_encoder_dir):
+    from dashrag.rerank.demo import DEMO_TEXTS
+
+    result = smoke("--backend", "sentence-transformers", "--model", cross_encoder_dir, "-k", 6)
+    assert result.exit_code == 0, result.output
+    assert "backend:  SentenceTransformersCrossEncoder" in result.stdout
+    expected = model_scores(cross_encoder_dir, list(DEMO_TEXTS), DEMO_QUERY)
+    assert [i for _, i in result_lines(result)] == by_scores([f"chunk-{i}" for i in range(6)], expected)
+    assert [s for s, _ in result_lines(result)] == pytest.approx(sorted(expected, reverse=True), abs=1e-4)
+
+
+@pytest.mark.parametrize(("backend", "var", "server"), [("cohere", "COHERE_API_KEY", "CohereServer"),
+                                                        ("jina", "JINA_API_KEY", "JinaServer")])
+def test_rerank_with_a_hosted_backend_reads_its_key_from_the_environment(backend, var, server):
+    from tests.retrievers import rerank_services
+    from tests.retrievers.rerank_server import word_overlap
+
+    with getattr(rerank_services, server)() as service:
+        result = smoke("--backend", backend, "--api-base", service.url, "--model", "m-1", env={var: "k-123"})
+    assert result.exit_code == 0, result.output
+    assert [(r["headers"]["Authorization"], r["body"]["model"]) for r in service.requests] == [("Bearer k-123", "m-1")]
+    assert result_lines(result)[0][0] == pytest.approx(max(word_overlap(DEMO_QUERY, t) for t in service.texts))
+
+
+def test_rerank_with_a_hosted_backend_and_no_key_is_one_error_line(monkeypatch):
+    monkeypatch.delenv("COHERE_API_KEY", raising=False)
+    assert "COHERE_API_KEY is not set" in error_line(smoke("--backend", "cohere"))
+
+
+def test_rerank_with_the_default_cross_encoder_absent_says_how_to_provide_it(tmp_path):
+    line = error_line(smoke("--backend", "sentence-transformers", env={"HF_HUB_CACHE": str(tmp_path)}))
+    assert "'BAAI/bge-reranker-v2-m3' is not on this machine" in line and "huggingface-cli download" in line
+
+
+def test_rerank_refuses_an_unknown_backend():
+    result = smoke("--backend", "bm25")
+    assert result.exit_code == 2 and "Traceback" not in result.output and "bm25" in result.output

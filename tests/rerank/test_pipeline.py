@@ -1,153 +1,188 @@
-"""RerankPipeline, MMRConfig and mmr_rerank (dashrag/rerank/pipeline.py): the rag-reranker's Python surface over
-the cascade's parts. The stages here are the hosted-service rerankers against real loopback servers speaking
-Cohere's and Jina's protocols (tests/retrievers/rerank_services.py), each scoring with a plain function, so
-what every stage should answer is known; the cross-encoder stages are tested through `dashrag rerank`
-(tests/cli/test_rerank_commands.py)."""
+"""RerankPipeline (dashrag/rerank/pipeline.py) as the rag-reranker's reference prints it: the steps in order, the
+early exit keeping stage-1 scores, MMR by the chunks' own embeddings or the embedder, and every failure a
+RerankerError naming its stage. The backends are real (NoopReranker, CohereReranker against a loopback server);
+SPI subclasses written here are what a user writes to add a backend."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import dashrag
-from dashrag.errors import ConfigError, RerankerError
-from dashrag.rerank import Candidate, MMRConfig, RerankPipeline, mmr_rerank, mmr_select
+from dashrag.errors import ConfigError, RerankerError, RetrievalError
+from dashrag.rerank import Chunk, ChunkRef, MemoryHydrator, MMRConfig, RequestContext, Reranker, RerankPipeline
+from dashrag.rerank.backends import CohereReranker, NoopReranker
 from tests.retrievers.rerank_server import word_overlap
-from tests.retrievers.rerank_services import CohereServer, JinaServer
+from tests.retrievers.rerank_services import CohereServer
 
+CTX = RequestContext("tenant-a")
 QUERY = "rank fusion of keyword lists"
-TEXTS = ["rank fusion", "keyword lists", "dense vectors", "rank fusion of keyword lists merges",
-         "lists", "fusion of ranks", "keyword", "nothing in common"]
-ONNX = {"component": "MiniLMOnnxEmbedding", "params": {"max_seq_length": 128}}
+TEXTS = ["rank fusion", "keyword lists", "dense vectors", "rank fusion of keyword lists merges", "lists"]
 
 
-def shortest_first(query: str, text: str) -> float:
-    return 1.0 / len(text)
+def chunks(embeddings=None) -> list[Chunk]:
+    return [Chunk(f"c{i}", t, 0.5 - i / 10, {} if embeddings is None else {"embedding": embeddings[i]})
+            for i, t in enumerate(TEXTS)]
 
 
-def candidates(scores=None) -> list[dict]:
-    return [{"id": i, "text": t, **({} if scores is None else {"score": scores[i]})} for i, t in enumerate(TEXTS)]
+def refs() -> list[ChunkRef]:
+    return [ChunkRef(f"c{i}", 0.5 - i / 10) for i in range(len(TEXTS))]
 
 
-def order(ids, score) -> list:
-    return sorted(ids, key=lambda i: (-score(QUERY, TEXTS[i]), ids.index(i)))
+class ByLength(Reranker):
+    """A backend written against the SPI: shorter texts are more relevant; records what each step saw."""
+
+    def __init__(self, exit_early=False):
+        self.exit_early, self.seen = exit_early, {}
+
+    async def fast_rerank(self, ctx, query, candidates, top_n):
+        self.seen["fast"] = [c.id for c in candidates]
+        return list(reversed(candidates))[:top_n]
+
+    def should_early_exit(self, stage1_scores):
+        self.seen["early_exit"] = list(stage1_scores)
+        return self.exit_early
+
+    async def precise_rerank(self, ctx, query, chunks, top_n):
+        self.seen["precise"] = [c.id for c in chunks]
+        for c in chunks:
+            c.score = 1.0 / len(c.text)
+        return sorted(chunks, key=lambda c: -c.score)[:top_n]
 
 
-@pytest.fixture
-def services(monkeypatch):
-    monkeypatch.setenv("COHERE_API_KEY", "co-key")
-    monkeypatch.setenv("JINA_API_KEY", "jina-key")
-    with CohereServer() as cohere, JinaServer(score=shortest_first) as jina:
-        yield ({"component": "CohereReranker", "params": {"api_base": cohere.url}},
-               {"component": "JinaReranker", "params": {"api_base": jina.url}}, cohere, jina)
+def run(pipeline, top_k=10, given=None):
+    return asyncio.run(pipeline.rerank(CTX, QUERY, refs() if given is None else given, top_k=top_k))
 
 
-def test_without_stages_the_given_scores_order_a_missing_one_counting_as_zero():
-    scores = [0.5, None, 0.9, -0.2, 0.1, None, 0.7, 0.3]
-    given_scores = [{"id": i, "text": t, **({} if s is None else {"score": s})} for i, (t, s) in
-                    enumerate(zip(TEXTS, scores))]
-    result = RerankPipeline(top_k=8).rerank(QUERY, given_scores)
-    assert [r.id for r in result.results] == [2, 6, 0, 7, 4, 1, 5, 3]
-    assert [r.input_score for r in result.results][:3] == [0.9, 0.7, 0.5] and result.selection["path"] == "input"
+def test_the_steps_run_in_order_stage1_narrowing_before_hydration():
+    reranker = ByLength()
+    hydrated = []
+
+    async def hydrator(ctx, some):
+        hydrated.append([r.id for r in some])
+        return await MemoryHydrator(chunks())(ctx, some)
+
+    out = run(RerankPipeline(reranker=reranker, hydrator=hydrator, stage1_top_n=3, stage2_top_n=2))
+    assert reranker.seen["fast"] == ["c0", "c1", "c2", "c3", "c4"]
+    assert hydrated == [["c4", "c3", "c2"]] and reranker.seen["precise"] == ["c4", "c3", "c2"]
+    assert [c.id for c in out] == ["c4", "c2"] and out[0].score == pytest.approx(1 / len(TEXTS[4]))
 
 
-def test_stage1_scores_every_candidate_and_passes_on_stage1_top_n(services):
-    cohere, _, server, _ = services
-    result = RerankPipeline(cohere, stage1_top_n=4, top_k=10).rerank(QUERY, candidates())
-    assert [r.id for r in result.results] == order(list(range(len(TEXTS))), word_overlap)[:4]
-    assert sorted(server.texts) == sorted(TEXTS)
+def test_the_default_fast_rerank_truncates_without_rescoring():
+    out = run(RerankPipeline(reranker=NoopReranker(), hydrator=MemoryHydrator(chunks()), stage1_top_n=2))
+    assert [c.id for c in out] == ["c0", "c1"]
 
 
-def test_stage2_scores_the_best_stage2_top_n_and_the_rest_keep_stage1_order(services):
-    cohere, jina, _, jina_server = services
-    result = RerankPipeline(cohere, jina, stage2_top_n=3, top_k=6).rerank(QUERY, candidates())
-    first = order(list(range(len(TEXTS))), word_overlap)
-    assert [r.id for r in result.results] == order(first[:3], shortest_first) + first[3:6]
-    assert sorted(jina_server.texts) == sorted(TEXTS[i] for i in first[:3])
-    assert [r.scored_by for r in result.results] == ["stage2"] * 3 + ["stage1"] * 3
+def test_an_early_exit_hydrates_the_top_k_refs_and_keeps_their_stage1_scores():
+    reranker = ByLength(exit_early=True)
+    out = run(RerankPipeline(reranker=reranker, hydrator=MemoryHydrator(chunks())), top_k=2)
+    assert [(c.id, c.score) for c in out] == [("c4", pytest.approx(0.1)), ("c3", pytest.approx(0.2))]
+    assert "precise" not in reranker.seen and reranker.seen["early_exit"] == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
 
 
-def test_stage2_top_n_defaults_to_10(services):
-    cohere, jina, _, jina_server = services
-    many = [{"id": i, "text": f"rank fusion {i} " + "x" * i} for i in range(30)]
-    result = RerankPipeline(cohere, jina).rerank(QUERY, many)
-    assert (len(jina_server.texts), result.selection["stage2_scored"], len(result.results)) == (10, 10, 10)
+def test_the_defaults_are_the_references():
+    pipeline = RerankPipeline(reranker=NoopReranker(), hydrator=MemoryHydrator(chunks()))
+    assert (pipeline.stage1_top_n, pipeline.stage2_top_n, pipeline.mmr, pipeline.embedder) == (50, 20, None, None)
+    assert (MMRConfig().lambda_, MMRConfig().top_k) == (0.7, 10)
 
 
-def test_arerank_is_rerank_awaited(services):
-    cohere, jina, _, _ = services
-    pipeline = RerankPipeline(cohere, jina, stage2_top_n=3)
-    expected = pipeline.rerank(QUERY, candidates())
-
-    async def both():
-        return await asyncio.gather(pipeline.arerank(QUERY, candidates()), pipeline.arerank(QUERY, candidates()))
-
-    assert [[r.id for r in a.results] for a in asyncio.run(both())] == [[r.id for r in expected.results]] * 2
+def test_mmr_uses_the_chunks_own_embeddings():
+    near = [[1.0, 0.0], [0.99, 0.1], [0.0, 1.0], [0.98, 0.2], [0.5, 0.5]]
+    pipeline = RerankPipeline(reranker=NoopReranker(), hydrator=MemoryHydrator(chunks(near)),
+                              mmr=MMRConfig(lambda_=0.3, top_k=2))
+    assert [c.id for c in run(pipeline)] == ["c0", "c2"]  # all score 1.0: the first, then the least similar
 
 
-def test_a_failing_stage_is_a_reranker_error_naming_the_stage(services, monkeypatch):
-    cohere, jina, _, jina_server = services
-    jina_server.answer = lambda body, headers: (500, b"model crashed")
+def test_mmr_embeds_with_the_embedder_when_chunks_lack_embeddings():
+    class Axes:
+        def embed_documents(self, texts):
+            return np.array([[1.0, 0.0] if "rank" in t else [0.0, 1.0] for t in texts])
+
+    pipeline = RerankPipeline(reranker=NoopReranker(), hydrator=MemoryHydrator(chunks()), embedder=Axes(),
+                              mmr=MMRConfig(lambda_=0.5, top_k=2))
+    assert [c.id for c in run(pipeline)] == ["c0", "c1"]
+
+
+def test_mmr_without_embeddings_is_a_reranker_error_at_stage_mmr():
+    pipeline = RerankPipeline(reranker=NoopReranker(), hydrator=MemoryHydrator(chunks()), mmr=MMRConfig())
+    with pytest.raises(RerankerError, match="metadata\\['embedding'\\]") as caught:
+        run(pipeline)
+    assert caught.value.stage == caught.value.context["stage"] == "mmr"
+
+
+def test_mmr_does_not_run_over_one_candidate():
+    pipeline = RerankPipeline(reranker=NoopReranker(), hydrator=MemoryHydrator(chunks()), mmr=MMRConfig(),
+                              stage1_top_n=1)
+    assert [c.id for c in run(pipeline)] == ["c0"]  # no embeddings, yet no error: MMR did not run
+
+
+class Failing(Reranker):
+    def __init__(self, where):
+        self.where = where
+
+    async def fast_rerank(self, ctx, query, candidates, top_n):
+        if self.where == "fast":
+            raise RuntimeError("fast broke")
+        return list(candidates)
+
+    def should_early_exit(self, stage1_scores):
+        if self.where == "early_exit":
+            raise RuntimeError("rule broke")
+        return False
+
+    async def precise_rerank(self, ctx, query, chunks, top_n):
+        raise RuntimeError("model broke")
+
+
+@pytest.mark.parametrize("where", ["fast", "early_exit", "precise"])
+def test_a_failing_step_is_a_reranker_error_naming_its_stage(where):
     with pytest.raises(RerankerError) as caught:
-        RerankPipeline(cohere, jina).rerank(QUERY, candidates())
-    assert caught.value.stage == "stage2" and "HTTP 500: model crashed" in str(caught.value)
+        run(RerankPipeline(reranker=Failing(where), hydrator=MemoryHydrator(chunks())))
+    assert caught.value.stage == caught.value.context["stage"] == where
+    assert isinstance(caught.value, RetrievalError)
 
 
-def test_a_stage_that_cannot_rerank_texts_is_a_config_error():
-    with pytest.raises(ConfigError, match="stage2: BM25Retriever cannot rerank texts"):
-        RerankPipeline(stage2={"component": "BM25Retriever"})
+def test_a_failing_hydrator_is_a_reranker_error_at_stage_hydrate():
+    with pytest.raises(RerankerError, match="no chunk with id 'nope'") as caught:
+        run(RerankPipeline(reranker=NoopReranker(), hydrator=MemoryHydrator(chunks())), given=[ChunkRef("nope")])
+    assert caught.value.stage == "hydrate"
 
 
-def test_bad_settings_are_config_errors_naming_the_field():
+def test_a_reranker_must_implement_precise_rerank():
+    class Nothing(Reranker):
+        pass
+
+    with pytest.raises(TypeError, match="precise_rerank"):
+        Nothing()
+
+
+def test_bad_arguments_are_config_errors_naming_them():
+    with pytest.raises(ConfigError, match="reranker"):
+        RerankPipeline(reranker="noop", hydrator=MemoryHydrator(chunks()))
     with pytest.raises(ConfigError, match="stage2_top_n"):
-        RerankPipeline(stage2_top_n=0)
-    with pytest.raises(ConfigError, match="lambda_mult"):
-        RerankPipeline(mmr=MMRConfig(lambda_mult=1.5))
+        RerankPipeline(reranker=NoopReranker(), hydrator=MemoryHydrator(chunks()), stage2_top_n=0)
+    with pytest.raises(ConfigError, match="mmr.lambda_"):
+        MMRConfig(lambda_=1.5)
 
 
-def test_candidates_may_be_given_as_candidate_objects():
-    result = RerankPipeline(top_k=2).rerank(QUERY, [Candidate(id="a", text="x", score=0.1),
-                                                    Candidate(id="b", text="y", score=0.4)])
-    assert [r.id for r in result.results] == ["b", "a"]
+def test_rerank_sync_is_rerank_without_an_event_loop():
+    pipeline = RerankPipeline(reranker=ByLength(), hydrator=MemoryHydrator(chunks()))
+    assert [c.id for c in pipeline.rerank_sync(CTX, QUERY, refs(), top_k=3)] == [c.id for c in run(pipeline, 3)]
 
 
-def test_mmr_picks_among_the_last_stages_candidates_and_the_rest_follow(services):
-    cohere, jina, _, _ = services
-    result = RerankPipeline(cohere, jina, stage2_top_n=3, top_k=5,
-                            mmr=MMRConfig(lambda_mult=0.5, embedding=ONNX)).rerank(QUERY, candidates())
-    first = order(list(range(len(TEXTS))), word_overlap)
-    assert {r.id for r in result.results[:3]} == set(first[:3]) and [r.id for r in result.results[3:]] == first[3:5]
-    assert all(r.mmr_score is not None for r in result.results[:3]) and result.selection["mmr"]["ran"]
+def test_a_hosted_backend_reranks_through_the_pipeline(monkeypatch):
+    monkeypatch.delenv("COHERE_API_KEY", raising=False)
+    with CohereServer() as server:
+        pipeline = RerankPipeline(reranker=CohereReranker(api_key="co-key", api_base=server.url),
+                                  hydrator=MemoryHydrator(chunks()))
+        out = run(pipeline, top_k=3)
+    expected = sorted(range(len(TEXTS)), key=lambda i: (-word_overlap(QUERY, TEXTS[i]), i))[:3]
+    assert [c.id for c in out] == [f"c{i}" for i in expected]
+    assert [c.score for c in out] == pytest.approx([word_overlap(QUERY, TEXTS[i]) for i in expected])
 
 
 def test_the_names_are_exported_from_dashrag():
-    assert (dashrag.RerankPipeline, dashrag.MMRConfig, dashrag.mmr_rerank) == (RerankPipeline, MMRConfig, mmr_rerank)
-    assert MMRConfig().lambda_mult == 0.7
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(-5, 5, allow_nan=False), min_size=1, max_size=12), st.integers(1, 12),
-       st.floats(0, 1), st.integers(0, 2**31 - 1))
-def test_mmr_rerank_is_mmr_select_over_the_cosine_of_the_vectors(relevance, k, lam, seed):
-    vectors = np.random.default_rng(seed).normal(size=(len(relevance), 4))
-    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    assert [p.index for p in mmr_rerank(relevance, vectors, k, lam)] == [
-        p.index for p in mmr_select(np.array(relevance), unit @ unit.T, lam, k)]
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(-5, 5, allow_nan=False), min_size=1, max_size=12), st.integers(1, 12))
-def test_mmr_rerank_with_lambda_1_is_relevance_order_for_unsorted_input(relevance, k):
-    vectors = np.random.default_rng(len(relevance)).normal(size=(len(relevance), 3))
-    expected = sorted(range(len(relevance)), key=lambda i: (-relevance[i], i))[:k]
-    assert [p.index for p in mmr_rerank(relevance, vectors, k, 1.0)] == expected
-
-
-def test_a_result_is_json_ready():
-    result = RerankPipeline(top_k=1).rerank(QUERY, candidates([0.1] * len(TEXTS)))
-    assert json.loads(result.model_dump_json())["results"][0]["id"] == 0
+    assert (dashrag.RerankPipeline, dashrag.MMRConfig) == (RerankPipeline, MMRConfig)
+    assert dashrag.mmr_rerank is dashrag.rerank.mmr_rerank
