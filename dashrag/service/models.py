@@ -130,7 +130,7 @@ class RetrieveResponse(BaseModel):
 
 
 class Health(BaseModel):
-    service: Literal["dashrag"] = "dashrag"
+    service: Literal["rag_service"] = "rag_service"  # the reference's name: its deployments' probes expect it
     status: Literal["ok"] = "ok"
 
 

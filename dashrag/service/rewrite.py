@@ -119,9 +119,9 @@ class ToolCallRewrite:
 class UpstreamRewrite:
     """The reference's upstream endpoint: ``{prompt, system_prompt, temperature, max_tokens, stream}`` → ``text``."""
 
-    def __init__(self, endpoint: str, token_var: str, request: RewriteRequest):
+    def __init__(self, endpoint: str, token_vars: tuple[str, ...], request: RewriteRequest):
         self.endpoint = endpoint
-        self.token_var = token_var
+        self.token_vars = token_vars  # read in order at each request; the first one set is the token
         self.request = request
         self._client = httpx.Client(timeout=request.timeout_sec, follow_redirects=False)
 
@@ -130,7 +130,7 @@ class UpstreamRewrite:
         return f"upstream({hide_url_secrets(self.endpoint)})"
 
     def rewrite_text(self, query: str) -> str:
-        token = os.environ.get(self.token_var)
+        token = next((os.environ[v] for v in self.token_vars if os.environ.get(v)), None)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         body = {"prompt": query, "system_prompt": self.request.system_prompt or PLAIN_SYSTEM_PROMPT,
                 "temperature": self.request.temperature, "max_tokens": self.request.max_tokens, "stream": False}
@@ -188,7 +188,7 @@ def rewriter_from_settings(settings: ServiceSettings) -> QueryRewriter | None:
     if not s.rewrite_enabled:
         return None
     if s.llm_endpoint is not None:
-        return QueryRewriter(UpstreamRewrite(s.llm_endpoint, s.llm_api_token_var, request))
+        return QueryRewriter(UpstreamRewrite(s.llm_endpoint, s.llm_token_vars(), request))
     if s.llm is None and s.llm_model is None:
         return None
     config = s.llm or {"component": "LiteLLMModel", "params": {

@@ -1,7 +1,8 @@
 """Service settings: environment variables with the reference's ``RAG_*`` names, a settings file, flags.
 
-Precedence, lowest first: the defaults below, the reference's unprefixed variables
-(``LLM_ENDPOINT``, ``QDRANT_URL``, ``LOG_LEVEL``, ``LOG_FORMAT``: :data:`REFERENCE_ENV`) and
+Precedence, lowest first: the defaults below, the reference's shared fallbacks and unprefixed variables
+(``LLM_ENDPOINT``, ``LLM_TIMEOUT_SEC``, ``EMBED_URL``, ``EMBEDDING_TIMEOUT_SEC``, ``QDRANT_URL``,
+``LOG_LEVEL``, ``LOG_FORMAT``: :data:`REFERENCE_ENV`) and
 the names used before the reference's (``RAG_LLM_TIMEOUT``, ...), the environment
 (``RAG_PORT``, ``RAG_RETRIEVAL_SCORE_FLOOR``, ...: the field name upper-cased behind
 ``RAG_``), a settings file (JSON or TOML, the same field names), then command-line flags.
@@ -13,7 +14,9 @@ Secrets are never settings: ``llm_api_key_var``, ``llm_api_token_var``,
 ``reranker_api_key_var``, ``qdrant_api_key_var`` and ``auth_token_var`` hold the
 *names* of the environment variables that hold them, read when a request needs them;
 their defaults are the reference's variables (``RAG_LLM_API_TOKEN``, ``QDRANT_API_KEY``),
-so setting those variables works as in the reference.
+so setting those variables works as in the reference; the rewrite's token falls back to the shared
+``LLM_API_TOKEN`` as the reference's does (:meth:`ServiceSettings.llm_token_vars`), and an empty
+``QDRANT_API_KEY`` means no key.
 
 Why not pydantic's ``AliasChoices`` for the old and unprefixed names: an alias is also
 looked up in the environment without the ``RAG_`` prefix and case-insensitively, so
@@ -44,13 +47,22 @@ RENAMED: dict[str, str] = {  # a name used before -> the reference's, in setting
     "reranker_timeout": "reranker_timeout_sec",
     "build_timeout_s": "build_timeout_sec",
 }
-REFERENCE_ENV: dict[str, tuple[str, ...]] = {  # field -> variables read when its RAG_ variable is unset, in order
+FORMER_ENV: dict[str, tuple[str, ...]] = {new: (f"RAG_{old.upper()}",) for old, new in RENAMED.items()}
+SHARED_ENV: dict[str, tuple[str, ...]] = {  # the reference's shared fallbacks of RAG_ names, and unprefixed names
     "llm_endpoint": ("LLM_ENDPOINT",),
+    "llm_timeout_sec": ("LLM_TIMEOUT_SEC",),
+    "embed_url": ("EMBED_URL",),
+    "embedding_timeout_sec": ("EMBEDDING_TIMEOUT_SEC",),
     "qdrant": ("QDRANT_URL",),
     "log_level": ("LOG_LEVEL",),
     "log_format": ("LOG_FORMAT",),
-    **{new: (f"RAG_{old.upper()}",) for old, new in RENAMED.items()},
 }
+REFERENCE_ENV: dict[str, tuple[str, ...]] = {  # field -> variables read when its RAG_ variable is unset, in order:
+    field: FORMER_ENV.get(field, ()) + SHARED_ENV.get(field, ())  # a former RAG_ name before the shared fallback
+    for field in {**FORMER_ENV, **SHARED_ENV}
+}
+#: read for the rewrite's bearer token when the variable ``llm_api_token_var`` names is unset (the reference's fallback)
+SHARED_LLM_TOKEN_VAR = "LLM_API_TOKEN"
 
 
 def canonical_names(values: dict[str, Any], where: str = "settings") -> dict[str, Any]:
@@ -185,6 +197,10 @@ class ServiceSettings(BaseSettings):
     @classmethod
     def _endpoints_are_urls(cls, urls: list[str]) -> list[str]:
         return [parse_allowed_endpoint(url) for url in urls]
+
+    def llm_token_vars(self) -> tuple[str, ...]:
+        """The variables the rewrite's bearer token is read from, the first one set winning."""
+        return (self.llm_api_token_var, SHARED_LLM_TOKEN_VAR)
 
     def budgets(self) -> dict[str, int]:
         return {"simple": self.budget_simple, "medium": self.budget_medium, "complex": self.budget_complex}

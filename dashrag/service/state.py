@@ -79,7 +79,7 @@ def serve_qdrant(settings: ServiceSettings, registry: CollectionRegistry, embedd
     """Register the configured Qdrant's collections beside the trees (a saved tree of the same name wins)."""
     import os
 
-    key = os.environ.get(settings.qdrant_api_key_var) if settings.qdrant_api_key_var else None
+    key = (os.environ.get(settings.qdrant_api_key_var) if settings.qdrant_api_key_var else None) or None  # "": none
     server, collections = qdrant_collections(str(settings.qdrant), embedding, key,
                                              settings.qdrant_collections)
     for collection in collections:

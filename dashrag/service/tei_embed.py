@@ -1,15 +1,14 @@
 """Query embeddings from a Text Embeddings Inference server, as the reference service gets them.
 
-With ``RAG_EMBED_URL`` set, the Qdrant collections' queries are embedded by ``POST
-{url}/embed`` with ``{"inputs": [query]}``, answered ``[[float, ...]]`` (one row per input), each
-request within ``embedding_timeout_sec``, instead of by a local embedding component
-(``qdrant_embedding``). The URL is the operator's (an environment variable or a flag), not a
-client's, so it is outside the trust boundary for configs sent over HTTP (docs/security.md).
-One kept-alive HTTP client, closed at shutdown; a redirect is never followed.
+With ``RAG_EMBED_URL`` set, the Qdrant collections' queries are embedded by ``POST {url}/embed`` with
+``{"inputs": query}`` (one query, a string, as the reference sends it), answered ``[[float, ...]]`` (the first
+row is the query's vector), each request within ``embedding_timeout_sec``, instead of by a local embedding
+component (``qdrant_embedding``). The URL is the operator's (an environment variable or a flag), not a
+client's, so it is outside the trust boundary for configs sent over HTTP (docs/security.md). One kept-alive
+HTTP client, closed at shutdown; a redirect is never followed.
 
-Every failure (unreachable, a status other than 200, an answer that is not one finite row per
-input of one width) is an :class:`~dashrag.errors.EngineError` naming the server, which the
-pipeline answers 503 at the ``search`` step.
+Every failure (unreachable, a status other than 200, an answer that is not a finite row) is an
+:class:`~dashrag.errors.EngineError` naming the server, which the pipeline answers 503 at the ``search`` step.
 """
 
 from __future__ import annotations
@@ -51,8 +50,13 @@ class TeiQueryEmbedder:
         return self._embed(list(texts))
 
     def _embed(self, texts: list[str]) -> np.ndarray:
+        """One request per text, as the reference asks; the rows stacked (each checked, one width)."""
+        rows = [self._embed_one(text) for text in texts]
+        return checked_rows(rows, len(texts), f"{self.component_name} at {self.display}")
+
+    def _embed_one(self, text: str) -> Any:
         try:
-            response = self._client.post(self.url, json={"inputs": texts})
+            response = self._client.post(self.url, json={"inputs": text})
         except httpx.HTTPError as exc:
             raise EngineError(f"{self.component_name} at {self.display}: request failed ({type(exc).__name__})") \
                 from None
@@ -62,7 +66,8 @@ class TeiQueryEmbedder:
             rows = response.json()
         except ValueError:
             rows = None
-        return checked_rows(rows, len(texts), f"{self.component_name} at {self.display}")
+        return checked_rows(rows[:1] if isinstance(rows, list) else rows, 1,
+                            f"{self.component_name} at {self.display}")[0].tolist()
 
     def close(self) -> None:
         self._client.close()

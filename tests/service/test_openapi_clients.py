@@ -106,7 +106,7 @@ def test_a_generated_client_calls_every_operation(client_package, server):
         client=api.AuthenticatedClient(base_url=server.url, token="wrong"))
     assert refused.status_code == 401
 
-    assert call(api, "meta.health", client=client).service == "dashrag"
+    assert call(api, "meta.health", client=client).service == "rag_service"
     components = call(api, "meta.components", client=client)
     assert "BM25Retriever" in {c.name for c in components}
     assert call(api, "meta.schema", "BM25Retriever", client=client).title

@@ -109,8 +109,12 @@ def test_rag_rewrite_enabled_false_turns_the_rewrite_off(trees_dir, monkeypatch)
 
 
 def tei_embedding_of(model):
-    """A TEI ``/embed`` answer made by a real model: ``{"inputs": [...]}`` -> one row per input."""
-    return lambda body: (200, model.embed_queries(body["inputs"]).tolist())
+    """A TEI ``/embed`` answer made by a real model, as TEI answers: one row per input, a string being one input."""
+    def embed(body):
+        inputs = body["inputs"]
+        return 200, model.embed_queries([inputs] if isinstance(inputs, str) else inputs).tolist()
+
+    return embed
 
 
 def test_query_embeddings_come_from_the_tei_embed_server_when_rag_embed_url_is_set(papers, monkeypatch):
@@ -127,7 +131,7 @@ def test_query_embeddings_come_from_the_tei_embed_server_when_rag_embed_url_is_s
     found = [c["source_id"] for c in body["context_chunks"]]
     assert len(found) >= 2 and found == expected[:len(found)]
     assert {r["path"] for r in tei.requests} == {"/embed"}
-    assert {"inputs": [query]} in tei.bodies  # the query, embedded by the server
+    assert {"inputs": query} in tei.bodies  # the query, a string as the reference sends it, embedded by the server
 
 
 def test_embedding_timeout_sec_bounds_each_embed_request_and_a_late_server_is_a_503(papers):
@@ -154,6 +158,53 @@ def test_qdrant_api_key_is_read_directly_from_the_references_variable(refusing_q
         keyed = httpx.post(f"{server.url}/retrieve", json={"query": "x", "collection_name": "papers"}, timeout=60)
     assert "HTTP 401" in without.json()["detail"]  # no key sent
     assert "HTTP 403" in keyed.json()["detail"] and "qdrant-key-from-env" not in keyed.text  # the key was sent
+
+
+def test_an_empty_qdrant_api_key_sends_no_key(refusing_qdrant, monkeypatch):
+    monkeypatch.setenv("QDRANT_URL", refusing_qdrant)
+    monkeypatch.setenv("QDRANT_API_KEY", "")
+    settings = ServiceSettings(qdrant_collections=["papers"], qdrant_embedding={"component": "MiniLMOnnxEmbedding"})
+    with LoopbackServer(create_app(settings)) as server:
+        answer = httpx.post(f"{server.url}/retrieve", json={"query": "x", "collection_name": "papers"}, timeout=60)
+    assert "HTTP 401" in answer.json()["detail"]  # no api-key header at all (an empty one would be a 403)
+
+
+def test_embed_url_and_embedding_timeout_sec_without_the_rag_prefix_are_read(papers, monkeypatch):
+    storage, _, _, model = papers
+    for name in ("RAG_EMBED_URL", "RAG_EMBEDDING_TIMEOUT_SEC"):
+        monkeypatch.delenv(name, raising=False)
+    with JsonEndpointServer(reply=tei_embedding_of(model), delay=2.0) as tei:
+        monkeypatch.setenv("EMBED_URL", tei.url)
+        monkeypatch.setenv("EMBEDDING_TIMEOUT_SEC", "0.3")
+        settings = ServiceSettings(qdrant=str(storage), qdrant_collections=["papers"])
+        with LoopbackServer(create_app(settings)) as server:
+            response = httpx.post(f"{server.url}/retrieve", json={"query": "bm25", "collection_name": "papers"},
+                                  timeout=60)
+    assert response.status_code == 503 and "TEI embedding server" in response.json()["detail"]
+    assert "ReadTimeout" in response.json()["detail"] and tei.requests  # EMBED_URL's server, EMBEDDING_TIMEOUT_SEC
+
+
+def test_llm_api_token_without_the_rag_prefix_is_the_rewrites_bearer_token(trees_dir, monkeypatch):
+    monkeypatch.delenv("RAG_LLM_API_TOKEN", raising=False)
+    monkeypatch.setenv("LLM_API_TOKEN", "tok-shared-456")
+    with JsonEndpointServer(reply=answers(REWRITE)) as llm:
+        monkeypatch.setenv("LLM_ENDPOINT", f"{llm.url}/generate")
+        with LoopbackServer(create_app(ServiceSettings(trees_dir=trees_dir))) as server:
+            retrieve(server)
+        monkeypatch.setenv("RAG_LLM_API_TOKEN", "tok-rag-789")
+        with LoopbackServer(create_app(ServiceSettings(trees_dir=trees_dir))) as server:
+            retrieve(server)
+    assert [lower_keys(r["headers"])["authorization"] for r in llm.requests] == ["Bearer tok-shared-456",
+                                                                              "Bearer tok-rag-789"]
+
+
+def test_llm_timeout_sec_without_the_rag_prefix_bounds_the_rewrite(trees_dir, monkeypatch):
+    monkeypatch.delenv("RAG_LLM_TIMEOUT_SEC", raising=False)
+    monkeypatch.setenv("LLM_TIMEOUT_SEC", "0.3")
+    with JsonEndpointServer(reply=answers(REWRITE), delay=2.0) as llm:
+        with LoopbackServer(create_app(ServiceSettings(trees_dir=trees_dir, llm_endpoint=llm.url))) as server:
+            body = retrieve(server)
+    assert rewrite_step(body)["status"] == "timeout", rewrite_step(body)
 
 
 def test_a_rerank_entry_without_score_counts_as_zero(trees_dir):

@@ -28,7 +28,7 @@ def scifact_queries(n: int) -> list[str]:
 
 def test_the_real_server_answers_retrieve_and_health(loopback_server):
     with httpx.Client(base_url=loopback_server.url) as http:
-        assert http.get("/health").json() == {"service": "dashrag", "status": "ok"}
+        assert http.get("/health").json() == {"service": "rag_service", "status": "ok"}
         answer = http.post("/retrieve", json={"query": QUERY, "collection_name": "kw"})
         empty = http.post("/retrieve", json={"query": " ", "collection_name": "kw"})
     assert answer.status_code == 200 and answer.json()["context_chunks"][0]["source_id"] == "bm25.md"

@@ -104,3 +104,19 @@ def test_an_unknown_log_format_is_an_error_naming_the_setting(monkeypatch):
     monkeypatch.setenv("LOG_FORMAT", "xml")
     with pytest.raises(ConfigError, match="log_format"):
         load_settings()
+
+
+def test_the_references_shared_fallbacks_are_read_when_the_rag_names_are_unset(monkeypatch):
+    for name in ("RAG_LLM_TIMEOUT_SEC", "RAG_LLM_TIMEOUT", "RAG_EMBED_URL", "RAG_EMBEDDING_TIMEOUT_SEC"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LLM_TIMEOUT_SEC", "7")
+    monkeypatch.setenv("EMBED_URL", "http://127.0.0.1:8016")
+    monkeypatch.setenv("EMBEDDING_TIMEOUT_SEC", "4")
+    s = load_settings()
+    assert (s.llm_timeout_sec, s.embed_url, s.embedding_timeout_sec) == (7.0, "http://127.0.0.1:8016", 4.0)
+    assert s.llm_token_vars() == ("RAG_LLM_API_TOKEN", "LLM_API_TOKEN")
+    monkeypatch.setenv("RAG_LLM_TIMEOUT_SEC", "9")
+    monkeypatch.setenv("RAG_LLM_TIMEOUT", "8")  # the former RAG_ name beats the shared fallback, not the RAG_ name
+    assert load_settings().llm_timeout_sec == 9.0
+    monkeypatch.delenv("RAG_LLM_TIMEOUT_SEC")
+    assert load_settings().llm_timeout_sec == 8.0

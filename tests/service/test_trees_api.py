@@ -20,7 +20,7 @@ def wait_for(client, job_id: str, timeout: float = 120) -> dict:
 
 
 def test_health_is_static(client):
-    assert client.get("/health").json() == {"service": "dashrag", "status": "ok"}
+    assert client.get("/health").json() == {"service": "rag_service", "status": "ok"}
 
 
 def test_components_are_the_frontend_meta_of_every_component_plus_its_name(client):

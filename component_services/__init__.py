@@ -1,0 +1,1 @@
+"""Import paths of the reference services, for deployments that name them (docs/service.md)."""
