@@ -13,15 +13,18 @@ and one decision record per clause for that query's trace):
   ``score_mode`` (``resolve_score_mode``): ``dense_cosine`` re-scores every hit by
   the dense node's own similarity to the phrase (cosine for the default metric),
   whatever found it; ``max_normalised`` divides the child's scores by the clause's
-  best (for children without a dense node, e.g. BM25); ``child`` keeps the child's
+  best over the query's scope, even where an AND's filter narrowed the clause (so a
+  filter keeps its partner's scores as the clause alone gives them; for children
+  without a dense node, e.g. BM25); ``child`` keeps the child's
   scores (for children whose scores are already similarities, e.g. TF-IDF cosine).
   Hits scoring below ``min_score`` are dropped. Every clause's scores stay within 0..1,
   as the reference's do (``clause_scores`` clips what a metric or a ``child`` score puts
   outside), so AND's geometric mean, OR's maximum and the selection's ``min_score`` read
   every clause on one scale.
 * **text** ``'text'`` / ``@'Text'``: every chunk in scope containing the phrase
-  (``TextIndex``), scored by BM25 of its words divided by the clause's best (so the best
-  match scores 1.0; the raw BM25 is in the provenance, ``bm25``).
+  (``TextIndex``), scored by BM25 of its words divided by the clause's best over the
+  query's scope (so the best match scores 1.0, and a filter ANDed to the clause leaves
+  its scores as they are; the raw BM25 is in the provenance, ``bm25``).
 * **category** ``NAME=V1,V2``: every chunk of the documents in scope carrying a value
   (``CategoryIndex``), score 1.0, as a lazy filter.
 
@@ -104,8 +107,13 @@ def clause_scores(scores: np.ndarray) -> np.ndarray:
 def max_normalised(scores: np.ndarray) -> np.ndarray:
     """Scores divided by their maximum (so the best is 1.0); all zero when the maximum is not positive."""
     scores = np.asarray(scores, dtype=np.float64)
-    top = scores.max(initial=0.0)
-    return scores / top if top > 0 else np.zeros_like(scores)
+    return divided_by(scores, float(scores.max(initial=0.0)))
+
+
+def divided_by(scores: np.ndarray, best: float) -> np.ndarray:
+    """Scores divided by ``best`` (the clause's best over the query's whole scope); zero when it is not positive."""
+    scores = np.asarray(scores, dtype=np.float64)
+    return scores / best if best > 0 else np.zeros_like(scores)
 
 
 class DocumentMaskRestriction(Restriction):
@@ -153,6 +161,7 @@ class ClauseRunner:
     categories: CategoryIndex
     semantic: SemanticSettings
     restriction_for: Callable[[Scope], Restriction | None]
+    base_scope: Scope  # the query's own scope: a clause's scores are normalised over it, whatever narrows the clause
     child_traces: list[dict] = field(default_factory=list)
     clauses: list[dict[str, Any]] = field(default_factory=list)
 
@@ -169,8 +178,14 @@ class ClauseRunner:
         restriction = self.restriction_for(scope)
         allowed = None if restriction is None else restriction.row_mask(self.chunks)
         rows, scores = self.text_index.search(clause.text, clause.case_sensitive, self.texts, allowed)
+        best = float(scores.max(initial=0.0))
+        if self.narrowed(scope):  # an AND's filter narrowed the clause: its best over the query's scope divides
+            base = self.restriction_for(self.base_scope)
+            base_allowed = None if base is None else base.row_mask(self.chunks)
+            _, everywhere = self.text_index.search(clause.text, clause.case_sensitive, self.texts, base_allowed)
+            best = max(best, float(everywhere.max(initial=0.0)))
         found = [ScoredChunk(self.chunks.chunks[r], float(v), "text", {"bm25": float(s)})
-                 for r, s, v in zip(rows.tolist(), scores.tolist(), max_normalised(scores).tolist())]
+                 for r, s, v in zip(rows.tolist(), scores.tolist(), divided_by(scores, best).tolist())]
         self.clauses.append({"clause": serialise(clause), "kind": "text", "matches": len(found)})
         return found
 
@@ -185,7 +200,8 @@ class ClauseRunner:
         started = time.perf_counter()
         hits, node = retriever.retrieve(clause.phrase, top_k=s.top_k, restriction=restriction)
         self.child_traces.append(node)
-        scores = clause_scores(self.comparable_scores(clause.phrase, hits, native_dense=retriever is self.dense))
+        scores = clause_scores(self.comparable_scores(clause.phrase, hits, native_dense=retriever is self.dense,
+                                                      retriever=retriever, scope=scope))
         kept = [ScoredChunk(h.chunk, v, "semantic", {**h.provenance, "child_score": h.score})
                 for h, v in zip(hits, scores.tolist()) if v >= s.min_score]
         self.clauses.append({
@@ -196,13 +212,22 @@ class ClauseRunner:
         })
         return kept
 
-    def comparable_scores(self, phrase: str, hits: Sequence[ScoredChunk], native_dense: bool) -> np.ndarray:
+    def narrowed(self, scope: Scope) -> bool:
+        """Whether ``scope`` is smaller than the query's own (an AND's filter operand narrowed it)."""
+        return len(scope.document_ids) < len(self.base_scope.document_ids)
+
+    def comparable_scores(self, phrase: str, hits: Sequence[ScoredChunk], native_dense: bool,
+                          retriever: Retriever | DenseNode, scope: Scope) -> np.ndarray:
         raw = np.fromiter((h.score for h in hits), dtype=np.float64, count=len(hits))
         mode = self.semantic.score_mode
         if not hits or mode == "child" or (mode == "dense_cosine" and native_dense):
             return raw
         if mode == "max_normalised":
-            return max_normalised(raw)
+            best = float(raw.max(initial=0.0))
+            if self.narrowed(scope):  # the clause's best over the query's scope, as the clause alone divides by
+                top, _ = retriever.retrieve(phrase, top_k=1, restriction=self.restriction_for(self.base_scope))
+                best = max([best, *(h.score for h in top)])
+            return divided_by(raw, best)
         assert self.dense is not None  # resolve_score_mode guarantees it
         rows = self.chunks.rows_of([h.id for h in hits])
         return np.asarray(self.dense.score_vectors(self.dense.embed_queries([phrase]))[0][rows], dtype=np.float64)

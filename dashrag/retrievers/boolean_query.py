@@ -274,6 +274,7 @@ class BooleanQueryRetriever(SingleChildRetriever[BooleanQueryParams]):
         tree = parse(query)
         validate_categories(tree, self._categories.names)
         timings["parse_ms"] = _ms(started)
+        scope = self._scope(ask.restriction)
         runner = ClauseRunner(
             chunks=self.require_infra().chunks,
             texts=self._texts,
@@ -283,8 +284,8 @@ class BooleanQueryRetriever(SingleChildRetriever[BooleanQueryParams]):
             categories=self._categories,
             semantic=SemanticSettings(p.semantic_top_k, p.max_words_for_hybrid, p.min_semantic_score, self._score_mode),
             restriction_for=self._restriction_for,
+            base_scope=scope,
         )
-        scope = self._scope(ask.restriction)
         reranker = reranker_function(self.reranker) if self.reranker is not None else None
         branch = self._branch_reranker(reranker) if p.automatically_rerank and reranker is not None else None
         started = time.perf_counter()

@@ -158,3 +158,31 @@ def test_clause_scores_stay_within_0_and_1_for_semantic_clauses_of_any_score_mod
         '"term frequency saturation"')
     assert fragments and all(0.0 <= f.score <= 1.0 for f in fragments)
     assert max(f.provenance["child_score"] for f in fragments) > 1.0  # the child's BM25 would have left 0..1
+
+
+def asylum_chunks() -> list[Chunk]:
+    """Hearing records of two countries; the best match of the phrase is an Iranian record, so the Afghan ones
+    score below 1.0 on their own."""
+    texts = [("IR", "asylum seeker hearing asylum seeker hearing transcript of the asylum seeker"),
+             ("AF", "the hearing of the asylum seeker was adjourned"),
+             ("AF", "an asylum seeker from Herat described the journey"),
+             ("AF", "weather records of the province"),
+             ("IR", "a seeker of work in the city"),
+             ("SY", "the hearing was held in the morning")]
+    return [Chunk(i, f"doc{i}", 0, text, 0, len(text), {"COUNTRY_OF_ORIGIN": (country,)})
+            for i, (country, text) in enumerate(texts)]
+
+
+@pytest.mark.parametrize("clause", ['"asylum seeker hearing"', "'asylum seeker'"])
+def test_an_and_with_a_pure_filter_keeps_the_other_branchs_scores_as_they_are(clause, tmp_path):
+    tree = build_component({"component": "BooleanQueryRetriever", "params": {
+        "children": [{"component": "BM25Retriever", "params": {"top_k": 20}}], "return_documents": False,
+        "min_semantic_score": 0.0, "min_document_score": 0.0}}, "retriever")
+    tree.inject_infra(tmp_path, asylum_chunks(), None)
+    tree.init_model()
+    alone = {f.id: f.score for f in tree.retrieve(clause)[0]}
+    filtered = {f.id: f.score for f in tree.retrieve(f"{clause} AND COUNTRY_OF_ORIGIN=AF")[0]}
+    afghan = {i for i, c in enumerate(asylum_chunks()) if c.metadata["COUNTRY_OF_ORIGIN"] == ("AF",)}
+    assert set(filtered) <= afghan and len(filtered) >= 2
+    assert filtered == pytest.approx({i: alone[i] for i in filtered})
+    assert max(filtered.values()) < 1.0  # the clause's best is the Iranian record's, not the filter's survivors'
