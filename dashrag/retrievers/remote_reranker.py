@@ -163,6 +163,14 @@ class RemoteReranker(CompositeRetriever[RP], Generic[RP]):
         """One score per text, in text order, from the server's parsed JSON answer."""
         raise NotImplementedError
 
+    def texts_per_request(self) -> int:
+        """How many texts one request carries (``batch_size``; a protocol scoring one text per call says 1)."""
+        return self.params.batch_size
+
+    def requests_in_flight(self) -> int:
+        """How many requests may be in flight at once (``max_workers``)."""
+        return self.params.max_workers
+
     # -- scoring texts ----------------------------------------------------------
     def rerank_texts(self, query: str, texts: Sequence[str]) -> list[float]:
         """The server's score of each text for ``query``, in text order (higher is better)."""
@@ -175,11 +183,11 @@ class RemoteReranker(CompositeRetriever[RP], Generic[RP]):
         """:meth:`rerank_texts` with the key given (the rag-reranker backends' ``api_key=``, held in memory by
         the caller) rather than read from the credential's variable."""
         texts = list(texts)
-        batches = plan_batches(len(texts), self.params.batch_size)
+        batches = plan_batches(len(texts), self.texts_per_request())
         if not batches:
             return []
         calls = [(number, query, texts[start:end], key) for number, (start, end) in enumerate(batches, 1)]
-        workers = min(self.params.max_workers, len(calls))
+        workers = min(self.requests_in_flight(), len(calls))
         if workers == 1:
             parts = [self._score_batch(*call) for call in calls]
         else:
@@ -248,7 +256,7 @@ class RemoteReranker(CompositeRetriever[RP], Generic[RP]):
                 "summary": f"{self.component_name} kept {len(chosen)} of {len(candidates)} candidates",
                 "candidates": len(candidates),
                 "url": self.url,
-                "batches": len(plan_batches(len(candidates), self.params.batch_size)),
+                "batches": len(plan_batches(len(candidates), self.texts_per_request())),
             }
             results.append((chosen, [child_trace], selection))
         return results

@@ -61,3 +61,24 @@ class JinaServer(HostedServiceServer):
 
 SERVERS = {"CohereReranker": CohereServer, "JinaReranker": JinaServer}
 KEY_VARS = {"CohereReranker": "COHERE_API_KEY", "JinaReranker": "JINA_API_KEY"}
+
+
+@dataclass
+class ScoreServer(RerankServer):
+    """The ``/score`` API the fragment service's reranker calls (vLLM's Score API): one text per request,
+    ``{model?, text_1: query, text_2: text}`` → ``{"object": "list", "data": [{"index": 0, "object": "score",
+    "score": s}]}``."""
+
+    PATH = "/score"
+
+    @property
+    def queries(self) -> list[str]:
+        return [r["body"]["text_1"] for r in self.requests]
+
+    @property
+    def texts(self) -> list[str]:
+        return [r["body"]["text_2"] for r in self.requests]
+
+    def ranking(self, body: dict) -> dict:
+        score = self.score(body["text_1"], body["text_2"])
+        return {"id": "score-1", "object": "list", "data": [{"index": 0, "object": "score", "score": score}]}

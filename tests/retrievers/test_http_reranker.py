@@ -252,3 +252,54 @@ def test_no_texts_send_no_request():
     with RerankServer() as server:
         assert reranker(server.url).rerank_texts("q", []) == []
     assert server.requests == []
+
+
+# -- protocol "score": the fragment service's per-fragment /score calls --------------------------------------------
+
+MANY = [f"fragment {i} on rank fusion" if i % 4 == 0 else f"fragment {i} on chunking" for i in range(25)]
+
+
+def test_the_score_protocol_sends_one_request_per_text_and_returns_its_scores_in_text_order():
+    from tests.retrievers.rerank_server import word_overlap
+
+    from .rerank_services import ScoreServer
+
+    with ScoreServer() as server:
+        scores = reranker(server.url, protocol="score", model="bge-m3").rerank_texts("rank fusion", MANY)
+    assert scores == [word_overlap("rank fusion", t) for t in MANY]
+    assert len(server.requests) == len(MANY) and {r["path"] for r in server.requests} == {"/score"}
+    assert sorted(server.texts) == sorted(MANY)
+    assert server.requests[0]["body"].keys() == {"model", "text_1", "text_2"}
+    assert {r["body"]["model"] for r in server.requests} == {"bge-m3"}
+
+
+def test_the_score_protocol_keeps_at_most_max_parallelism_requests_in_flight_10_by_default():
+    from .rerank_services import ScoreServer
+
+    with ScoreServer(delay=0.1) as server:
+        reranker(server.url, protocol="score").rerank_texts("rank fusion", MANY)
+    with ScoreServer(delay=0.1) as narrow:
+        reranker(narrow.url, protocol="score", max_parallelism=3).rerank_texts("rank fusion", MANY)
+    assert (server.max_in_flight, narrow.max_in_flight) == (10, 3)
+    assert "model" not in server.requests[0]["body"]  # no model named: none sent
+
+
+def test_the_score_protocol_reranks_a_childs_candidates(tmp_path):
+    from .rerank_services import ScoreServer
+
+    with ScoreServer(score=shortest_first) as server:
+        tree = dashrag.build({"component": "HttpReranker", "params": {
+            "api_base": server.url, "protocol": "score", "top_k": 3, "fetch_k": 8,
+            "children": [{"component": "BM25Retriever", "params": {"top_k": 8}}]}}, EXAMPLE_CORPUS, tmp_path / "t")
+        chunks, trace = tree.retrieve("rank fusion")
+    assert len(server.requests) == trace["selection"]["batches"] == trace["selection"]["candidates"]
+    assert [c.score for c in chunks] == sorted((1.0 / len(t) for t in server.texts), reverse=True)[:3]
+
+
+def test_a_malformed_score_answer_is_an_error_naming_the_problem():
+    from .rerank_services import ScoreServer
+
+    with ScoreServer() as server:
+        server.answer = lambda body, headers: (200, json.dumps({"score": 0.5}).encode())
+        with pytest.raises(RerankerAnswerError, match="expected a JSON object with 'data'"):
+            reranker(server.url, protocol="score").rerank_texts("q", ["a"])
