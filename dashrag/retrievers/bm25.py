@@ -64,7 +64,8 @@ class BM25Params(ComponentParams):
     variant: Literal["okapi", "bm25l", "bm25plus", "lucene", "dashai"] = Field(
         "okapi", description="BM25 flavour: Okapi (Robertson), BM25L, BM25+, Lucene's, or DashAI's (Lucene's idf "
                              "plus delta). A config naming a DashAI distance and no variant gets DashAI's.")
-    k1: float = Field(1.5, gt=0, description="Term-frequency saturation: higher lets repeated terms count longer.")
+    k1: float = Field(1.5, ge=0, description=(
+        "Term-frequency saturation: higher lets repeated terms count longer; 0: a term counts once, however often."))
     b: float = Field(0.75, ge=0, le=1, description="Length normalisation: 0 ignores chunk length, 1 normalises fully.")
     delta: float = Field(0.0, ge=0, description=(
         "BM25L and BM25+: lower bound added to a term's weight; DashAI's variant: added to every idf."))

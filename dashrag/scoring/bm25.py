@@ -68,8 +68,8 @@ class BM25Parameters:
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise ConfigError(f"variant: {self.variant!r} is not one of {', '.join(VARIANTS)}")
-        if not self.k1 > 0:
-            raise ConfigError(f"k1: must be > 0, got {self.k1}")
+        if not self.k1 >= 0:  # 0: binary tf (every variant's tf part is 1, or tf for BM25L, where tf > 0)
+            raise ConfigError(f"k1: must be >= 0, got {self.k1}")
         if not 0 <= self.b <= 1:
             raise ConfigError(f"b: must be between 0 and 1, got {self.b}")
         if self.delta < 0:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams, Rule, compatibility_field, less_or_equal
@@ -83,6 +83,15 @@ class BagOfWordsParams(ComponentParams):
     drop_source_columns: bool = compatibility_field(False, description=(
         "Accepted so DashAI configs load; DashAI drops a dataset's text columns after converting them, "
         "dashrag has no columns, so the value changes nothing."))
+
+    @field_validator("min_df", "max_df")
+    @classmethod
+    def _fraction_or_count(cls, value: float) -> float:
+        """Above 1 a bound is a count of documents, so a whole number: 1.5 is neither a fraction nor a count
+        (DashAI refuses anything above 1.0; scikit-learn reads a whole number as a count, which dashrag keeps)."""
+        if value > 1 and value != int(value):
+            raise ValueError(f"{value} is neither a fraction of the documents (at most 1.0) nor a whole count of them")
+        return value
 
     RULES = (less_or_equal("ngram_min", "ngram_max"), Rule(
         "le", ("min_df", "max_df"), "min_df must not exceed max_df when both are fractions", _fractions_in_order))
