@@ -4,15 +4,12 @@ settings read from the environment, as a deployment naming that path starts it."
 from __future__ import annotations
 
 import os
-import queue
-import re
-import signal
-import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import httpx
+
+from tests.service.test_server import announced_server
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -21,25 +18,9 @@ def test_uvicorn_on_the_references_module_path_serves_health_with_settings_from_
     env = {**os.environ, "RAG_AUTH_TOKEN_VAR": "TEST_SERVICE_TOKEN", "TEST_SERVICE_TOKEN": "s3cret"}
     command = [sys.executable, "-m", "uvicorn", "component_services.rag_service.main:app", "--host", "127.0.0.1",
                "--port", "0"]
-    process = subprocess.Popen(command, env=env, cwd=REPO, stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
-
-    def read_stderr() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.put(line)
-
-    threading.Thread(target=read_stderr, daemon=True).start()
-    try:
-        url = None
-        while url is None:
-            match = re.search(r"running on (http://127\.0\.0\.1:\d+)", lines.get(timeout=120))
-            url = match.group(1) if match else None
+    with announced_server(command, env, cwd=REPO) as (url, _):
         health = httpx.get(f"{url}/health")
         refused = httpx.get(f"{url}/components")  # RAG_AUTH_TOKEN_VAR from the environment: a token is needed
         allowed = httpx.get(f"{url}/components", headers={"Authorization": "Bearer s3cret"})
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=20)
     assert health.json() == {"service": "rag_service", "status": "ok"}
     assert (refused.status_code, allowed.status_code) == (401, 200)

@@ -60,7 +60,15 @@ def dashrag_serve(trees_dir, **env_vars: str) -> Iterator[tuple[str, list[str]]]
     level = {} if "LOG_LEVEL" in env_vars else {"RAG_LOG_LEVEL": "INFO"}
     env = {**os.environ, "RAG_PORT": "0", **level, **env_vars}
     command = [sys.executable, "-m", "dashrag.cli.main", "serve", "--trees", str(trees_dir)]
-    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    with announced_server(command, env) as started:
+        yield started
+
+
+@contextmanager
+def announced_server(command: list[str], env: dict[str, str], cwd=None) -> Iterator[tuple[str, list[str]]]:
+    """A server process that logs "running on <url>" on stderr: its URL and its log lines up to that one;
+    stopped with SIGINT (a user's Ctrl-C) on the way out."""
+    process = subprocess.Popen(command, env=env, cwd=cwd, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
 
     def read_stderr() -> None:
