@@ -118,6 +118,7 @@ def test_the_wheel_holds_every_preset_and_the_page(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f"dashrag/preset_trees/{name}.json" for name in preset_names()} <= names
     assert {"dashrag/web/static/index.html", "dashrag/web/static/app.js", "dashrag/core/translations.json"} <= names
+    assert "component_services/rag_service/main.py" in names  # uvicorn component_services.rag_service.main:app
 
 
 def test_components_in_the_checkout_is_the_packaged_presets_folder():
