@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 import zipfile
 from importlib.metadata import distribution
@@ -215,6 +216,21 @@ def test_a_dense_index_missing_onnxruntime_names_the_extra_not_a_traceback(venv_
     error = run_failing(venv_minilm_only, "index", "semantic", "--corpus", str(corpus), "--out", "trees/s",
                         cwd=tmp_path)
     assert "pip install 'dashrag[dense]'" in error and "onnxruntime" in error
+    with serving(tmp_path / "trees", data_root=tmp_path, env=clean_env(),
+                 dashrag=[str(venv_minilm_only / "bin" / "dashrag")], cwd=tmp_path) as url:  # the page's build
+        semantic = json.loads((PRESETS_DIR / "semantic.json").read_text())
+        job = httpx.post(f"{url}/trees", json={"name": "s", "config": semantic, "corpus_path": "corpus"})
+        assert job.status_code == 202
+        status = wait_for(url, job.json()["job_id"])
+    assert status["status"] == "failed" and "pip install 'dashrag[dense]'" in status["error"], status
+
+
+def wait_for(url: str, job_id: str) -> dict:
+    deadline = time.monotonic() + 240
+    while (status := httpx.get(f"{url}/jobs/{job_id}").json())["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, status
+        time.sleep(0.5)
+    return status
 
 
 def test_the_wheel_declares_its_license_as_an_spdx_expression_with_its_text(wheel):
