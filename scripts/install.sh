@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv in the repo root and installs dashrag with its test extras.
-# torch is pinned to the CPU build (2.13.0): an unpinned torch pulls a multi-GB CUDA build.
+# torch is pinned (2.13.0, the version the ONNX query encoder's export is tested with). From PyPI on Linux the
+# pin is the CUDA build; for the CPU build install torch first from PyTorch's CPU index (docs/packaging.md).
 # Re-running is cheap: the install is skipped while pyproject.toml is unchanged.
 set -euo pipefail
 cd "$(dirname "$0")/.."

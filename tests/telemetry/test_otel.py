@@ -57,6 +57,10 @@ def assert_fused_tree(spans: dict[str, dict[str, Any]], parent_id: str | None) -
     assert root["attributes"]["openinference.span.kind"] == "CHAIN"
     assert bm25["attributes"]["openinference.span.kind"] == "RETRIEVER"
     assert bm25["attributes"]["input.value"] == QUERY
+    fused = json.loads(root["attributes"]["output.value"])  # the fusion's final ranking, by ids and scores
+    assert fused[0]["document_id"] == root["attributes"]["retrieval.documents.0.document.id"] == "bm25.md"
+    assert len(fused) == root["attributes"]["dashrag.results"] and isinstance(fused[0]["score"], float)
+    assert json.loads(bm25["attributes"]["output.value"])[0]["document_id"] == "bm25.md"
     assert bm25["attributes"]["dashrag.top_k"] == 5 and bm25["attributes"]["dashrag.results"] >= 1
     assert bm25["attributes"]["retrieval.documents.0.document.id"] == "bm25.md"
     assert json.loads(bm25["attributes"]["dashrag.params"])["k1"] == 1.5
@@ -86,19 +90,75 @@ def test_a_cli_batch_exports_each_query(receiver, fused_trees, tmp_path):
     assert sorted(r["attributes"]["input.value"] for r in roots) == sorted([QUERY, "word pieces and tokenization"])
 
 
+CALLER_TRACE, CALLER_SPAN = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+TRACEPARENT = {"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"}  # W3C Trace Context, as a caller sends it
+
+
 def test_a_service_request_is_the_parent_of_its_steps_and_the_tree(receiver, fused_trees):
     with serving(fused_trees, env=otel_env(receiver)) as url:
-        answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "fused"})
+        answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "fused"}, headers=TRACEPARENT)
         assert answer.status_code == 200
         spans = receiver.wait_for(3 + 1 + 7)
     named = by_name(spans)
     assert "POST /retrieve" in named, [s["name"] for s in spans]
     request = named["POST /retrieve"]
+    assert request["trace_id"] == CALLER_TRACE and request["parent_id"] == CALLER_SPAN  # joined the caller's trace
+    assert request["attributes"]["input.value"] == QUERY and request["attributes"]["dashrag.collection"] == "fused"
+    ranking = json.loads(request["attributes"]["output.value"])
+    assert [hit["chunk_id"] for hit in ranking] == [c["chunk_id"] for c in answer.json()["context_chunks"]][:10]
+    assert request["attributes"]["dashrag.results"] == len(answer.json()["context_chunks"])
     steps = [s for s in spans if s["parent_id"] == request["span_id"]]
     assert [s["name"] for s in sorted(steps, key=lambda s: s["start"])] == [
         "rewrite", "complexity", "search", "retrieval_floor", "rerank", "confidence", "assemble"]
     assert_fused_tree(named, parent_id=named["search"]["span_id"])
-    assert len({s["trace_id"] for s in spans}) == 1
+    assert {s["trace_id"] for s in spans} == {CALLER_TRACE}
+
+
+def test_the_openinference_switches_hide_the_query_and_the_ranking(receiver, fused_trees):
+    hidden = {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"}
+    with serving(fused_trees, env={**otel_env(receiver), **hidden}) as url:
+        answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "fused"})
+        assert answer.status_code == 200
+        spans = receiver.wait_for(3 + 1 + 7)
+    named = by_name(spans)
+    for span in (named["POST /retrieve"], named["ParallelRetriever"], named["BM25Retriever"]):
+        assert span["attributes"]["input.value"] == span["attributes"]["output.value"] == "__REDACTED__"
+    assert named["BM25Retriever"]["attributes"]["retrieval.documents.0.document.metadata"] == "__REDACTED__"
+    values = json.dumps([s["attributes"] for s in spans])
+    assert "saturate" not in values and "chunk_id" not in values  # nor the query, nor a ranking, anywhere
+
+
+def test_no_span_carries_document_text_or_metadata(receiver, fused_trees):
+    with serving(fused_trees, env=otel_env(receiver)) as url:
+        answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "fused"}).json()
+        spans = receiver.wait_for(3 + 1 + 7)
+    values = json.dumps([s["attributes"] for s in spans])
+    top = answer["context_chunks"][0]
+    assert len(top["text"]) > 40 and top["text"][:40] not in values
+    assert "metadata" not in json.loads(by_name(spans)["POST /retrieve"]["attributes"]["output.value"])[0]
+
+
+def test_an_mcp_call_over_http_joins_the_callers_trace(receiver, fused_trees):
+    with serving(fused_trees, env=otel_env(receiver)) as url:
+        answers = anyio.run(over_http_fused, url)
+        spans = receiver.wait_for(3)
+    assert answers["results"][0]["document_id"] == "bm25.md"
+    named = by_name(spans)
+    assert_fused_tree(named, parent_id=CALLER_SPAN)
+    assert named["ParallelRetriever"]["trace_id"] == CALLER_TRACE
+
+
+async def over_http_fused(url: str) -> dict[str, Any]:
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers=TRACEPARENT, timeout=60) as client, \
+            streamable_http_client(f"{url}/mcp", http_client=client) as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("retrieve", {"query": QUERY, "tree": "fused", "top_k": 3})
+        return result.structured_content
 
 
 def test_an_mcp_query_exports_the_tree(receiver, fused_trees, monkeypatch):

@@ -22,7 +22,7 @@ from dashrag.documents.model import SourceDocument, json_metadata
 from dashrag.errors import ConfigError, DashragError
 from dashrag.service.jobs import NameTaken
 from dashrag.service.json_body import StrictJSONRoute
-from dashrag.service.models import AddDocumentsRequest, DocumentsPage, JobAccepted
+from dashrag.service.models import AddDocumentsRequest, DocumentChanges, DocumentsPage, JobAccepted
 from dashrag.service.pipeline import StepFailure
 from dashrag.service.routes import errors, invalid
 from dashrag.service.routes.trees import _tree, _upload_name, uploaded_corpus_path
@@ -146,7 +146,8 @@ def list_documents(name: str, request: Request, offset: int = Query(0, ge=0, des
         raise StepFailure("load", f"tree {name!r}: {exc}") from None
 
 
-@router.delete("/trees/{name}/documents/{document_id:path}", responses=errors(401, 404, 503))
+@router.delete("/trees/{name}/documents/{document_id:path}", response_model=DocumentChanges,
+               responses=errors(401, 404, 503))
 def remove_document(name: str, document_id: str, request: Request) -> dict[str, int]:
     """Remove one document from a saved tree now; the counts of what changed (404: no such tree or document)."""
     service = service_of(request)

@@ -11,7 +11,7 @@ from dashrag.core.schema import component_schema
 from dashrag.errors import UnknownComponentError
 from dashrag.filters import filter_schema
 from dashrag.service.json_body import StrictJSONRoute
-from dashrag.service.models import ComponentMeta, ComponentSchema, Health
+from dashrag.service.models import ComponentMeta, ComponentSchema, FilterSchema, Health
 from dashrag.service.routes import errors
 from dashrag.service.state import service_of
 
@@ -32,7 +32,7 @@ def components(request: Request) -> list[dict[str, Any]]:
     return service_of(request).components
 
 
-@router.get("/schemas/filter", response_model=dict[str, Any], responses=errors(401, 503))
+@router.get("/schemas/filter", response_model=FilterSchema, responses=errors(401, 503))
 def filter_schema_route() -> dict[str, Any]:
     """The metadata filter language's JSON Schema (as schemas/filter.schema.json)."""
     return filter_schema()

@@ -35,9 +35,15 @@ def retrieve(body: RetrieveRequest, request: Request) -> Response:
     """Fetch and rank grounding chunks from ``collection_name`` (and ``user_collection_name``); an empty
     context is a 200 with ``low_confidence: true``."""
     if telemetry.active():  # the request as the parent span of the pipeline's steps (docs/otel.md)
-        with telemetry.request_span("POST /retrieve") as steps:
+        with telemetry.request_span("POST /retrieve", request.headers, body.query, {
+                "dashrag.collection": body.collection_name, "dashrag.top_k": body.limit,
+                **({"dashrag.user_collection": body.user_collection_name} if body.user_collection_name else {}),
+                "dashrag.filtered": body.filters is not None}) as span:
             result = service_of(request).pipeline.run(body)
-            steps(result.step_ms)
+            answer = result.response
+            span.answered(result.step_ms, [chunk.model_dump(exclude={"text", "metadata"})
+                                           for chunk in answer.context_chunks],
+                          {"dashrag.low_confidence": answer.low_confidence, "dashrag.reranker": answer.reranker})
     else:
         result = service_of(request).pipeline.run(body)
     return Response(result.response.model_dump_json(), media_type="application/json",
