@@ -14,13 +14,16 @@ password hidden; a URL whose driver is not installed is one too, naming the driv
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from sqlalchemy import create_engine, func, insert, inspect, select
+from sqlalchemy import create_engine, delete, func, insert, inspect, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import text
 
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.model import Chunk, SourceDocument, normalise_categories
@@ -90,18 +93,40 @@ class Store:
     def write_corpus(self, documents: Sequence[SourceDocument], chunks: Iterable[Chunk], fingerprint: str) -> None:
         if not self.is_empty():
             raise PersistenceError(f"the store {self.display_url} already holds a corpus")
-        documents_rows = [{"id": d.id, "ordinal": i, "title": d.title, "text": d.text,
-                           "categories": {k: list(v) for k, v in normalise_categories(d.metadata).items()},
-                           "metadata_": dict(d.metadata), "source": d.source}
-                          for i, d in enumerate(documents)]
-        chunk_rows = [{"id": c.id, "document_id": c.document_id, "position": c.position, "text": c.text,
-                       "start": c.start, "end": c.end} for c in chunks]
+        with self._writing() as session:  # one transaction, bulk inserts
+            session.execute(insert(DocumentRow), _document_rows(documents, 0))
+            session.execute(insert(ChunkRow), _chunk_rows(chunks))
+            session.add(StoreInfo(key="fingerprint", value=fingerprint))
+
+    def apply_change(self, gone: Sequence[str], documents: Sequence[SourceDocument], chunks: Sequence[Chunk],
+                     fingerprint: str) -> None:
+        """The corpus changed in place, in one transaction: the documents ``gone`` (and their chunks) deleted,
+        ``documents`` (with their ``chunks``) appended after every stored document, the fingerprint (and the
+        retriever records' corpus) the new corpus's. Costs the change, not the corpus (docs/updating.md)."""
+        with self._writing() as session:
+            if not self.has_metadata_column():  # a store written before metadata: its categories were all of it
+                session.execute(text("ALTER TABLE documents ADD COLUMN metadata JSON"))
+                session.execute(text("UPDATE documents SET metadata = categories"))
+            for start in range(0, len(gone), _IN_LIST):
+                batch = list(gone[start:start + _IN_LIST])
+                session.execute(delete(ChunkRow).where(ChunkRow.document_id.in_(batch)))
+                session.execute(delete(DocumentRow).where(DocumentRow.id.in_(batch)))
+            after = session.scalar(select(func.max(DocumentRow.ordinal)))
+            if documents:
+                session.execute(insert(DocumentRow), _document_rows(documents, 0 if after is None else after + 1))
+            if chunks:
+                session.execute(insert(ChunkRow), _chunk_rows(chunks))
+            session.execute(update(StoreInfo).where(StoreInfo.key == "fingerprint").values(value=fingerprint))
+            session.execute(update(RetrieverRecord).values(corpus_fingerprint=fingerprint))
+
+    @contextmanager
+    def _writing(self) -> Iterator[Session]:
+        """One transaction; a database error (a full disk, a read-only file: the user's to fix) becomes a
+        PersistenceError naming the store, and nothing of the transaction stays."""
         try:
-            with Session(self.engine) as session, session.begin():  # one transaction, bulk inserts
-                session.execute(insert(DocumentRow), documents_rows)
-                session.execute(insert(ChunkRow), chunk_rows)
-                session.add(StoreInfo(key="fingerprint", value=fingerprint))
-        except SQLAlchemyError as exc:  # "database or disk is full", a read-only file: the user's to fix
+            with Session(self.engine) as session, session.begin():
+                yield session
+        except SQLAlchemyError as exc:
             reason = getattr(exc, "orig", None) or exc
             first_line = str(reason).splitlines()[0] if str(reason) else type(reason).__name__
             raise PersistenceError(f"the store {self.display_url} cannot be written: {excerpt(first_line, 160)}") \
@@ -125,11 +150,25 @@ class Store:
         return DocumentRow.metadata_ if self.has_metadata_column() else DocumentRow.categories
 
     def read_documents(self) -> list[SourceDocument]:
-        with Session(self.engine) as session:
-            rows = session.execute(select(DocumentRow.id, DocumentRow.title, DocumentRow.text, self._metadata_column(),
-                                          DocumentRow.source).order_by(DocumentRow.ordinal)).all()
-            return [SourceDocument(id=r[0], title=r[1], text=r[2], metadata=dict(r[3] or {}), source=r[4])
-                    for r in rows]
+        return self._documents(select(DocumentRow.id, DocumentRow.title, DocumentRow.text, self._metadata_column(),
+                                      DocumentRow.source).order_by(DocumentRow.ordinal))
+
+    def documents_with_ids(self, ids: Sequence[str]) -> dict[str, SourceDocument]:
+        """The stored documents among ``ids``, by id (an update reads what it names, not the corpus)."""
+        found: list[SourceDocument] = []
+        for start in range(0, len(ids), _IN_LIST):
+            found += self._documents(select(DocumentRow.id, DocumentRow.title, DocumentRow.text,
+                                            self._metadata_column(), DocumentRow.source)
+                                     .where(DocumentRow.id.in_(list(ids[start:start + _IN_LIST]))))
+        return {d.id: d for d in found}
+
+    def _documents(self, query: Any) -> list[SourceDocument]:
+        try:
+            with Session(self.engine) as session:
+                rows = session.execute(query).all()
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from None
+        return [SourceDocument(id=r[0], title=r[1], text=r[2], metadata=dict(r[3] or {}), source=r[4]) for r in rows]
 
     def document_page(self, offset: int, limit: int) -> tuple[int, list[SourceDocument]]:
         """How many documents the store holds, and ``limit`` of them from ``offset`` in corpus order, without
@@ -177,6 +216,21 @@ class Store:
             return list(session.scalars(select(RetrieverRecord).order_by(RetrieverRecord.id)).all())
 
 
+_IN_LIST = 500  # ids per DELETE ... IN (...): under SQLite's bound-parameter limit
+
+
+def _document_rows(documents: Sequence[SourceDocument], first_ordinal: int) -> list[dict[str, Any]]:
+    return [{"id": d.id, "ordinal": first_ordinal + i, "title": d.title, "text": d.text,
+             "categories": {k: list(v) for k, v in normalise_categories(d.metadata).items()},
+             "metadata_": dict(d.metadata), "source": d.source}
+            for i, d in enumerate(documents)]
+
+
+def _chunk_rows(chunks: Iterable[Chunk]) -> list[dict[str, Any]]:
+    return [{"id": c.id, "document_id": c.document_id, "position": c.position, "text": c.text,
+             "start": c.start, "end": c.end} for c in chunks]
+
+
 def write_temporary_store(folder: Path, documents: Sequence[SourceDocument], chunks: Iterable[Chunk],
                           fingerprint: str, records_from: str | None = None) -> Path:
     """A new SQLite store of this corpus (and the retriever records of the store at ``records_from``) in a
@@ -199,10 +253,15 @@ def write_temporary_store(folder: Path, documents: Sequence[SourceDocument], chu
         finally:
             store.close()
     except BaseException:
-        for leftover in (tmp, f"{tmp}-journal", f"{tmp}-wal", f"{tmp}-shm"):
-            Path(leftover).unlink(missing_ok=True)
+        _remove_sqlite_files(tmp)
         raise
     return Path(tmp)
+
+
+def _remove_sqlite_files(path: str) -> None:
+    """A temporary SQLite file and its journals, after a write failed or was interrupted."""
+    for leftover in (path, f"{path}-journal", f"{path}-wal", f"{path}-shm"):
+        Path(leftover).unlink(missing_ok=True)
 
 
 def write_store_file(target: Path, documents: Sequence[SourceDocument], chunks: Iterable[Chunk], fingerprint: str,
@@ -214,4 +273,33 @@ def write_store_file(target: Path, documents: Sequence[SourceDocument], chunks: 
 
     if not target.exists():
         os.replace(write_temporary_store(target.parent, documents, chunks, fingerprint, records_from), target)
+    return sqlite_url(target)
+
+
+def write_changed_store_file(source: Path, target: Path, gone: Sequence[str], documents: Sequence[SourceDocument],
+                             chunks: Sequence[Chunk], fingerprint: str) -> str:
+    """The store file ``source`` with one change applied (:meth:`Store.apply_change`), as the new file
+    ``target``: a copy of the file (bytes, no row is rewritten), changed in one transaction under a temporary
+    name and renamed in, so ``target`` is whole or absent and ``source`` (the old tree's store, which its
+    readers keep reading) is never touched. Returns ``target``'s URL; an existing ``target`` is kept (its name
+    is its corpus's fingerprint)."""
+    import os
+    import shutil
+    import tempfile
+
+    if target.exists():
+        return sqlite_url(target)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".store-", suffix=".sqlite.tmp")
+    os.close(fd)
+    try:
+        shutil.copyfile(source, tmp)
+        store = Store(sqlite_url(Path(tmp)))
+        try:
+            store.apply_change(gone, documents, chunks, fingerprint)
+        finally:
+            store.close()
+        os.replace(tmp, target)
+    except BaseException:
+        _remove_sqlite_files(tmp)
+        raise
     return sqlite_url(target)
