@@ -17,6 +17,9 @@ seconds and its peak RSS (``ru_maxrss``), so one library's memory never counts a
   add 10   dashrag only (bm25s has no update): ``dashrag.api.update_tree(copy, add=10 new documents)`` on a
            copy of the saved folder, as ``dashrag add`` runs it (load, change, save)
   remove 10  the same with ``remove=`` 10 ids spread over the corpus
+  workers  ``--workers`` processes load the saved tree and answer the queries at once, as a service's worker
+           processes: each one's RSS, PSS (shared pages divided among the processes: the memory-mapped
+           postings count once in all) and private memory, from /proc/self/smaps_rollup
 
     PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --sizes 10000 100000 [--json OUT]
     PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --profile-add 100000   # where add 10 goes
@@ -185,6 +188,27 @@ def dashrag_update(folder: Path, size: int, kind: str) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - start, "saved_mib": round(folder_mib(folder), 1)}
 
 
+def memory_now() -> dict[str, float]:
+    """This process's resident memory (MiB): all of it, its proportional share (pages shared with other
+    processes, such as a memory-mapped index, divided among them) and what is private to it."""
+    fields = {}
+    for line in Path("/proc/self/smaps_rollup").read_text().splitlines()[1:]:
+        name, value = line.split(":", 1)
+        fields[name] = int(value.split()[0]) / 1024
+    private = fields["Private_Clean"] + fields["Private_Dirty"]
+    return {"rss_mib": round(fields["Rss"], 1), "pss_mib": round(fields["Pss"], 1), "private_mib": round(private, 1)}
+
+
+def dashrag_worker(folder: Path, texts: list[str]) -> dict[str, Any]:
+    """One of several service-like workers: load the tree, answer the queries, report its memory while the
+    others are alive (the parent holds them all until every one has reported)."""
+    tree = dashrag_load(folder)
+    tree.retrieve_batch(texts)
+    for text in texts:
+        tree.retrieve(text)
+    return memory_now()
+
+
 def run_phase(args: argparse.Namespace) -> None:
     phases = {
         ("dashrag", "build"): lambda: dashrag_build(args.corpus, args.folder),
@@ -193,10 +217,13 @@ def run_phase(args: argparse.Namespace) -> None:
         ("bm25s", "query"): lambda: bm25s_query(args.folder, queries(args.queries)),
         ("dashrag", "add"): lambda: dashrag_update(args.folder, args.size, "add"),
         ("dashrag", "remove"): lambda: dashrag_update(args.folder, args.size, "remove"),
+        ("dashrag", "worker"): lambda: dashrag_worker(args.folder, queries(args.queries)),
     }
     figures = phases[(args.library, args.phase)]()
     figures["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    print(json.dumps(figures))
+    print(json.dumps(figures), flush=True)
+    if args.phase == "worker":
+        sys.stdin.read()  # held until every worker has reported
 
 
 # ---------------------------------------------------------------- the parent
@@ -211,7 +238,21 @@ def child(library: str, phase: str, **options: Any) -> dict[str, Any]:
     return figures
 
 
-def measure(size: int, work: Path, query_count: int) -> dict[str, Any]:
+def workers(count: int, folder: Path, query_count: int) -> list[dict[str, Any]]:
+    """``count`` processes serving one saved tree at once, as a service's workers: each one's memory."""
+    command = [sys.executable, __file__, "--library", "dashrag", "--phase", "worker", "--folder", str(folder),
+               "--queries", str(query_count)]
+    running = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+               for _ in range(count)]
+    try:
+        reports = [json.loads(p.stdout.readline()) for p in running]  # type: ignore[union-attr]
+    finally:
+        for process in running:
+            process.communicate("")
+    return reports
+
+
+def measure(size: int, work: Path, query_count: int, worker_count: int) -> dict[str, Any]:
     corpus = work / f"corpus-{size}.jsonl"
     make_corpus(corpus, size)
     row: dict[str, Any] = {"documents": size}
@@ -219,6 +260,7 @@ def measure(size: int, work: Path, query_count: int) -> dict[str, Any]:
         folder = work / f"{library}-{size}"
         row[library] = {"build": child(library, "build", corpus=corpus, folder=folder),
                         "query": child(library, "query", folder=folder, queries=query_count)}
+    row["dashrag"]["workers"] = workers(worker_count, work / f"dashrag-{size}", query_count)
     for kind in ("add", "remove"):
         copy = work / f"dashrag-{size}-{kind}"
         shutil.copytree(work / f"dashrag-{size}", copy)
@@ -244,6 +286,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 300_000, 1_000_000])
     parser.add_argument("--queries", type=int, default=300, help="SciFact claims asked (single and one batch)")
+    parser.add_argument("--workers", type=int, default=4, help="processes serving one tree at once (memory)")
     parser.add_argument("--json", type=Path, help="write the rows here (rows of earlier sizes are kept)")
     parser.add_argument("--profile-add", type=int, metavar="SIZE", help="profile an add of 10 at SIZE documents")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
@@ -263,7 +306,7 @@ def main() -> None:
             return
         rows = json.loads(args.json.read_text())["rows"] if args.json and args.json.exists() else []
         for size in args.sizes:
-            row = measure(size, Path(tmp), args.queries)
+            row = measure(size, Path(tmp), args.queries, args.workers)
             rows = [r for r in rows if r["documents"] != size] + [row]
             print(json.dumps(row), flush=True)
             if args.json:

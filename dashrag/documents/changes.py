@@ -123,10 +123,9 @@ def plan_change(stored: Mapping[str, SourceDocument], chunks: ChunkSet, add: Seq
         (added if old is None else replaced).append(doc.id)
         changed.append(doc)
     gone = set(removing) | set(replaced)
-    kept_rows = np.flatnonzero([c.document_id not in gone for c in chunks.chunks]).astype(np.int64)
+    kept_rows = chunks.rows_without(gone)
     next_id = int(chunks.ids.max()) + 1  # above every old id, so an engine never sees a removed id again
     new_chunks = tuple(replace(c, id=next_id + i) for i, c in enumerate(chunk(changed)))
-    kept = [chunks.chunks[r] for r in kept_rows.tolist()]
     report = UpdateReport(tuple(added), tuple(replaced), tuple(skipped), tuple(removing))
-    return CorpusChange(chunks, ChunkSet(kept + list(new_chunks)), kept_rows, new_chunks,
+    return CorpusChange(chunks, chunks.changed(kept_rows, new_chunks), kept_rows, new_chunks,
                         tuple(removing) + tuple(replaced), tuple(changed), report)
