@@ -211,6 +211,8 @@ class ChunkSet:
 
 def _metadata_tail(encode: Any, metadata: Metadata) -> str:
     """A fingerprint line's metadata fields: the categories, then the other fields where there are any."""
+    if not metadata:
+        return "[]"
     categories = normalise_categories(metadata)
     tail = encode(sorted((k, list(v)) for k, v in categories.items()))
     others = {k: v for k, v in metadata.items() if k not in categories or not isinstance(v, (list, tuple))}
