@@ -14,7 +14,10 @@ password hidden; a URL whose driver is not installed is one too, naming the driv
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -132,15 +135,6 @@ class Store:
             raise PersistenceError(f"the store {self.display_url} cannot be written: {excerpt(first_line, 160)}") \
                 from None
 
-    def copy_retriever_records(self, source: Store, fingerprint: str) -> None:
-        """The retriever records of ``source``, recorded here for the corpus ``fingerprint`` (an updated tree's
-        new store keeps the records of the store it replaces)."""
-        rows = [{"name": r.name, "config": r.config, "folder": r.folder, "corpus_fingerprint": fingerprint,
-                 "created_at": r.created_at} for r in source.retriever_records()]
-        if rows:
-            with Session(self.engine) as session, session.begin():
-                session.execute(insert(RetrieverRecord), rows)
-
     def has_metadata_column(self) -> bool:
         """False for a store written before documents had metadata (its categories stand in for it)."""
         columns = inspect(self.engine).get_columns(DocumentRow.__tablename__)
@@ -232,47 +226,21 @@ def _chunk_rows(chunks: Iterable[Chunk]) -> list[dict[str, Any]]:
 
 
 def write_temporary_store(folder: Path, documents: Sequence[SourceDocument], chunks: Iterable[Chunk],
-                          fingerprint: str, records_from: str | None = None) -> Path:
-    """A new SQLite store of this corpus (and the retriever records of the store at ``records_from``) in a
-    temporary file of ``folder``, removed again if writing fails; the caller renames or copies it in."""
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".store-", suffix=".sqlite.tmp")
-    os.close(fd)
-    try:
-        store = Store(sqlite_url(Path(tmp)))
-        try:
-            store.write_corpus(documents, chunks, fingerprint)
-            if records_from is not None:
-                source = Store(read_only_url(records_from), read_only=True)
-                try:
-                    store.copy_retriever_records(source, fingerprint)
-                finally:
-                    source.close()
-        finally:
-            store.close()
-    except BaseException:
-        _remove_sqlite_files(tmp)
-        raise
-    return Path(tmp)
+                          fingerprint: str) -> Path:
+    """A new SQLite store of this corpus in a temporary file of ``folder``, removed again if writing fails;
+    the caller renames or copies it in."""
+    with _temporary_store_file(folder) as tmp:
+        _write(tmp, lambda store: store.write_corpus(documents, chunks, fingerprint))
+    return tmp
 
 
-def _remove_sqlite_files(path: str) -> None:
-    """A temporary SQLite file and its journals, after a write failed or was interrupted."""
-    for leftover in (path, f"{path}-journal", f"{path}-wal", f"{path}-shm"):
-        Path(leftover).unlink(missing_ok=True)
-
-
-def write_store_file(target: Path, documents: Sequence[SourceDocument], chunks: Iterable[Chunk], fingerprint: str,
-                     records_from: str | None = None) -> str:
-    """A new SQLite store file ``target`` holding this corpus (and the retriever records of the store at
-    ``records_from``), written beside it under a temporary name and renamed in, so ``target`` is whole or
-    absent; returns its URL. An existing ``target`` is the same corpus (its name is the fingerprint's) and kept."""
-    import os
-
+def write_store_file(target: Path, documents: Sequence[SourceDocument], chunks: Iterable[Chunk],
+                     fingerprint: str) -> str:
+    """A new SQLite store file ``target`` holding this corpus, written beside it under a temporary name and
+    renamed in, so ``target`` is whole or absent; returns its URL. An existing ``target`` is the same corpus
+    (its name is the fingerprint's) and kept."""
     if not target.exists():
-        os.replace(write_temporary_store(target.parent, documents, chunks, fingerprint, records_from), target)
+        os.replace(write_temporary_store(target.parent, documents, chunks, fingerprint), target)
     return sqlite_url(target)
 
 
@@ -283,23 +251,31 @@ def write_changed_store_file(source: Path, target: Path, gone: Sequence[str], do
     name and renamed in, so ``target`` is whole or absent and ``source`` (the old tree's store, which its
     readers keep reading) is never touched. Returns ``target``'s URL; an existing ``target`` is kept (its name
     is its corpus's fingerprint)."""
-    import os
-    import shutil
-    import tempfile
+    if not target.exists():
+        with _temporary_store_file(target.parent) as tmp:
+            shutil.copyfile(source, tmp)
+            _write(tmp, lambda store: store.apply_change(gone, documents, chunks, fingerprint))
+            os.replace(tmp, target)
+    return sqlite_url(target)
 
-    if target.exists():
-        return sqlite_url(target)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".store-", suffix=".sqlite.tmp")
+
+def _write(path: Path, write: Callable[[Store], None]) -> None:
+    store = Store(sqlite_url(path))
+    try:
+        write(store)
+    finally:
+        store.close()
+
+
+@contextmanager
+def _temporary_store_file(folder: Path) -> Iterator[Path]:
+    """A new empty temporary file in ``folder`` for a store being written; it and its journals are removed
+    if the writing fails or is interrupted."""
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".store-", suffix=".sqlite.tmp")
     os.close(fd)
     try:
-        shutil.copyfile(source, tmp)
-        store = Store(sqlite_url(Path(tmp)))
-        try:
-            store.apply_change(gone, documents, chunks, fingerprint)
-        finally:
-            store.close()
-        os.replace(tmp, target)
+        yield Path(tmp)
     except BaseException:
-        _remove_sqlite_files(tmp)
+        for leftover in (tmp, f"{tmp}-journal", f"{tmp}-wal", f"{tmp}-shm"):
+            Path(leftover).unlink(missing_ok=True)
         raise
-    return sqlite_url(target)
