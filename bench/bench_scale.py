@@ -22,7 +22,7 @@ seconds and its peak RSS (``ru_maxrss``), so one library's memory never counts a
            postings count once in all) and private memory, from /proc/self/smaps_rollup
 
     PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --sizes 10000 100000 [--json OUT]
-    PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --profile-add 100000   # where add 10 goes
+    PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --profile add 100000   # where add 10 goes
 
 Figures are wall seconds of one run each on a shared machine: the load average is written beside each.
 """
@@ -272,13 +272,13 @@ def measure(size: int, work: Path, query_count: int, worker_count: int) -> dict[
     return row
 
 
-def profile_add(size: int, work: Path) -> None:
+def profile_change(kind: str, size: int, work: Path) -> None:
     corpus = work / f"corpus-{size}.jsonl"
     make_corpus(corpus, size)
     folder = work / "dashrag"
     child("dashrag", "build", corpus=corpus, folder=folder)
     profiler = cProfile.Profile()
-    profiler.runcall(dashrag_update, folder, size, "add")
+    profiler.runcall(dashrag_update, folder, size, kind)
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
 
 
@@ -288,7 +288,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300, help="SciFact claims asked (single and one batch)")
     parser.add_argument("--workers", type=int, default=4, help="processes serving one tree at once (memory)")
     parser.add_argument("--json", type=Path, help="write the rows here (rows of earlier sizes are kept)")
-    parser.add_argument("--profile-add", type=int, metavar="SIZE", help="profile an add of 10 at SIZE documents")
+    parser.add_argument("--profile", nargs=2, metavar=("KIND", "SIZE"),
+                        help="profile one change (add or remove of 10) at SIZE documents, e.g. --profile add 100000")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
     # a child's arguments
     parser.add_argument("--library", help=argparse.SUPPRESS)
@@ -301,8 +302,8 @@ def main() -> None:
         run_phase(args)
         return
     with tempfile.TemporaryDirectory(prefix="bench-scale-", dir=args.work) as tmp:
-        if args.profile_add:
-            profile_add(args.profile_add, Path(tmp))
+        if args.profile:
+            profile_change(args.profile[0], int(args.profile[1]), Path(tmp))
             return
         rows = json.loads(args.json.read_text())["rows"] if args.json and args.json.exists() else []
         for size in args.sizes:
