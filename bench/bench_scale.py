@@ -23,6 +23,8 @@ seconds and its peak RSS (``ru_maxrss``), so one library's memory never counts a
 
     PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --sizes 10000 100000 [--json OUT]
     PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --profile add 100000   # where add 10 goes
+    PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --sizes 100000 --compare-with /tmp/before
+                                                  # add/remove 10: another checkout's dashrag against this one
 
 Figures are wall seconds of one run each on a shared machine: the load average is written beside each.
 """
@@ -228,11 +230,13 @@ def run_phase(args: argparse.Namespace) -> None:
 
 # ---------------------------------------------------------------- the parent
 
-def child(library: str, phase: str, **options: Any) -> dict[str, Any]:
+def child(library: str, phase: str, code: Path | None = None, **options: Any) -> dict[str, Any]:
+    """One phase in a fresh process; ``code``: the dashrag checkout it imports (default: this one's)."""
     command = [sys.executable, __file__, "--library", library, "--phase", phase]
     for key, value in options.items():
         command += [f"--{key}", str(value)]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    env = None if code is None else {**os.environ, "PYTHONPATH": str(code)}
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     figures["load_average"] = round(os.getloadavg()[0], 2)
     return figures
@@ -282,6 +286,28 @@ def profile_change(kind: str, size: int, work: Path) -> None:
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
 
 
+def compare_updates(size: int, baseline: Path, work: Path, repeats: int = 3) -> None:
+    """add 10 and remove 10 at ``size`` documents with another checkout's dashrag (``baseline``, e.g. the
+    commit before issue 36: ``git archive REV dashrag | tar -x -C DIR``) and with this one, interleaved, each
+    on its own copy of one saved tree (both versions read and write the same saved format)."""
+    corpus = work / f"corpus-{size}.jsonl"
+    make_corpus(corpus, size)
+    folder = work / "tree"
+    child("dashrag", "build", corpus=corpus, folder=folder)
+    sides = {"baseline": baseline, "this": REPO}
+    for kind in ("add", "remove"):
+        seconds: dict[str, list[float]] = {name: [] for name in sides}
+        for _ in range(repeats):
+            for name, code in sides.items():
+                copy = work / f"{name}-{kind}"
+                shutil.copytree(folder, copy)
+                seconds[name].append(round(child("dashrag", kind, code, folder=copy, size=size)["seconds"], 2))
+                shutil.rmtree(copy)
+        print(json.dumps({"documents": size, "change": kind, "seconds": seconds,
+                          "ratio_of_best": round(min(seconds["this"]) / min(seconds["baseline"]), 3),
+                          "load_average": round(os.getloadavg()[0], 2)}), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 300_000, 1_000_000])
@@ -290,6 +316,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the rows here (rows of earlier sizes are kept)")
     parser.add_argument("--profile", nargs=2, metavar=("KIND", "SIZE"),
                         help="profile one change (add or remove of 10) at SIZE documents, e.g. --profile add 100000")
+    parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
+                        help="time add/remove 10 at the first --sizes with that checkout's dashrag and this one's")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
     # a child's arguments
     parser.add_argument("--library", help=argparse.SUPPRESS)
@@ -302,6 +330,9 @@ def main() -> None:
         run_phase(args)
         return
     with tempfile.TemporaryDirectory(prefix="bench-scale-", dir=args.work) as tmp:
+        if args.compare_with:
+            compare_updates(args.sizes[0], args.compare_with.resolve(), Path(tmp))
+            return
         if args.profile:
             profile_change(args.profile[0], int(args.profile[1]), Path(tmp))
             return
