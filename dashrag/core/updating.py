@@ -3,8 +3,9 @@
 ``update_documents(root, add, remove)`` plans the change (``documents/changes.py``: the
 resulting documents and chunk set, kept chunks first), cuts the new documents with the
 tree's own chunker (recorded when it was built), writes the resulting corpus to a *new*
-store file beside the old one (named by the new fingerprint, so the old tree's store is
-untouched until a save switches the folder to the new one), injects the new
+store file beside the old one (a byte copy of it changed by the change alone, in one
+transaction: named by the new fingerprint, so the old tree's store is untouched until a
+save switches the folder to the new one), injects the new
 infrastructure and lets every node bring its state along
 (:meth:`~dashrag.core.component.ConfigObject.apply_change`, children first).
 
@@ -25,7 +26,7 @@ from typing import Any, Protocol, cast
 from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
-from dashrag.documents.changes import UpdateReport, plan_change
+from dashrag.documents.changes import UpdateReport, named_ids, plan_change
 from dashrag.documents.model import Chunk, SourceDocument
 from dashrag.errors import ConfigError, PersistenceError
 from dashrag.store.sqlite_reader import sqlite_path
@@ -53,13 +54,13 @@ def tree_chunker(infra: Infra, chunker: dict[str, Any] | None) -> DocumentChunke
     return recorded
 
 
-def _store_folder(url: str | None) -> Path:
+def _store_file(url: str | None) -> Path:
     path = None if url is None else sqlite_path(url)
     if path is None:
         raise PersistenceError("updating a tree needs its store to be an SQLite file (the default store); "
                                "this tree's store is an external database, which an update cannot switch "
                                "atomically with the saved folder")
-    return path.parent
+    return path
 
 
 def update_documents(root: ConfigObject, add: Iterable[SourceDocument] = (), remove: Iterable[str] = (),
@@ -67,24 +68,24 @@ def update_documents(root: ConfigObject, add: Iterable[SourceDocument] = (), rem
     """Add (or replace, or skip when identical) ``add`` and remove the documents ``remove`` from the fitted
     tree ``root``; every node's state follows, as if fitted on the resulting documents."""
     from dashrag.core.saved_tree import store_filename
-    from dashrag.store.store import Store, read_only_url, write_store_file
+    from dashrag.store.store import Store, read_only_url, write_changed_store_file
 
     infra = root.require_infra()
     cutter = tree_chunker(infra, chunker)
-    folder = _store_folder(infra.store_url)
-    assert infra.store_url is not None  # _store_folder refuses a tree without a store
+    source = _store_file(infra.store_url)
+    assert infra.store_url is not None  # _store_file refuses a tree without a store
+    adding, removing = list(add), [str(i) for i in remove]
     store = Store(read_only_url(infra.store_url), read_only=True)
     try:
-        documents = store.read_documents()
+        stored = store.documents_with_ids(named_ids(adding, removing))
     finally:
         store.close()
-    change = plan_change(documents, infra.chunks, list(add), [str(i) for i in remove], cutter.chunk)
+    change = plan_change(stored, infra.chunks, adding, removing, cutter.chunk)
     if not change.report.changed:
         return change.report
-    target = folder / store_filename(change.new.fingerprint)
+    target = source.parent / store_filename(change.new.fingerprint)
     existed = target.exists()
-    url = write_store_file(target, change.documents, change.new.chunks, change.new.fingerprint,
-                           records_from=infra.store_url)
+    url = write_changed_store_file(source, target, change.gone, change.changed, change.added, change.new.fingerprint)
     try:
         root.inject_infra(dataclasses.replace(infra, chunks=change.new, store_url=url, documents=None,
                                               chunker=cutter.to_config()))

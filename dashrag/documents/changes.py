@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -58,13 +58,15 @@ class UpdateReport:
 class CorpusChange:
     """One change of a tree's corpus. ``new`` starts with the kept chunks (``old`` rows ``kept_rows``, in
     order) and ends with ``added`` (the chunks of the added and replaced documents), so a node's state per
-    row becomes ``concatenate(state[kept_rows], state_of(added))``."""
+    row becomes ``concatenate(state[kept_rows], state_of(added))``. The store changes by as much: the
+    documents ``gone`` (removed and replaced) leave it, ``changed`` (added and replaced) join it at the end."""
 
     old: ChunkSet
     new: ChunkSet
     kept_rows: np.ndarray
     added: tuple[Chunk, ...]
-    documents: tuple[SourceDocument, ...]  # the resulting corpus, in order
+    gone: tuple[str, ...]
+    changed: tuple[SourceDocument, ...]
     report: UpdateReport
 
     @property
@@ -86,18 +88,26 @@ def _checked_ids(documents: Sequence[SourceDocument]) -> None:
         seen.add(doc.id)
 
 
-def plan_change(documents: Sequence[SourceDocument], chunks: ChunkSet, add: Sequence[SourceDocument],
+def named_ids(add: Sequence[SourceDocument], remove: Sequence[str]) -> list[str]:
+    """The document ids a change names: those of the stored documents :func:`plan_change` needs to see."""
+    return list(dict.fromkeys([d.id for d in add if isinstance(d, SourceDocument)] + [str(i) for i in remove]))
+
+
+def plan_change(stored: Mapping[str, SourceDocument], chunks: ChunkSet, add: Sequence[SourceDocument],
                 remove: Sequence[str], chunk: ChunkDocuments) -> CorpusChange:
-    """The change that adds ``add`` to and removes ``remove`` from the corpus ``documents`` (chunked as
-    ``chunks``); ``chunk`` cuts the new documents (the tree's own chunker). Unknown ids to remove, a document
-    without an id, an id added twice or both added and removed: a ConfigError, before anything is done."""
+    """The change that adds ``add`` to and removes ``remove`` from the corpus chunked as ``chunks``, whose
+    stored documents among the ids the change names (:func:`named_ids`) are ``stored``: the change costs what
+    it names, not the corpus. ``chunk`` cuts the new documents (the tree's own chunker). Unknown ids to remove,
+    a document without an id, an id added twice or both added and removed: a ConfigError, before anything is
+    done."""
     _checked_ids(add)
-    by_id = {d.id: d for d in documents}
+    by_id = stored
     removing = list(dict.fromkeys(str(i) for i in remove))
     unknown = [i for i in removing if i not in by_id]
     if unknown:
         shown = ", ".join(excerpt(i) for i in unknown[:10]) + (" ..." if len(unknown) > 10 else "")
-        raise ConfigError(f"cannot remove unknown document id(s): {shown} (the tree has {len(by_id)} documents)")
+        raise ConfigError(f"cannot remove unknown document id(s): {shown} (the tree has "
+                          f"{len(chunks.document_ids)} documents)")
     both = [d.id for d in add if d.id in set(removing)]
     if both:
         raise ConfigError(f"document id {excerpt(both[0])} is both added and removed; do one or the other")
@@ -113,10 +123,9 @@ def plan_change(documents: Sequence[SourceDocument], chunks: ChunkSet, add: Sequ
         (added if old is None else replaced).append(doc.id)
         changed.append(doc)
     gone = set(removing) | set(replaced)
-    resulting = tuple(d for d in documents if d.id not in gone) + tuple(changed)
-    kept_rows = np.flatnonzero([c.document_id not in gone for c in chunks.chunks]).astype(np.int64)
+    kept_rows = chunks.rows_without(gone)
     next_id = int(chunks.ids.max()) + 1  # above every old id, so an engine never sees a removed id again
     new_chunks = tuple(replace(c, id=next_id + i) for i, c in enumerate(chunk(changed)))
-    kept = [chunks.chunks[r] for r in kept_rows.tolist()]
     report = UpdateReport(tuple(added), tuple(replaced), tuple(skipped), tuple(removing))
-    return CorpusChange(chunks, ChunkSet(kept + list(new_chunks)), kept_rows, new_chunks, resulting, report)
+    return CorpusChange(chunks, chunks.changed(kept_rows, new_chunks), kept_rows, new_chunks,
+                        tuple(removing) + tuple(replaced), tuple(changed), report)

@@ -58,6 +58,11 @@ class StoredChunks(Sequence[Chunk]):
                                             end=end, metadata=self._metadata.get(document_id, {}))
         return chunk
 
+    @property
+    def rows(self) -> Sequence[StoredRow]:
+        """The rows as read (what a fingerprint hashes, without making chunks)."""
+        return self._rows
+
     def column(self, index: int) -> list[Any]:
         """One field of every row (0 the ids, 1 the document ids, ...), without making chunks."""
         return [r[index] for r in self._rows]
@@ -80,6 +85,22 @@ class ChunkSet:
         chunk_set = cls.__new__(cls)
         chunk_set._set_up(chunks, chunks.column(0), chunks.column(1), metadata, fingerprint)
         return chunk_set
+
+    def rows_without(self, document_ids: Iterable[str]) -> np.ndarray:
+        """The rows (ascending) of every chunk but those of ``document_ids`` (ids not here are ignored)."""
+        numbers = [n for n in map(self._document_number.get, document_ids) if n is not None]
+        return np.flatnonzero(~np.isin(self.document_index, numbers)).astype(np.int64)
+
+    def changed(self, kept_rows: np.ndarray, added: Sequence[Chunk]) -> ChunkSet:
+        """The chunk set of an update: the rows ``kept_rows`` (ascending) then ``added`` (ids above every one
+        here). A set read from a store stays rows (no chunk is made for the kept ones)."""
+        if not isinstance(self.chunks, StoredChunks):
+            return ChunkSet([self.chunks[r] for r in kept_rows.tolist()] + list(added))
+        rows = self.chunks.rows
+        metadata = {d: self.document_metadata[n] for d, n in self._document_number.items()}
+        metadata.update({c.document_id: c.metadata for c in reversed(added)})
+        new_rows = [(c.id, c.document_id, c.position, c.text, c.start, c.end) for c in added]
+        return ChunkSet.from_rows([rows[r] for r in kept_rows.tolist()] + new_rows, metadata)
 
     def _set_up(self, chunks: Sequence[Chunk], ids: list[int], document_of_row: list[str],
                 metadata: Mapping[str, Metadata], fingerprint: str | None) -> None:
@@ -162,27 +183,40 @@ class ChunkSet:
     def fingerprint(self) -> str:
         """sha256 over every chunk's id, document, position, offsets, text and metadata.
 
+        Each chunk is one JSON line ``[id, document, position, start, end, text, categories(, others)]``.
         The metadata enters as its categories (what stores written before metadata held), then the
         other fields only where there are any, so a corpus of categories has the fingerprint it had.
+        The line is written field by field, the metadata's part once per document (the same bytes as
+        ``json.dumps`` of the whole record: an update re-hashes a large corpus, docs/updating.md).
         """
+        encode = json.JSONEncoder(ensure_ascii=False).encode
+        tails: dict[str, str] = {}
         digest = hashlib.sha256()
-        for c in self.chunks:
-            categories = normalise_categories(c.metadata)
-            record = [
-                c.id,
-                c.document_id,
-                c.position,
-                c.start,
-                c.end,
-                c.text,
-                sorted((k, list(v)) for k, v in categories.items()),
-            ]
-            others = {k: v for k, v in c.metadata.items() if k not in categories or not isinstance(v, (list, tuple))}
-            if others:
-                record.append(sorted(others.items()))
-            digest.update(json.dumps(record, ensure_ascii=False).encode("utf-8"))
-            digest.update(b"\n")
+        for i, document_id, position, text, start, end in self._fingerprint_rows():
+            tail = tails.get(document_id)
+            if tail is None:
+                tail = tails[document_id] = _metadata_tail(encode, self._metadata_of(document_id))
+            line = f"[{i}, {encode(document_id)}, {position}, {start}, {end}, {encode(text)}, {tail}]\n"
+            digest.update(line.encode("utf-8"))
         return digest.hexdigest()
+
+    def _fingerprint_rows(self) -> Iterable[StoredRow]:
+        if isinstance(self.chunks, StoredChunks):
+            return self.chunks.rows
+        return ((c.id, c.document_id, c.position, c.text, c.start, c.end) for c in self.chunks)
+
+    def _metadata_of(self, document_id: str) -> Metadata:
+        return self.document_metadata[self._document_number[document_id]]
+
+
+def _metadata_tail(encode: Any, metadata: Metadata) -> str:
+    """A fingerprint line's metadata fields: the categories, then the other fields where there are any."""
+    if not metadata:
+        return "[]"
+    categories = normalise_categories(metadata)
+    tail = encode(sorted((k, list(v)) for k, v in categories.items()))
+    others = {k: v for k, v in metadata.items() if k not in categories or not isinstance(v, (list, tuple))}
+    return f"{tail}, {encode(sorted(others.items()))}" if others else tail
 
 
 def _shown(ids: list[Any]) -> str:

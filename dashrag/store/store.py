@@ -14,13 +14,19 @@ password hidden; a URL whose driver is not installed is one too, naming the driv
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from sqlalchemy import create_engine, func, insert, inspect, select
+from sqlalchemy import create_engine, delete, func, insert, inspect, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import text
 
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.model import Chunk, SourceDocument, normalise_categories
@@ -90,31 +96,44 @@ class Store:
     def write_corpus(self, documents: Sequence[SourceDocument], chunks: Iterable[Chunk], fingerprint: str) -> None:
         if not self.is_empty():
             raise PersistenceError(f"the store {self.display_url} already holds a corpus")
-        documents_rows = [{"id": d.id, "ordinal": i, "title": d.title, "text": d.text,
-                           "categories": {k: list(v) for k, v in normalise_categories(d.metadata).items()},
-                           "metadata_": dict(d.metadata), "source": d.source}
-                          for i, d in enumerate(documents)]
-        chunk_rows = [{"id": c.id, "document_id": c.document_id, "position": c.position, "text": c.text,
-                       "start": c.start, "end": c.end} for c in chunks]
+        with self._writing() as session:  # one transaction, bulk inserts
+            session.execute(insert(DocumentRow), _document_rows(documents, 0))
+            session.execute(insert(ChunkRow), _chunk_rows(chunks))
+            session.add(StoreInfo(key="fingerprint", value=fingerprint))
+
+    def apply_change(self, gone: Sequence[str], documents: Sequence[SourceDocument], chunks: Sequence[Chunk],
+                     fingerprint: str) -> None:
+        """The corpus changed in place, in one transaction: the documents ``gone`` (and their chunks) deleted,
+        ``documents`` (with their ``chunks``) appended after every stored document, the fingerprint (and the
+        retriever records' corpus) the new corpus's. Costs the change, not the corpus (docs/updating.md)."""
+        with self._writing() as session:
+            if not self.has_metadata_column():  # a store written before metadata: its categories were all of it
+                session.execute(text("ALTER TABLE documents ADD COLUMN metadata JSON"))
+                session.execute(text("UPDATE documents SET metadata = categories"))
+            for start in range(0, len(gone), _IN_LIST):
+                batch = list(gone[start:start + _IN_LIST])
+                session.execute(delete(ChunkRow).where(ChunkRow.document_id.in_(batch)))
+                session.execute(delete(DocumentRow).where(DocumentRow.id.in_(batch)))
+            after = session.scalar(select(func.max(DocumentRow.ordinal)))
+            if documents:
+                session.execute(insert(DocumentRow), _document_rows(documents, 0 if after is None else after + 1))
+            if chunks:
+                session.execute(insert(ChunkRow), _chunk_rows(chunks))
+            session.execute(update(StoreInfo).where(StoreInfo.key == "fingerprint").values(value=fingerprint))
+            session.execute(update(RetrieverRecord).values(corpus_fingerprint=fingerprint))
+
+    @contextmanager
+    def _writing(self) -> Iterator[Session]:
+        """One transaction; a database error (a full disk, a read-only file: the user's to fix) becomes a
+        PersistenceError naming the store, and nothing of the transaction stays."""
         try:
-            with Session(self.engine) as session, session.begin():  # one transaction, bulk inserts
-                session.execute(insert(DocumentRow), documents_rows)
-                session.execute(insert(ChunkRow), chunk_rows)
-                session.add(StoreInfo(key="fingerprint", value=fingerprint))
-        except SQLAlchemyError as exc:  # "database or disk is full", a read-only file: the user's to fix
+            with Session(self.engine) as session, session.begin():
+                yield session
+        except SQLAlchemyError as exc:
             reason = getattr(exc, "orig", None) or exc
             first_line = str(reason).splitlines()[0] if str(reason) else type(reason).__name__
             raise PersistenceError(f"the store {self.display_url} cannot be written: {excerpt(first_line, 160)}") \
                 from None
-
-    def copy_retriever_records(self, source: Store, fingerprint: str) -> None:
-        """The retriever records of ``source``, recorded here for the corpus ``fingerprint`` (an updated tree's
-        new store keeps the records of the store it replaces)."""
-        rows = [{"name": r.name, "config": r.config, "folder": r.folder, "corpus_fingerprint": fingerprint,
-                 "created_at": r.created_at} for r in source.retriever_records()]
-        if rows:
-            with Session(self.engine) as session, session.begin():
-                session.execute(insert(RetrieverRecord), rows)
 
     def has_metadata_column(self) -> bool:
         """False for a store written before documents had metadata (its categories stand in for it)."""
@@ -125,11 +144,25 @@ class Store:
         return DocumentRow.metadata_ if self.has_metadata_column() else DocumentRow.categories
 
     def read_documents(self) -> list[SourceDocument]:
-        with Session(self.engine) as session:
-            rows = session.execute(select(DocumentRow.id, DocumentRow.title, DocumentRow.text, self._metadata_column(),
-                                          DocumentRow.source).order_by(DocumentRow.ordinal)).all()
-            return [SourceDocument(id=r[0], title=r[1], text=r[2], metadata=dict(r[3] or {}), source=r[4])
-                    for r in rows]
+        return self._documents(select(DocumentRow.id, DocumentRow.title, DocumentRow.text, self._metadata_column(),
+                                      DocumentRow.source).order_by(DocumentRow.ordinal))
+
+    def documents_with_ids(self, ids: Sequence[str]) -> dict[str, SourceDocument]:
+        """The stored documents among ``ids``, by id (an update reads what it names, not the corpus)."""
+        found: list[SourceDocument] = []
+        for start in range(0, len(ids), _IN_LIST):
+            found += self._documents(select(DocumentRow.id, DocumentRow.title, DocumentRow.text,
+                                            self._metadata_column(), DocumentRow.source)
+                                     .where(DocumentRow.id.in_(list(ids[start:start + _IN_LIST]))))
+        return {d.id: d for d in found}
+
+    def _documents(self, query: Any) -> list[SourceDocument]:
+        try:
+            with Session(self.engine) as session:
+                rows = session.execute(query).all()
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from None
+        return [SourceDocument(id=r[0], title=r[1], text=r[2], metadata=dict(r[3] or {}), source=r[4]) for r in rows]
 
     def document_page(self, offset: int, limit: int) -> tuple[int, list[SourceDocument]]:
         """How many documents the store holds, and ``limit`` of them from ``offset`` in corpus order, without
@@ -177,41 +210,72 @@ class Store:
             return list(session.scalars(select(RetrieverRecord).order_by(RetrieverRecord.id)).all())
 
 
-def write_temporary_store(folder: Path, documents: Sequence[SourceDocument], chunks: Iterable[Chunk],
-                          fingerprint: str, records_from: str | None = None) -> Path:
-    """A new SQLite store of this corpus (and the retriever records of the store at ``records_from``) in a
-    temporary file of ``folder``, removed again if writing fails; the caller renames or copies it in."""
-    import os
-    import tempfile
+_IN_LIST = 500  # ids per DELETE ... IN (...): under SQLite's bound-parameter limit
 
+
+def _document_rows(documents: Sequence[SourceDocument], first_ordinal: int) -> list[dict[str, Any]]:
+    return [{"id": d.id, "ordinal": first_ordinal + i, "title": d.title, "text": d.text,
+             "categories": {k: list(v) for k, v in normalise_categories(d.metadata).items()},
+             "metadata_": dict(d.metadata), "source": d.source}
+            for i, d in enumerate(documents)]
+
+
+def _chunk_rows(chunks: Iterable[Chunk]) -> list[dict[str, Any]]:
+    return [{"id": c.id, "document_id": c.document_id, "position": c.position, "text": c.text,
+             "start": c.start, "end": c.end} for c in chunks]
+
+
+def write_temporary_store(folder: Path, documents: Sequence[SourceDocument], chunks: Iterable[Chunk],
+                          fingerprint: str) -> Path:
+    """A new SQLite store of this corpus in a temporary file of ``folder``, removed again if writing fails;
+    the caller renames or copies it in."""
+    with _temporary_store_file(folder) as tmp:
+        _write(tmp, lambda store: store.write_corpus(documents, chunks, fingerprint))
+    return tmp
+
+
+def write_store_file(target: Path, documents: Sequence[SourceDocument], chunks: Iterable[Chunk],
+                     fingerprint: str) -> str:
+    """A new SQLite store file ``target`` holding this corpus, written beside it under a temporary name and
+    renamed in, so ``target`` is whole or absent; returns its URL. An existing ``target`` is the same corpus
+    (its name is the fingerprint's) and kept."""
+    if not target.exists():
+        os.replace(write_temporary_store(target.parent, documents, chunks, fingerprint), target)
+    return sqlite_url(target)
+
+
+def write_changed_store_file(source: Path, target: Path, gone: Sequence[str], documents: Sequence[SourceDocument],
+                             chunks: Sequence[Chunk], fingerprint: str) -> str:
+    """The store file ``source`` with one change applied (:meth:`Store.apply_change`), as the new file
+    ``target``: a copy of the file (bytes, no row is rewritten), changed in one transaction under a temporary
+    name and renamed in, so ``target`` is whole or absent and ``source`` (the old tree's store, which its
+    readers keep reading) is never touched. Returns ``target``'s URL; an existing ``target`` is kept (its name
+    is its corpus's fingerprint)."""
+    if not target.exists():
+        with _temporary_store_file(target.parent) as tmp:
+            shutil.copyfile(source, tmp)
+            _write(tmp, lambda store: store.apply_change(gone, documents, chunks, fingerprint))
+            os.replace(tmp, target)
+    return sqlite_url(target)
+
+
+def _write(path: Path, write: Callable[[Store], None]) -> None:
+    store = Store(sqlite_url(path))
+    try:
+        write(store)
+    finally:
+        store.close()
+
+
+@contextmanager
+def _temporary_store_file(folder: Path) -> Iterator[Path]:
+    """A new empty temporary file in ``folder`` for a store being written; it and its journals are removed
+    if the writing fails or is interrupted."""
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".store-", suffix=".sqlite.tmp")
     os.close(fd)
     try:
-        store = Store(sqlite_url(Path(tmp)))
-        try:
-            store.write_corpus(documents, chunks, fingerprint)
-            if records_from is not None:
-                source = Store(read_only_url(records_from), read_only=True)
-                try:
-                    store.copy_retriever_records(source, fingerprint)
-                finally:
-                    source.close()
-        finally:
-            store.close()
+        yield Path(tmp)
     except BaseException:
         for leftover in (tmp, f"{tmp}-journal", f"{tmp}-wal", f"{tmp}-shm"):
             Path(leftover).unlink(missing_ok=True)
         raise
-    return Path(tmp)
-
-
-def write_store_file(target: Path, documents: Sequence[SourceDocument], chunks: Iterable[Chunk], fingerprint: str,
-                     records_from: str | None = None) -> str:
-    """A new SQLite store file ``target`` holding this corpus (and the retriever records of the store at
-    ``records_from``), written beside it under a temporary name and renamed in, so ``target`` is whole or
-    absent; returns its URL. An existing ``target`` is the same corpus (its name is the fingerprint's) and kept."""
-    import os
-
-    if not target.exists():
-        os.replace(write_temporary_store(target.parent, documents, chunks, fingerprint, records_from), target)
-    return sqlite_url(target)

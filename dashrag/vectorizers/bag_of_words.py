@@ -137,6 +137,13 @@ def _df_bound(value: float) -> int | float:
     return int(value) if value > 1 else float(value)
 
 
+def _rows_of(matrix: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
+    """``matrix[rows]``, without copying the matrix when every row is kept in order (an add)."""
+    if len(rows) == matrix.shape[0] and (len(rows) == 0 or int(rows[-1]) == len(rows) - 1):
+        return matrix  # rows are ascending and distinct: all of them, in order
+    return matrix[rows]
+
+
 def _identity(text: str) -> str:
     return text
 
@@ -288,24 +295,28 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
             self._counts = None
             return
         old = self._old_counts(change)
-        vocabulary = dict(self._fitted_vocabulary())
+        vocabulary = self._fitted_vocabulary()
         analyze = self._text_analyzer()
         new_terms = [analyze(text) for text in change.added_texts]
-        for term in sorted({t for terms in new_terms for t in terms} - vocabulary.keys()):
-            vocabulary[term] = len(vocabulary)
-        rows = [Counter(vocabulary[t] for t in terms) for terms in new_terms]
-        added = sp.csr_matrix((np.array([n for r in rows for n in r.values()], dtype=np.float32),
-                               np.array([c for r in rows for c in r], dtype=np.int64),
-                               np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)),
-                              shape=(len(rows), len(vocabulary)))
-        kept = old[change.kept_rows]
-        kept.resize((kept.shape[0], len(vocabulary)))
+        kept = _rows_of(old, change.kept_rows)
+        if not kept.has_sorted_indices:  # (counts a fit or an update made are sorted: this is a check)
+            kept.sort_indices()
+        occurring = np.bincount(kept.indices, minlength=len(vocabulary)) > 0
+        old_terms = self.vocabulary  # column order
+        terms = sorted({t for t, present in zip(old_terms, occurring) if present} | {t for ts in new_terms for t in ts})
+        column = {t: i for i, t in enumerate(terms)}
+        # a kept term keeps its place relative to the others (both orders are sorted), so remapping the kept
+        # rows' columns keeps every row's columns ascending: no re-sort, no column selection over the corpus
+        moved = np.array([column.get(t, -1) for t in old_terms], dtype=kept.indices.dtype)
+        kept = sp.csr_matrix((kept.data, moved[kept.indices], kept.indptr), shape=(kept.shape[0], len(terms)))
+        rows = [Counter(column[t] for t in ts) for ts in new_terms]
+        added = sp.csr_matrix((np.array([n for r in rows for n in r.values()], dtype=old.dtype),
+                               np.array([c for r in rows for c in r], dtype=kept.indices.dtype),
+                               np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(kept.indptr.dtype)),
+                              shape=(len(rows), len(terms)))
+        added.sort_indices()
         counts = sp.vstack([kept, added], format="csr")
-        occurring = np.bincount(counts.indices, minlength=len(vocabulary)) > 0
-        terms = sorted(t for t, column in vocabulary.items() if occurring[column])
-        counts = counts[:, [vocabulary[t] for t in terms]].tocsr()
-        counts.sort_indices()
-        self._vocabulary = {t: i for i, t in enumerate(terms)}
+        self._vocabulary = column
         self._counts, self._vectorizer, self._analyze = counts, None, None
 
     def _old_counts(self, change: CorpusChange) -> sp.csr_matrix:

@@ -297,6 +297,11 @@ def check_property(config: dict, abstracts, tmp_path: Path, sequence: list[Step]
     finally:
         tree.close()
     assert_same_answers(got, rebuilt_answers(config, list(documents.values()), run / "rebuilt", queries))
+    store = Store(f"sqlite:///{folder / read_manifest(folder)['store']}", read_only=True)
+    try:  # the store, changed in place update after update, holds the resulting documents in their order
+        assert [(d.id, d.text) for d in store.read_documents()] == [(d.id, d.text) for d in documents.values()]
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize("name", sorted(KEYWORD_TREES))

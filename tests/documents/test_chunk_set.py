@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dashrag.chunkers.recursive_character import RecursiveCharacterChunker
 from dashrag.documents.chunk_set import ChunkSet
@@ -29,3 +31,70 @@ def test_fingerprint_changes_with_any_text(chunk_set, example_corpus):
     chunks[3] = replace(chunks[3], text=chunks[3].text + "!")
     assert ChunkSet(chunks).fingerprint != chunk_set.fingerprint
     assert ChunkSet(list(chunk_set.chunks)).fingerprint == chunk_set.fingerprint
+
+
+# -- the fingerprint and an update's chunk set, against their definitions (issue 36) -------------------
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
+                                                                                        max_size=2), max_leaves=5)
+documents = st.lists(st.tuples(st.text(min_size=1, max_size=30), st.dictionaries(st.text(max_size=4), json_values,
+                                                                                  max_size=3)),
+                     min_size=1, max_size=6)
+
+
+def _chunks(docs):
+    from dashrag.documents.model import Chunk
+
+    return [Chunk(id=3 * i + 1, document_id=f"doc{i}", position=0, text=text, start=0, end=len(text), metadata=meta)
+            for i, (text, meta) in enumerate(docs)]
+
+
+def _reference_fingerprint(chunks) -> str:
+    """The fingerprint as docs define it: sha256 over one JSON line per chunk (json.dumps of the record)."""
+    import hashlib
+    import json
+
+    from dashrag.documents.model import normalise_categories
+
+    digest = hashlib.sha256()
+    for c in chunks:
+        categories = normalise_categories(c.metadata)
+        record = [c.id, c.document_id, c.position, c.start, c.end, c.text,
+                  sorted((k, list(v)) for k, v in categories.items())]
+        others = {k: v for k, v in c.metadata.items() if k not in categories or not isinstance(v, (list, tuple))}
+        if others:
+            record.append(sorted(others.items()))
+        digest.update(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def _stored(chunks) -> ChunkSet:
+    return ChunkSet.from_rows([(c.id, c.document_id, c.position, c.text, c.start, c.end) for c in chunks],
+                              {c.document_id: c.metadata for c in chunks})
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs=documents)
+def test_fingerprint_is_the_json_lines_hash_whether_made_from_chunks_or_store_rows(docs):
+    chunks = _chunks(docs)
+    assert ChunkSet(chunks).fingerprint == _reference_fingerprint(chunks) == _stored(chunks).fingerprint
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs=documents, more=documents, gone=st.sets(st.integers(0, 5)))
+def test_an_updates_chunk_set_is_the_kept_chunks_then_the_new_ones(docs, more, gone):
+    from dataclasses import replace
+
+    import numpy as np
+
+    chunks = _chunks(docs)
+    new = [replace(c, id=1000 + c.id, document_id=f"new{c.document_id}") for c in _chunks(more)]
+    removed = [f"doc{i}" for i in gone]
+    kept_rows = np.array([r for r, c in enumerate(chunks) if c.document_id not in removed], dtype=np.int64)
+    for before in (ChunkSet(chunks), _stored(chunks)):
+        assert before.rows_without(removed).tolist() == kept_rows.tolist()
+        after = before.changed(kept_rows, new)
+        expected = [chunks[r] for r in kept_rows] + new
+        assert list(after.chunks) == expected
+        assert after.fingerprint == _reference_fingerprint(expected)

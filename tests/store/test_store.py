@@ -90,3 +90,60 @@ def test_a_store_written_before_metadata_existed_reads_its_categories(with_metad
         assert read.fingerprint == then.fingerprint
     assert store.read_documents()[1].metadata == {"LANG": ["en"]}
     store.close()
+
+
+# -- a change applied to a copy of the store file (docs/updating.md, "Cost") ---------------------------
+def _changed_copy(source, tmp_path, gone, documents, first_id):
+    from dataclasses import replace
+
+    from dashrag.store.store import write_changed_store_file
+
+    chunks = [replace(c, id=first_id + i) for i, c in enumerate(WholeDocumentChunker({}).chunk(documents))]
+    target = tmp_path / "changed.sqlite"
+    return write_changed_store_file(source, target, gone, documents, chunks, "f" * 64), target
+
+
+def test_a_changed_store_holds_the_kept_documents_in_order_then_the_new_ones(filled, tmp_path, example_corpus):
+    import hashlib
+
+    from dashrag.documents.model import SourceDocument
+
+    store, chunks = filled
+    source = tmp_path / "s.sqlite"
+    before = hashlib.sha256(source.read_bytes()).hexdigest()
+    gone = [example_corpus.documents[0].id, example_corpus.documents[2].id]
+    new = [SourceDocument(id="new-1", text="a new text", metadata={"year": 2026}),
+           SourceDocument(id=example_corpus.documents[2].id, text="its replacement")]
+    url, _ = _changed_copy(source, tmp_path, gone, new, int(chunks.ids.max()) + 1)
+    changed = Store(url, read_only=True)
+    kept = [d.id for d in example_corpus.documents if d.id not in gone]
+    assert [d.id for d in changed.read_documents()] == kept + ["new-1", example_corpus.documents[2].id]
+    assert changed.read_documents()[-2].metadata == {"year": 2026}
+    assert [c.document_id for c in changed.read_chunk_set().chunks] == kept + ["new-1", example_corpus.documents[2].id]
+    changed.close()
+    assert hashlib.sha256(source.read_bytes()).hexdigest() == before  # the old tree's store is untouched
+
+
+def test_a_store_written_before_metadata_existed_takes_a_change_with_its_categories_kept(with_metadata, tmp_path):
+    import sqlite3
+
+    from dashrag.documents.model import SourceDocument
+
+    path, _ = with_metadata
+    with sqlite3.connect(path) as connection:
+        connection.execute("ALTER TABLE documents DROP COLUMN metadata")
+    url, _ = _changed_copy(path, tmp_path, ["a"], [SourceDocument(id="c", text="gamma", metadata={"n": 1})], 10)
+    changed = Store(url, read_only=True)
+    assert [(d.id, d.metadata) for d in changed.read_documents()] == [("b", {"LANG": ["en"]}), ("c", {"n": 1})]
+    changed.close()
+
+
+def test_a_change_that_fails_leaves_no_store_file_behind(filled, tmp_path, example_corpus):
+    from dashrag.documents.model import SourceDocument
+
+    _, chunks = filled
+    taken = int(chunks.ids.max())  # a chunk id the store holds already: the insert fails
+    with pytest.raises(PersistenceError, match="cannot be written"):
+        _changed_copy(tmp_path / "s.sqlite", tmp_path, [], [SourceDocument(id="x", text="x")], taken)
+    assert not (tmp_path / "changed.sqlite").exists()
+    assert not list(tmp_path.glob(".store-*"))
