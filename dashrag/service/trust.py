@@ -130,9 +130,14 @@ class ClientConfigPolicy:
                 "without '..'")
 
     def _model_source(self, item: DeclaredValue) -> str | None:
-        if item.value is None:
+        return self.model_folder_problem(item.value)
+
+    def model_folder_problem(self, value: Any) -> str | None:
+        """Why ``value`` names a model folder outside the data root, or None. Only the path is looked at
+        (symlinks followed), never the folder's files."""
+        if value is None:
             return None
-        value = str(item.value)
+        value = str(value)
         if not looks_like_path(value) and not os.path.isdir(value):
             return None  # a model's name, looked up offline (a package's copy or the local hub cache)
         root = self.data_root.resolve() if self.data_root is not None else None
@@ -141,15 +146,22 @@ class ClientConfigPolicy:
         return (f"{excerpt(value)} is a folder outside the data root; a config sent over HTTP may read model "
                 "folders only under the data root (--data-root)")
 
+    def screen(self, path: str, kind: ParamKind, value: Any) -> str | None:
+        """What validation may not even look at (:func:`validate_and_transform`'s ``screen``): a model folder
+        outside the data root is refused before a component looks for its weights there."""
+        return self.model_folder_problem(value) if kind is ParamKind.MODEL_SOURCE else None
+
 
 def client_policy(settings: ServiceSettings) -> ClientConfigPolicy:
     return ClientConfigPolicy.of(settings.allow_credentials, settings.allow_endpoints, settings.data_root)
 
 
 def validate_client_config(raw: Any, kind: str, settings: ServiceSettings) -> dict[str, Any]:
-    """``raw`` validated and normalised, then held to the policy: one ConfigError listing every problem."""
-    tree = validate_and_transform(raw, kind)
-    client_policy(settings).check(tree)
+    """``raw`` validated and normalised, then held to the policy: one ConfigError listing every problem.
+    Model folders are screened during validation, before anything looks inside them."""
+    policy = client_policy(settings)
+    tree = validate_and_transform(raw, kind, screen=policy.screen)
+    policy.check(tree)
     return tree
 
 
