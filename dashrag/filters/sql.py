@@ -4,7 +4,10 @@ Each comparison is one SQL/JSON path test, ``filterable @? '$.fields."year"[*] ?
 the path's ``[*]`` is "any element", the path's comparison of a number with a string is
 false (never an error), and the ``@?`` operator can use a GIN index (``jsonb_path_ops``).
 The path text is a bound parameter (values written as JSON literals), so nothing from a
-filter is ever spliced into SQL. ``$and / $or / $not`` are SQL's AND / OR / NOT.
+filter is ever spliced into SQL. ``$in`` is one ``jsonb[]`` array parameter, ``filterable @> ANY(...)``
+(containment also reads "any element" and compares numbers by value, and it also uses the GIN
+index), so its cost does not grow with a path of thousands of ``||`` (issue 38).
+``$and / $or / $not`` are SQL's AND / OR / NOT.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ PATH_OPERATORS = {"$eq": "==", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<=
 
 def to_sql(node: Filter, column: Any, names: Iterator[str] | None = None) -> Any:
     """The SQLAlchemy boolean expression of ``node`` over ``column`` (a jsonb column of filter payloads)."""
-    from sqlalchemy import and_, bindparam, cast, false, not_, or_, true
-    from sqlalchemy.dialects.postgresql import JSONPATH
+    from sqlalchemy import ARRAY, and_, any_, bindparam, cast, false, not_, or_, true
+    from sqlalchemy.dialects.postgresql import JSONB, JSONPATH
 
     names = names if names is not None else (f"filter_{i}" for i in itertools.count())
 
@@ -34,8 +37,11 @@ def to_sql(node: Filter, column: Any, names: Iterator[str] | None = None) -> Any
     if isinstance(node, In):
         if not node.values:
             return false()
-        either = " || ".join(f"@ == {_literal(v)}" for v in node.values)
-        return test(f"{_values_path(node.field, node.values[0])} ? ({either})")
+        # one array parameter, whatever the number of values: the payload contains {"fields": {name: [value]}}
+        # for any of them (jsonb containment: "any element", numbers by value, as the path test above)
+        where = "dates" if node.values[0].kind == "date" else "fields"
+        members = [json.dumps({where: {node.field: [_member(v)]}}, ensure_ascii=False) for v in node.values]
+        return column.op("@>")(any_(cast(bindparam(next(names), members), ARRAY(JSONB))))
     if isinstance(node, Exists):
         return test(f"$.present[*] ? (@ == {json.dumps(node.field, ensure_ascii=False)})")
     if isinstance(node, Not):
@@ -52,8 +58,12 @@ def _values_path(field: str, value: Value) -> str:
     return f"$.{where}.{json.dumps(field, ensure_ascii=False)}[*]"
 
 
+def _member(value: Value) -> Any:
+    return value.key if value.kind == "date" else value.raw
+
+
 def _literal(value: Value) -> str:
-    return json.dumps(value.key if value.kind == "date" else value.raw, ensure_ascii=False)
+    return json.dumps(_member(value), ensure_ascii=False)
 
 
 def compile_where(expression: Any) -> tuple[str, dict[str, Any]]:

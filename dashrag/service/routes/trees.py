@@ -21,7 +21,7 @@ from dashrag.documents.corpus import SIDECAR_NAME
 from dashrag.errors import ConfigError, DashragError, FilterError, PersistenceError, excerpt
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
 from dashrag.service.jobs import NameTaken, TooManyBuilds
-from dashrag.service.json_body import StrictJSONRoute
+from dashrag.service.json_body import StrictJSONRoute, strict_body
 from dashrag.service.models import (
     BuildRequest,
     ConfigProblem,
@@ -155,9 +155,7 @@ def _located(exc: ValidationError) -> RequestValidationError:
 
 def _json_body(raw: bytes) -> BuildRequest:
     try:
-        return BuildRequest.model_validate(strict_loads(raw or b"null", finite=True), strict=True)
-    except json.JSONDecodeError as exc:
-        raise RequestValidationError([{"loc": ["body"], "type": "json_invalid", "msg": f"not JSON: {exc}"}]) from None
+        return BuildRequest.model_validate(strict_body(raw), strict=True)
     except ValidationError as exc:
         raise _located(exc) from None
 
