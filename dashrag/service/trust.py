@@ -45,6 +45,7 @@ from dashrag.service.endpoints import Endpoint, UnreadableEndpoint, destinations
 if TYPE_CHECKING:
     from dashrag.service.settings import ServiceSettings
 
+
 def allowed_endpoint(url: str) -> Endpoint:
     """The one destination of a setting's ``--allow-endpoint`` value; raises ValueError saying why not."""
     try:
