@@ -31,6 +31,7 @@ class DeclaredValue:
     component: str
     unset_reaches: str | None = None  #: an endpoint's: what None still reaches (``kind_field``)
     required: bool = True  #: a credential's: a run of the tree cannot do without it (module docstring)
+    default_port: int | None = None  #: an endpoint's: where its client goes when the URL names no port
 
 
 def declared_values(tree: dict[str, Any]) -> Iterator[DeclaredValue]:
@@ -43,7 +44,7 @@ def declared_values(tree: dict[str, Any]) -> Iterator[DeclaredValue]:
         params, params_path = node.get("params", {}), join_path(path, "params")
         for name, param_kind in schema.kinded_fields().items():
             yield DeclaredValue(join_path(params_path, name), param_kind, params.get(name), node["component"],
-                                schema.unset_reaches(name), required)
+                                schema.unset_reaches(name), required, schema.default_port(name))
         fields = schema.component_fields()
         needed = set(cls.needed_credentials(schema.model_validate(params))) \
             if any(kind == "credential" for kind, _ in fields.values()) else set()

@@ -48,6 +48,7 @@ class ParamKind(StrEnum):
 
 
 UNSET_REACHES_KEY = "x-dashrag-unset-reaches"
+DEFAULT_PORT_KEY = "x-dashrag-default-port"
 #: A field kept only so older configs (DashAI's) load: a form puts it under "Advanced / compatibility".
 COMPATIBILITY_KEY = "x-dashrag-compatibility"
 #: The usual values of an open text field (a torch device: cpu, cuda, mps, while cuda:1 is valid too): a form
@@ -55,17 +56,22 @@ COMPATIBILITY_KEY = "x-dashrag-compatibility"
 CHOICES_KEY = "x-dashrag-choices"
 
 
-def kind_field(kind: ParamKind, default: Any = ..., *, unset_reaches: str | None = None, **field_kwargs: Any) -> Any:
+def kind_field(kind: ParamKind, default: Any = ..., *, unset_reaches: str | None = None,
+               default_port: int | None = None, **field_kwargs: Any) -> Any:
     """A plain parameter whose value means ``kind`` to the world outside the component.
 
     ``unset_reaches``: for an endpoint that may be None, what None still reaches (an LLM without
     ``api_base`` calls its provider's own endpoint); left out, None means no request at all.
+    ``default_port``: for an endpoint whose client goes to a port of its own when the URL names none
+    (qdrant-client: 6333, not http's 80), that port, so the service compares the real destination.
     An endpoint's URL may hold no secret (``user:password@``, ``?password=``): every component's,
     checked once here (:meth:`ComponentParams._no_secret_in_urls`).
     """
     extra: dict[str, Any] = {PARAM_KIND_KEY: kind.value, **field_kwargs.pop("json_schema_extra", {})}
     if unset_reaches is not None:
         extra[UNSET_REACHES_KEY] = unset_reaches
+    if default_port is not None:
+        extra[DEFAULT_PORT_KEY] = default_port
     return Field(default, json_schema_extra=extra, **field_kwargs)
 
 
@@ -316,6 +322,13 @@ class ComponentParams(BaseModel):
         """What the field's None still reaches (:func:`kind_field`), or None."""
         extra = cls.model_fields[name].json_schema_extra
         return str(extra[UNSET_REACHES_KEY]) if isinstance(extra, dict) and UNSET_REACHES_KEY in extra else None
+
+    @classmethod
+    def default_port(cls, name: str) -> int | None:
+        """The port the field's client goes to when its URL names none (:func:`kind_field`), or None."""
+        extra = cls.model_fields[name].json_schema_extra
+        port = extra.get(DEFAULT_PORT_KEY) if isinstance(extra, dict) else None
+        return port if isinstance(port, int) else None
 
 
 def value_alias(value: Any, spellings: tuple[tuple[Any, Any], ...]) -> Any:

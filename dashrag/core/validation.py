@@ -22,13 +22,17 @@ import json
 import math
 import types
 import typing
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
-from dashrag.core.params import RuleViolation
+from dashrag.core.params import ParamKind, RuleViolation
 from dashrag.core.registry import get_component
 from dashrag.errors import ConfigError, ConfigIssue, RuleIssue, UnknownComponentError, excerpt
+
+#: ``screen(path, kind, value)``: why a declared value may not even be looked at, or None (validate_and_transform).
+Screen = Callable[[str, ParamKind, Any], "str | None"]
 
 NODE_KEYS = {"component", "params"}
 #: The deepest tree of components a config may hold (a composite inside a composite ... 32 times).
@@ -149,8 +153,13 @@ def _replace_failed(params: dict, schema: Any) -> bool:
     return failed
 
 
+def no_screen(path: str, kind: ParamKind, value: Any) -> str | None:
+    """The screen of a config its own author wrote: every declared value may be looked at."""
+    return None
+
+
 def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[ConfigIssue],
-                   depth: int = 1) -> dict | None:
+                   depth: int = 1, screen: Screen = no_screen) -> dict | None:
     if not isinstance(raw, dict):
         issues.append(
             ConfigIssue(path, f'expected an object {{"component": ..., "params": ...}}, got {type(raw).__name__}')
@@ -204,10 +213,10 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
                 )
                 params[field_name] = [None]  # failed: a placeholder stands in (_replace_failed)
                 continue
-            params[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues, depth + 1)
+            params[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues, depth + 1, screen)
                                   for i, v in enumerate(value)]
         elif value is not None or not _accepts_none(schema, field_name):
-            params[field_name] = _validate_node(value, field_path, field_kind, issues, depth + 1)
+            params[field_name] = _validate_node(value, field_path, field_kind, issues, depth + 1, screen)
 
     failed_nested = _replace_failed(params, schema)
     params = whole_numbers_as_integers(params, schema)
@@ -218,6 +227,11 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
         return None
     if failed_nested:
         return None  # the parent's own params were still checked above
+    screened = [ConfigIssue(join_path(params_path, name), problem) for name, kind in schema.kinded_fields().items()
+                if (problem := screen(join_path(params_path, name), kind, getattr(validated, name)))]
+    if screened:  # refused before availability_problem looks for the model on this machine
+        issues.extend(screened)
+        return None
     unavailable = cls.availability_problem(validated)
     if unavailable:
         issues.append(ConfigIssue(params_path, unavailable))
@@ -233,17 +247,22 @@ def _validate_node(raw: Any, path: str, expected_kind: str | None, issues: list[
         if default is None:
             continue
         if is_list:
-            normalised[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues, depth + 1)
+            normalised[field_name] = [_validate_node(v, join_path(field_path, i), field_kind, issues, depth + 1, screen)
                                       for i, v in enumerate(default)]
         else:
-            normalised[field_name] = _validate_node(default, field_path, field_kind, issues, depth + 1)
+            normalised[field_name] = _validate_node(default, field_path, field_kind, issues, depth + 1, screen)
     return {"component": cls.component_name, "params": normalised}  # an alias is saved as the registered name
 
 
-def validate_and_transform(raw: Any, expected_kind: str | None = None) -> dict:
-    """Validate a whole config tree; return it normalised, or raise listing every problem."""
+def validate_and_transform(raw: Any, expected_kind: str | None = None, screen: Screen = no_screen) -> dict:
+    """Validate a whole config tree; return it normalised, or raise listing every problem.
+
+    ``screen`` sees each node's declared values (:func:`~dashrag.core.params.kind_field`) once its params
+    are valid and *before* :meth:`availability_problem` looks on this machine for what they name; a
+    value it refuses is an issue at its path and the machine is not looked at (the service refuses a
+    client's model folder outside the data root unread: docs/security.md)."""
     issues = json_issues(raw)
-    result = None if issues else _validate_node(raw, "", expected_kind, issues)
+    result = None if issues else _validate_node(raw, "", expected_kind, issues, screen=screen)
     if issues or result is None:
         issues = (issues or [ConfigIssue("", "invalid config")])[:MAX_ISSUES]
         unknown = any("unknown component" in i.message for i in issues)

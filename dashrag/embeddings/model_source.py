@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -50,10 +51,16 @@ PACKAGED_MODELS: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class ModelSource:
-    """A model folder on this machine and the identity of what it holds."""
+    """A model folder on this machine and the identity of what it holds, worked out when first asked for:
+    a folder's identity hashes every file in it, which finding the model (validation: is it here?) never
+    needs (issue 38: validating a config naming a large folder read all of it)."""
 
     path: Path
-    identity: dict[str, Any] = field(compare=False)
+    identity_of: Callable[[], dict[str, Any]] = field(compare=False)
+
+    @cached_property
+    def identity(self) -> dict[str, Any]:
+        return self.identity_of()
 
 
 def set_offline_defaults() -> None:
@@ -124,8 +131,8 @@ def _packaged(repo: str) -> ModelSource | None:
     path = Path(module.get_model_path())
     if not path.is_dir():
         return None
-    return ModelSource(path, {"source": "package", "package": distribution,
-                              "version": metadata.version(distribution), "repo": repo})
+    identity = {"source": "package", "package": distribution, "version": metadata.version(distribution), "repo": repo}
+    return ModelSource(path, lambda: identity)
 
 
 def _hub_snapshot(repo: str) -> ModelSource | None:
@@ -136,7 +143,7 @@ def _hub_snapshot(repo: str) -> ModelSource | None:
         path = Path(snapshot_download(repo, local_files_only=not downloads_allowed()))
     except Exception:  # not cached, an invalid repo id, no network: all mean "not here"
         return None
-    return ModelSource(path, {"source": "hub", "repo": repo, "revision": path.name})
+    return ModelSource(path, lambda: {"source": "hub", "repo": repo, "revision": path.name})
 
 
 def missing_folder_message(name: str, what: str) -> str:
@@ -155,7 +162,7 @@ def resolve_model(name: str, *, what: str, param: str = "model", default_org: st
     candidate = Path(name).expanduser()
     if candidate.is_dir():
         folder = candidate.resolve()
-        return ModelSource(folder, directory_identity(folder))
+        return ModelSource(folder, lambda: directory_identity(folder))
     if looks_like_path(name) or candidate.exists():
         raise ModelUnavailableError(f"params.{param}: {missing_folder_message(name, what)}")
     repo = hub_name(name, default_org)

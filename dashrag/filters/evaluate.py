@@ -20,8 +20,7 @@ def document_mask(node: Filter, columns: MetadataColumns) -> np.ndarray:
     if isinstance(node, Compare):
         return _scatter(columns, _matching(node, node.field, node.value, columns, node.path))
     if isinstance(node, In):
-        return _scatter(columns, np.concatenate([_matching(node, node.field, v, columns, node.path)
-                                                 for v in node.values]) if node.values else _NOTHING)
+        return _scatter(columns, _members(node, columns))
     if isinstance(node, Exists):
         found = columns.fields.get(node.field)
         return found.present.copy() if found is not None else np.zeros(columns.size, dtype=bool)
@@ -74,13 +73,30 @@ def _column_for(field: str, value: Value, columns: MetadataColumns, path: str) -
     return column
 
 
-def _matching(node: Compare | In, field: str, value: Value, columns: MetadataColumns, path: str) -> np.ndarray:
+def _members(node: In, columns: MetadataColumns) -> np.ndarray:
+    """The documents (with repeats) holding one of ``node.values``: one sorted search of all the values at once
+    (``$in`` of 10,000 values is one ``searchsorted`` and one pass over the column, not 10,000 of each)."""
+    if not node.values:
+        return _NOTHING
+    column = _column_for(node.field, node.values[0], columns, node.path)  # one kind: parse checked
+    if column is None:
+        return _NOTHING
+    wanted = np.asarray([v.key for v in node.values], dtype=column.keys.dtype)
+    starts = np.searchsorted(column.keys, wanted, "left")
+    ends = np.searchsorted(column.keys, wanted, "right")
+    depth = np.zeros(len(column.keys) + 1, dtype=np.int64)  # +1 where a run of equal keys starts, -1 after it
+    np.add.at(depth, starts, 1)
+    np.add.at(depth, ends, -1)
+    return column.documents[np.cumsum(depth[:-1]) > 0]
+
+
+def _matching(node: Compare, field: str, value: Value, columns: MetadataColumns, path: str) -> np.ndarray:
     """The documents (with repeats) holding a value of ``field`` that satisfies the comparison."""
     column = _column_for(field, value, columns, path)
     if column is None:
         return _NOTHING
     keys, key = column.keys, value.key
-    op = node.op if isinstance(node, Compare) else "$eq"
+    op = node.op
     left, right = int(np.searchsorted(keys, key, "left")), int(np.searchsorted(keys, key, "right"))
     lo, hi = {"$eq": (left, right), "$gt": (right, len(keys)), "$gte": (left, len(keys)), "$lt": (0, left),
               "$lte": (0, right)}[op]

@@ -48,7 +48,7 @@ LOCAL_MODE = "qdrant-client-local"  # what an embedded reference without one was
 
 
 class QdrantConnectionParams(EngineParams):
-    url: str | None = kind_field(ParamKind.ENDPOINT, None, description=(
+    url: str | None = kind_field(ParamKind.ENDPOINT, None, default_port=6333, description=(
         "URL of a Qdrant server or cluster (http://host:6333); empty: embedded, on Qdrant Edge in this process."))
     path: str = kind_field(ParamKind.STORAGE_PATH, "qdrant", description=(
         "Embedded mode: storage folder, relative to the tree's folder (or absolute); ':memory:' keeps nothing."))

@@ -24,6 +24,15 @@ from dashrag.core.config_json import strict_loads
 MAX_ECHO = 200
 
 
+def strict_body(raw: bytes) -> Any:
+    """The JSON of a body a route reads itself (multipart routes that also take JSON): as strict as every other
+    route's, a 422 ``json_invalid`` naming what (a key twice, NaN, not JSON) otherwise."""
+    try:
+        return strict_loads(raw or b"null", finite=True)
+    except json.JSONDecodeError as exc:
+        raise RequestValidationError([{"loc": ["body"], "type": "json_invalid", "msg": f"not JSON: {exc}"}]) from None
+
+
 class StrictJSONRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
@@ -44,9 +53,10 @@ class StrictJSONRoute(APIRoute):
 def _shown(value: Any) -> Any:
     try:
         encoded = jsonable_encoder(value)
-        text = json.dumps(encoded, allow_nan=False)
+        text = json.dumps(encoded, allow_nan=False, ensure_ascii=False)
+        text.encode("utf-8")  # a lone surrogate in the input cannot be sent back as it is
     except (TypeError, ValueError):
-        return repr(value)[:MAX_ECHO]
+        return repr(value)[:MAX_ECHO]  # repr escapes what UTF-8 cannot hold
     return encoded if len(text) <= MAX_ECHO else f"<{len(text)} characters, not echoed>"
 
 

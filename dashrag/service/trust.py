@@ -34,51 +34,33 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
-from urllib.parse import SplitResult, urlsplit
 
 from dashrag.core.declared import DeclaredValue, declared_values
 from dashrag.core.params import ParamKind
 from dashrag.core.validation import validate_and_transform
 from dashrag.embeddings.model_source import looks_like_path
 from dashrag.errors import ConfigError, ConfigIssue, excerpt
+from dashrag.service.endpoints import Endpoint, UnreadableEndpoint, destinations
 
 if TYPE_CHECKING:
     from dashrag.service.settings import ServiceSettings
 
-DEFAULT_PORTS = {"http": 80, "https": 443}
 
-
-@dataclass(frozen=True)
-class Endpoint:
-    """A URL reduced to what decides where a request goes: scheme, host, port and path."""
-
-    scheme: str
-    host: str
-    port: int | None
-    path: str
-
-    @classmethod
-    def parse(cls, url: str) -> Endpoint | None:
-        try:
-            parts: SplitResult = urlsplit(url.strip())
-            port = parts.port
-        except ValueError:
-            return None
-        if not parts.scheme or not parts.hostname:
-            return None
-        scheme = parts.scheme.lower()
-        return cls(scheme, parts.hostname.lower(), port or DEFAULT_PORTS.get(scheme), parts.path.rstrip("/"))
-
-    def within(self, prefix: Endpoint) -> bool:
-        """Same scheme, host and port, and the path is the prefix's or below it (segment-wise)."""
-        return (self.scheme, self.host, self.port) == (prefix.scheme, prefix.host, prefix.port) and (
-            self.path == prefix.path or self.path.startswith(prefix.path + "/"))
+def allowed_endpoint(url: str) -> Endpoint:
+    """The one destination of a setting's ``--allow-endpoint`` value; raises ValueError saying why not."""
+    try:
+        found = destinations(url.strip())
+    except UnreadableEndpoint as exc:
+        raise ValueError(f"{excerpt(url)} is not an endpoint to allow: {exc} (https://rerank.internal:8080, "
+                         "postgresql+psycopg://db.internal:5432/papers)") from None
+    if len(found) != 1:
+        raise ValueError(f"{excerpt(url)} names {len(found)} hosts; allow each one by itself")
+    return found[0]
 
 
 def parse_allowed_endpoint(url: str) -> str:
-    """A setting's ``--allow-endpoint`` value, checked: a URL with a scheme and a host."""
-    if Endpoint.parse(url) is None:
-        raise ValueError(f"{excerpt(url)} is not a URL with a scheme and a host (https://rerank.internal:8080)")
+    """A setting's ``--allow-endpoint`` value, checked (:func:`allowed_endpoint`)."""
+    allowed_endpoint(url)
     return url
 
 
@@ -93,7 +75,7 @@ class ClientConfigPolicy:
     @classmethod
     def of(cls, allow_credentials: Sequence[str], allow_endpoints: Sequence[str], data_root: Path | None
            ) -> ClientConfigPolicy:
-        endpoints = tuple(e for e in (Endpoint.parse(u) for u in allow_endpoints) if e is not None)
+        endpoints = tuple(allowed_endpoint(u) for u in allow_endpoints)
         return cls(frozenset(allow_credentials), endpoints, data_root)
 
     def problems(self, tree: dict[str, Any], where: str = "") -> list[ConfigIssue]:
@@ -129,11 +111,15 @@ class ClientConfigPolicy:
             return None if item.unset_reaches is None else (
                 f"unset, this reaches {item.unset_reaches}; a config sent over HTTP names its endpoint, "
                 "one the service allows (--allow-endpoint)")
-        endpoint = Endpoint.parse(str(item.value))
-        if endpoint is not None and any(endpoint.within(prefix) for prefix in self.endpoints):
+        try:
+            reached = destinations(str(item.value), item.default_port)
+        except UnreadableEndpoint as exc:
+            return f"{excerpt(str(item.value))} cannot be allowed: {exc}"
+        outside = [e for e in reached if not any(e.within(prefix) for prefix in self.endpoints)]
+        if not outside:
             return None
-        return (f"{excerpt(str(item.value))} is not under an endpoint the service allows configs sent over HTTP "
-                "to reach (the operator adds one with --allow-endpoint)")
+        return (f"{excerpt(str(item.value))} reaches {outside[0].shown()}, which is not under an endpoint the "
+                "service allows configs sent over HTTP to reach (the operator adds one with --allow-endpoint)")
 
     def _storage_path(self, item: DeclaredValue) -> str | None:
         value = str(item.value)
@@ -145,9 +131,14 @@ class ClientConfigPolicy:
                 "without '..'")
 
     def _model_source(self, item: DeclaredValue) -> str | None:
-        if item.value is None:
+        return self.model_folder_problem(item.value)
+
+    def model_folder_problem(self, value: Any) -> str | None:
+        """Why ``value`` names a model folder outside the data root, or None. Only the path is looked at
+        (symlinks followed), never the folder's files."""
+        if value is None:
             return None
-        value = str(item.value)
+        value = str(value)
         if not looks_like_path(value) and not os.path.isdir(value):
             return None  # a model's name, looked up offline (a package's copy or the local hub cache)
         root = self.data_root.resolve() if self.data_root is not None else None
@@ -156,15 +147,22 @@ class ClientConfigPolicy:
         return (f"{excerpt(value)} is a folder outside the data root; a config sent over HTTP may read model "
                 "folders only under the data root (--data-root)")
 
+    def screen(self, path: str, kind: ParamKind, value: Any) -> str | None:
+        """What validation may not even look at (:func:`validate_and_transform`'s ``screen``): a model folder
+        outside the data root is refused before a component looks for its weights there."""
+        return self.model_folder_problem(value) if kind is ParamKind.MODEL_SOURCE else None
+
 
 def client_policy(settings: ServiceSettings) -> ClientConfigPolicy:
     return ClientConfigPolicy.of(settings.allow_credentials, settings.allow_endpoints, settings.data_root)
 
 
 def validate_client_config(raw: Any, kind: str, settings: ServiceSettings) -> dict[str, Any]:
-    """``raw`` validated and normalised, then held to the policy: one ConfigError listing every problem."""
-    tree = validate_and_transform(raw, kind)
-    client_policy(settings).check(tree)
+    """``raw`` validated and normalised, then held to the policy: one ConfigError listing every problem.
+    Model folders are screened during validation, before anything looks inside them."""
+    policy = client_policy(settings)
+    tree = validate_and_transform(raw, kind, screen=policy.screen)
+    policy.check(tree)
     return tree
 
 

@@ -42,3 +42,15 @@ def test_query_filter_keeps_only_matching_documents_with_their_metadata(indexed)
                                         ('{"year": ', "filter $: not valid JSON")])
 def test_a_bad_filter_exits_2_naming_the_path(indexed, bad, where):
     assert where in error_line(invoke("query", indexed, "retrieval", "--filter", bad))
+
+
+@pytest.mark.parametrize("bad, where", [
+    ('{"year": ' + "9" * 400 + "}", "filter $.year: the number"),
+    ('{"year": 2019, "year": 2012}', "the key 'year' appears twice"),
+    ('{"lang": "\\u0000"}', "NUL"),
+    ('{"lang": "\\ud800"}', "lone surrogate"),
+    ('{"year": {"$in": [' + ",".join(["1"] * 10_001) + "]}}", "more than 10,000 values"),
+])
+def test_a_filter_out_of_range_ambiguous_or_too_large_is_one_error_line(indexed, bad, where):
+    """Issue 38: a 400-digit number was a traceback, a key given twice silently kept its last value."""
+    assert where in error_line(invoke("query", indexed, "retrieval", "--filter", bad))

@@ -21,7 +21,7 @@ from starlette.datastructures import UploadFile
 from dashrag.documents.model import SourceDocument, json_metadata
 from dashrag.errors import ConfigError, DashragError
 from dashrag.service.jobs import NameTaken
-from dashrag.service.json_body import StrictJSONRoute
+from dashrag.service.json_body import StrictJSONRoute, strict_body
 from dashrag.service.models import AddDocumentsRequest, DocumentChanges, DocumentsPage, JobAccepted
 from dashrag.service.pipeline import StepFailure
 from dashrag.service.routes import errors, invalid
@@ -48,7 +48,7 @@ def _saved_tree(service: Service, name: str) -> Path:
 
 def _json_documents(raw: bytes) -> list[SourceDocument]:
     try:
-        body = AddDocumentsRequest.model_validate_json(raw or b"null")
+        body = AddDocumentsRequest.model_validate(strict_body(raw))  # a key twice is refused, not last-key-wins
     except ValidationError as exc:
         raise RequestValidationError([{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)]) \
             from None

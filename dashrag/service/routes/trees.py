@@ -14,14 +14,14 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
+from dashrag.core.component import construct
 from dashrag.core.config_json import strict_loads
-from dashrag.core.factory import build_as
 from dashrag.core.retriever import Retriever
 from dashrag.documents.corpus import SIDECAR_NAME
 from dashrag.errors import ConfigError, DashragError, FilterError, PersistenceError, excerpt
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
 from dashrag.service.jobs import NameTaken, TooManyBuilds
-from dashrag.service.json_body import StrictJSONRoute
+from dashrag.service.json_body import StrictJSONRoute, strict_body
 from dashrag.service.models import (
     BuildRequest,
     ConfigProblem,
@@ -38,7 +38,7 @@ from dashrag.service.models import (
 from dashrag.service.pipeline import StepFailure, safe_message
 from dashrag.service.routes import errors, invalid
 from dashrag.service.state import Service, service_of
-from dashrag.service.trust import client_policy, validate_client_config
+from dashrag.service.trust import validate_client_config
 
 router = APIRouter(route_class=StrictJSONRoute)
 
@@ -122,8 +122,11 @@ async def build_tree(request: Request) -> JobAccepted:
         body = _json_body(await request.body())
         corpus = _corpus_under_root(service, body.corpus_path)
     try:
-        root = build_as(body.config, Retriever, "retriever")  # the one validation of this build
-        client_policy(service.settings).check(root.to_config())  # what it reaches (docs/security.md)
+        # the one validation of this build, with what it reaches (docs/security.md): a model folder outside the
+        # data root is refused before it is looked at
+        root = construct(validate_client_config(body.config, "retriever", service.settings), body.config)
+        if not isinstance(root, Retriever):
+            raise ConfigError(f"{root.component_name} is not a Retriever")
         chunker = validate_client_config(body.chunker, "chunker", service.settings) if body.chunker is not None \
             else None
         job = service.jobs.submit(job_id, body.name, root, corpus, chunker, body.overwrite, cleanup)
@@ -152,9 +155,7 @@ def _located(exc: ValidationError) -> RequestValidationError:
 
 def _json_body(raw: bytes) -> BuildRequest:
     try:
-        return BuildRequest.model_validate(strict_loads(raw or b"null", finite=True), strict=True)
-    except json.JSONDecodeError as exc:
-        raise RequestValidationError([{"loc": ["body"], "type": "json_invalid", "msg": f"not JSON: {exc}"}]) from None
+        return BuildRequest.model_validate(strict_body(raw), strict=True)
     except ValidationError as exc:
         raise _located(exc) from None
 
