@@ -15,6 +15,7 @@ from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
 from tests.conftest import EXAMPLE_CORPUS
 from tests.service.conftest import KEYWORD, LoopbackServer, make_client
+from tests.service.test_trees_api import wait_for
 
 RETRIEVE = {"query": "bm25", "collection_name": "kw"}
 
@@ -121,6 +122,39 @@ def test_builds_beyond_max_pending_builds_are_429(trees_copy):
         while client.get(f"/jobs/{first.json()['job_id']}").json()["status"] in ("queued", "running"):
             time.sleep(0.1)
     assert second.status_code == 429 and "try again" in second.json()["detail"]
+
+
+def note(i: int) -> dict:
+    return {"documents": [{"id": f"notes/{i}.txt", "text": f"note {i} on sparse retrieval"}]}
+
+
+def test_document_jobs_and_removals_count_against_max_pending_builds(trees_copy):
+    """One limit for every job kind: document posts queue like builds, and a removal or a build beyond it is a 429."""
+    with make_client(trees_dir=trees_copy, data_root=EXAMPLE_CORPUS.parent, max_pending_builds=2) as client:
+        posts = [client.post("/trees/kw/documents", json=note(i)) for i in range(3)]
+        removal = client.delete("/trees/kw/documents/bm25.md")
+        build = client.post("/trees", json={"name": "other", "config": KEYWORD, "corpus_path": "corpus"})
+        ended = [wait_for(client, p.json()["job_id"])["status"] for p in posts[:2]]
+        after = client.post("/trees/kw/documents", json=note(3))  # room again once they ended
+        wait_for(client, after.json()["job_id"])
+    assert [p.status_code for p in posts] == [202, 202, 429] and ended == ["done", "done"]
+    assert "max_pending_builds = 2" in posts[2].json()["detail"] and posts[2].headers["retry-after"] == "10"
+    assert removal.status_code == 429 and build.status_code == 429 and after.status_code == 202
+    assert not (trees_copy / "other").exists()
+
+
+def test_an_upload_beyond_the_queued_upload_budget_is_429_and_not_written(trees_copy):
+    text = ("sparse retrieval " * 200).encode()  # 3,400 bytes
+    with make_client(trees_dir=trees_copy, max_queued_upload_bytes=4096) as client:
+        first = client.post("/trees/kw/documents", files=[("corpus", ("a.txt", text, "text/plain"))])
+        second = client.post("/trees/kw/documents/upload", files=[("corpus", ("b.txt", text, "text/plain"))])
+        uploads_while_queued = sorted(p.name for p in trees_copy.glob(".upload-*"))
+        status = wait_for(client, first.json()["job_id"])
+        third = client.post("/trees/kw/documents", files=[("corpus", ("b.txt", text, "text/plain"))])
+        wait_for(client, third.json()["job_id"])
+    assert first.status_code == 202 and status["status"] == "done" and third.status_code == 202
+    assert second.status_code == 429 and "max_queued_upload_bytes = 4096" in second.json()["detail"]
+    assert uploads_while_queued == [f".upload-{first.json()['job_id']}"]  # the refused one was never written
 
 
 @pytest.mark.parametrize(("tree", "path"), [

@@ -20,12 +20,12 @@ from starlette.datastructures import UploadFile
 
 from dashrag.documents.model import SourceDocument, json_metadata
 from dashrag.errors import ConfigError, DashragError
-from dashrag.service.jobs import NameTaken
+from dashrag.service.jobs import NameTaken, TooManyBuilds
 from dashrag.service.json_body import StrictJSONRoute
 from dashrag.service.models import AddDocumentsRequest, DocumentsPage, JobAccepted
 from dashrag.service.pipeline import StepFailure
 from dashrag.service.routes import errors, invalid
-from dashrag.service.routes.trees import _tree, _upload_name, uploaded_corpus_path
+from dashrag.service.routes.trees import _remove, _tree, _upload_name, room_for_job, too_many, uploaded_corpus_path
 from dashrag.service.state import Service, service_of
 
 router = APIRouter(route_class=StrictJSONRoute)
@@ -95,7 +95,7 @@ def _inlined(schema: Any, definitions: dict[str, Any] | None = None) -> Any:
     return schema
 
 
-ADD_RESPONSES = {**errors(401, 404, 409, 413, 503),
+ADD_RESPONSES = {**errors(401, 404, 409, 413, 429, 503),
                  **invalid("A document without an id or text, or a malformed body or upload.")}
 
 
@@ -112,6 +112,7 @@ async def add_documents(name: str, request: Request) -> JobAccepted:
     ``POST /trees/{name}/documents`` takes the JSON body and also the multipart one of ``.../documents/upload``."""
     service = service_of(request)
     folder = _saved_tree(service, name)
+    room_for_job(service, request)
     job_id = service.jobs.new_job_id()
     cleanup: list[Path] = []
     add: Path | list[SourceDocument]
@@ -128,9 +129,11 @@ async def add_documents(name: str, request: Request) -> JobAccepted:
     try:
         job = service.jobs.submit_update(job_id, name, add, cleanup)
     except NameTaken as exc:
-        for path in cleanup:
-            shutil.rmtree(path, ignore_errors=True)
+        _remove(cleanup)
         raise HTTPException(409, str(exc)) from None
+    except TooManyBuilds as exc:
+        _remove(cleanup)
+        raise too_many(exc) from None
     return JobAccepted(job_id=job.id)
 
 
@@ -146,13 +149,15 @@ def list_documents(name: str, request: Request, offset: int = Query(0, ge=0, des
         raise StepFailure("load", f"tree {name!r}: {exc}") from None
 
 
-@router.delete("/trees/{name}/documents/{document_id:path}", responses=errors(401, 404, 503))
+@router.delete("/trees/{name}/documents/{document_id:path}", responses=errors(401, 404, 429, 503))
 def remove_document(name: str, document_id: str, request: Request) -> dict[str, int]:
     """Remove one document from a saved tree now; the counts of what changed (404: no such tree or document)."""
     service = service_of(request)
     _saved_tree(service, name)
     try:
         return service.jobs.remove_documents(name, [document_id])
+    except TooManyBuilds as exc:
+        raise too_many(exc) from None
     except ConfigError as exc:
         raise HTTPException(404, str(exc)) from None
     except DashragError as exc:

@@ -115,6 +115,7 @@ async def build_tree(request: Request) -> JobAccepted:
     job_id = service.jobs.new_job_id()
     content_type = request.headers.get("content-type", "")
     cleanup: list[Path] = []
+    room_for_job(service, request)
     if content_type.startswith("multipart/form-data"):
         body, corpus = await _multipart(request, service, job_id)
         cleanup.append(corpus if corpus.is_dir() else corpus.parent)
@@ -135,8 +136,23 @@ async def build_tree(request: Request) -> JobAccepted:
         raise HTTPException(409, str(exc)) from None
     except TooManyBuilds as exc:
         _remove(cleanup)
-        raise HTTPException(429, str(exc), headers={"Retry-After": "10"}) from None
+        raise too_many(exc) from None
     return JobAccepted(job_id=job.id)
+
+
+def too_many(exc: TooManyBuilds) -> HTTPException:
+    return HTTPException(429, str(exc), headers={"Retry-After": "10"})
+
+
+def room_for_job(service: Service, request: Request) -> None:
+    """A 429 before the body is read when the service takes no more jobs, or no more upload bytes (counted by the
+    body's ``Content-Length``): a refused upload is never written to disk."""
+    multipart = request.headers.get("content-type", "").startswith("multipart/form-data")
+    length = request.headers.get("content-length", "")
+    try:
+        service.jobs.check_room(int(length) if multipart and length.isdigit() else 0)
+    except TooManyBuilds as exc:
+        raise too_many(exc) from None
 
 
 def _remove(paths: list[Path]) -> None:
