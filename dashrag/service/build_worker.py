@@ -39,6 +39,12 @@ def _update(task: dict[str, Any], progress: Any) -> dict[str, Any]:
     return {"changed": report.changed, "counts": report.counts()}
 
 
+def perform(task: dict[str, Any], progress: Any) -> dict[str, Any]:
+    """The task's build or update, its stages sent to ``progress``: what the worker runs, and what the service
+    runs itself for a tree only its process may open (build_process.run_in_this_process)."""
+    return (_build if task["kind"] == "build" else _update)(task, progress)
+
+
 def run(task: dict[str, Any], out: TextIO) -> None:
     from dashrag.service.pipeline import safe_message
 
@@ -50,7 +56,7 @@ def run(task: dict[str, Any], out: TextIO) -> None:
         send({"progress": [stage, done, total]})
 
     try:
-        send({"result": (_build if task["kind"] == "build" else _update)(task, progress)})
+        send({"result": perform(task, progress)})
     except MemoryError:
         send({"error": "out of memory", "memory": True})
     except OSError as exc:  # a read-only or full folder: the reason, never the server's path
@@ -72,4 +78,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["main", "run"]
+__all__ = ["main", "perform", "run"]

@@ -29,7 +29,8 @@ from dashrag.api import update_tree
 from dashrag.core.persistence import MANIFEST_NAME
 from dashrag.core.retriever import Retriever
 from dashrag.documents.model import SourceDocument
-from dashrag.service.build_process import WorkerLimits, run_in_worker
+from dashrag.indexes.engine import EngineIndex
+from dashrag.service.build_process import WorkerLimits, run_in_this_process, run_in_worker
 from dashrag.service.collections import CollectionRegistry
 from dashrag.service.pipeline import safe_message
 
@@ -134,6 +135,12 @@ def bytes_under(paths: list[Path]) -> int:
     """The bytes of the files in ``paths`` (folders walked): what an upload holds on disk while its job waits."""
     files = [f for p in paths for f in ([p] if p.is_file() else p.rglob("*"))]
     return sum(f.stat().st_size for f in files if f.is_file())
+
+
+def process_bound(tree: Retriever) -> bool:
+    """Whether the served tree holds files no other process may open while it is served (an embedded Qdrant
+    folder): a worker process could not load it, so its update runs in the service's process."""
+    return any(isinstance(node, EngineIndex) and node.process_bound for _, node in tree.iter_nodes())
 
 
 NO_LIMITS = WorkerLimits()
@@ -256,7 +263,11 @@ class BuildJobs:
         try:
             documents = str(add) if isinstance(add, Path) else [dataclasses.asdict(d) for d in add]
             task = {"kind": "update", "folder": str(self.registry.folder_of(job.tree)), "add": documents, "remove": []}
-            report = run_in_worker(task, self.limits, job.enter, job.check_cancel)
+            served = self.registry.tree(job.tree)
+            if served is not None and process_bound(served.retriever):  # its folder is this process's to change
+                report = run_in_this_process(task, self.limits, job.enter)
+            else:
+                report = run_in_worker(task, self.limits, job.enter, job.check_cancel)
             if report["changed"]:
                 self.registry.load_tree(job.tree)  # the swap: queries move to the new tree at once
             job.counts = report["counts"]

@@ -102,3 +102,27 @@ def test_queries_during_an_update_are_answered_by_the_old_or_the_new_tree(trees_
         new = answer(client)
     assert status["status"] == "done" and new != old
     assert seen and all(a in (old, new) for a in seen)
+
+
+def test_a_served_tree_on_qdrant_edge_takes_document_posts_and_removals(tmp_path):
+    """The served tree holds its Edge shards (Edge locks a shard's write-ahead log), so its update runs in the
+    serving process: the job is done, the answer is a rebuild's, and a removal works after it."""
+    on_edge = {**KEYWORD, "params": {**KEYWORD["params"], "index": {"component": "QdrantKeywordIndex", "params": {}}}}
+    dashrag.api.build_tree(on_edge, EXAMPLE_CORPUS, tmp_path / "trees" / "kw")
+    with make_client(trees_dir=tmp_path / "trees") as client:
+        status = wait_for(client, client.post("/trees/kw/documents", json={"documents": [NEW]}).json()["job_id"])
+        got = answer(client)
+        removed = client.delete("/trees/kw/documents/bm25.md")
+        after = answer(client, {"query": "BM25 term frequency saturation", "top_k": 8})
+    assert status["status"] == "done", status
+    assert status["counts"] == {"added": 1, "replaced": 0, "skipped": 0, "removed": 0}
+    documents = [*Corpus.from_folder(EXAMPLE_CORPUS).documents, SourceDocument(**NEW)]
+    dashrag.api.build_tree(on_edge, Corpus(tuple(documents)), tmp_path / "rebuilt")
+    expected = TreeCollection(tmp_path / "rebuilt")
+    try:
+        chunks, _ = expected.query(QUERY["query"], QUERY["top_k"])
+    finally:
+        expected.retriever.close()
+    assert got[0][0] == NEW["id"] and got == [(c.document_id, c.chunk.position, round(c.score, 5)) for c in chunks]
+    assert removed.status_code == 200 and removed.json()["removed"] == 1
+    assert "bm25.md" not in {d for d, _, _ in after}
