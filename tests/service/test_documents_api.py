@@ -4,6 +4,7 @@ old tree until the new one is published, and the served tree (calibration includ
 from __future__ import annotations
 
 import threading
+from urllib.parse import quote
 from pathlib import Path
 
 import dashrag
@@ -126,3 +127,18 @@ def test_a_served_tree_on_qdrant_edge_takes_document_posts_and_removals(tmp_path
     assert got[0][0] == NEW["id"] and got == [(c.document_id, c.chunk.position, round(c.score, 5)) for c in chunks]
     assert removed.status_code == 200 and removed.json()["removed"] == 1
     assert "bm25.md" not in {d for d, _, _ in after}
+
+
+def test_an_id_with_control_characters_is_added_listed_and_deleted_by_url(trees_copy):
+    """One rule for ids on every route: what a post accepts, DELETE removes (a newline included)."""
+    ids = ["notes/a\nb.txt", "c\td", "e\x1bf\r"]
+    with make_client(trees_dir=trees_copy) as client:
+        documents = [{"id": i, "text": f"sparse retrieval note {n}"} for n, i in enumerate(ids)]
+        status = wait_for(client, client.post("/trees/kw/documents", json={"documents": documents}).json()["job_id"])
+        listed = [d["id"] for d in client.get("/trees/kw/documents", params={"limit": 500}).json()["documents"]]
+        removed = [client.delete(f"/trees/kw/documents/{quote(i, safe='/')}") for i in ids]
+        left = [d["id"] for d in client.get("/trees/kw/documents", params={"limit": 500}).json()["documents"]]
+    assert status["status"] == "done" and listed[-3:] == ids
+    assert [(r.status_code, r.json()) for r in removed] == [(200, {"added": 0, "replaced": 0, "skipped": 0,
+                                                                   "removed": 1})] * 3
+    assert not set(ids) & set(left)

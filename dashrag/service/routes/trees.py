@@ -219,9 +219,16 @@ async def _multipart(request: Request, service: Service, job_id: str) -> tuple[B
         raise _located(exc) from None
     except ValueError as exc:
         raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error", "msg": str(exc)}]) from None
-    names = [_upload_name(f.filename) for f in files]
     folder = Path(service.settings.trees_dir) / f".upload-{job_id}"  # type: ignore[arg-type]
-    corpus = uploaded_corpus_path(folder, names)  # refused names: before the folder exists, nothing is left
+    return body, write_uploads(folder, files)
+
+
+def write_uploads(folder: Path, files: list[UploadFile]) -> Path:
+    """The uploaded corpus files saved into ``folder`` (a new one); the path the corpus is read from. Refused
+    names are a 422 before the folder exists; a folder that cannot be written (read-only, full) a 503 naming
+    the upload step, and nothing is left."""
+    names = [_upload_name(f.filename) for f in files]
+    corpus = uploaded_corpus_path(folder, names)
     try:
         folder.mkdir(parents=True)
         for upload, name in zip(files, names):
@@ -230,7 +237,7 @@ async def _multipart(request: Request, service: Service, job_id: str) -> tuple[B
     except OSError as exc:  # a read-only or full trees folder: the service's state, not the client's fault
         shutil.rmtree(folder, ignore_errors=True)
         raise StepFailure("upload", f"the upload cannot be written in the trees folder ({exc.strerror})") from None
-    return body, corpus
+    return corpus
 
 
 def uploaded_corpus_path(folder: Path, names: list[str]) -> Path:
