@@ -4,8 +4,8 @@ old tree until the new one is published, and the served tree (calibration includ
 from __future__ import annotations
 
 import threading
-from urllib.parse import quote
 from pathlib import Path
+from urllib.parse import quote
 
 import dashrag
 from dashrag.documents.corpus import Corpus
