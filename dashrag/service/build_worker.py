@@ -32,11 +32,13 @@ def _build(task: dict[str, Any], progress: Any) -> dict[str, Any]:
 
 def _update(task: dict[str, Any], progress: Any) -> dict[str, Any]:
     from dashrag.api import update_tree
+    from dashrag.core.persistence import cleanup_warnings
     from dashrag.documents.model import SourceDocument
 
     add = task["add"] if isinstance(task["add"], str) else [SourceDocument(**d) for d in task["add"]]
-    report = update_tree(task["folder"], add=add, remove=task["remove"], progress=progress)
-    return {"changed": report.changed, "counts": report.counts()}
+    with cleanup_warnings() as warned:
+        report = update_tree(task["folder"], add=add, remove=task["remove"], progress=progress)
+    return {"changed": report.changed, "counts": report.counts(), "warnings": warned}
 
 
 def perform(task: dict[str, Any], progress: Any) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from dashrag.api import update_tree
-from dashrag.core.persistence import MANIFEST_NAME
+from dashrag.core.persistence import MANIFEST_NAME, cleanup_warnings
 from dashrag.core.retriever import Retriever
 from dashrag.documents.model import SourceDocument
 from dashrag.indexes.engine import EngineIndex
@@ -71,6 +71,7 @@ class Job:
     error: str | None = None
     cleanup: list[Path] = field(default_factory=list)
     counts: dict[str, int] | None = None
+    warnings: list[str] = field(default_factory=list)  # a done job's: published, but something was left behind
     updating: bool = False  # a document update of a saved tree, not a build
     stage: str | None = None
     done: int = 0
@@ -113,7 +114,7 @@ class Job:
         return {"id": self.id, "status": self.status, "progress": self.progress, "message": self.message,
                 "tree": self.tree if self.status == "done" else None, "error": self.error,
                 "stage": self.stage, "done": self.done, "total": self.total, "elapsed_s": round(elapsed, 3),
-                "stage_eta_s": self.stage_eta_s(), "counts": self.counts}
+                "stage_eta_s": self.stage_eta_s(), "counts": self.counts, "warnings": self.warnings}
 
 
 #: What a job leaves in the trees folder while it runs, and a killed service leaves behind: job folders beside
@@ -270,8 +271,8 @@ class BuildJobs:
                 report = run_in_worker(task, self.limits, job.enter, job.check_cancel)
             if report["changed"]:
                 self.registry.load_tree(job.tree)  # the swap: queries move to the new tree at once
-            job.counts = report["counts"]
-            job.end("done", f"updated {job.tree}")
+            job.counts, job.warnings = report["counts"], report["warnings"]
+            job.end("done", f"updated {job.tree}" + (f" ({len(job.warnings)} warning(s))" if job.warnings else ""))
         except Cancelled as exc:  # the saved tree is the old one
             job.end("cancelled", str(exc))
         except Exception as exc:  # a failed update is a job state; the saved tree is the old one
@@ -288,7 +289,10 @@ class BuildJobs:
             self._check_room(0)
             self._inline += 1
         try:
-            report = update_tree(self.registry.folder_of(name), remove=document_ids)
+            with cleanup_warnings() as warned:
+                report = update_tree(self.registry.folder_of(name), remove=document_ids)
+            for warning in warned:  # published all the same: the removal succeeded
+                logger.warning("removal from %s: %s", name, warning)
             self.registry.load_tree(name)
             return report.counts()
         finally:

@@ -18,6 +18,7 @@ import pytest
 
 from tests.cli.conftest import error_line, invoke
 from tests.conftest import EXAMPLE_CORPUS, folder_digest
+from tests.fixtures.filesystem import immutable
 
 TFIDF = '{"component": "TFIDFRetriever"}'
 QUERY = "sparse inverted index postings"
@@ -147,3 +148,16 @@ def test_the_update_module_alone_adds_and_removes(tree, more):
     removed = CliRunner().invoke(update_commands.app, ["remove", str(tree), "postings.txt"])
     assert removed.exit_code == 0 and "1 removed" in removed.output
     assert "postings.txt" not in {d for d, _, _ in answers(tree)}
+
+
+def test_add_over_an_immutable_old_store_is_published_with_a_warning_line_and_the_next_save_cleans(tree, more):
+    old_store = next(tree.glob("store-*.sqlite"))
+    with immutable(old_store):
+        result = invoke("add", tree, "--corpus", more)
+    assert result.exit_code == 0, result.output
+    assert "updated" in result.stdout and "1 added" in result.stdout
+    warnings = result.stderr.splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith("warning: the new tree is published"), result.stderr
+    assert answers(tree)[0][0] == "postings.txt" and old_store.exists()
+    assert invoke("remove", tree, "postings.txt").exit_code == 0
+    assert not old_store.exists() and len(list(tree.glob("store-*.sqlite"))) == 1
