@@ -25,7 +25,7 @@ from dashrag.core.infra import Infra
 from dashrag.core.persistence import read_manifest, save_lock
 from dashrag.core.progress import Progress, no_progress
 from dashrag.core.retriever import Retriever
-from dashrag.core.saved_tree import load, save, store_filename
+from dashrag.core.saved_tree import discard_unpublished_store, load, save, store_filename
 from dashrag.documents.changes import UpdateReport
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.corpus import Corpus
@@ -266,7 +266,11 @@ def update_tree(
             outcome = root.update_documents(documents, removing, chunker)
             if outcome.changed:
                 progress("saving")
-                save(root, folder)
+                try:
+                    save(root, folder)
+                except BaseException:
+                    discard_unpublished_store(root, folder)  # a full disk leaves nothing of the update
+                    raise
                 root.release_replaced()  # published: the old engine objects go (docs/updating.md)
         finally:
             root.close()
