@@ -187,7 +187,9 @@ def build_tree(
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
-        record_id = _build_into(root, corpus, chunk_set, out, name, chunker, store_url, cache_dir, overwrite, progress)
+        with save_lock(out):  # the temporary store lives under the lock: a save that finds one, finds it abandoned
+            record_id = _build_into(root, corpus, chunk_set, out, name, chunker, store_url, cache_dir, overwrite,
+                                    progress)
     except BaseException:
         if created:  # a failed first build leaves no folder (its caches, its lock) where there was none
             shutil.rmtree(out, ignore_errors=True)

@@ -46,6 +46,7 @@ import tempfile
 import uuid
 import warnings
 from contextlib import contextmanager
+from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterator, Literal, TypeVar
 
@@ -137,6 +138,10 @@ def load_json(path: Path) -> Any:
 
 # -- saved folders ------------------------------------------------------------
 LOCK_NAME = ".dashrag.lock"
+#: Files a writer makes in the folder only while it holds the save lock (a build's and an update's temporary
+#: store, with SQLite's journal beside it; a store being copied in): one that the next holder of the lock finds
+#: was left by a writer that was killed, so that save removes it (docs/reliability.md).
+LOCKED_TEMPORARIES = (".store-*.sqlite.tmp", ".store-*.sqlite.tmp-*")
 READERS_LOCK_NAME = ".dashrag.readers"
 TRASH_PREFIX = ".trash-"
 PARTIAL_PREFIX = ".partial-"
@@ -289,6 +294,8 @@ def _remove_unnamed(folder: Path, keep: set[str], stale: Callable[[Path], bool])
                     entry.unlink(missing_ok=True)
     for entry in folder.iterdir():  # what killed saves left (no other save runs: the save lock is held)
         if entry.name.startswith(f".{MANIFEST_NAME}.") and entry.name.endswith(".tmp") and entry.is_file():
+            entry.unlink(missing_ok=True)
+        elif any(fnmatch(entry.name, p) for p in LOCKED_TEMPORARIES) and entry.is_file() and not entry.is_symlink():
             entry.unlink(missing_ok=True)
         elif entry.name.startswith(f"{PARTIAL_PREFIX}{SNAPSHOT_PREFIX}") and entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)

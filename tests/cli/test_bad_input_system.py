@@ -182,3 +182,18 @@ def test_index_overwrite_over_an_immutable_old_store_is_one_error_line_and_leave
                                       "--overwrite"))
     assert "read-only or immutable" in line
     assert folder_digest(tree_copy) == before and not [n for n in names(tree_copy) if n.endswith(".tmp")]
+
+
+def test_index_overwrite_on_a_full_disk_is_one_error_line_and_leaves_no_tmp(scifact_subset_file, tmp_path):
+    """About 2.3 MB free: the build's temporary store (1.5 MB) fits, its copy under the store's name does not."""
+    built = tmp_path / "built"
+    assert dashrag("index", "keyword", "--corpus", scifact_subset_file, "--out", built).returncode == 0
+    size_kb = sum(p.stat().st_size for p in built.rglob("*") if p.is_file()) // 1024
+    with small_tmpfs(tmp_path / "disk", f"{size_kb + 2300}k") as disk:
+        shutil.copytree(built, disk / "kw")
+        before = folder_digest(disk / "kw")
+        line = one_error_line(dashrag("index", "keyword", "--corpus", scifact_subset_file, "--out", disk / "kw",
+                                      "--overwrite"))
+        after, left = folder_digest(disk / "kw"), names(disk / "kw")
+    assert "cannot be written" in line
+    assert after == before and not [n for n in left if n.endswith(".tmp")], left

@@ -4,6 +4,7 @@ old or the new tree, never a mix."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -161,3 +162,37 @@ def test_add_over_an_immutable_old_store_is_published_with_a_warning_line_and_th
     assert answers(tree)[0][0] == "postings.txt" and old_store.exists()
     assert invoke("remove", tree, "postings.txt").exit_code == 0
     assert not old_store.exists() and len(list(tree.glob("store-*.sqlite"))) == 1
+
+
+def _killed_while_writing_its_store(tree: Path, corpus: Path) -> list[str]:
+    """Run ``dashrag add`` and SIGKILL it as soon as its temporary store shows in the folder; what it left."""
+    process = _dashrag("add", tree, "--corpus", corpus)
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        if list(tree.glob(".store-*.sqlite.tmp")):
+            process.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.002)
+    process.wait(timeout=60)
+    return sorted(p.name for p in tree.glob(".store-*"))
+
+
+def test_what_a_killed_add_left_is_removed_by_the_next_save(scifact_dir, tmp_path):
+    """A real kill -9 while ``add`` writes its temporary store leaves it (and SQLite's journal); the next save
+    of the folder holds the save lock every such writer holds, so it knows them abandoned and removes them."""
+    with gzip.open(scifact_dir / "corpus.jsonl.gz", "rt", encoding="utf-8") as corpus:
+        lines = [line for _, line in zip(range(3300), corpus)]
+    (tmp_path / "base.jsonl").write_text("".join(lines[:300]), encoding="utf-8")
+    (tmp_path / "more.jsonl").write_text("".join(lines[300:]), encoding="utf-8")
+    base = tmp_path / "base"
+    assert invoke("index", "keyword", "--corpus", tmp_path / "base.jsonl", "--out", base).exit_code == 0
+    for attempt in range(10):
+        victim = tmp_path / f"victim-{attempt}"
+        shutil.copytree(base, victim)
+        left = _killed_while_writing_its_store(victim, tmp_path / "more.jsonl")
+        if left:
+            break
+    assert left and all(n.startswith(".store-") and ".sqlite.tmp" in n for n in left), left
+    assert invoke("remove", victim, json.loads(lines[0])["_id"]).exit_code == 0  # the next save
+    assert not list(victim.glob(".store-*")) and len(list(victim.glob("store-*.sqlite"))) == 1
+    assert answers(victim)
