@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import socket
 import time
+import urllib.error
+import urllib.request
 
 import httpx
 import pytest
@@ -201,3 +203,19 @@ def test_a_build_past_build_timeout_sec_fails_and_leaves_nothing(trees_copy):
         listed = [t["name"] for t in client.get("/trees").json()]
     assert status["status"] == "failed" and "over the time limit of 1e-06 s" in status["error"]
     assert "slow" not in listed and sorted(p.name for p in trees_copy.iterdir()) == ["kw", "scifact"]
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_client_that_writes_its_whole_body_first_reads_the_413(trees_dir, chunked):
+    """Python's urllib sends all of a body before it reads the answer: the server drains the refused body (bounded)
+    so the 413 reaches it, where closing at once reset the connection."""
+    body = b"{" + b" " * (32 << 20) + b"}"  # 32 MiB against the 1 MiB JSON limit: more than socket buffers hold
+    data = iter([body[i:i + 65536] for i in range(0, len(body), 65536)]) if chunked else body
+    with LoopbackServer(create_app(ServiceSettings(trees_dir=trees_dir))) as server:
+        request = urllib.request.Request(f"{server.url}/retrieve", data=data, method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        healthy = httpx.get(f"{server.url}/health").status_code
+    assert refused.value.code == 413 and "larger than the limit of 1048576 bytes" in refused.value.read().decode()
+    assert healthy == 200
