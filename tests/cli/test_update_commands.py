@@ -196,3 +196,27 @@ def test_what_a_killed_add_left_is_removed_by_the_next_save(scifact_dir, tmp_pat
     assert invoke("remove", victim, json.loads(lines[0])["_id"]).exit_code == 0  # the next save
     assert not list(victim.glob(".store-*")) and len(list(victim.glob("store-*.sqlite"))) == 1
     assert answers(victim)
+
+
+@pytest.mark.slow
+def test_a_save_during_an_index_waits_and_leaves_the_builds_temporary_store_alone(scifact_dir, tmp_path):
+    """What makes "the next save removes temporary stores" safe: a build holds the folder's save lock while its
+    temporary store exists, so a concurrent ``remove`` waits for it instead of removing the store under it."""
+    with gzip.open(scifact_dir / "corpus.jsonl.gz", "rt", encoding="utf-8") as corpus:
+        lines = [line for _, line in zip(range(3000), corpus)]
+    (tmp_path / "small.jsonl").write_text("".join(lines[:50]), encoding="utf-8")
+    (tmp_path / "big.jsonl").write_text("".join(lines), encoding="utf-8")
+    tree = tmp_path / "tree"
+    assert invoke("index", "keyword", "--corpus", tmp_path / "small.jsonl", "--out", tree).exit_code == 0
+    build = _dashrag("index", "keyword", "--corpus", tmp_path / "big.jsonl", "--out", tree, "--overwrite")
+    deadline = time.monotonic() + 120
+    while not list(tree.glob(".store-*.sqlite.tmp")) and build.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert build.poll() is None, "the build ended before its temporary store was seen"
+    removed = invoke("remove", tree, json.loads(lines[0])["_id"])  # a save of the same folder, meanwhile
+    assert build.wait(timeout=300) == 0, build.stderr.read().decode() if build.stderr else ""
+    assert removed.exit_code == 0 and "1 removed" in removed.output, removed.output
+    result = invoke("query", tree, "cancer cells", "--json", "--top-k", "50")
+    found = {r["document_id"] for r in json.loads(result.output)["results"]}
+    assert len(found) > 0 and json.loads(lines[0])["_id"] not in found
+    assert not list(tree.glob(".store-*"))
