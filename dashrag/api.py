@@ -25,7 +25,7 @@ from dashrag.core.infra import Infra
 from dashrag.core.persistence import read_manifest, save_lock
 from dashrag.core.progress import Progress, no_progress
 from dashrag.core.retriever import Retriever
-from dashrag.core.saved_tree import load, save, store_filename
+from dashrag.core.saved_tree import discard_unpublished_store, load, save, store_filename
 from dashrag.documents.changes import UpdateReport
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.corpus import Corpus
@@ -187,7 +187,9 @@ def build_tree(
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
-        record_id = _build_into(root, corpus, chunk_set, out, name, chunker, store_url, cache_dir, overwrite, progress)
+        with save_lock(out):  # the temporary store lives under the lock: a save that finds one, finds it abandoned
+            record_id = _build_into(root, corpus, chunk_set, out, name, chunker, store_url, cache_dir, overwrite,
+                                    progress)
     except BaseException:
         if created:  # a failed first build leaves no folder (its caches, its lock) where there was none
             shutil.rmtree(out, ignore_errors=True)
@@ -266,7 +268,11 @@ def update_tree(
             outcome = root.update_documents(documents, removing, chunker)
             if outcome.changed:
                 progress("saving")
-                save(root, folder)
+                try:
+                    save(root, folder)
+                except BaseException:
+                    discard_unpublished_store(root, folder)  # a full disk leaves nothing of the update
+                    raise
                 root.release_replaced()  # published: the old engine objects go (docs/updating.md)
         finally:
             root.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -25,9 +26,13 @@ from dashrag.cli.usage import EXIT_USER_ERROR, print_error
 from dashrag.errors import DashragError
 from dashrag.extras import missing_extra
 
-#: A disk that is full (or a file size or quota limit reached) or mounted read-only is the user's to fix: one
-#: ``error:`` line, not a traceback. The writes themselves are atomic, so nothing half-written is left.
-FULL_OR_READ_ONLY = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS})
+#: A disk that is full (or a file size or quota limit reached), mounted read-only, or a file or folder that may
+#: not be changed (immutable, no permission) is the user's to fix: one ``error:`` line, not a traceback. The
+#: writes themselves are atomic, so nothing half-written is left.
+FULL = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+READ_ONLY = frozenset({errno.EROFS, errno.EPERM, errno.EACCES})
+#: numpy's message for a write the file system took short of (``tofile``/``save`` on a full disk): no errno.
+SHORT_WRITE = re.compile(r"^\d+ requested and \d+ written$")
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -58,6 +63,17 @@ def say(text: object) -> None:
     __getattr__("console").print(plain(text), highlight=False, soft_wrap=True)
 
 
+def write_problem(exc: OSError) -> str | None:
+    """The ``error:`` line of a write the machine refused (full, read-only, immutable), or None for a bug."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    if exc.errno in FULL or (exc.errno is None and SHORT_WRITE.match(str(exc))):
+        reason = exc.strerror or "a write was cut short"
+        return f"{where}cannot be written ({reason}); free some space or write elsewhere"
+    if exc.errno in READ_ONLY:
+        return f"{where}cannot be written ({exc.strerror}): the file or folder is read-only or immutable"
+    return None
+
+
 def user_errors(command: Callable) -> Callable:
     """Run a command with warnings as ``warning: ...`` lines on stderr, and every DashragError as one
     ``error: ...`` line and exit 2; the handler is removed afterwards (no state left for the next command)."""
@@ -83,10 +99,10 @@ def user_errors(command: Callable) -> Callable:
             print_error(str(needs))
             raise typer.Exit(EXIT_USER_ERROR) from None
         except OSError as exc:
-            if exc.errno not in FULL_OR_READ_ONLY:
+            problem = write_problem(exc)
+            if problem is None:
                 raise  # anything else is a bug: its traceback
-            where = f"{exc.filename}: " if exc.filename else ""
-            print_error(f"{where}cannot be written ({exc.strerror}); free some space or write elsewhere")
+            print_error(problem)
             raise typer.Exit(EXIT_USER_ERROR) from None
         finally:
             root.removeHandler(handler)

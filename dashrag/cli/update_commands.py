@@ -8,17 +8,24 @@ folder is left as it was.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import typer
 
 from dashrag.cli.config_files import resolve_component
 from dashrag.cli.console import console, say, user_errors
+from dashrag.core.persistence import cleanup_warnings
 from dashrag.documents.changes import UpdateReport
 from dashrag.errors import ConfigError
 
+logger = logging.getLogger(__name__)
 
-def _say_report(folder: Path, report: UpdateReport) -> None:
+
+def _say_report(folder: Path, report: UpdateReport, warned: list[str]) -> None:
+    """The counts on stdout; a save that published but left the old files behind, as ``warning:`` lines."""
+    for warning in warned:
+        logger.warning(warning)
     counts = report.counts()
     verdict = "updated" if report.changed else "unchanged"
     say(f"{verdict} {folder}: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
@@ -54,9 +61,9 @@ def add(
     from dashrag.documents.corpus import Corpus
 
     documents = Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
-    with console.status("updating the tree"):
+    with console.status("updating the tree"), cleanup_warnings() as warned:
         report = update_tree(tree, add=documents, chunker=resolve_component(chunker))
-    _say_report(tree, report)
+    _say_report(tree, report, warned)
 
 @app.command("remove")
 @user_errors
@@ -71,6 +78,6 @@ def remove(
     wanted = list(ids or []) + (_read_ids(ids_file) if ids_file is not None else [])
     if not wanted:
         raise ConfigError("name the documents to remove: dashrag remove TREE ID... or --ids FILE")
-    with console.status("updating the tree"):
+    with console.status("updating the tree"), cleanup_warnings() as warned:
         report = update_tree(tree, remove=wanted)
-    _say_report(tree, report)
+    _say_report(tree, report, warned)

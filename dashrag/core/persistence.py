@@ -44,7 +44,9 @@ import re
 import shutil
 import tempfile
 import uuid
+import warnings
 from contextlib import contextmanager
+from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterator, Literal, TypeVar
 
@@ -136,6 +138,10 @@ def load_json(path: Path) -> Any:
 
 # -- saved folders ------------------------------------------------------------
 LOCK_NAME = ".dashrag.lock"
+#: Files a writer makes in the folder only while it holds the save lock (a build's and an update's temporary
+#: store, with SQLite's journal beside it; a store being copied in): one that the next holder of the lock finds
+#: was left by a writer that was killed, so that save removes it (docs/reliability.md).
+LOCKED_TEMPORARIES = (".store-*.sqlite.tmp", ".store-*.sqlite.tmp-*")
 READERS_LOCK_NAME = ".dashrag.readers"
 TRASH_PREFIX = ".trash-"
 PARTIAL_PREFIX = ".partial-"
@@ -289,8 +295,36 @@ def _remove_unnamed(folder: Path, keep: set[str], stale: Callable[[Path], bool])
     for entry in folder.iterdir():  # what killed saves left (no other save runs: the save lock is held)
         if entry.name.startswith(f".{MANIFEST_NAME}.") and entry.name.endswith(".tmp") and entry.is_file():
             entry.unlink(missing_ok=True)
+        elif any(fnmatch(entry.name, p) for p in LOCKED_TEMPORARIES) and entry.is_file() and not entry.is_symlink():
+            entry.unlink(missing_ok=True)
         elif entry.name.startswith(f"{PARTIAL_PREFIX}{SNAPSHOT_PREFIX}") and entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
+
+
+class CleanupWarning(UserWarning):
+    """A save published its new tree, but what the previous one left (an old store, a snapshot) could not be
+    removed: the save succeeded, and the next one tries again. Warned, never raised: a caller that reported
+    the save as failed would tell a user the old tree is served when the new one is (issue 38)."""
+
+
+def _clean_after_publish(folder: Path, keep: set[str], stale: Callable[[Path], bool]) -> None:
+    try:
+        _remove_unnamed(folder, keep, stale)
+    except OSError as exc:
+        warnings.warn(CleanupWarning(
+            "the new tree is published, but what the previous one left could not be removed "
+            f"({exc.strerror or type(exc).__name__}); the next save of the folder removes it"), stacklevel=3)
+
+
+@contextmanager
+def cleanup_warnings() -> Iterator[list[str]]:
+    """Collect the CleanupWarnings of the saves inside (published, but the previous tree's files stayed), for
+    a face to report (a job's ``warnings``, the CLI's ``warning:`` lines) instead of Python's warning output."""
+    warned: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CleanupWarning)
+        yield warned
+    warned.extend(str(w.message) for w in caught if issubclass(w.category, CleanupWarning))
 
 
 def write_saved_folder(
@@ -329,8 +363,8 @@ def write_saved_folder(
             "file_stats": {rel: file_stat(snapshot / rel) for rel in files},  # the load's fast path
         }
         Manifest.model_validate(manifest)  # the writer follows the reader's schema
-        atomic_write_json(folder / MANIFEST_NAME, manifest)
-        _remove_unnamed(folder, {snapshot.name} | ({previous} if previous else set()), stale)
+        atomic_write_json(folder / MANIFEST_NAME, manifest)  # published: from here on the save has succeeded
+        _clean_after_publish(folder, {snapshot.name} | ({previous} if previous else set()), stale)
     return snapshot
 
 

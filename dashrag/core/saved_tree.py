@@ -20,6 +20,7 @@ and core imports no entry point (docs/design.md, import contracts).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -32,6 +33,7 @@ from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
 from dashrag.core.persistence import (
+    MANIFEST_NAME,
     file_stat,
     node_dirname,
     read_consistently,
@@ -60,13 +62,13 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
         from dashrag.store.store import display_url
 
         store_ref = display_url(infra.store_url) if infra.store_url else None  # never a password
+        placed: Path | None = None  # a store file this save put into the folder
         if infra.store_url and infra.store_url.startswith(SQLITE_PREFIX):
             source = Path(infra.store_url[len(SQLITE_PREFIX):])
             target = folder / store_filename(infra.chunks.fingerprint)
             if source.resolve() != target.resolve():  # replaced: the new store may hold a newer retriever record
-                tmp = target.with_name(f".{target.name}.tmp")
-                shutil.copyfile(source, tmp)
-                os.replace(tmp, target)
+                _place_store(source, target)
+                placed = target
             store_ref = target.name  # relative: the folder can be moved
         in_folder = store_ref is not None and STORE_FILE_PATTERN.fullmatch(store_ref) is not None
         store_stat = file_stat(folder / store_ref) if in_folder and store_ref else None
@@ -80,15 +82,52 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
         def stale(path: Path) -> bool:  # another store file, when the manifest names one in the folder
             return in_folder and path.name != store_ref and STORE_FILE_PATTERN.fullmatch(path.name) is not None
 
-        write_saved_folder(folder, write_nodes, {
-            "config": root.to_config(),
-            "corpus_fingerprint": infra.chunks.fingerprint,
-            "store": store_ref,
-            "store_stat": store_stat,  # a load that finds the store file unchanged trusts the fingerprint
-            "chunker": infra.chunker,
-            "saved_at": datetime.now(UTC).isoformat(),
-        }, stale)
+        try:
+            write_saved_folder(folder, write_nodes, {
+                "config": root.to_config(),
+                "corpus_fingerprint": infra.chunks.fingerprint,
+                "store": store_ref,
+                "store_stat": store_stat,  # a load that finds the store file unchanged trusts the fingerprint
+                "chunker": infra.chunker,
+                "saved_at": datetime.now(UTC).isoformat(),
+            }, stale)
+        except BaseException:
+            if placed is not None:
+                _remove_unpublished_store(folder, placed)
+            raise
     return folder
+
+
+def _place_store(source: Path, target: Path) -> None:
+    """Copy the store into the folder under its final name through a temporary file, which a failure (a full
+    disk, an immutable old store of the same name) removes: nothing half-copied stays."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def discard_unpublished_store(root: ConfigObject, folder: Path) -> None:
+    """After a failed save of an updated tree: its new store file (written beside the old one by the update)
+    goes, unless the manifest names it, so a full disk leaves the old tree and nothing of the update."""
+    _remove_unpublished_store(folder, folder / store_filename(root.require_infra().chunks.fingerprint))
+
+
+def _remove_unpublished_store(folder: Path, store: Path) -> None:
+    """A failed save removes the store file it put in, unless the manifest names it (an overwrite of the same
+    corpus replaced the served store in place): a full disk must not keep a second copy of the corpus."""
+    try:
+        named = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8")).get("store")
+    except (OSError, ValueError, AttributeError):
+        named = None
+    if named != store.name:
+        try:
+            store.unlink(missing_ok=True)
+        except OSError:  # the save's own error is the one to report; the next save removes the file (stale)
+            pass
 
 
 def _store_in_folder(folder: Path, ref: str | None) -> str:

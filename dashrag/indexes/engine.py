@@ -118,6 +118,12 @@ class EngineIndex(ConfigObject[P], Generic[P]):
     object_kind = "object"  # "collection", "table"
     name_prefix = "dashrag"
 
+    @property
+    def process_bound(self) -> bool:
+        """Whether the index holds files only one process may open at a time (an embedded engine folder): a
+        process serving the tree is then the only one that may change it (the service updates it in place)."""
+        return False
+
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._record: dict[str, Any] | None = None

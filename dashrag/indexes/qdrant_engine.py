@@ -92,6 +92,11 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
         return f"embedded storage {self._storage()} ({engine})"
 
     @property
+    def process_bound(self) -> bool:
+        """An embedded folder: Qdrant Edge locks a shard's write-ahead log (qdrant-client local mode the folder)."""
+        return not self.params.url and self.params.path != MEMORY
+
+    @property
     def store(self) -> QdrantStore:
         if self._store is None:
             with self.engine_errors("connect"):

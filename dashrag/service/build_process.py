@@ -105,10 +105,26 @@ def run_in_worker(task: dict[str, Any], limits: WorkerLimits, progress: Progress
         reader.join(timeout=5)
 
 
+def run_in_this_process(task: dict[str, Any], limits: WorkerLimits, progress: Progress) -> dict[str, Any]:
+    """Run ``task`` in the service's own process: for a served tree whose engine folder only one process may
+    open (an embedded Qdrant Edge folder), which the serving process already holds. No process to kill, so the
+    time limit is checked at each progress report and the memory cap does not apply (docs/updating.md)."""
+    from dashrag.service.build_worker import perform
+
+    deadline = None if limits.timeout_s is None else time.monotonic() + limits.timeout_s
+
+    def reported(stage: str, done: int = 0, total: int | None = None) -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            raise BuildStopped(f"build stopped: over the time limit of {limits.timeout_s:g} s")
+        progress(stage, done, total)
+
+    return perform(task, reported)
+
+
 def _ended_without_result(code: int, limits: WorkerLimits) -> str:
     how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
     cap = f" (it may have run over the memory limit of {limits.memory_mb} MB)" if limits.memory_mb else ""
     return f"build stopped: the build process {how} without a result{cap}"
 
 
-__all__ = ["BuildStopped", "WorkerFailed", "WorkerLimits", "run_in_worker"]
+__all__ = ["BuildStopped", "WorkerFailed", "WorkerLimits", "run_in_this_process", "run_in_worker"]

@@ -32,11 +32,19 @@ def _build(task: dict[str, Any], progress: Any) -> dict[str, Any]:
 
 def _update(task: dict[str, Any], progress: Any) -> dict[str, Any]:
     from dashrag.api import update_tree
+    from dashrag.core.persistence import cleanup_warnings
     from dashrag.documents.model import SourceDocument
 
     add = task["add"] if isinstance(task["add"], str) else [SourceDocument(**d) for d in task["add"]]
-    report = update_tree(task["folder"], add=add, remove=task["remove"], progress=progress)
-    return {"changed": report.changed, "counts": report.counts()}
+    with cleanup_warnings() as warned:
+        report = update_tree(task["folder"], add=add, remove=task["remove"], progress=progress)
+    return {"changed": report.changed, "counts": report.counts(), "warnings": warned}
+
+
+def perform(task: dict[str, Any], progress: Any) -> dict[str, Any]:
+    """The task's build or update, its stages sent to ``progress``: what the worker runs, and what the service
+    runs itself for a tree only its process may open (build_process.run_in_this_process)."""
+    return (_build if task["kind"] == "build" else _update)(task, progress)
 
 
 def run(task: dict[str, Any], out: TextIO) -> None:
@@ -51,7 +59,7 @@ def run(task: dict[str, Any], out: TextIO) -> None:
         send({"progress": [stage, done, total]})
 
     try:
-        send({"result": (_build if task["kind"] == "build" else _update)(task, progress)})
+        send({"result": perform(task, progress)})
     except MemoryError:
         send({"error": "out of memory", "memory": True})
     except OSError as exc:  # a read-only or full folder: the reason, never the server's path
@@ -74,4 +82,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["main", "run"]
+__all__ = ["main", "perform", "run"]

@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from dashrag.api import update_tree
-from dashrag.core.persistence import MANIFEST_NAME
+from dashrag.core.persistence import MANIFEST_NAME, cleanup_warnings
 from dashrag.core.retriever import Retriever
 from dashrag.documents.model import SourceDocument
-from dashrag.service.build_process import WorkerLimits, run_in_worker
+from dashrag.indexes.engine import EngineIndex
+from dashrag.service.build_process import WorkerLimits, run_in_this_process, run_in_worker
 from dashrag.service.collections import CollectionRegistry
 from dashrag.service.pipeline import safe_message
 
@@ -41,7 +42,8 @@ class NameTaken(Exception):
 
 
 class TooManyBuilds(Exception):
-    """More builds queued or running than ``max_pending_builds``: a client cannot queue unbounded work."""
+    """More jobs queued or running than ``max_pending_builds``, or more uploaded bytes waiting than
+    ``max_queued_upload_bytes``: a client cannot queue unbounded work (answered 429)."""
 
 
 #: Where each stage of ``build_tree`` lies on the job's 0..1 bar (fitting, which embeds, is the long one).
@@ -69,6 +71,7 @@ class Job:
     error: str | None = None
     cleanup: list[Path] = field(default_factory=list)
     counts: dict[str, int] | None = None
+    warnings: list[str] = field(default_factory=list)  # a done job's: published, but something was left behind
     updating: bool = False  # a document update of a saved tree, not a build
     stage: str | None = None
     done: int = 0
@@ -77,6 +80,7 @@ class Job:
     stage_started: float = field(default_factory=time.monotonic)
     finished: float | None = None
     cancel_requested: bool = False
+    upload_bytes: int = 0  # what its uploaded corpus holds on disk until it ends (the queued-upload budget)
 
     def enter(self, stage: str, done: int = 0, total: int | None = None) -> None:
         self.check_cancel()
@@ -110,7 +114,7 @@ class Job:
         return {"id": self.id, "status": self.status, "progress": self.progress, "message": self.message,
                 "tree": self.tree if self.status == "done" else None, "error": self.error,
                 "stage": self.stage, "done": self.done, "total": self.total, "elapsed_s": round(elapsed, 3),
-                "stage_eta_s": self.stage_eta_s(), "counts": self.counts}
+                "stage_eta_s": self.stage_eta_s(), "counts": self.counts, "warnings": self.warnings}
 
 
 #: What a job leaves in the trees folder while it runs, and a killed service leaves behind: job folders beside
@@ -128,17 +132,34 @@ def remove_leftovers(trees: Path) -> None:
                 leftover.unlink(missing_ok=True)
 
 
+def bytes_under(paths: list[Path]) -> int:
+    """The bytes of the files in ``paths`` (folders walked): what an upload holds on disk while its job waits."""
+    files = [f for p in paths for f in ([p] if p.is_file() else p.rglob("*"))]
+    return sum(f.stat().st_size for f in files if f.is_file())
+
+
+def process_bound(tree: Retriever) -> bool:
+    """Whether the served tree holds files no other process may open while it is served (an embedded Qdrant
+    folder): a worker process could not load it, so its update runs in the service's process."""
+    return any(isinstance(node, EngineIndex) and node.process_bound for _, node in tree.iter_nodes())
+
+
 NO_LIMITS = WorkerLimits()
 
 
 class BuildJobs:
+    """Every job of the service (builds, document additions, removals) passes one gate, :meth:`_admit`: at most
+    ``max_pending`` at once, and at most ``max_upload_bytes`` of uploaded corpora waiting on disk."""
+
     def __init__(self, registry: CollectionRegistry, workers: int, cache_dir: Path | None, max_pending: int = 4,
-                 limits: WorkerLimits = NO_LIMITS):
+                 limits: WorkerLimits = NO_LIMITS, max_upload_bytes: int = 400 << 20):
         self.registry = registry
         self.max_pending = max_pending
+        self.max_upload_bytes = max_upload_bytes
         self.limits = limits
         self.cache_dir = cache_dir
         self._jobs: dict[str, Job] = {}
+        self._inline = 0  # removals running in a request thread: they count as jobs while they run
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dashrag-build")
         if registry.trees_dir is not None and registry.trees_dir.is_dir():
@@ -150,20 +171,43 @@ class BuildJobs:
     def get(self, job_id: str) -> Job | None:
         return self._jobs.get(job_id)
 
+    def _pending(self) -> list[Job]:
+        return [j for j in self._jobs.values() if j.status in ("queued", "running")]
+
+    def check_room(self, upload_bytes: int = 0) -> None:
+        """TooManyBuilds unless one more job with ``upload_bytes`` of upload would be taken now: the routes ask
+        before they read a body (its ``Content-Length``), so a refused upload is never written."""
+        with self._lock:
+            self._check_room(upload_bytes)
+
+    def _check_room(self, upload_bytes: int) -> None:
+        pending = self._pending()
+        if len(pending) + self._inline >= self.max_pending:
+            raise TooManyBuilds(f"{len(pending) + self._inline} jobs (builds and document updates) are queued or "
+                                f"running, the most this service takes (max_pending_builds = {self.max_pending}); "
+                                "try again when one has finished")
+        queued = sum(j.upload_bytes for j in pending)
+        if queued and queued + upload_bytes > self.max_upload_bytes:  # one upload alone is bounded by its 413
+            raise TooManyBuilds(f"queued uploads hold {queued} bytes and this one {upload_bytes} more, over "
+                                f"max_queued_upload_bytes = {self.max_upload_bytes}; try again when a job has finished")
+
+    def _admit(self, job: Job) -> Job:
+        """The one gate of every job kind (call under the lock): room for it, then it is pending."""
+        job.upload_bytes = bytes_under(job.cleanup)
+        self._check_room(job.upload_bytes)
+        self._jobs[job.id] = job
+        return job
+
     def submit(self, job_id: str, name: str, root: Retriever, corpus: Path, chunker: dict | None, overwrite: bool,
                cleanup: list[Path] = ()) -> Job:  # type: ignore[assignment]
         with self._lock:
-            pending = [j for j in self._jobs.values() if j.status in ("queued", "running")]
-            if len(pending) >= self.max_pending:
-                raise TooManyBuilds(f"{len(pending)} builds are queued or running, the most this service takes; "
-                                    "try again when one has finished")
+            pending = self._pending()
             busy = any(j.tree == name for j in pending)
             exists = (self.registry.folder_of(name) / MANIFEST_NAME).is_file()
             if busy or (exists and not overwrite):
                 raise NameTaken(f"a tree named {name!r} {'is being built' if busy else 'exists'}"
                                 + ("" if busy else "; send overwrite: true to replace it"))
-            job = Job(job_id, name, cleanup=list(cleanup))
-            self._jobs[job_id] = job
+            job = self._admit(Job(job_id, name, cleanup=list(cleanup)))
         self._pool.submit(self._run, job, root, corpus, chunker, overwrite)
         return job
 
@@ -212,8 +256,7 @@ class BuildJobs:
             if any(j.tree == name and j.status in ("queued", "running") and not j.updating
                    for j in self._jobs.values()):
                 raise NameTaken(f"the tree {name!r} is being built")
-            job = Job(job_id, name, cleanup=list(cleanup), updating=True)
-            self._jobs[job_id] = job
+            job = self._admit(Job(job_id, name, cleanup=list(cleanup), updating=True))
         self._pool.submit(self._run_update, job, add)
         return job
 
@@ -221,11 +264,15 @@ class BuildJobs:
         try:
             documents = str(add) if isinstance(add, Path) else [dataclasses.asdict(d) for d in add]
             task = {"kind": "update", "folder": str(self.registry.folder_of(job.tree)), "add": documents, "remove": []}
-            report = run_in_worker(task, self.limits, job.enter, job.check_cancel)
+            served = self.registry.tree(job.tree)
+            if served is not None and process_bound(served.retriever):  # its folder is this process's to change
+                report = run_in_this_process(task, self.limits, job.enter)
+            else:
+                report = run_in_worker(task, self.limits, job.enter, job.check_cancel)
             if report["changed"]:
                 self.registry.load_tree(job.tree)  # the swap: queries move to the new tree at once
-            job.counts = report["counts"]
-            job.end("done", f"updated {job.tree}")
+            job.counts, job.warnings = report["counts"], report["warnings"]
+            job.end("done", f"updated {job.tree}" + (f" ({len(job.warnings)} warning(s))" if job.warnings else ""))
         except Cancelled as exc:  # the saved tree is the old one
             job.end("cancelled", str(exc))
         except Exception as exc:  # a failed update is a job state; the saved tree is the old one
@@ -237,10 +284,20 @@ class BuildJobs:
 
     def remove_documents(self, name: str, document_ids: list[str]) -> dict[str, int]:
         """Remove documents from the saved tree ``name`` now (no embedding: a request, not a job), then swap
-        the new tree in; an unknown id is a ConfigError and nothing changes."""
-        report = update_tree(self.registry.folder_of(name), remove=document_ids)
-        self.registry.load_tree(name)
-        return report.counts()
+        the new tree in; an unknown id is a ConfigError and nothing changes. It counts as a job while it runs."""
+        with self._lock:
+            self._check_room(0)
+            self._inline += 1
+        try:
+            with cleanup_warnings() as warned:
+                report = update_tree(self.registry.folder_of(name), remove=document_ids)
+            for warning in warned:  # published all the same: the removal succeeded
+                logger.warning("removal from %s: %s", name, warning)
+            self.registry.load_tree(name)
+            return report.counts()
+        finally:
+            with self._lock:
+                self._inline -= 1
 
     def cancel(self, job_id: str) -> Job | None:
         """Ask a queued or running job to stop: it stops at its next progress report and leaves nothing behind."""

@@ -17,11 +17,16 @@ Before the app reads a byte of a body (docs/security.md), in this order:
 3. **Size**: the upload limit is for multipart bodies of the routes that take files (``POST /trees``,
    ``POST /trees/upload``, ``POST /trees/{name}/documents[/upload]``: :data:`UPLOAD_ROUTES`) only; every other request
    has the JSON limit, whatever its ``Content-Type``. A body over its limit (by its
-   ``Content-Length``, or, for a chunked body, counted while it is buffered) is a 413.
+   ``Content-Length``, or, for a chunked body, counted while it is buffered) is a 413. The 413 is sent
+   at once, then the rest of the body is read and dropped (at most :data:`DRAIN_BYTES`, for at most
+   :data:`DRAIN_SECONDS`) before the connection closes: a client that writes its whole body before it
+   reads (Python's urllib) would otherwise meet a reset connection, not the 413 (issue 38). A client that
+   asked ``Expect: 100-continue`` is not drained: it sends no body until told to.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -48,6 +53,9 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 QUERY_ROUTES = re.compile(r"^/(retrieve|trees/validate|trees/[^/]+/query)/?$")
 UPLOAD_ROUTES = re.compile(r"/trees(/upload|/[^/]+/documents(/upload)?)?")
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+#: What a body refused as too large may still send, read and dropped, so its client reads the 413.
+DRAIN_BYTES = 64 << 20
+DRAIN_SECONDS = 10.0
 
 
 class OriginGuard:
@@ -135,17 +143,20 @@ class RequestMiddleware:
             await send(message)
 
         length = headers.get(b"content-length")
+        drain = receive if headers.get(b"expect", b"").lower() != b"100-continue" else None
         if refused is not None:
             await self._answer(send_with_id, *refused)
         elif length is not None and length.isdigit():
             if int(length) > limit:
-                await self._too_large(send_with_id, limit)
+                await self._too_large(send_with_id, limit, drain)
             else:  # the server enforces the declared length: the app may stream the body itself
                 await self.app(scope, receive, send_with_id)
         else:
             messages = await self._buffer(receive, limit)
-            if messages is None:
-                await self._too_large(send_with_id, limit)
+            if messages[-1].get("more_body", False):  # over the limit, and more to come
+                await self._too_large(send_with_id, limit, drain)
+            elif sum(len(m.get("body", b"")) for m in messages) > limit:
+                await self._too_large(send_with_id, limit, None)
             else:
                 await self.app(scope, self._replay(messages, receive), send_with_id)
         logger.info("request", extra={"request_id": request_id, "method": scope["method"], "path": scope["path"],
@@ -153,8 +164,9 @@ class RequestMiddleware:
                                       "elapsed_ms": round((time.perf_counter() - started) * 1000, 3)})
 
     @staticmethod
-    async def _buffer(receive: Receive, limit: int) -> list[Message] | None:
-        """A body of unknown length (chunked), read up to ``limit``; None when it is longer."""
+    async def _buffer(receive: Receive, limit: int) -> list[Message]:
+        """A body of unknown length (chunked), read until it ends or passes ``limit`` (its last message then
+        says whether more follows)."""
         messages, size = [], 0
         while True:
             message = await receive()
@@ -162,9 +174,7 @@ class RequestMiddleware:
             if message["type"] != "http.request":
                 return messages
             size += len(message.get("body", b""))
-            if size > limit:
-                return None
-            if not message.get("more_body", False):
+            if size > limit or not message.get("more_body", False):
                 return messages
 
     @staticmethod
@@ -177,14 +187,34 @@ class RequestMiddleware:
         return replay
 
     @classmethod
-    async def _too_large(cls, send: Send, limit: int) -> None:
-        await cls._answer(send, 413, f"request body: larger than the limit of {limit} bytes for this route")
+    async def _too_large(cls, send: Send, limit: int, drain: Receive | None) -> None:
+        """The 413 at once; then, with ``drain``, the rest of the body read and dropped (bounded) before the
+        response ends and the connection closes (the module docstring, step 3)."""
+        await cls._answer(send, 413, f"request body: larger than the limit of {limit} bytes for this route",
+                          finished=drain is None)
+        if drain is not None:
+            try:
+                await asyncio.wait_for(cls._drain(drain), DRAIN_SECONDS)
+            except TimeoutError:
+                pass
+            await send({"type": "http.response.body", "body": b""})
 
     @staticmethod
-    async def _answer(send: Send, status: int, detail: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
-        """An error answer without reading the body; ``Connection: close``, so the unread body is not parsed."""
+    async def _drain(receive: Receive) -> None:
+        read = 0
+        while read <= DRAIN_BYTES:
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                return
+            read += len(message.get("body", b""))
+
+    @staticmethod
+    async def _answer(send: Send, status: int, detail: str, headers: Sequence[tuple[bytes, bytes]] = (),
+                      finished: bool = True) -> None:
+        """An error answer without reading the body; ``Connection: close``, so the unread body is not parsed.
+        Not ``finished``: its bytes are all sent, and the caller ends the response (after a drain)."""
         body = json.dumps({"detail": detail}).encode()
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close"), *headers]})
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": "http.response.body", "body": body, "more_body": not finished})

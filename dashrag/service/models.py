@@ -181,6 +181,9 @@ class JobStatus(BaseModel):
                                                   "its counter moved, or when it is not counted.")
     counts: dict[str, int] | None = Field(None, description=(
         "A finished document update: how many documents were added, replaced, skipped and removed."))
+    warnings: list[str] = Field(default_factory=list, description=(
+        "A done job's warnings: the change is published, but something was left behind (an old store that "
+        "could not be removed; the next save removes it)."))
 
 
 class DocumentIn(BaseModel):

@@ -155,7 +155,10 @@ class ServiceSettings(BaseSettings):
     max_upload_bytes: int = Field(200 << 20, ge=1024, description="Largest multipart upload (POST /trees).")
     build_workers: int = Field(1, ge=1, description="Tree builds running at once.")
     max_pending_builds: int = Field(4, ge=1, description=(
-        "Tree builds queued or running at once; POST /trees answers 429 beyond it."))
+        "Jobs queued or running at once, of every kind (builds, document additions and removals); 429 beyond it."))
+    max_queued_upload_bytes: int = Field(400 << 20, ge=1024, description=(
+        "Uploaded corpora waiting on disk for their jobs, in bytes; an upload beyond it is a 429 (one upload alone "
+        "is bounded by max_upload_bytes)."))
     build_timeout_sec: float | None = Field(3600.0, gt=0, description=(
         "Seconds a build or document-update job may run; its worker process is killed then, whatever it is "
         "doing (None: no limit)."))

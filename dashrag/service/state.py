@@ -63,6 +63,7 @@ def build_service(settings: ServiceSettings) -> Service:
         reranker_from_settings(s.reranker, s.reranker_url, s.reranker_api_key_var, s.reranker_timeout_sec), executor)
     components = [{"name": name, **frontend_meta(cls)} for name, cls in all_components()]
     jobs = BuildJobs(registry, s.build_workers, s.cache_dir, max_pending=s.max_pending_builds,
+                     max_upload_bytes=s.max_queued_upload_bytes,
                      limits=WorkerLimits(memory_mb=s.build_memory_mb, timeout_s=s.build_timeout_sec))
     return Service(settings, registry, pipeline, jobs, executor, components, qdrant, embedding,
                    ServerLocations.of(settings))

@@ -46,9 +46,18 @@ def display_url(url: str) -> str:
         return f"<unparsable store URL {excerpt(hide_url_secrets(url))}>"
 
 
+def unreadable_url(url: str) -> PersistenceError:
+    """SQLAlchemy parses a malformed host or port ('[::1:5432') with int(): a ValueError, said as what to fix."""
+    return PersistenceError(f"cannot open the store {display_url(url)}: its host or port cannot be read "
+                            "(an IPv6 address goes in brackets: postgresql://user@[::1]:5432/db)")
+
+
 def read_only_url(url: str) -> str:
     """For an SQLite file, the ``mode=ro`` URI form of ``url`` (other URLs are returned unchanged)."""
-    parsed = make_url(url)
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        raise unreadable_url(url) from None
     database = parsed.database
     if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
         return url
@@ -69,9 +78,8 @@ class Store:
                                    "is not installed (pip install it, or use an sqlite:/// URL)") from None
         except SQLAlchemyError as exc:
             raise PersistenceError(f"cannot open the store {display_url(url)}: {exc.__class__.__name__}") from None
-        except ValueError:  # SQLAlchemy parses a malformed host or port ('[::1:5432') with int(): a ValueError
-            raise PersistenceError(f"cannot open the store {display_url(url)}: its host or port cannot be read "
-                                   "(an IPv6 address goes in brackets: postgresql://user@[::1]:5432/db)") from None
+        except ValueError:
+            raise unreadable_url(url) from None
 
     @property
     def display_url(self) -> str:

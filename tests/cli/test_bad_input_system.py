@@ -9,6 +9,7 @@ import gzip
 import json
 import os
 import resource
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -17,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import EXAMPLE_CORPUS, REPO
+from tests.conftest import EXAMPLE_CORPUS, REPO, folder_digest
+from tests.fixtures.filesystem import immutable, small_tmpfs
 
 
 def dashrag(*args, limit_file_bytes: int | None = None, env: dict | None = None, timeout: float = 120):
@@ -124,3 +126,74 @@ def test_loading_a_store_in_wal_mode_writes_no_file(saved, tmp_path):
     answered = dashrag("query", copy, "bm25")
     assert answered.returncode == 0, answered.stderr
     assert sorted(p.name for p in copy.iterdir()) == before  # no -wal, no -shm
+
+
+# -- issue 38: writes the machine refuses, through the CLI ----------------------------------------------
+def names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.fixture
+def tree_copy(saved, tmp_path) -> Path:
+    copy = tmp_path / "kw"
+    shutil.copytree(saved, copy)
+    return copy
+
+
+def test_add_into_an_immutable_folder_is_one_error_line_and_changes_nothing(tree_copy, tmp_path):
+    (tmp_path / "more").mkdir()
+    (tmp_path / "more" / "n.txt").write_text("sparse postings lists")
+    before = folder_digest(tree_copy)
+    with immutable(tree_copy):
+        line = one_error_line(dashrag("add", tree_copy, "--corpus", tmp_path / "more"))
+    assert "read-only or immutable" in line
+    assert folder_digest(tree_copy) == before
+
+
+def test_add_on_a_nearly_full_disk_is_one_error_line_and_leaves_no_new_store(scifact_dir, scifact_subset_file,
+                                                                             tmp_path):
+    """A tmpfs with about 2 MB free once the tree is on it: the update's store fits, its state does not."""
+    built = tmp_path / "built"
+    assert dashrag("index", "keyword", "--corpus", scifact_subset_file, "--out", built).returncode == 0
+    with gzip.open(scifact_dir / "corpus.jsonl.gz", "rt", encoding="utf-8") as corpus:
+        lines = [line for _, line in zip(range(500), corpus)][400:]
+    (tmp_path / "more.jsonl").write_text("".join(lines), encoding="utf-8")
+    size_kb = sum(p.stat().st_size for p in built.rglob("*") if p.is_file()) // 1024
+    with small_tmpfs(tmp_path / "disk", f"{size_kb + 2048}k") as disk:
+        shutil.copytree(built, disk / "kw")
+        before = folder_digest(disk / "kw")
+        line = one_error_line(dashrag("add", disk / "kw", "--corpus", tmp_path / "more.jsonl"))
+        after, left = folder_digest(disk / "kw"), names(disk / "kw")
+        answer = dashrag("query", disk / "kw", "cancer cells", "--json")
+    assert "cannot be written" in line and "free some space" in line
+    assert after == before and len([n for n in left if n.startswith("store-")]) == 1, left
+    assert answer.returncode == 0 and json.loads(answer.stdout)["results"]
+
+
+def test_query_with_a_malformed_ipv6_store_url_is_one_error_line_without_its_password(saved):
+    line = one_error_line(dashrag("query", saved, "bm25", "--store", "postgresql+psycopg://u:s3cret@[::1:5432/db"))
+    assert "host or port cannot be read" in line and "s3cret" not in line
+
+
+def test_index_overwrite_over_an_immutable_old_store_is_one_error_line_and_leaves_no_tmp(tree_copy):
+    before = folder_digest(tree_copy)
+    with immutable(next(tree_copy.glob("store-*.sqlite"))):
+        line = one_error_line(dashrag("index", "keyword", "--corpus", EXAMPLE_CORPUS, "--out", tree_copy,
+                                      "--overwrite"))
+    assert "read-only or immutable" in line
+    assert folder_digest(tree_copy) == before and not [n for n in names(tree_copy) if n.endswith(".tmp")]
+
+
+def test_index_overwrite_on_a_full_disk_is_one_error_line_and_leaves_no_tmp(scifact_subset_file, tmp_path):
+    """About 2.3 MB free: the build's temporary store (1.5 MB) fits, its copy under the store's name does not."""
+    built = tmp_path / "built"
+    assert dashrag("index", "keyword", "--corpus", scifact_subset_file, "--out", built).returncode == 0
+    size_kb = sum(p.stat().st_size for p in built.rglob("*") if p.is_file()) // 1024
+    with small_tmpfs(tmp_path / "disk", f"{size_kb + 2300}k") as disk:
+        shutil.copytree(built, disk / "kw")
+        before = folder_digest(disk / "kw")
+        line = one_error_line(dashrag("index", "keyword", "--corpus", scifact_subset_file, "--out", disk / "kw",
+                                      "--overwrite"))
+        after, left = folder_digest(disk / "kw"), names(disk / "kw")
+    assert "cannot be written" in line
+    assert after == before and not [n for n in left if n.endswith(".tmp")], left

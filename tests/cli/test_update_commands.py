@@ -4,6 +4,7 @@ old or the new tree, never a mix."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -18,6 +19,7 @@ import pytest
 
 from tests.cli.conftest import error_line, invoke
 from tests.conftest import EXAMPLE_CORPUS, folder_digest
+from tests.fixtures.filesystem import immutable
 
 TFIDF = '{"component": "TFIDFRetriever"}'
 QUERY = "sparse inverted index postings"
@@ -147,3 +149,74 @@ def test_the_update_module_alone_adds_and_removes(tree, more):
     removed = CliRunner().invoke(update_commands.app, ["remove", str(tree), "postings.txt"])
     assert removed.exit_code == 0 and "1 removed" in removed.output
     assert "postings.txt" not in {d for d, _, _ in answers(tree)}
+
+
+def test_add_over_an_immutable_old_store_is_published_with_a_warning_line_and_the_next_save_cleans(tree, more):
+    old_store = next(tree.glob("store-*.sqlite"))
+    with immutable(old_store):
+        result = invoke("add", tree, "--corpus", more)
+    assert result.exit_code == 0, result.output
+    assert "updated" in result.stdout and "1 added" in result.stdout
+    warnings = result.stderr.splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith("warning: the new tree is published"), result.stderr
+    assert answers(tree)[0][0] == "postings.txt" and old_store.exists()
+    assert invoke("remove", tree, "postings.txt").exit_code == 0
+    assert not old_store.exists() and len(list(tree.glob("store-*.sqlite"))) == 1
+
+
+def _killed_while_writing_its_store(tree: Path, corpus: Path) -> list[str]:
+    """Run ``dashrag add`` and SIGKILL it as soon as its temporary store shows in the folder; what it left."""
+    process = _dashrag("add", tree, "--corpus", corpus)
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        if list(tree.glob(".store-*.sqlite.tmp")):
+            process.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.002)
+    process.wait(timeout=60)
+    return sorted(p.name for p in tree.glob(".store-*"))
+
+
+def test_what_a_killed_add_left_is_removed_by_the_next_save(scifact_dir, tmp_path):
+    """A real kill -9 while ``add`` writes its temporary store leaves it (and SQLite's journal); the next save
+    of the folder holds the save lock every such writer holds, so it knows them abandoned and removes them."""
+    with gzip.open(scifact_dir / "corpus.jsonl.gz", "rt", encoding="utf-8") as corpus:
+        lines = [line for _, line in zip(range(3300), corpus)]
+    (tmp_path / "base.jsonl").write_text("".join(lines[:300]), encoding="utf-8")
+    (tmp_path / "more.jsonl").write_text("".join(lines[300:]), encoding="utf-8")
+    base = tmp_path / "base"
+    assert invoke("index", "keyword", "--corpus", tmp_path / "base.jsonl", "--out", base).exit_code == 0
+    for attempt in range(10):
+        victim = tmp_path / f"victim-{attempt}"
+        shutil.copytree(base, victim)
+        left = _killed_while_writing_its_store(victim, tmp_path / "more.jsonl")
+        if left:
+            break
+    assert left and all(n.startswith(".store-") and ".sqlite.tmp" in n for n in left), left
+    assert invoke("remove", victim, json.loads(lines[0])["_id"]).exit_code == 0  # the next save
+    assert not list(victim.glob(".store-*")) and len(list(victim.glob("store-*.sqlite"))) == 1
+    assert answers(victim)
+
+
+@pytest.mark.slow
+def test_a_save_during_an_index_waits_and_leaves_the_builds_temporary_store_alone(scifact_dir, tmp_path):
+    """What makes "the next save removes temporary stores" safe: a build holds the folder's save lock while its
+    temporary store exists, so a concurrent ``remove`` waits for it instead of removing the store under it."""
+    with gzip.open(scifact_dir / "corpus.jsonl.gz", "rt", encoding="utf-8") as corpus:
+        lines = [line for _, line in zip(range(3000), corpus)]
+    (tmp_path / "small.jsonl").write_text("".join(lines[:50]), encoding="utf-8")
+    (tmp_path / "big.jsonl").write_text("".join(lines), encoding="utf-8")
+    tree = tmp_path / "tree"
+    assert invoke("index", "keyword", "--corpus", tmp_path / "small.jsonl", "--out", tree).exit_code == 0
+    build = _dashrag("index", "keyword", "--corpus", tmp_path / "big.jsonl", "--out", tree, "--overwrite")
+    deadline = time.monotonic() + 120
+    while not list(tree.glob(".store-*.sqlite.tmp")) and build.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert build.poll() is None, "the build ended before its temporary store was seen"
+    removed = invoke("remove", tree, json.loads(lines[0])["_id"])  # a save of the same folder, meanwhile
+    assert build.wait(timeout=300) == 0, build.stderr.read().decode() if build.stderr else ""
+    assert removed.exit_code == 0 and "1 removed" in removed.output, removed.output
+    result = invoke("query", tree, "cancer cells", "--json", "--top-k", "50")
+    found = {r["document_id"] for r in json.loads(result.output)["results"]}
+    assert len(found) > 0 and json.loads(lines[0])["_id"] not in found
+    assert not list(tree.glob(".store-*"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from urllib.parse import quote
 
 import dashrag
 from dashrag.documents.corpus import Corpus
@@ -102,3 +103,42 @@ def test_queries_during_an_update_are_answered_by_the_old_or_the_new_tree(trees_
         new = answer(client)
     assert status["status"] == "done" and new != old
     assert seen and all(a in (old, new) for a in seen)
+
+
+def test_a_served_tree_on_qdrant_edge_takes_document_posts_and_removals(tmp_path):
+    """The served tree holds its Edge shards (Edge locks a shard's write-ahead log), so its update runs in the
+    serving process: the job is done, the answer is a rebuild's, and a removal works after it."""
+    on_edge = {**KEYWORD, "params": {**KEYWORD["params"], "index": {"component": "QdrantKeywordIndex", "params": {}}}}
+    dashrag.api.build_tree(on_edge, EXAMPLE_CORPUS, tmp_path / "trees" / "kw")
+    with make_client(trees_dir=tmp_path / "trees") as client:
+        status = wait_for(client, client.post("/trees/kw/documents", json={"documents": [NEW]}).json()["job_id"])
+        got = answer(client)
+        removed = client.delete("/trees/kw/documents/bm25.md")
+        after = answer(client, {"query": "BM25 term frequency saturation", "top_k": 8})
+    assert status["status"] == "done", status
+    assert status["counts"] == {"added": 1, "replaced": 0, "skipped": 0, "removed": 0}
+    documents = [*Corpus.from_folder(EXAMPLE_CORPUS).documents, SourceDocument(**NEW)]
+    dashrag.api.build_tree(on_edge, Corpus(tuple(documents)), tmp_path / "rebuilt")
+    expected = TreeCollection(tmp_path / "rebuilt")
+    try:
+        chunks, _ = expected.query(QUERY["query"], QUERY["top_k"])
+    finally:
+        expected.retriever.close()
+    assert got[0][0] == NEW["id"] and got == [(c.document_id, c.chunk.position, round(c.score, 5)) for c in chunks]
+    assert removed.status_code == 200 and removed.json()["removed"] == 1
+    assert "bm25.md" not in {d for d, _, _ in after}
+
+
+def test_an_id_with_control_characters_is_added_listed_and_deleted_by_url(trees_copy):
+    """One rule for ids on every route: what a post accepts, DELETE removes (a newline included)."""
+    ids = ["notes/a\nb.txt", "c\td", "e\x1bf\r"]
+    with make_client(trees_dir=trees_copy) as client:
+        documents = [{"id": i, "text": f"sparse retrieval note {n}"} for n, i in enumerate(ids)]
+        status = wait_for(client, client.post("/trees/kw/documents", json={"documents": documents}).json()["job_id"])
+        listed = [d["id"] for d in client.get("/trees/kw/documents", params={"limit": 500}).json()["documents"]]
+        removed = [client.delete(f"/trees/kw/documents/{quote(i, safe='/')}") for i in ids]
+        left = [d["id"] for d in client.get("/trees/kw/documents", params={"limit": 500}).json()["documents"]]
+    assert status["status"] == "done" and listed[-3:] == ids
+    assert [(r.status_code, r.json()) for r in removed] == [(200, {"added": 0, "replaced": 0, "skipped": 0,
+                                                                   "removed": 1})] * 3
+    assert not set(ids) & set(left)

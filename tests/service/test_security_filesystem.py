@@ -20,6 +20,7 @@ import pytest
 from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
 from tests.conftest import EXAMPLE_CORPUS
+from tests.fixtures.filesystem import immutable
 from tests.service.conftest import KEYWORD, LoopbackServer
 
 
@@ -126,3 +127,38 @@ def test_what_killed_jobs_left_is_removed_at_the_next_start(trees_copy):
         listed = [t["name"] for t in httpx.get(f"{url}/trees").json()]
     assert listed == ["kw", "scifact"] and sorted(p.name for p in trees_copy.iterdir()) == ["kw", "scifact"]
     assert not list((trees_copy / "kw").glob(".store-*"))
+
+
+def test_document_routes_into_an_unwritable_tree_are_a_503_never_a_500(trees_copy):
+    """A removal into an immutable tree folder and an upload into an immutable trees folder name the step; the
+    tree stays served as it was."""
+    with served(trees_copy) as url:
+        with unwritable(trees_copy / "kw"):
+            removed = httpx.delete(f"{url}/trees/kw/documents/bm25.md")
+        with unwritable(trees_copy):
+            uploaded = httpx.post(f"{url}/trees/kw/documents/upload",
+                                  files={"corpus": ("a.txt", b"some text", "text/plain")})
+        listed = httpx.get(f"{url}/trees/kw/documents", params={"limit": 500}).json()
+    assert removed.status_code == 503 and "cannot be written" in removed.json()["detail"], removed.text
+    assert uploaded.status_code == 503 and "upload" in uploaded.json()["detail"], uploaded.text
+    assert str(trees_copy) not in removed.text + uploaded.text
+    assert "bm25.md" in [d["id"] for d in listed["documents"]]
+
+
+def test_a_documents_page_offset_past_any_integer_the_store_takes_is_a_422(trees_copy):
+    with served(trees_copy) as url:
+        answer = httpx.get(f"{url}/trees/kw/documents", params={"offset": 10 ** 30})
+    assert answer.status_code == 422 and "offset" in answer.text, answer.text
+
+
+def test_an_update_published_over_an_immutable_old_store_is_done_with_a_warning(trees_copy):
+    """The change is published even though the old store cannot be removed: the job says so, not "failed"."""
+    old_store = next((trees_copy / "kw").glob("store-*.sqlite"))
+    with served(trees_copy) as url, immutable(old_store):
+        job = httpx.post(f"{url}/trees/kw/documents", json={"documents": [{"id": "n.txt", "text": "sparse postings"}]})
+        status = finished(url, job.json()["job_id"])
+        top = httpx.post(f"{url}/trees/kw/query", json={"query": "sparse postings"}).json()["chunks"][0]
+    assert status["status"] == "done" and status["counts"]["added"] == 1, status
+    assert len(status["warnings"]) == 1 and "published" in status["warnings"][0] and "could not be removed" in \
+        status["warnings"][0] and "warning" in status["message"]
+    assert top["document_id"] == "n.txt" and old_store.exists()

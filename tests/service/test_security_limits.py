@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import socket
 import time
+import urllib.error
+import urllib.request
 
 import httpx
 import pytest
@@ -15,6 +17,7 @@ from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
 from tests.conftest import EXAMPLE_CORPUS
 from tests.service.conftest import KEYWORD, LoopbackServer, make_client
+from tests.service.test_trees_api import wait_for
 
 RETRIEVE = {"query": "bm25", "collection_name": "kw"}
 
@@ -123,6 +126,39 @@ def test_builds_beyond_max_pending_builds_are_429(trees_copy):
     assert second.status_code == 429 and "try again" in second.json()["detail"]
 
 
+def note(i: int) -> dict:
+    return {"documents": [{"id": f"notes/{i}.txt", "text": f"note {i} on sparse retrieval"}]}
+
+
+def test_document_jobs_and_removals_count_against_max_pending_builds(trees_copy):
+    """One limit for every job kind: document posts queue like builds, and a removal or a build beyond it is a 429."""
+    with make_client(trees_dir=trees_copy, data_root=EXAMPLE_CORPUS.parent, max_pending_builds=2) as client:
+        posts = [client.post("/trees/kw/documents", json=note(i)) for i in range(3)]
+        removal = client.delete("/trees/kw/documents/bm25.md")
+        build = client.post("/trees", json={"name": "other", "config": KEYWORD, "corpus_path": "corpus"})
+        ended = [wait_for(client, p.json()["job_id"])["status"] for p in posts[:2]]
+        after = client.post("/trees/kw/documents", json=note(3))  # room again once they ended
+        wait_for(client, after.json()["job_id"])
+    assert [p.status_code for p in posts] == [202, 202, 429] and ended == ["done", "done"]
+    assert "max_pending_builds = 2" in posts[2].json()["detail"] and posts[2].headers["retry-after"] == "10"
+    assert removal.status_code == 429 and build.status_code == 429 and after.status_code == 202
+    assert not (trees_copy / "other").exists()
+
+
+def test_an_upload_beyond_the_queued_upload_budget_is_429_and_not_written(trees_copy):
+    text = ("sparse retrieval " * 200).encode()  # 3,400 bytes
+    with make_client(trees_dir=trees_copy, max_queued_upload_bytes=4096) as client:
+        first = client.post("/trees/kw/documents", files=[("corpus", ("a.txt", text, "text/plain"))])
+        second = client.post("/trees/kw/documents/upload", files=[("corpus", ("b.txt", text, "text/plain"))])
+        uploads_while_queued = sorted(p.name for p in trees_copy.glob(".upload-*"))
+        status = wait_for(client, first.json()["job_id"])
+        third = client.post("/trees/kw/documents", files=[("corpus", ("b.txt", text, "text/plain"))])
+        wait_for(client, third.json()["job_id"])
+    assert first.status_code == 202 and status["status"] == "done" and third.status_code == 202
+    assert second.status_code == 429 and "max_queued_upload_bytes = 4096" in second.json()["detail"]
+    assert uploads_while_queued == [f".upload-{first.json()['job_id']}"]  # the refused one was never written
+
+
 @pytest.mark.parametrize(("tree", "path"), [
     ({"component": "HttpReranker", "params": {"api_base": "http://user:hunter2@rerank.internal"}}, "params.api_base"),
     ({"component": "HttpReranker", "params": {"api_base": "http://rerank.internal/?api_key=hunter2"}},
@@ -167,3 +203,19 @@ def test_a_build_past_build_timeout_sec_fails_and_leaves_nothing(trees_copy):
         listed = [t["name"] for t in client.get("/trees").json()]
     assert status["status"] == "failed" and "over the time limit of 1e-06 s" in status["error"]
     assert "slow" not in listed and sorted(p.name for p in trees_copy.iterdir()) == ["kw", "scifact"]
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_client_that_writes_its_whole_body_first_reads_the_413(trees_dir, chunked):
+    """Python's urllib sends all of a body before it reads the answer: the server drains the refused body (bounded)
+    so the 413 reaches it, where closing at once reset the connection."""
+    body = b"{" + b" " * (32 << 20) + b"}"  # 32 MiB against the 1 MiB JSON limit: more than socket buffers hold
+    data = iter([body[i:i + 65536] for i in range(0, len(body), 65536)]) if chunked else body
+    with LoopbackServer(create_app(ServiceSettings(trees_dir=trees_dir))) as server:
+        request = urllib.request.Request(f"{server.url}/retrieve", data=data, method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        healthy = httpx.get(f"{server.url}/health").status_code
+    assert refused.value.code == 413 and "larger than the limit of 1048576 bytes" in refused.value.read().decode()
+    assert healthy == 200

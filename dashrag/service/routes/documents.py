@@ -16,19 +16,31 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
+from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.datastructures import UploadFile
 
 from dashrag.documents.model import SourceDocument, json_metadata
 from dashrag.errors import ConfigError, DashragError
-from dashrag.service.jobs import NameTaken
+from dashrag.service.jobs import NameTaken, TooManyBuilds
 from dashrag.service.json_body import StrictJSONRoute, strict_body
 from dashrag.service.models import AddDocumentsRequest, DocumentChanges, DocumentsPage, JobAccepted
 from dashrag.service.pipeline import StepFailure
 from dashrag.service.routes import errors, invalid
-from dashrag.service.routes.trees import _tree, _upload_name, uploaded_corpus_path
+from dashrag.service.routes.trees import _remove, _tree, room_for_job, too_many, write_uploads
 from dashrag.service.state import Service, service_of
 
 router = APIRouter(route_class=StrictJSONRoute)
+
+
+class DocumentIdConvertor(PathConvertor):
+    """A document id in a URL: any text, line breaks included. The rule for ids is one on every face: any
+    non-blank text a corpus can hold is accepted, shown escaped, and removable (docs/updating.md); Starlette's
+    ``path`` stops at a newline, which made an id with one addable but not deletable."""
+
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("document_id", DocumentIdConvertor())
 
 MULTIPART_SCHEMA = {
     "type": "object", "required": ["corpus"],
@@ -70,13 +82,7 @@ async def _uploaded_corpus(request: Request, folder: Path) -> Path:
     if not files:
         raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error",
                                        "msg": "no corpus files (send one corpus.jsonl or .txt/.md files in 'corpus')"}])
-    names = [_upload_name(f.filename) for f in files]
-    corpus = uploaded_corpus_path(folder, names)
-    folder.mkdir(parents=True)
-    for upload, name in zip(files, names):
-        with open(folder / name, "wb") as out:
-            shutil.copyfileobj(upload.file, out)
-    return corpus
+    return write_uploads(folder, files)
 
 
 def _inlined(schema: Any, definitions: dict[str, Any] | None = None) -> Any:
@@ -95,7 +101,10 @@ def _inlined(schema: Any, definitions: dict[str, Any] | None = None) -> Any:
     return schema
 
 
-ADD_RESPONSES = {**errors(401, 404, 409, 413, 503),
+#: The largest page offset: SQLite's integers are 64-bit (an offset of 10**30 was a 500); no tree holds more.
+MAX_OFFSET = 2**53
+
+ADD_RESPONSES = {**errors(401, 404, 409, 413, 429, 503),
                  **invalid("A document without an id or text, or a malformed body or upload.")}
 
 
@@ -112,6 +121,7 @@ async def add_documents(name: str, request: Request) -> JobAccepted:
     ``POST /trees/{name}/documents`` takes the JSON body and also the multipart one of ``.../documents/upload``."""
     service = service_of(request)
     folder = _saved_tree(service, name)
+    room_for_job(service, request)
     job_id = service.jobs.new_job_id()
     cleanup: list[Path] = []
     add: Path | list[SourceDocument]
@@ -128,14 +138,18 @@ async def add_documents(name: str, request: Request) -> JobAccepted:
     try:
         job = service.jobs.submit_update(job_id, name, add, cleanup)
     except NameTaken as exc:
-        for path in cleanup:
-            shutil.rmtree(path, ignore_errors=True)
+        _remove(cleanup)
         raise HTTPException(409, str(exc)) from None
+    except TooManyBuilds as exc:
+        _remove(cleanup)
+        raise too_many(exc) from None
     return JobAccepted(job_id=job.id)
 
 
-@router.get("/trees/{name}/documents", response_model=DocumentsPage, responses=errors(401, 404, 503))
-def list_documents(name: str, request: Request, offset: int = Query(0, ge=0, description="Documents to skip."),
+@router.get("/trees/{name}/documents", response_model=DocumentsPage,
+            responses={**errors(401, 404, 503), **invalid("An offset or limit out of its range.")})
+def list_documents(name: str, request: Request,
+                   offset: int = Query(0, ge=0, le=MAX_OFFSET, description="Documents to skip."),
                    limit: int = Query(50, ge=1, le=500, description="Documents in the page.")) -> dict[str, Any]:
     """The documents a saved tree holds, in corpus order, a page at a time: id, title, metadata, chunk count."""
     service = service_of(request)
@@ -146,15 +160,19 @@ def list_documents(name: str, request: Request, offset: int = Query(0, ge=0, des
         raise StepFailure("load", f"tree {name!r}: {exc}") from None
 
 
-@router.delete("/trees/{name}/documents/{document_id:path}", response_model=DocumentChanges,
-               responses=errors(401, 404, 503))
+@router.delete("/trees/{name}/documents/{document_id:document_id}", response_model=DocumentChanges,
+               responses=errors(401, 404, 429, 503))
 def remove_document(name: str, document_id: str, request: Request) -> dict[str, int]:
     """Remove one document from a saved tree now; the counts of what changed (404: no such tree or document)."""
     service = service_of(request)
     _saved_tree(service, name)
     try:
         return service.jobs.remove_documents(name, [document_id])
+    except TooManyBuilds as exc:
+        raise too_many(exc) from None
     except ConfigError as exc:
         raise HTTPException(404, str(exc)) from None
     except DashragError as exc:
         raise StepFailure("update", str(exc)) from None
+    except OSError as exc:  # an immutable, read-only or full folder: the service's state, nothing changed
+        raise StepFailure("update", f"tree {name!r}: its folder cannot be written ({exc.strerror})") from None

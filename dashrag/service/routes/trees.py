@@ -115,6 +115,7 @@ async def build_tree(request: Request) -> JobAccepted:
     job_id = service.jobs.new_job_id()
     content_type = request.headers.get("content-type", "")
     cleanup: list[Path] = []
+    room_for_job(service, request)
     if content_type.startswith("multipart/form-data"):
         body, corpus = await _multipart(request, service, job_id)
         cleanup.append(corpus if corpus.is_dir() else corpus.parent)
@@ -138,8 +139,23 @@ async def build_tree(request: Request) -> JobAccepted:
         raise HTTPException(409, str(exc)) from None
     except TooManyBuilds as exc:
         _remove(cleanup)
-        raise HTTPException(429, str(exc), headers={"Retry-After": "10"}) from None
+        raise too_many(exc) from None
     return JobAccepted(job_id=job.id)
+
+
+def too_many(exc: TooManyBuilds) -> HTTPException:
+    return HTTPException(429, str(exc), headers={"Retry-After": "10"})
+
+
+def room_for_job(service: Service, request: Request) -> None:
+    """A 429 before the body is read when the service takes no more jobs, or no more upload bytes (counted by the
+    body's ``Content-Length``): a refused upload is never written to disk."""
+    multipart = request.headers.get("content-type", "").startswith("multipart/form-data")
+    length = request.headers.get("content-length", "")
+    try:
+        service.jobs.check_room(int(length) if multipart and length.isdigit() else 0)
+    except TooManyBuilds as exc:
+        raise too_many(exc) from None
 
 
 def _remove(paths: list[Path]) -> None:
@@ -204,9 +220,16 @@ async def _multipart(request: Request, service: Service, job_id: str) -> tuple[B
         raise _located(exc) from None
     except ValueError as exc:
         raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error", "msg": str(exc)}]) from None
-    names = [_upload_name(f.filename) for f in files]
     folder = Path(service.settings.trees_dir) / f".upload-{job_id}"  # type: ignore[arg-type]
-    corpus = uploaded_corpus_path(folder, names)  # refused names: before the folder exists, nothing is left
+    return body, write_uploads(folder, files)
+
+
+def write_uploads(folder: Path, files: list[UploadFile]) -> Path:
+    """The uploaded corpus files saved into ``folder`` (a new one); the path the corpus is read from. Refused
+    names are a 422 before the folder exists; a folder that cannot be written (read-only, full) a 503 naming
+    the upload step, and nothing is left."""
+    names = [_upload_name(f.filename) for f in files]
+    corpus = uploaded_corpus_path(folder, names)
     try:
         folder.mkdir(parents=True)
         for upload, name in zip(files, names):
@@ -215,7 +238,7 @@ async def _multipart(request: Request, service: Service, job_id: str) -> tuple[B
     except OSError as exc:  # a read-only or full trees folder: the service's state, not the client's fault
         shutil.rmtree(folder, ignore_errors=True)
         raise StepFailure("upload", f"the upload cannot be written in the trees folder ({exc.strerror})") from None
-    return body, corpus
+    return corpus
 
 
 def uploaded_corpus_path(folder: Path, names: list[str]) -> Path:
