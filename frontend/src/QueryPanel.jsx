@@ -1,4 +1,4 @@
-import React, { useCallback, useEffect, useMemo, useState } from 'react';
+import React, { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { DocumentsPanel } from './DocumentsPanel';
 import { Failure } from './Failure';
 import { makeFilterCheck } from './filterCheck';
@@ -42,8 +42,26 @@ function Results({ answer, catalog, t, lang, shared }) {
   );
 }
 
-export function TreeList({ trees, t, lang, onReload, onDelete, onDocuments }) {
+// Delete asks first, in the tree's own row: it names the tree and its document count, and focus goes to
+// Cancel (Enter on a focused Delete must not destroy anything). After a delete, focus goes to the list's
+// heading, never to the next tree's Delete (issue 39).
+function DeleteConfirm({ tree, t, onConfirm, onCancel }) {
+  const cancel = useRef(null);
+  useEffect(() => { cancel.current?.focus(); }, []);
+  return (
+    <span className="delete-confirm" role="group" aria-label={t('deleteAsk', { name: tree.name, count: tree.documents })}>
+      {' '}<span>{t('deleteAsk', { name: tree.name, count: tree.documents })}</span>
+      {' '}<button type="button" className="danger" onClick={onConfirm}>{t('deleteConfirm', { name: tree.name })}</button>
+      {' '}<button type="button" ref={cancel} onClick={onCancel}
+        onKeyDown={(e) => { if (e.key === 'Escape') onCancel(); }}>{t('cancel')}</button>
+    </span>
+  );
+}
+
+export function TreeList({ trees, t, lang, onReload, onDelete, onDocuments, heading }) {
+  const [asking, setAsking] = useState(null); // the tree whose Delete waits for a confirmation
   if (trees.length === 0) return <p>{t('noTrees')}</p>;
+  const confirm = (name) => { setAsking(null); heading.current?.focus(); onDelete(name); };
   return (
     <ul className="tree-list">
       {trees.map((tree) => (
@@ -52,7 +70,9 @@ export function TreeList({ trees, t, lang, onReload, onDelete, onDocuments }) {
           {' · '}{tree.documents} {t('documents')} · {tree.chunks} {t('chunks')} · {tree.saved_at ? new Date(tree.saved_at).toLocaleString(lang) : ''}
           {' '}<button type="button" onClick={() => onDocuments(tree.name)}>{t('docsButton')}</button>
           {' '}<button type="button" onClick={() => onReload(tree.name)}>{t('reload')}</button>
-          {' '}<button type="button" onClick={() => onDelete(tree.name)}>{t('delete')}</button>
+          {asking === tree.name
+            ? <DeleteConfirm tree={tree} t={t} onConfirm={() => confirm(tree.name)} onCancel={() => setAsking(null)} />
+            : <>{' '}<button type="button" onClick={() => setAsking(tree.name)}>{t('delete')}</button></>}
         </li>
       ))}
     </ul>
@@ -71,6 +91,7 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
   const [filterSchema, setFilterSchema] = useState(null);
   const [filterRefused, setFilterRefused] = useState(null); // the server's 422 about the filter sent
   const [managing, setManaging] = useState(null); // the tree whose documents panel is open
+  const treesHeading = useRef(null); // where focus goes after a delete
 
   useEffect(() => { api.get('/schemas/filter').then(setFilterSchema, () => setFilterSchema(null)); }, [api]);
   const checkFilter = useMemo(() => (filterSchema ? makeFilterCheck(filterSchema) : null), [filterSchema]);
@@ -123,8 +144,8 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
   return (
     <div className="query-panel">
       <section>
-        <h2>{t('savedTrees')}</h2>
-        <TreeList trees={trees} t={t} lang={lang}
+        <h2 ref={treesHeading} tabIndex="-1">{t('savedTrees')}</h2>
+        <TreeList trees={trees} t={t} lang={lang} heading={treesHeading}
           onReload={(name) => act(api.post(`/trees/${encodeURIComponent(name)}/reload`, {}))}
           onDelete={(name) => act(api.del(`/trees/${encodeURIComponent(name)}`))}
           onDocuments={setManaging} />
