@@ -18,6 +18,9 @@ from dashrag.cli.safe_text import plain
 
 app = typer.Typer()
 
+STRICT_HELP = ("A line of the corpus folder's metadata.jsonl that names no document of the folder is an error "
+               "(nothing is written), not a warning.")
+
 
 @app.command()
 @user_errors
@@ -46,6 +49,7 @@ def index(
     follow_symlinks: bool = typer.Option(
         False, "--follow-symlinks", help="Read files that symbolic links in a corpus folder point to."
     ),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
     import dashrag
@@ -61,7 +65,7 @@ def index(
     if store is not None:
         Store(store, read_only=True).close()  # a missing driver or a malformed URL, before any work
     with console.status("reading the corpus"):
-        documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
+        documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks, strict=strict)
     say(f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else ""))
     created = not out.exists()
     create_output_folder(out, "--out")

@@ -14,6 +14,7 @@ import typer
 
 from dashrag.cli.config_files import resolve_component
 from dashrag.cli.console import console, say, user_errors
+from dashrag.cli.index_commands import STRICT_HELP
 from dashrag.documents.changes import UpdateReport
 from dashrag.errors import ConfigError
 
@@ -48,12 +49,13 @@ def add(
         "trees saved before dashrag recorded it).")),
     follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
                                          help="Read files that symbolic links in a corpus folder point to."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Add documents to a saved tree: new ids are added, changed ones replaced, identical ones skipped."""
     from dashrag.api import update_tree
     from dashrag.documents.corpus import Corpus
 
-    documents = Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
+    documents = Corpus.from_path(corpus, follow_symlinks=follow_symlinks, strict=strict)
     with console.status("updating the tree"):
         report = update_tree(tree, add=documents, chunker=resolve_component(chunker))
     _say_report(tree, report)

@@ -147,3 +147,10 @@ def test_the_update_module_alone_adds_and_removes(tree, more):
     removed = CliRunner().invoke(update_commands.app, ["remove", str(tree), "postings.txt"])
     assert removed.exit_code == 0 and "1 removed" in removed.output
     assert "postings.txt" not in {d for d, _, _ in answers(tree)}
+
+
+def test_add_with_strict_refuses_a_metadata_line_naming_no_document_and_changes_nothing(tree, more):
+    (more / "metadata.jsonl").write_text('{"file": "postings.md", "metadata": {"year": 2024}}\n', encoding="utf-8")
+    before = folder_digest(tree)
+    assert "names 'postings.md'" in error_line(invoke("add", tree, "--corpus", more, "--strict"))
+    assert folder_digest(tree) == before
