@@ -32,8 +32,11 @@ def print_table(console: Console, query: str, chunks: Sequence[ScoredChunk], wid
     console.print(table)
 
 
-def results_json(query: str, chunks: Sequence[ScoredChunk], trace: dict | None) -> str:
-    payload: dict[str, Any] = {"query": query, "results": [c.to_json(include_metadata=True) for c in chunks]}
+def results_json(query: str, chunks: Sequence[ScoredChunk], trace: dict | None, warnings: Sequence[str] = ()) -> str:
+    """One answer as a JSON line; ``warnings``: what the user must hear although the query is valid (a filter's
+    field that no document has), always present so a program need not guess."""
+    payload: dict[str, Any] = {"query": query, "results": [c.to_json(include_metadata=True) for c in chunks],
+                               "warnings": list(warnings)}
     if trace is not None:
         payload["trace"] = trace
     return json_line(payload)

@@ -126,6 +126,9 @@ class RetrieveResponse(BaseModel):
     empty_reason: str | None = Field(None, description=(
         "Why context_chunks is empty (no chunk found, or which gate dropped them all, with the best score); "
         "null when a chunk is kept."))
+    warnings: list[str] = Field(default_factory=list, description=(
+        "What the caller should know although the request is valid: each filter field that no document has "
+        "(it matches nothing), with the fields there are."))
     trace: TraceNode | None = None
 
 
@@ -248,6 +251,9 @@ class TreeQueryResponse(BaseModel):
     chunks: list[QueryChunk]
     trace: TraceNode | None
     elapsed_ms: float
+    warnings: list[str] = Field(default_factory=list, description=(
+        "What the caller should know although the request is valid: each filter field that no document has "
+        "(it matches nothing), with the fields there are."))
 
 
 class ValidationIssue(BaseModel):

@@ -24,10 +24,18 @@ from dashrag.core.restriction import Restriction
 from dashrag.errors import DashragError, FilterError
 from dashrag.service import citations as cite
 from dashrag.service import complexity, gates, packing
-from dashrag.service.collections import Collection, CollectionRegistry, RetrievedChunk
+from dashrag.service.collections import Collection, CollectionRegistry, RetrievedChunk, TreeCollection
 from dashrag.service.models import ContextChunk, RetrieveRequest, RetrieveResponse, TraceNode
 from dashrag.service.rerank import TextReranker
 from dashrag.service.rewrite import QueryRewriter, RewriteOutcome
+
+
+def filter_warnings(found: list[Collection], restriction: Restriction | None) -> list[str]:
+    """The filter's fields no document has, per saved tree searched (named when there are several); a
+    collection that cannot list its fields (an external engine's) adds none."""
+    trees = [c for c in found if isinstance(c, TreeCollection)]
+    named = len(found) > 1
+    return [f"collection {c.name!r}: {w}" if named else w for c in trees for w in c.filter_warnings(restriction)]
 
 
 class StepFailure(Exception):
@@ -146,7 +154,8 @@ class RetrievePipeline:
         response = RetrieveResponse(context_chunks=kept, citations=sources, low_confidence=cite.low_confidence(kept),
                                     reranker=self.reranker_name,
                                     trace=None if trace is None else TraceNode.model_validate(trace),
-                                    empty_reason=None if kept else self._empty_reason(merged, reranked, confident))
+                                    empty_reason=None if kept else self._empty_reason(merged, reranked, confident),
+                                    warnings=filter_warnings(found, restriction))
         return PipelineResult(response, step_ms)
 
     def _empty_reason(self, merged: list[RetrievedChunk], reranked: list[ContextChunk],

@@ -42,3 +42,18 @@ def test_query_filter_keeps_only_matching_documents_with_their_metadata(indexed)
                                         ('{"year": ', "filter $: not valid JSON")])
 def test_a_bad_filter_exits_2_naming_the_path(indexed, bad, where):
     assert where in error_line(invoke("query", indexed, "retrieval", "--filter", bad))
+
+
+def test_a_filter_field_no_document_has_is_a_warning_listing_the_fields_and_a_json_warnings_entry(indexed):
+    result = invoke("query", indexed, "retrieval passages", "--json", "--filter", '{"yaer": 2024}')
+    assert result.exit_code == 0, result.output
+    said = ("the filter's field 'yaer' ($.yaer) is in no document, so it matches nothing; "
+            "the fields are: lang, year")
+    assert result.stderr.splitlines() == [f"warning: {said}"]
+    answer = json.loads(result.stdout)
+    assert answer["results"] == [] and answer["warnings"] == [said]
+
+
+def test_a_filter_on_known_fields_warns_of_nothing(indexed):
+    result = invoke("query", indexed, "retrieval passages", "--json", "--filter", '{"year": {"$gte": 2015}}')
+    assert result.stderr == "" and json.loads(result.stdout)["warnings"] == []

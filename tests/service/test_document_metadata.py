@@ -129,3 +129,23 @@ def test_the_retrieve_pipelines_search_step_records_the_filter(http):
                                          "filters": filters}).json()["trace"]
     [search] = [node for node in trace["children"] if node["component"] == "search"]
     assert search["selection"]["filters"] == filters  # beside the collections searched
+
+
+MISSPELT = ("the filter's field 'yaer' ($.yaer.$gte) is in no document, so it matches nothing; the fields are: "
+            "lang, published, reviewed, tags, year")
+
+
+def test_a_tree_query_filtering_on_a_field_no_document_has_answers_a_warning_naming_the_fields(http):
+    added(http, json={"documents": DOCUMENTS})
+    response = http.post("/trees/kw/query", json={"query": "sparse", "filters": {"yaer": {"$gte": 2020}}})
+    assert response.status_code == 200 and response.json()["chunks"] == []
+    assert response.json()["warnings"] == [MISSPELT]
+    assert http.post("/trees/kw/query", json={"query": "sparse", "filters": {"year": 2023}}).json()["warnings"] == []
+
+
+def test_retrieve_filtering_on_a_field_no_document_has_answers_the_same_warning(http):
+    added(http, json={"documents": DOCUMENTS})
+    response = http.post("/retrieve", json={"query": "sparse", "collection_name": "kw",
+                                            "filters": {"yaer": {"$gte": 2020}}})
+    assert response.status_code == 200, response.text
+    assert response.json()["context_chunks"] == [] and response.json()["warnings"] == [MISSPELT]
