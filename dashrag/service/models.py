@@ -220,6 +220,22 @@ class DocumentEntry(BaseModel):
     chunks: int = Field(description="How many chunks the tree holds of it.")
 
 
+class FieldSummary(BaseModel):
+    """One metadata field of a tree's documents, as a filter can use it."""
+
+    name: str
+    types: list[Literal["number", "date", "string", "bool", "list"]] = Field(
+        description="The kinds of value it holds (docs/filters.md); 'list' when some document holds a list.")
+    documents: int = Field(description="How many documents have it (null and [] aside).")
+    values: list[Any] = Field(description="Its most frequent values, at most five.")
+
+
+class TreeFields(BaseModel):
+    """The metadata fields of a saved tree's documents, by name."""
+
+    fields: list[FieldSummary]
+
+
 class DocumentsPage(BaseModel):
     """One page of a saved tree's documents, in corpus order."""
 

@@ -149,3 +149,18 @@ def test_retrieve_filtering_on_a_field_no_document_has_answers_the_same_warning(
                                             "filters": {"yaer": {"$gte": 2020}}})
     assert response.status_code == 200, response.text
     assert response.json()["context_chunks"] == [] and response.json()["warnings"] == [MISSPELT]
+
+
+def test_the_fields_route_lists_each_field_with_its_types_count_and_values(http):
+    added(http, json={"documents": DOCUMENTS})
+    response = http.get("/trees/kw/fields")
+    assert response.status_code == 200, response.text
+    fields = {f["name"]: f for f in response.json()["fields"]}
+    assert sorted(fields) == ["lang", "published", "reviewed", "tags", "year"]
+    assert fields["year"] == {"name": "year", "types": ["number"], "documents": 2, "values": [2009, 2023]}
+    assert fields["tags"]["types"] == ["list", "string"] and fields["tags"]["values"][0] == "sparse"
+    assert fields["published"]["types"] == ["date"]
+
+
+def test_the_fields_of_a_tree_that_does_not_exist_are_a_404(http):
+    assert http.get("/trees/nope/fields").status_code == 404
