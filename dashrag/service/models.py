@@ -220,6 +220,17 @@ class DocumentEntry(BaseModel):
     chunks: int = Field(description="How many chunks the tree holds of it.")
 
 
+class FilterProblem(BaseModel):
+    path: str = Field(description="Where in the filter ($.year.$gte).")
+    message: str
+
+
+class FilterCheck(BaseModel):
+    """A filter checked by the code every face uses (``parse_filter``): no problems, or the first one."""
+
+    errors: list[FilterProblem]
+
+
 class FieldSummary(BaseModel):
     """One metadata field of a tree's documents, as a filter can use it."""
 

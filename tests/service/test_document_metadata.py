@@ -164,3 +164,15 @@ def test_the_fields_route_lists_each_field_with_its_types_count_and_values(http)
 
 def test_the_fields_of_a_tree_that_does_not_exist_are_a_404(http):
     assert http.get("/trees/nope/fields").status_code == 404
+
+
+@pytest.mark.parametrize(("filters", "path", "message"), [
+    ([{"year": 2024}], "$", "a filter is a JSON object, not a list"),
+    ({"year": {"$gtee": 2015}}, "$.year.$gtee", "unknown operator"),
+])
+def test_the_filter_check_route_answers_the_clis_message(http, filters, path, message):
+    response = http.post("/schemas/filter/check", json=filters)
+    assert response.status_code == 200, response.text
+    (problem,) = response.json()["errors"]
+    assert problem["path"] == path and message in problem["message"]
+    assert http.post("/schemas/filter/check", json={"year": {"$gte": 2015}}).json() == {"errors": []}
