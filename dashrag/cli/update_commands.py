@@ -15,6 +15,7 @@ import typer
 from dashrag.cli.config_files import resolve_component
 from dashrag.cli.console import console, say, user_errors
 from dashrag.cli.index_commands import STRICT_HELP
+from dashrag.cli.progress_lines import shown_progress
 from dashrag.documents.changes import UpdateReport
 from dashrag.errors import ConfigError
 
@@ -56,8 +57,8 @@ def add(
     from dashrag.documents.corpus import Corpus
 
     documents = Corpus.from_path(corpus, follow_symlinks=follow_symlinks, strict=strict)
-    with console.status("updating the tree"):
-        report = update_tree(tree, add=documents, chunker=resolve_component(chunker))
+    with shown_progress(console, "updating the tree") as progress:
+        report = update_tree(tree, add=documents, chunker=resolve_component(chunker), progress=progress)
     _say_report(tree, report)
 
 @app.command("remove")
@@ -73,6 +74,6 @@ def remove(
     wanted = list(ids or []) + (_read_ids(ids_file) if ids_file is not None else [])
     if not wanted:
         raise ConfigError("name the documents to remove: dashrag remove TREE ID... or --ids FILE")
-    with console.status("updating the tree"):
-        report = update_tree(tree, remove=wanted)
+    with shown_progress(console, "updating the tree") as progress:
+        report = update_tree(tree, remove=wanted, progress=progress)
     _say_report(tree, report)
