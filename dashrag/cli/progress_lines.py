@@ -18,15 +18,9 @@ from contextlib import contextmanager
 from typing import IO, Any
 
 from dashrag.cli.safe_text import plain
+from dashrag.core.progress import seconds_left
 
 EVERY_S = 5.0  # seconds between plain lines within a stage: a log stays readable, a stall stays visible
-
-
-def seconds_left(elapsed: float, done: int, total: int | None) -> float | None:
-    """What is left of a stage at its average rate so far; None without a total or before any work is done."""
-    if total is None or done <= 0 or done > total:
-        return None
-    return elapsed * (total - done) / done
 
 
 def duration(seconds: float) -> str:

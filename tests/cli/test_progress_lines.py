@@ -7,7 +7,8 @@ import os
 import subprocess
 import sys
 
-from dashrag.cli.progress_lines import EVERY_S, StageProgress, describe, duration, seconds_left
+from dashrag.cli.progress_lines import EVERY_S, StageProgress, describe, duration
+from dashrag.core.progress import seconds_left
 from tests.conftest import EXAMPLE_CORPUS
 
 
