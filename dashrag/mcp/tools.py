@@ -41,13 +41,13 @@ def _answer(registry: CollectionRegistry, query: str, tree: str, top_k: int | No
         raise ToolProblem(f"top_k must be a positive integer, got {top_k}")
     collection = _tree(registry, tree)
     try:
-        restriction = None if filters is None else Restriction.where(filters)
-        chunks, trace = collection.retriever.retrieve(query, top_k=top_k, restriction=restriction)
+        chunks, trace = collection.retriever.retrieve(query, top_k=top_k, filters=filters)  # the trace records them
+        warnings = collection.filter_warnings(None if filters is None else Restriction.where(filters))
     except DashragError as exc:
         raise ToolProblem(f"tree {excerpt(tree)}: {exc}") from None
     hits = list(chunks)[: top_k or len(chunks)]
     return {"tree": tree, "query": query, "results": [_hit(rank, c) for rank, c in enumerate(hits, 1)],
-            "warnings": collection.filter_warnings(restriction), "trace": trace}
+            "warnings": warnings, "trace": trace}
 
 
 def retrieve(registry: CollectionRegistry, query: str, tree: str, top_k: int | None = None,
