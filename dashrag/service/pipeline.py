@@ -24,18 +24,18 @@ from dashrag.core.restriction import Restriction
 from dashrag.errors import DashragError, FilterError
 from dashrag.service import citations as cite
 from dashrag.service import complexity, gates, packing
-from dashrag.service.collections import Collection, CollectionRegistry, RetrievedChunk, TreeCollection
+from dashrag.service.collections import Collection, CollectionRegistry, RetrievedChunk
 from dashrag.service.models import ContextChunk, RetrieveRequest, RetrieveResponse, TraceNode
 from dashrag.service.rerank import TextReranker
 from dashrag.service.rewrite import QueryRewriter, RewriteOutcome
 
 
 def filter_warnings(found: list[Collection], restriction: Restriction | None) -> list[str]:
-    """The filter's fields no document has, per saved tree searched (named when there are several); a
-    collection that cannot list its fields (an external engine's) adds none."""
-    trees = [c for c in found if isinstance(c, TreeCollection)]
+    """The filter's fields no document has, per collection searched (named when there are several): an optional
+    capability, like ``search_traced``; a collection that cannot list its fields (an external engine's) adds none."""
     named = len(found) > 1
-    return [f"collection {c.name!r}: {w}" if named else w for c in trees for w in c.filter_warnings(restriction)]
+    return [f"collection {c.name!r}: {w}" if named else w for c in found
+            for w in getattr(c, "filter_warnings", lambda _: [])(restriction)]
 
 
 class StepFailure(Exception):
