@@ -155,7 +155,10 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
 
   useEffect(() => { if (chosen) setFirst(chosen); }, [chosen]);
   useEffect(() => {
-    if (!first) return undefined;
+    if (!first || !trees.some((tree) => tree.name === first)) { // none chosen, or the chosen one was deleted
+      setFields([]);
+      return undefined;
+    }
     let live = true;
     api.get(`/trees/${encodeURIComponent(first)}/fields`).then((r) => { if (live) setFields(r.fields); },
       () => { if (live) setFields([]); });
