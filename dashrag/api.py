@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,13 +109,16 @@ def build(
     store_url: str | None = None,
     cache_dir: str | Path | None = None,
     overwrite: bool = False,
+    progress: Progress = no_progress,
 ) -> Retriever:
     """Validate and build ``config`` (a JSON tree, or the name of a preset in components/ such as
     ``"keyword"``), fit it on ``corpus``; the store goes in ``workdir``, caches in ``cache_dir``
     (default: ``workdir``). ``overwrite`` lets engine-backed indexes replace a collection or
-    table that holds something else (never done otherwise)."""
+    table that holds something else (never done otherwise); ``progress`` hears the fitting nodes' batches."""
     root = construct_tree(config)
-    infra = prepare_corpus(corpus, workdir, chunker, store_url, cache_dir, overwrite)
+    progress("chunking and storing")
+    infra = replace(prepare_corpus(corpus, workdir, chunker, store_url, cache_dir, overwrite), progress=progress)
+    progress("fitting")
     _fit(root, infra)
     return root
 

@@ -31,6 +31,7 @@ from dashrag.api import prepare_corpus
 from dashrag.cli.config_files import resolve_component, resolve_config
 from dashrag.cli.console import console, user_errors
 from dashrag.cli.paths import check_output_file
+from dashrag.cli.progress_lines import shown_progress
 from dashrag.cli.safe_text import markup_safe, plain
 from dashrag.core.persistence import atomic_write_json, read_manifest
 from dashrag.core.retriever import Retriever
@@ -195,25 +196,30 @@ def eval_command(
         dashrag.validate_and_transform(raw, "retriever")
     chunker_spec = checked_chunker(chunker)
     evaluation_split = load_split(dataset, split)
-    with console.status("reading the corpus"):
+    with shown_progress(console, "reading the corpus"):
         corpus = dashrag.Corpus.from_beir(dataset)
     started = time.perf_counter()
-    with console.status("loading" if saved else "chunking, storing and fitting"):
+    with shown_progress(console, "loading" if saved else "chunking, storing and fitting") as progress:
         if saved:
             retriever = dashrag.load(config)
             check_saved_corpus(retriever, corpus, Path(config), dataset)
         else:
-            retriever = dashrag.build(raw, corpus, workdir or default_workdir(dataset), chunker=chunker_spec)
+            retriever = dashrag.build(raw, corpus, workdir or default_workdir(dataset), chunker=chunker_spec,
+                                      progress=progress)
     build_s = time.perf_counter() - started
-    with progress_bar(console) as progress:
-        task = progress.add_task(markup_safe(f"{evaluation_split.dataset} {split}"), total=len(evaluation_split))
+    stage, done = f"{evaluation_split.dataset} {split}: answering", [0]
+    with shown_progress(console, stage) as progress:
+        def answered(n: int) -> None:
+            done[0] += n
+            progress(stage, done[0], len(evaluation_split))
+
         report = evaluate_tree(
             retriever,
             evaluation_split,
             ",".join(metric_list),
             top_k=top_k,
             batch_size=batch_size,
-            on_batch=lambda n: progress.advance(task, n),
+            on_batch=answered,
             filters=wanted,
         )
     report["config"] = retriever.to_config()

@@ -14,9 +14,12 @@ import typer
 from dashrag.cli.config_files import resolve_component, resolve_config
 from dashrag.cli.console import console, say, user_errors
 from dashrag.cli.paths import check_output_folder, create_output_folder
-from dashrag.cli.safe_text import plain
+from dashrag.cli.progress_lines import shown_progress
 
 app = typer.Typer()
+
+STRICT_HELP = ("A line of the corpus folder's metadata.jsonl that names no document of the folder is an error "
+               "(nothing is written), not a warning.")
 
 
 @app.command()
@@ -46,6 +49,7 @@ def index(
     follow_symlinks: bool = typer.Option(
         False, "--follow-symlinks", help="Read files that symbolic links in a corpus folder point to."
     ),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
     import dashrag
@@ -60,15 +64,12 @@ def index(
     check_output_folder(out, "--out", overwrite)
     if store is not None:
         Store(store, read_only=True).close()  # a missing driver or a malformed URL, before any work
-    with console.status("reading the corpus"):
-        documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
+    with shown_progress(console, "reading the corpus"):
+        documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks, strict=strict)
     say(f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else ""))
     created = not out.exists()
     create_output_folder(out, "--out")
-    with console.status("building") as status:
-        def progress(stage: str, done: int = 0, total: int | None = None) -> None:
-            status.update(plain(f"{stage} {done}/{total}" if total else stage))
-
+    with shown_progress(console, "building") as progress:
         try:
             report = build_tree(root, documents, out, name=config if not config.lstrip().startswith("{") else None,
                                 chunker=chunker_spec, store_url=store, cache_dir=cache_dir, overwrite=overwrite,

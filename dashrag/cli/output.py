@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # rich is imported by the table, not by JSON output
 
 
 def print_table(console: Console, query: str, chunks: Sequence[ScoredChunk], width: int = 90) -> None:
+    """The hits as a table; a ``metadata`` column (the document's, as JSON) when any hit has metadata."""
     from rich.table import Table
 
     table = Table(title=f"“{markup_safe(query)}”", show_lines=False)
@@ -25,15 +26,35 @@ def print_table(console: Console, query: str, chunks: Sequence[ScoredChunk], wid
     table.add_column("score", justify="right")
     table.add_column("document#pos")
     table.add_column("text")
+    with_metadata = any(c.chunk.metadata for c in chunks)
+    if with_metadata:
+        table.add_column("metadata")
     for rank, c in enumerate(chunks, 1):
         snippet = " ".join(c.chunk.text.split())
         snippet = snippet if len(snippet) <= width else snippet[: width - 1] + "…"
-        table.add_row(str(rank), f"{c.score:.4f}", plain(f"{c.document_id}#{c.chunk.position}"), plain(snippet))
+        metadata = [plain(json_line(dict(c.chunk.metadata)) if c.chunk.metadata else "")] if with_metadata else []
+        table.add_row(str(rank), f"{c.score:.4f}", plain(f"{c.document_id}#{c.chunk.position}"), plain(snippet),
+                      *metadata)
     console.print(table)
 
 
-def results_json(query: str, chunks: Sequence[ScoredChunk], trace: dict | None) -> str:
-    payload: dict[str, Any] = {"query": query, "results": [c.to_json(include_metadata=True) for c in chunks]}
+def print_rows(console: Console, title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """A plain table (documents, fields): every cell shown as text, never as markup."""
+    from rich.table import Table
+
+    table = Table(title=plain(title))
+    for header in headers:
+        table.add_column(header)
+    for row in rows:
+        table.add_row(*(plain(cell) for cell in row))
+    console.print(table)
+
+
+def results_json(query: str, chunks: Sequence[ScoredChunk], trace: dict | None, warnings: Sequence[str] = ()) -> str:
+    """One answer as a JSON line; ``warnings``: what the user must hear although the query is valid (a filter's
+    field that no document has), always present so a program need not guess."""
+    payload: dict[str, Any] = {"query": query, "results": [c.to_json(include_metadata=True) for c in chunks],
+                               "warnings": list(warnings)}
     if trace is not None:
         payload["trace"] = trace
     return json_line(payload)

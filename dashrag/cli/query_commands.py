@@ -8,6 +8,7 @@ the config reader are imported by the options that use them
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from dashrag.core.restriction import Restriction
     from dashrag.documents.model import ScoredChunk
 
+log = logging.getLogger(__name__)
 app = typer.Typer()
 
 
@@ -106,14 +108,17 @@ def query(
 
         retriever = load(folder, store_url=store)
     try:
+        warnings = [] if restriction is None else restriction.warnings(retriever.require_infra().chunks)
+        for warning in warnings:  # a "warning: ..." line on stderr each (console.user_errors)
+            log.warning("%s", warning)
         if queries is not None:
             answers = retriever.stream_batch([q for _, q in pairs], query_ids=[qid for qid, _ in pairs],
                                              top_k=top_k, restriction=restriction)
             for number, answer, node in answers:
-                write_answer(fmt, tag, trace, pairs[number], answer, node)
+                write_answer(fmt, tag, trace, pairs[number], answer, node, warnings)
         else:
             chunks, node = retriever.retrieve(pairs[0][1], top_k=top_k, restriction=restriction)
-            write_answer(fmt, tag, trace, pairs[0], chunks, node)
+            write_answer(fmt, tag, trace, pairs[0], chunks, node, warnings)
     finally:
         retriever.close()  # engine connections, embedded Qdrant's storage lock
 
@@ -126,7 +131,7 @@ def _restriction(filters: str) -> Restriction:
 
 
 def write_answer(fmt: str, tag: str, trace: bool, pair: tuple[str, str], chunks: Sequence[ScoredChunk],
-                 node: dict) -> None:
+                 node: dict, warnings: Sequence[str] = ()) -> None:
     """One query's answer in the chosen format, flushed at once (a batch writes each as it completes)."""
     qid, text = pair
     if fmt == "trec":
@@ -136,7 +141,7 @@ def write_answer(fmt: str, tag: str, trace: bool, pair: tuple[str, str], chunks:
         fields = {q: {trec_field(d): score for d, score in docs.items()} for q, docs in run.items()}
         sys.stdout.write(format_trec_run(fields, trec_field(tag)))
     elif fmt == "json":
-        print(results_json(text, chunks, node if trace else None))
+        print(results_json(text, chunks, node if trace else None, warnings))
     else:
         from dashrag.cli.console import console
 

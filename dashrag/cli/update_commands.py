@@ -15,6 +15,8 @@ import typer
 
 from dashrag.cli.config_files import resolve_component
 from dashrag.cli.console import console, say, user_errors
+from dashrag.cli.index_commands import STRICT_HELP
+from dashrag.cli.progress_lines import shown_progress
 from dashrag.core.persistence import cleanup_warnings
 from dashrag.documents.changes import UpdateReport
 from dashrag.errors import ConfigError
@@ -55,14 +57,15 @@ def add(
         "trees saved before dashrag recorded it).")),
     follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
                                          help="Read files that symbolic links in a corpus folder point to."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Add documents to a saved tree: new ids are added, changed ones replaced, identical ones skipped."""
     from dashrag.api import update_tree
     from dashrag.documents.corpus import Corpus
 
-    documents = Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
-    with console.status("updating the tree"), cleanup_warnings() as warned:
-        report = update_tree(tree, add=documents, chunker=resolve_component(chunker))
+    documents = Corpus.from_path(corpus, follow_symlinks=follow_symlinks, strict=strict)
+    with shown_progress(console, "updating the tree") as progress, cleanup_warnings() as warned:
+        report = update_tree(tree, add=documents, chunker=resolve_component(chunker), progress=progress)
     _say_report(tree, report, warned)
 
 @app.command("remove")
@@ -78,6 +81,6 @@ def remove(
     wanted = list(ids or []) + (_read_ids(ids_file) if ids_file is not None else [])
     if not wanted:
         raise ConfigError("name the documents to remove: dashrag remove TREE ID... or --ids FILE")
-    with console.status("updating the tree"), cleanup_warnings() as warned:
-        report = update_tree(tree, remove=wanted)
+    with shown_progress(console, "updating the tree") as progress, cleanup_warnings() as warned:
+        report = update_tree(tree, remove=wanted, progress=progress)
     _say_report(tree, report, warned)

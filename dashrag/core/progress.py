@@ -20,8 +20,17 @@ class Progress(Protocol):
     def __call__(self, stage: str, done: int = 0, total: int | None = None) -> None: ...
 
 
+def seconds_left(spent: float, done: int, total: int | None) -> float | None:
+    """What is left of a stage at its average rate so far (``spent`` seconds for ``done`` of ``total``); None
+    without a total or before any work is done. The whole stage's average, not the last batch's, so the
+    estimate is steady (the CLI's status line and the build job's ``stage_eta_s`` both read it)."""
+    if total is None or done <= 0 or done > total:
+        return None
+    return spent * (total - done) / done
+
+
 def no_progress(stage: str, done: int = 0, total: int | None = None) -> None:
     """The default: nobody is watching."""
 
 
-__all__ = ["Progress", "no_progress"]
+__all__ = ["Progress", "no_progress", "seconds_left"]

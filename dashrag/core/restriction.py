@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 import numpy as np
 
 from dashrag.filters import NODE_TYPES, And, Filter, parse_filter
+from dashrag.filters.fields import unknown_field_warnings
 
 if TYPE_CHECKING:
     from dashrag.documents.chunk_set import ChunkSet
@@ -63,6 +64,11 @@ class Restriction:
         filters = [f for f in (self.filter, other.filter) if f is not None]
         combined = None if not filters else filters[0] if len(filters) == 1 else And(tuple(filters))
         return Restriction(documents=documents, predicate=predicate, filter=combined)
+
+    def warnings(self, chunks: ChunkSet) -> list[str]:
+        """What a user must hear about the filter on this corpus although it is valid: each field it names that
+        no document has (it matches nothing; ``filters/fields.py``). Every face shows them beside the answer."""
+        return [] if self.filter is None else unknown_field_warnings(self.filter, chunks.metadata_columns)
 
     @property
     def only_filter(self) -> Filter | None:

@@ -37,6 +37,7 @@ from dashrag.core.persistence import (
     file_stat,
     node_dirname,
     read_consistently,
+    read_manifest,
     save_lock,
     unchanged_since_save,
     write_saved_folder,
@@ -128,6 +129,11 @@ def _remove_unpublished_store(folder: Path, store: Path) -> None:
             store.unlink(missing_ok=True)
         except OSError:  # the save's own error is the one to report; the next save removes the file (stale)
             pass
+def saved_store_url(folder: str | Path, store_url: str | None = None) -> str:
+    """The URL of a saved tree's store (``store_url`` when given: a tree indexed with ``--store``), without
+    loading the tree: what a listing of its documents reads (``dashrag documents``, ``dashrag fields``)."""
+    folder = Path(folder)
+    return store_url if store_url is not None else _store_in_folder(folder, read_manifest(folder).get("store"))
 
 
 def _store_in_folder(folder: Path, ref: str | None) -> str:

@@ -9,6 +9,10 @@ values), or, for a folder, its line of a sidecar ``metadata.jsonl``:
 name in both is an error). Categories (string and list-of-string fields) are derived
 from the metadata where the boolean language needs them.
 
+A sidecar line naming a file that is not a document of the folder (misspelt, moved, not a .txt/.md
+file) is a warning that names the line and the file, listed in ``skipped``; with ``strict=True``
+(``dashrag index --strict``) it is an error and nothing is read.
+
 A folder corpus does not follow symbolic links unless asked (``follow_symlinks=True``,
 ``dashrag index --follow-symlinks``): a link ``secret.txt -> /etc/passwd`` dropped
 into a shared folder must not put that file into an index. Skipped links are
@@ -62,19 +66,20 @@ class Corpus:
         return iter(self.documents)
 
     @classmethod
-    def from_path(cls, path: str | Path, follow_symlinks: bool = False) -> Corpus:
-        """A folder of text files, a BEIR folder (holding corpus.jsonl[.gz]), or a JSONL file."""
+    def from_path(cls, path: str | Path, follow_symlinks: bool = False, strict: bool = False) -> Corpus:
+        """A folder of text files, a BEIR folder (holding corpus.jsonl[.gz]), or a JSONL file.
+        ``strict``: a folder's metadata.jsonl naming a file that is not one of its documents is an error."""
         path = Path(path)
         if not path.exists():
             raise CorpusError(f"{path}: no such file or folder")
         if path.is_dir():
             if any((path / name).is_file() for name in ("corpus.jsonl", "corpus.jsonl.gz")):
                 return cls.from_beir(path)
-            return cls.from_folder(path, follow_symlinks=follow_symlinks)
+            return cls.from_folder(path, follow_symlinks=follow_symlinks, strict=strict)
         return cls.from_jsonl(path)
 
     @classmethod
-    def from_folder(cls, folder: str | Path, follow_symlinks: bool = False) -> Corpus:
+    def from_folder(cls, folder: str | Path, follow_symlinks: bool = False, strict: bool = False) -> Corpus:
         """Every .txt/.md file under ``folder``; the id is the path relative to it.
 
         A file that is not UTF-8 is skipped with a warning that names it; the rest is read.
@@ -83,8 +88,9 @@ class Corpus:
         folder = Path(folder)
         if not folder.is_dir():
             raise CorpusError(f"{folder}: no such folder")
-        metadata = _read_sidecar(folder / SIDECAR_NAME)
+        metadata, lines = _read_sidecar(folder / SIDECAR_NAME)
         files, skipped = _text_files(folder, follow_symlinks)
+        skipped += _unknown_sidecar_files(folder, lines, files, strict)
         documents = []
         for path in files:
             rel = path.relative_to(folder).as_posix()
@@ -195,14 +201,29 @@ def _not_a_number(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def _read_sidecar(path: Path) -> dict[str, dict[str, Any]]:
+def _unknown_sidecar_files(folder: Path, lines: dict[str, int], files: list[Path], strict: bool) -> list[str]:
+    """The sidecar lines that name no document of the folder, each with its line: a warning each (their
+    metadata would otherwise vanish without a word), or, with ``strict``, one error naming them all."""
+    documents = {path.relative_to(folder).as_posix() for path in files}
+    sidecar = folder / SIDECAR_NAME
+    unknown = [f"{sidecar}:{number}: names {name!r}, which is not a .txt/.md document of {folder}"
+               for name, number in lines.items() if name not in documents]
+    if unknown and strict:
+        raise CorpusError(f"{len(unknown)} metadata line(s) name no document (--strict): " + "; ".join(unknown))
+    for problem in unknown:
+        log.warning("%s; its metadata is not used", problem)
+    return unknown
+
+
+def _read_sidecar(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+    """Each named file's metadata, and the line that named it."""
     if not path.is_file():
-        return {}
+        return {}, {}
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise CorpusError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    found = {}
+    found, lines = {}, {}
     expected = 'expected {"file": "<name>", "metadata": {...}} (or "categories": {"NAME": "V" or ["V", ...]})'
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -214,7 +235,8 @@ def _read_sidecar(path: Path) -> dict[str, dict[str, Any]]:
         if not isinstance(record, dict) or not isinstance(record.get("file"), str):
             raise CorpusError(f"{path}:{number}: {expected}")
         found[record["file"]] = _sidecar_metadata(record, f"{path}:{number}", expected)
-    return found
+        lines[record["file"]] = number
+    return found, lines
 
 
 def _sidecar_metadata(record: dict[str, Any], where: str, expected: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dashrag.core.restriction import Restriction
 from dashrag.documents.model import ScoredChunk
 from dashrag.errors import DashragError, excerpt
 from dashrag.service.collections import CollectionRegistry, TreeCollection
@@ -33,27 +34,32 @@ def _hit(rank: int, scored: ScoredChunk) -> dict[str, Any]:
 
 
 def _answer(registry: CollectionRegistry, query: str, tree: str, top_k: int | None,
-            filters: dict[str, Any] | None) -> tuple[list[ScoredChunk], dict]:
+            filters: dict[str, Any] | None) -> dict[str, Any]:
+    """The hits, each filter field no document has (``warnings``) and the trace, as ``retrieve`` and ``explain``
+    answer them."""
     if top_k is not None and top_k < 1:
         raise ToolProblem(f"top_k must be a positive integer, got {top_k}")
+    collection = _tree(registry, tree)
     try:
-        chunks, trace = _tree(registry, tree).retriever.retrieve(query, top_k=top_k, filters=filters)
+        chunks, trace = collection.retriever.retrieve(query, top_k=top_k, filters=filters)  # the trace records them
+        warnings = collection.filter_warnings(None if filters is None else Restriction.where(filters))
     except DashragError as exc:
         raise ToolProblem(f"tree {excerpt(tree)}: {exc}") from None
-    return list(chunks)[: top_k or len(chunks)], trace
+    hits = list(chunks)[: top_k or len(chunks)]
+    return {"tree": tree, "query": query, "results": [_hit(rank, c) for rank, c in enumerate(hits, 1)],
+            "warnings": warnings, "trace": trace}
 
 
 def retrieve(registry: CollectionRegistry, query: str, tree: str, top_k: int | None = None,
              filters: dict[str, Any] | None = None) -> dict[str, Any]:
-    chunks, _ = _answer(registry, query, tree, top_k, filters)
-    return {"tree": tree, "query": query, "results": [_hit(rank, c) for rank, c in enumerate(chunks, 1)]}
+    answer = _answer(registry, query, tree, top_k, filters)
+    del answer["trace"]
+    return answer
 
 
 def explain(registry: CollectionRegistry, query: str, tree: str, top_k: int | None = None,
             filters: dict[str, Any] | None = None) -> dict[str, Any]:
-    chunks, trace = _answer(registry, query, tree, top_k, filters)
-    return {"tree": tree, "query": query, "results": [_hit(rank, c) for rank, c in enumerate(chunks, 1)],
-            "trace": trace}
+    return _answer(registry, query, tree, top_k, filters)
 
 
 def list_trees(registry: CollectionRegistry) -> dict[str, Any]:

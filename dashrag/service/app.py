@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dashrag.errors import FilterError
 from dashrag.service.auth import require_token
-from dashrag.service.json_body import validation_error_body
+from dashrag.service.json_body import content_type_named, validation_error_body
 from dashrag.service.mcp_route import mcp_route
 from dashrag.service.middleware import OriginGuard, RequestMiddleware
 from dashrag.service.openapi_document import for_generators
@@ -106,7 +106,8 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         """pydantic says only "Extra inputs are not permitted" of an unknown key: the message names the key;
         no ``input`` longer than 200 characters is echoed, and a NaN in it is no 500 (json_body)."""
-        named = RequestValidationError([unknown_key_named(e) for e in exc.errors()])
+        content_type = request.headers.get("content-type")
+        named = RequestValidationError([content_type_named(unknown_key_named(e), content_type) for e in exc.errors()])
         return JSONResponse(validation_error_body(named), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)

@@ -93,6 +93,16 @@ class TreeCollection:
                               collection_name=self.name, retrieval_score=self.calibration(scored.score),
                               metadata=scored.chunk.metadata)
 
+    def fields(self) -> list[dict[str, Any]]:
+        """The metadata fields of the tree's documents (``filters/fields.py``), from the loaded chunk set."""
+        from dashrag.filters.fields import field_summaries
+
+        return field_summaries(self.retriever.require_infra().chunks.document_metadata)
+
+    def filter_warnings(self, restriction: Restriction | None) -> list[str]:
+        """The filter's fields that no document of this tree has (``Restriction.warnings``)."""
+        return [] if restriction is None else restriction.warnings(self.retriever.require_infra().chunks)
+
     def query(self, query: str, top_k: int | None, filters: Any = None) -> tuple[Sequence[ScoredChunk], dict]:
         """The tree's own answer (native scores), for ``POST /trees/{name}/query``."""
         chunks, trace = self.retriever.retrieve(query, top_k=top_k, filters=filters)

@@ -27,6 +27,7 @@ from typing import Any
 
 from dashrag.api import update_tree
 from dashrag.core.persistence import MANIFEST_NAME, cleanup_warnings
+from dashrag.core.progress import seconds_left
 from dashrag.core.retriever import Retriever
 from dashrag.documents.model import SourceDocument
 from dashrag.indexes.engine import EngineIndex
@@ -78,14 +79,18 @@ class Job:
     total: int | None = None
     started: float = field(default_factory=time.monotonic)
     stage_started: float = field(default_factory=time.monotonic)
+    reported: float = field(default_factory=time.monotonic)  # when the stage's counter last moved
     finished: float | None = None
     cancel_requested: bool = False
     upload_bytes: int = 0  # what its uploaded corpus holds on disk until it ends (the queued-upload budget)
 
     def enter(self, stage: str, done: int = 0, total: int | None = None) -> None:
         self.check_cancel()
-        if stage != self.stage:
-            self.stage, self.stage_started = stage, time.monotonic()
+        now, new_stage = time.monotonic(), stage != self.stage
+        if new_stage:
+            self.stage, self.stage_started = stage, now
+        if new_stage or done != self.done:
+            self.reported = now
         self.done, self.total = done, total
         self.status = "running"
         start, end = STAGE_SPANS.get(stage, (self.progress, self.progress))
@@ -94,11 +99,13 @@ class Job:
         self.message = f"{stage} ({done}/{total})" if total else stage
 
     def stage_eta_s(self) -> float | None:
-        """The stage's remaining seconds at its pace so far; None before its counter moved or when uncounted."""
-        if self.status != "running" or not self.total or not self.done or self.done >= self.total:
+        """The stage's remaining seconds at its pace up to its last count, less the time since that count: it
+        counts down between reports instead of climbing while a batch runs (issue 39: 7 s grew to 74 s because
+        the time since the last count was taken as pace); None before its counter moved or when uncounted."""
+        if self.status != "running" or not self.total or self.done >= self.total:
             return None
-        spent = time.monotonic() - self.stage_started
-        return round(spent / self.done * (self.total - self.done), 1)
+        left = seconds_left(self.reported - self.stage_started, self.done, self.total)
+        return None if left is None else round(max(left - (time.monotonic() - self.reported), 0.0), 1)
 
     def check_cancel(self) -> None:
         if self.cancel_requested:

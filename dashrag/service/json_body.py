@@ -71,3 +71,19 @@ def validation_error_body(exc: RequestValidationError) -> dict[str, Any]:
             shown["ctx"] = {k: _shown(v) for k, v in shown["ctx"].items()}
         problems.append(shown)
     return {"detail": jsonable_encoder(problems)}
+
+
+NOT_AN_OBJECT = frozenset({"model_attributes_type", "dict_type"})
+
+
+def content_type_named(error: dict[str, Any], content_type: str | None) -> dict[str, Any]:
+    """A JSON route's body sent without ``content-type: application/json`` (curl's ``-d`` sends
+    ``application/x-www-form-urlencoded``) reaches pydantic as text: "Input should be a valid dictionary" says
+    nothing of why. The message then names the content type expected and the one received."""
+    media = (content_type or "").split(";")[0].strip().lower()
+    if tuple(error.get("loc", ())) != ("body",) or error.get("type") not in NOT_AN_OBJECT or \
+            media == "application/json" or media.endswith("+json"):
+        return error
+    received = f"content-type {media}" if media else "no content-type"
+    return {**error, "msg": f"the body must be JSON sent with content-type: application/json (received {received}; "
+                            "curl: -H 'content-type: application/json')"}

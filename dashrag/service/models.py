@@ -116,6 +116,9 @@ class RetrieveResponse(BaseModel):
     empty_reason: str | None = Field(None, description=(
         "Why context_chunks is empty (no chunk found, or which gate dropped them all, with the best score); "
         "null when a chunk is kept."))
+    warnings: list[str] = Field(default_factory=list, description=(
+        "What the caller should know although the request is valid: each filter field that no document has "
+        "(it matches nothing), with the fields there are."))
     trace: TraceNode | None = None
 
 
@@ -210,6 +213,33 @@ class DocumentEntry(BaseModel):
     chunks: int = Field(description="How many chunks the tree holds of it.")
 
 
+class FilterProblem(BaseModel):
+    path: str = Field(description="Where in the filter ($.year.$gte).")
+    message: str
+
+
+class FilterCheck(BaseModel):
+    """A filter checked by the code every face uses (``parse_filter``): no problems, or the first one."""
+
+    errors: list[FilterProblem]
+
+
+class FieldSummary(BaseModel):
+    """One metadata field of a tree's documents, as a filter can use it."""
+
+    name: str
+    types: list[Literal["number", "date", "string", "bool", "list"]] = Field(
+        description="The kinds of value it holds (docs/filters.md); 'list' when some document holds a list.")
+    documents: int = Field(description="How many documents have it (null and [] aside).")
+    values: list[Any] = Field(description="Its most frequent values, at most five.")
+
+
+class TreeFields(BaseModel):
+    """The metadata fields of a saved tree's documents, by name."""
+
+    fields: list[FieldSummary]
+
+
 class DocumentsPage(BaseModel):
     """One page of a saved tree's documents, in corpus order."""
 
@@ -241,6 +271,9 @@ class TreeQueryResponse(BaseModel):
     chunks: list[QueryChunk]
     trace: TraceNode | None
     elapsed_ms: float
+    warnings: list[str] = Field(default_factory=list, description=(
+        "What the caller should know although the request is valid: each filter field that no document has "
+        "(it matches nothing), with the fields there are."))
 
 
 class ValidationIssue(BaseModel):

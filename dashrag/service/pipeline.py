@@ -30,6 +30,14 @@ from dashrag.service.rerank import TextReranker
 from dashrag.service.rewrite import QueryRewriter, RewriteOutcome
 
 
+def filter_warnings(found: list[Collection], restriction: Restriction | None) -> list[str]:
+    """The filter's fields no document has, per collection searched (named when there are several): an optional
+    capability, like ``search_traced``; a collection that cannot list its fields (an external engine's) adds none."""
+    named = len(found) > 1
+    return [f"collection {c.name!r}: {w}" if named else w for c in found
+            for w in getattr(c, "filter_warnings", lambda _: [])(restriction)]
+
+
 class StepFailure(Exception):
     def __init__(self, step: str, message: str):
         self.step = step
@@ -149,7 +157,8 @@ class RetrievePipeline:
         response = RetrieveResponse(context_chunks=kept, citations=sources, low_confidence=cite.low_confidence(kept),
                                     reranker=self.reranker_name,
                                     trace=None if trace is None else TraceNode.model_validate(trace),
-                                    empty_reason=None if kept else self._empty_reason(merged, reranked, confident))
+                                    empty_reason=None if kept else self._empty_reason(merged, reranked, confident),
+                                    warnings=filter_warnings(found, restriction))
         return PipelineResult(response, step_ms)
 
     def _empty_reason(self, merged: list[RetrievedChunk], reranked: list[ContextChunk],

@@ -1,7 +1,6 @@
-import React, { useCallback, useEffect, useMemo, useState } from 'react';
+import React, { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { DocumentsPanel } from './DocumentsPanel';
 import { Failure } from './Failure';
-import { makeFilterCheck } from './filterCheck';
 import { TraceNode } from './Trace';
 
 // A round-robin merge at the root answers ranks, not relevance: its 1, 0.5, 0.333 need saying.
@@ -16,6 +15,11 @@ function Results({ answer, catalog, t, lang, shared }) {
       {answer.trace?.filters && (
         <p className="results-filter">{t('filterApplied')} <code>{JSON.stringify(answer.trace.filters)}</code></p>
       )}
+      {answer.warnings?.length > 0 && (
+        <ul className="answer-warnings" role="status">
+          {answer.warnings.map((w) => <li key={w}>{t('warningLabel')} {w}</li>)}
+        </ul>
+      )}
       {mergesByRank(answer.trace) && <p className="score-note">{t('roundRobinScores')}</p>}
       {shared && <p className="score-note">{t('sharedCount', { count: shared.size })}</p>}
       {answer.chunks.length === 0 ? <p>{t('noResults')}</p> : (
@@ -27,6 +31,9 @@ function Results({ answer, catalog, t, lang, shared }) {
                 {' · '}<span>{t('document')} {c.title ? `${c.title} ` : ''}<code>{String(c.document_id)}</code>#{c.position}</span>
                 {shared && shared.has(String(c.document_id)) && <span className="shared-badge">{t('sharedResult')}</span>}
               </div>
+              {c.metadata && Object.keys(c.metadata).length > 0 && (
+                <p className="result-metadata">{t('metadata')} <code>{JSON.stringify(c.metadata)}</code></p>
+              )}
               <p className="result-text">{c.text}</p>
             </li>
           ))}
@@ -42,8 +49,58 @@ function Results({ answer, catalog, t, lang, shared }) {
   );
 }
 
-export function TreeList({ trees, t, lang, onReload, onDelete, onDocuments }) {
+// The filter box's text: `value` to check and send (undefined: empty or not JSON), `notJson` the parser's words.
+function readFilter(text) {
+  if (!text.trim()) return { value: undefined, notJson: null };
+  try {
+    return { value: JSON.parse(text), notJson: null };
+  } catch (error) {
+    return { value: undefined, notJson: error.message };
+  }
+}
+
+// The filter text with `field` added as `{name: its most frequent value}` (the box's object kept when it is one).
+function withField(text, field) {
+  const current = readFilter(text).value;
+  const base = current && typeof current === 'object' && !Array.isArray(current) ? current : {};
+  return JSON.stringify({ ...base, [field.name]: field.values.length ? field.values[0] : { $exists: true } });
+}
+
+// The chosen tree's metadata fields (GET /trees/{name}/fields) offered at the filter box: name, types and a few
+// values; a click adds the field to the filter.
+function FilterFields({ fields, t, onPick }) {
+  if (fields.length === 0) return <p className="help filter-fields">{t('filterNoFields')}</p>;
+  return (
+    <p className="help filter-fields">{t('filterFields')}{' '}
+      {fields.map((field) => (
+        <button type="button" key={field.name} className="field-chip" data-field={field.name}
+          title={`${field.types.join(', ')} · ${field.values.map((v) => JSON.stringify(v)).join(', ')}`}
+          onClick={() => onPick(field)}>{field.name} <small>({field.types.join(', ')})</small></button>
+      ))}
+    </p>
+  );
+}
+
+// Delete asks first, in the tree's own row: it names the tree and its document count, and focus goes to
+// Cancel (Enter on a focused Delete must not destroy anything). After a delete, focus goes to the list's
+// heading, never to the next tree's Delete (issue 39).
+function DeleteConfirm({ tree, t, onConfirm, onCancel }) {
+  const cancel = useRef(null);
+  useEffect(() => { cancel.current?.focus(); }, []);
+  return (
+    <span className="delete-confirm" role="group" aria-label={t('deleteAsk', { name: tree.name, count: tree.documents })}>
+      {' '}<span>{t('deleteAsk', { name: tree.name, count: tree.documents })}</span>
+      {' '}<button type="button" className="danger" onClick={onConfirm}>{t('deleteConfirm', { name: tree.name })}</button>
+      {' '}<button type="button" ref={cancel} onClick={onCancel}
+        onKeyDown={(e) => { if (e.key === 'Escape') onCancel(); }}>{t('cancel')}</button>
+    </span>
+  );
+}
+
+export function TreeList({ trees, t, lang, onReload, onDelete, onDocuments, heading }) {
+  const [asking, setAsking] = useState(null); // the tree whose Delete waits for a confirmation
   if (trees.length === 0) return <p>{t('noTrees')}</p>;
+  const confirm = (name) => { setAsking(null); heading.current?.focus(); onDelete(name); };
   return (
     <ul className="tree-list">
       {trees.map((tree) => (
@@ -52,7 +109,9 @@ export function TreeList({ trees, t, lang, onReload, onDelete, onDocuments }) {
           {' · '}{tree.documents} {t('documents')} · {tree.chunks} {t('chunks')} · {tree.saved_at ? new Date(tree.saved_at).toLocaleString(lang) : ''}
           {' '}<button type="button" onClick={() => onDocuments(tree.name)}>{t('docsButton')}</button>
           {' '}<button type="button" onClick={() => onReload(tree.name)}>{t('reload')}</button>
-          {' '}<button type="button" onClick={() => onDelete(tree.name)}>{t('delete')}</button>
+          {asking === tree.name
+            ? <DeleteConfirm tree={tree} t={t} onConfirm={() => confirm(tree.name)} onCancel={() => setAsking(null)} />
+            : <>{' '}<button type="button" onClick={() => setAsking(tree.name)}>{t('delete')}</button></>}
         </li>
       ))}
     </ul>
@@ -68,21 +127,43 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
   const [busy, setBusy] = useState(false);
   const [topK, setTopK] = useState('');
   const [filterText, setFilterText] = useState('');
-  const [filterSchema, setFilterSchema] = useState(null);
+  const [checked, setChecked] = useState({ text: '', errors: [] }); // the server's check of the filter text
   const [filterRefused, setFilterRefused] = useState(null); // the server's 422 about the filter sent
   const [managing, setManaging] = useState(null); // the tree whose documents panel is open
+  const [fields, setFields] = useState([]); // the chosen tree's metadata fields, offered at the filter box
+  const treesHeading = useRef(null); // where focus goes after a delete
 
-  useEffect(() => { api.get('/schemas/filter').then(setFilterSchema, () => setFilterSchema(null)); }, [api]);
-  const checkFilter = useMemo(() => (filterSchema ? makeFilterCheck(filterSchema) : null), [filterSchema]);
-  const filter = checkFilter ? checkFilter(filterText, lang) : { filters: null, errors: [], notJson: null };
+  // The filter is checked by the server's own code (POST /schemas/filter/check: parse_filter, as the CLI and
+  // the query routes), so the page says what they say, in one message; only text that is not JSON is the page's.
+  const filter = useMemo(() => readFilter(filterText), [filterText]);
+  useEffect(() => {
+    if (filter.value === undefined) return undefined;
+    let live = true;
+    const timer = setTimeout(() => api.post('/schemas/filter/check', filter.value).then(
+      (result) => { if (live) setChecked({ text: filterText, errors: result.errors }); },
+      () => { if (live) setChecked({ text: filterText, errors: [] }); }), 150);
+    return () => { live = false; clearTimeout(timer); };
+  }, [api, filter, filterText]);
+  const checking = filter.value !== undefined && checked.text !== filterText;
+  const filterErrors = checked.text === filterText ? checked.errors : [];
   const filterProblems = [
     ...(filter.notJson ? [t('filterNotJson', { error: filter.notJson })] : []),
-    ...filter.errors.map((e) => `${e.path}: ${e.message}`),
+    ...filterErrors.map((e) => `${e.path}: ${e.message}`),
     ...(filterRefused ? [filterRefused] : []),
   ];
-  const filterBad = filter.notJson !== null || filter.errors.length > 0;
+  const filterBad = filter.notJson !== null || filterErrors.length > 0 || checking;
 
   useEffect(() => { if (chosen) setFirst(chosen); }, [chosen]);
+  useEffect(() => {
+    if (!first || !trees.some((tree) => tree.name === first)) { // none chosen, or the chosen one was deleted
+      setFields([]);
+      return undefined;
+    }
+    let live = true;
+    api.get(`/trees/${encodeURIComponent(first)}/fields`).then((r) => { if (live) setFields(r.fields); },
+      () => { if (live) setFields([]); });
+    return () => { live = false; };
+  }, [api, first, trees]);
   useEffect(() => {
     if (!first && trees.length) setFirst(trees[0].name);
     if (!second && trees.length > 1) setSecond(trees[1].name);
@@ -94,7 +175,7 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
     setBusy(true);
     setFilterRefused(null);
     const body = { query, trace: true, ...(topK ? { top_k: Number(topK) } : {}),
-      ...(filter.filters ? { filters: filter.filters } : {}) };
+      ...(filter.value !== undefined ? { filters: filter.value } : {}) };
     const results = await Promise.all(names.map((name) => api
       .post(`/trees/${encodeURIComponent(name)}/query`, body)
       .then((answer) => ({ name, ...answer }), (error) => ({ name, error }))));
@@ -104,7 +185,7 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
     if (refused) setFilterRefused(refused.error.detail);
     setAnswers(results);
     setBusy(false);
-  }, [api, compare, first, second, query, topK, filter.filters]);
+  }, [api, compare, first, second, query, topK, filter.value]);
 
   // side by side: the documents both trees returned, marked in each column
   const found = answers.filter((a) => !a.error).map((a) => new Set(a.chunks.map((c) => String(c.document_id))));
@@ -123,8 +204,8 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
   return (
     <div className="query-panel">
       <section>
-        <h2>{t('savedTrees')}</h2>
-        <TreeList trees={trees} t={t} lang={lang}
+        <h2 ref={treesHeading} tabIndex="-1">{t('savedTrees')}</h2>
+        <TreeList trees={trees} t={t} lang={lang} heading={treesHeading}
           onReload={(name) => act(api.post(`/trees/${encodeURIComponent(name)}/reload`, {}))}
           onDelete={(name) => act(api.del(`/trees/${encodeURIComponent(name)}`))}
           onDocuments={setManaging} />
@@ -151,6 +232,8 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
             aria-invalid={filterProblems.length ? 'true' : 'false'} aria-describedby="query-filter-help query-filter-errors"
             onChange={(e) => { setFilterText(e.target.value); setFilterRefused(null); }} />
           <p className="help" id="query-filter-help">{t('filterHelp')}</p>
+          <FilterFields fields={fields} t={t}
+            onPick={(field) => { setFilterText(withField(filterText, field)); setFilterRefused(null); }} />
           <ul className="errors field-error" id="query-filter-errors" role={filterProblems.length ? 'alert' : undefined}>
             {filterProblems.map((p) => <li key={p}>{p}</li>)}
           </ul>

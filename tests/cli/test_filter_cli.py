@@ -54,3 +54,18 @@ def test_a_bad_filter_exits_2_naming_the_path(indexed, bad, where):
 def test_a_filter_out_of_range_ambiguous_or_too_large_is_one_error_line(indexed, bad, where):
     """Issue 38: a 400-digit number was a traceback, a key given twice silently kept its last value."""
     assert where in error_line(invoke("query", indexed, "retrieval", "--filter", bad))
+
+
+def test_a_filter_field_no_document_has_is_a_warning_listing_the_fields_and_a_json_warnings_entry(indexed):
+    result = invoke("query", indexed, "retrieval passages", "--json", "--filter", '{"yaer": 2024}')
+    assert result.exit_code == 0, result.output
+    said = ("the filter's field 'yaer' ($.yaer) is in no document, so it matches nothing; "
+            "the fields are: lang, year")
+    assert result.stderr.splitlines() == [f"warning: {said}"]
+    answer = json.loads(result.stdout)
+    assert answer["results"] == [] and answer["warnings"] == [said]
+
+
+def test_a_filter_on_known_fields_warns_of_nothing(indexed):
+    result = invoke("query", indexed, "retrieval passages", "--json", "--filter", '{"year": {"$gte": 2015}}')
+    assert result.stderr == "" and json.loads(result.stdout)["warnings"] == []

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+
 from typer.testing import CliRunner
 
 import dashrag
 from dashrag.cli import index_commands
+from tests.cli.conftest import error_line, invoke
 from tests.conftest import EXAMPLE_CORPUS
 
 
@@ -24,3 +27,30 @@ def test_index_alone_refuses_a_saved_tree_without_overwrite(tmp_path):
     assert CliRunner().invoke(index_commands.app, args).exit_code == 0
     again = CliRunner().invoke(index_commands.app, args)
     assert again.exit_code == 2 and again.stderr.startswith("error: ") and "--overwrite" in again.stderr
+
+
+def folder_with_a_stray_metadata_line(tmp_path):
+    """The shipped corpus with a metadata.jsonl whose second line names a file the folder lacks."""
+    folder = tmp_path / "notes"
+    shutil.copytree(EXAMPLE_CORPUS, folder)
+    (folder / "metadata.jsonl").write_text('{"file": "bm25.md", "metadata": {"year": 2024}}\n'
+                                           '{"file": "bm52.md", "metadata": {"year": 2023}}\n', encoding="utf-8")
+    return folder
+
+
+def test_a_metadata_line_naming_no_document_is_one_warning_line_and_the_tree_is_built(tmp_path):
+    folder = folder_with_a_stray_metadata_line(tmp_path)
+    result = invoke("index", "keyword", "--corpus", folder, "--out", tmp_path / "tree")
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert warnings == [f"warning: {folder / 'metadata.jsonl'}:2: names 'bm52.md', which is not a .txt/.md document "
+                        f"of {folder}; its metadata is not used"]
+    assert "(skipped 1)" in result.stdout
+
+
+def test_strict_makes_a_metadata_line_naming_no_document_an_error_and_writes_nothing(tmp_path):
+    folder = folder_with_a_stray_metadata_line(tmp_path)
+    out = tmp_path / "tree"
+    line = error_line(invoke("index", "keyword", "--corpus", folder, "--out", out, "--strict"))
+    assert "(--strict)" in line and "metadata.jsonl:2: names 'bm52.md'" in line
+    assert not out.exists()

@@ -220,3 +220,10 @@ def test_a_save_during_an_index_waits_and_leaves_the_builds_temporary_store_alon
     found = {r["document_id"] for r in json.loads(result.output)["results"]}
     assert len(found) > 0 and json.loads(lines[0])["_id"] not in found
     assert not list(tree.glob(".store-*"))
+
+
+def test_add_with_strict_refuses_a_metadata_line_naming_no_document_and_changes_nothing(tree, more):
+    (more / "metadata.jsonl").write_text('{"file": "postings.md", "metadata": {"year": 2024}}\n', encoding="utf-8")
+    before = folder_digest(tree)
+    assert "names 'postings.md'" in error_line(invoke("add", tree, "--corpus", more, "--strict"))
+    assert folder_digest(tree) == before

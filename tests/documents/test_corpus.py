@@ -86,3 +86,23 @@ def test_a_field_in_both_sidecar_objects_is_an_error(tmp_path):
 
 def test_scifact_reads_every_document(scifact_dir):
     assert len(Corpus.from_beir(scifact_dir)) == 5183
+
+
+def test_a_sidecar_line_for_a_file_that_is_no_document_is_listed_in_skipped_with_its_line(tmp_path, caplog):
+    (tmp_path / "a.txt").write_text("asylum text")
+    (tmp_path / "b.pdf").write_bytes(b"%PDF-1.4")
+    (tmp_path / "metadata.jsonl").write_text('{"file": "a.txt", "metadata": {"year": 2020}}\n'
+                                             '{"file": "b.pdf", "metadata": {"year": 2021}}\n')
+    with caplog.at_level(logging.WARNING):
+        corpus = Corpus.from_folder(tmp_path)
+    assert [d.metadata for d in corpus] == [{"year": 2020}]
+    assert corpus.skipped == (f"{tmp_path / 'metadata.jsonl'}:2: names 'b.pdf', which is not a .txt/.md document "
+                              f"of {tmp_path}",)
+    assert "names 'b.pdf'" in caplog.text
+
+
+def test_strict_refuses_a_sidecar_line_for_a_file_that_is_no_document(tmp_path):
+    (tmp_path / "a.txt").write_text("asylum text")
+    (tmp_path / "metadata.jsonl").write_text('{"file": "A.txt", "metadata": {"year": 2020}}\n')
+    with pytest.raises(CorpusError, match=r"metadata.jsonl:1: names 'A.txt'"):
+        Corpus.from_path(tmp_path, strict=True)

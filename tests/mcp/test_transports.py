@@ -98,6 +98,13 @@ def test_retrieve_applies_the_metadata_filter(answers):
     assert answers["filtered_out"]["results"] == []  # no document of the example corpus has a lang field
 
 
+def test_a_filter_on_a_field_no_document_has_says_so_in_warnings(answers):
+    assert answers["filtered_out"]["warnings"] == [
+        "the filter's field 'lang' ($.lang.$exists) is in no document, so it matches nothing; "
+        "no document has any metadata"]
+    assert answers["retrieve"]["warnings"] == []
+
+
 def test_a_malformed_filter_is_a_tool_error_naming_its_path(answers):
     assert "$.lang.$gtee" in answers["bad_filter"]["error"]
 

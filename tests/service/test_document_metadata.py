@@ -129,3 +129,50 @@ def test_the_retrieve_pipelines_search_step_records_the_filter(http):
                                          "filters": filters}).json()["trace"]
     [search] = [node for node in trace["children"] if node["component"] == "search"]
     assert search["selection"]["filters"] == filters  # beside the collections searched
+
+
+MISSPELT = ("the filter's field 'yaer' ($.yaer.$gte) is in no document, so it matches nothing; the fields are: "
+            "lang, published, reviewed, tags, year")
+
+
+def test_a_tree_query_filtering_on_a_field_no_document_has_answers_a_warning_naming_the_fields(http):
+    added(http, json={"documents": DOCUMENTS})
+    response = http.post("/trees/kw/query", json={"query": "sparse", "filters": {"yaer": {"$gte": 2020}}})
+    assert response.status_code == 200 and response.json()["chunks"] == []
+    assert response.json()["warnings"] == [MISSPELT]
+    assert http.post("/trees/kw/query", json={"query": "sparse", "filters": {"year": 2023}}).json()["warnings"] == []
+
+
+def test_retrieve_filtering_on_a_field_no_document_has_answers_the_same_warning(http):
+    added(http, json={"documents": DOCUMENTS})
+    response = http.post("/retrieve", json={"query": "sparse", "collection_name": "kw",
+                                            "filters": {"yaer": {"$gte": 2020}}})
+    assert response.status_code == 200, response.text
+    assert response.json()["context_chunks"] == [] and response.json()["warnings"] == [MISSPELT]
+
+
+def test_the_fields_route_lists_each_field_with_its_types_count_and_values(http):
+    added(http, json={"documents": DOCUMENTS})
+    response = http.get("/trees/kw/fields")
+    assert response.status_code == 200, response.text
+    fields = {f["name"]: f for f in response.json()["fields"]}
+    assert sorted(fields) == ["lang", "published", "reviewed", "tags", "year"]
+    assert fields["year"] == {"name": "year", "types": ["number"], "documents": 2, "values": [2009, 2023]}
+    assert fields["tags"]["types"] == ["list", "string"] and fields["tags"]["values"][0] == "sparse"
+    assert fields["published"]["types"] == ["date"]
+
+
+def test_the_fields_of_a_tree_that_does_not_exist_are_a_404(http):
+    assert http.get("/trees/nope/fields").status_code == 404
+
+
+@pytest.mark.parametrize(("filters", "path", "message"), [
+    ([{"year": 2024}], "$", "a filter is a JSON object, not a list"),
+    ({"year": {"$gtee": 2015}}, "$.year.$gtee", "unknown operator"),
+])
+def test_the_filter_check_route_answers_the_clis_message(http, filters, path, message):
+    response = http.post("/schemas/filter/check", json=filters)
+    assert response.status_code == 200, response.text
+    (problem,) = response.json()["errors"]
+    assert problem["path"] == path and message in problem["message"]
+    assert http.post("/schemas/filter/check", json={"year": {"$gte": 2015}}).json() == {"errors": []}

@@ -73,3 +73,19 @@ def test_a_failed_build_names_its_stage_and_the_error(trees_copy, monkeypatch):
         last = statuses(client, job["job_id"])[-1]
     assert last["status"] == "failed" and "127.0.0.1:9" in last["error"], last
     assert last["message"] == f"build failed during {last['stage']}" and last["stage"]
+
+
+def test_a_stages_estimate_counts_down_between_reports_instead_of_climbing(monkeypatch):
+    from dashrag.service import jobs
+
+    now = [100.0]
+    monkeypatch.setattr(jobs.time, "monotonic", lambda: now[0])
+    job = jobs.Job(id="j", tree="t")
+    job.enter("embedding chunks", 0, 100)
+    now[0] += 10.0
+    job.enter("embedding chunks", 20, 100)  # 20 in 10 s: 40 s left at that pace
+    assert job.stage_eta_s() == 40.0
+    now[0] += 6.0  # a long batch runs: the estimate counts down with the clock, it does not grow
+    assert job.stage_eta_s() == 34.0
+    now[0] += 60.0
+    assert job.stage_eta_s() == 0.0

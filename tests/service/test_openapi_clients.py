@@ -146,6 +146,9 @@ def test_a_generated_client_calls_every_operation(client_package, server):
     assert listed.total == 10 and len(listed.documents) == 2
     call(api, "documents.remove_document", "from_upload", "new.md", client=client)
     assert call(api, "meta.filter_schema_route", client=client).to_dict()["$defs"]
+    assert call(api, "documents.list_fields", "from_upload", client=client).fields == []  # no metadata given
+    checked = call(api, "meta.check_filter", client=client, body=[{"year": 2024}])
+    assert checked.errors[0].path == "$" and checked.errors[0].message == "a filter is a JSON object, not a list"
     assert call(api, "trees.reload_tree", "from_json", client=client).name == "from_json"
     ended = call(api, "trees.cancel_job", built.job_id, client=client)  # an ended job is answered as it is
     assert ended.status.value == "done"

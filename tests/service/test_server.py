@@ -108,3 +108,16 @@ def test_dashrag_serve_runs_blas_on_one_thread_by_default(trees_dir):
 def test_rag_blas_threads_0_leaves_blas_one_thread_per_core(trees_dir):
     with dashrag_serve(trees_dir, RAG_BLAS_THREADS="0", OPENBLAS_NUM_THREADS="2") as (_, seen):
         assert blas_threads_logged(seen) == "BLAS threads: openblas 2"
+
+
+def test_a_json_body_sent_without_its_content_type_is_a_422_naming_the_content_type_expected(loopback_server):
+    body = json.dumps({"query": QUERY, "collection_name": "kw"})
+    with httpx.Client(base_url=loopback_server.url) as http:
+        as_curl_d = http.post("/retrieve", content=body, headers={"content-type": "application/x-www-form-urlencoded"})
+        bare = http.post("/retrieve", content=body)
+        right = http.post("/retrieve", content=body, headers={"content-type": "application/json"})
+    assert as_curl_d.status_code == 422 and bare.status_code == 422 and right.status_code == 200
+    (problem,) = as_curl_d.json()["detail"]
+    assert problem["msg"].startswith("the body must be JSON sent with content-type: application/json (received "
+                                     "content-type application/x-www-form-urlencoded;")
+    assert "received no content-type" in bare.json()["detail"][0]["msg"]

@@ -23,7 +23,7 @@ from dashrag.documents.model import SourceDocument, json_metadata
 from dashrag.errors import ConfigError, DashragError
 from dashrag.service.jobs import NameTaken, TooManyBuilds
 from dashrag.service.json_body import StrictJSONRoute, strict_body
-from dashrag.service.models import AddDocumentsRequest, DocumentChanges, DocumentsPage, JobAccepted
+from dashrag.service.models import AddDocumentsRequest, DocumentChanges, DocumentsPage, JobAccepted, TreeFields
 from dashrag.service.pipeline import StepFailure
 from dashrag.service.routes import errors, invalid
 from dashrag.service.routes.trees import _remove, _tree, room_for_job, too_many, write_uploads
@@ -158,6 +158,13 @@ def list_documents(name: str, request: Request,
         return tree.documents(offset, limit)
     except DashragError as exc:
         raise StepFailure("load", f"tree {name!r}: {exc}") from None
+
+
+@router.get("/trees/{name}/fields", response_model=TreeFields, responses=errors(401, 404))
+def list_fields(name: str, request: Request) -> dict[str, Any]:
+    """The metadata fields a filter can use on this tree: each with its types, how many documents have it and its
+    most frequent values (what the page's filter box offers; ``dashrag fields`` on the CLI)."""
+    return {"fields": _tree(service_of(request), name).fields()}
 
 
 @router.delete("/trees/{name}/documents/{document_id:document_id}", response_model=DocumentChanges,

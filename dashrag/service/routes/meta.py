@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Body, HTTPException, Request
 
 from dashrag.core.registry import get_component
 from dashrag.core.schema import component_schema
-from dashrag.errors import UnknownComponentError
-from dashrag.filters import filter_schema
+from dashrag.errors import FilterError, UnknownComponentError
+from dashrag.filters import filter_schema, parse_filter
 from dashrag.service.json_body import StrictJSONRoute
-from dashrag.service.models import ComponentMeta, ComponentSchema, FilterSchema, Health
+from dashrag.service.models import ComponentMeta, ComponentSchema, FilterCheck, FilterSchema, Health
 from dashrag.service.routes import errors
 from dashrag.service.state import service_of
 
@@ -36,6 +36,17 @@ def components(request: Request) -> list[dict[str, Any]]:
 def filter_schema_route() -> dict[str, Any]:
     """The metadata filter language's JSON Schema (as schemas/filter.schema.json)."""
     return filter_schema()
+
+
+@router.post("/schemas/filter/check", response_model=FilterCheck, responses=errors(401, 503))
+def check_filter(filters: Any = Body(..., description="Any JSON: the filter to check.")) -> dict[str, Any]:
+    """A filter checked by the code the CLI, /retrieve and /trees/{name}/query use (``parse_filter``), so the
+    page says what they say (a bare list: 'a filter is a JSON object, not a list'), in one message."""
+    try:
+        parse_filter(filters)
+    except FilterError as exc:
+        return {"errors": [{"path": exc.path, "message": exc.reason}]}
+    return {"errors": []}
 
 
 @router.get("/schemas/{component}", response_model=ComponentSchema, response_model_exclude_unset=True,

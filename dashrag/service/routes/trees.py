@@ -16,6 +16,7 @@ from starlette.datastructures import UploadFile
 
 from dashrag.core.component import construct
 from dashrag.core.config_json import strict_loads
+from dashrag.core.restriction import Restriction
 from dashrag.core.retriever import Retriever
 from dashrag.documents.corpus import SIDECAR_NAME
 from dashrag.errors import ConfigError, DashragError, FilterError, PersistenceError, excerpt
@@ -303,7 +304,9 @@ def query_tree(name: str, body: TreeQuery, request: Request) -> TreeQueryRespons
         raise StepFailure("query", f"tree {name!r}: {safe_message(exc)}") from exc
     return TreeQueryResponse(chunks=[QueryChunk.model_validate(c.to_json(include_metadata=True)) for c in chunks],
                              trace=TraceNode.model_validate(trace) if body.trace else None,
-                             elapsed_ms=round((time.perf_counter() - started) * 1000, 3))
+                             elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
+                             warnings=tree.filter_warnings(None if body.filters is None else
+                                                           Restriction.where(body.filters)))
 
 
 @router.post("/trees/{name}/reload", response_model=TreeInfo, responses=errors(401, 403, 404, 503))
