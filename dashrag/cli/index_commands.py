@@ -24,7 +24,9 @@ app = typer.Typer()
 def index(
     config: str = typer.Argument(..., help="A JSON file, a preset name from components/, or inline JSON."),
     corpus: Path = typer.Option(
-        ..., "--corpus", help="A folder of .txt/.md files, or a BEIR corpus.jsonl[.gz] or folder."
+        ..., "--corpus", help=(
+            "A folder of files (.txt, .md, .pdf, .docx, .html: docs/documents.md), or a BEIR corpus.jsonl[.gz] "
+            "or folder.")
     ),
     out: Path = typer.Option(..., "--out", help="Folder to save the built retriever in."),
     chunker: str | None = typer.Option(
@@ -46,6 +48,9 @@ def index(
     follow_symlinks: bool = typer.Option(
         False, "--follow-symlinks", help="Read files that symbolic links in a corpus folder point to."
     ),
+    strict: bool = typer.Option(
+        False, "--strict", help="A file of the folder that cannot be read is an error (exit 2, nothing written)."
+    ),
 ) -> None:
     """Chunk a corpus, store it, build and fit the tree, and save it."""
     import dashrag
@@ -61,8 +66,8 @@ def index(
     if store is not None:
         Store(store, read_only=True).close()  # a missing driver or a malformed URL, before any work
     with console.status("reading the corpus"):
-        documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
-    say(f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else ""))
+        documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks, strict=strict)
+    say(documents.summary())
     created = not out.exists()
     create_output_folder(out, "--out")
     with console.status("building") as status:

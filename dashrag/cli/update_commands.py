@@ -48,12 +48,15 @@ def add(
         "trees saved before dashrag recorded it).")),
     follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
                                          help="Read files that symbolic links in a corpus folder point to."),
+    strict: bool = typer.Option(False, "--strict", help=(
+        "A file of the folder that cannot be read is an error (exit 2, the tree unchanged).")),
 ) -> None:
     """Add documents to a saved tree: new ids are added, changed ones replaced, identical ones skipped."""
     from dashrag.api import update_tree
     from dashrag.documents.corpus import Corpus
 
-    documents = Corpus.from_path(corpus, follow_symlinks=follow_symlinks)
+    documents = Corpus.from_path(corpus, follow_symlinks=follow_symlinks, strict=strict)
+    say(documents.summary())
     with console.status("updating the tree"):
         report = update_tree(tree, add=documents, chunker=resolve_component(chunker))
     _say_report(tree, report)

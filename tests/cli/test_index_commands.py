@@ -24,3 +24,44 @@ def test_index_alone_refuses_a_saved_tree_without_overwrite(tmp_path):
     assert CliRunner().invoke(index_commands.app, args).exit_code == 0
     again = CliRunner().invoke(index_commands.app, args)
     assert again.exit_code == 2 and again.stderr.startswith("error: ") and "--overwrite" in again.stderr
+
+
+def test_index_reads_a_folder_of_every_format_and_names_each_bad_file(tmp_path):
+    import json
+
+    from tests.cli.conftest import invoke
+    from tests.documents.test_folder import make_bad_files, make_good_folder
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    make_good_folder(folder)
+    make_bad_files(folder)
+    out = tmp_path / "idx"
+    result = invoke("index", "keyword", "--corpus", folder, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "read 5 documents, skipped 1, failed 5" in result.stdout
+    warnings = result.stderr.splitlines()
+    for name in ("locked.pdf", "scan.pdf", "broken.pdf", "broken.docx", "bomb.docx", "photo.jpg"):
+        assert sum(name in line for line in warnings) == 1, (name, result.stderr)
+    hits = invoke("query", out, "okapi ranking", "--json")
+    assert hits.exit_code == 0, hits.output
+    best = json.loads(hits.stdout)["results"][0]
+    assert best["document_id"] == "report.pdf"
+    assert best["metadata"]["file_type"] == "pdf" and best["metadata"]["title"] == "Q3"
+
+
+def test_index_strict_refuses_a_folder_with_a_bad_file_and_writes_nothing(tmp_path):
+    from tests.cli.conftest import invoke
+    from tests.documents.test_folder import make_good_folder
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    make_good_folder(folder)
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 nothing more")
+    out = tmp_path / "idx"
+    result = invoke("index", "keyword", "--corpus", folder, "--out", out, "--strict")
+    warning, line = result.stderr.splitlines()  # the file's own line, then the one error line
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert warning.startswith("warning: failed ") and "broken.pdf: not a readable PDF" in warning
+    assert line.startswith("error: 1 file(s) could not be read (--strict)") and "broken.pdf" in line
+    assert not out.exists()
