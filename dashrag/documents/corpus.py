@@ -88,11 +88,10 @@ class Corpus:
         folder = Path(folder)
         if not folder.is_dir():
             raise CorpusError(f"{folder}: no such folder")
-        metadata = _read_sidecar(folder / SIDECAR_NAME)
+        metadata = read_sidecar(folder / SIDECAR_NAME)
         outcome = read_folder(folder, follow_symlinks, limits or ReadLimits(), metadata, SIDECAR_NAME)
-        if strict and outcome.failed:
-            raise CorpusError(f"{len(outcome.failed)} file(s) could not be read (--strict), the first: "
-                              f"{outcome.failed[0]}")
+        if strict:
+            outcome.refuse_failures()
         if not outcome.documents:
             raise CorpusError(f"{folder}: the corpus is empty (no readable file; {len(outcome.skipped)} skipped, "
                               f"{len(outcome.failed)} failed)")
@@ -173,7 +172,7 @@ def _not_a_number(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def _read_sidecar(path: Path) -> dict[str, dict[str, Any]]:
+def read_sidecar(path: Path) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     try:

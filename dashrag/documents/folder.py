@@ -25,6 +25,7 @@ from typing import Any
 from dashrag.documents.converters import ConversionFailed, Converted, FileType, ReadLimits, converter_for
 from dashrag.documents.converters.worker import ConversionWorker
 from dashrag.documents.model import SourceDocument
+from dashrag.errors import CorpusError
 
 log = logging.getLogger(__name__)
 
@@ -37,18 +38,43 @@ class FolderRead:
     skipped: list[str] = field(default_factory=list)  # "<path>: <why>", files left out on purpose
     failed: list[str] = field(default_factory=list)  # "<path>: <why>", files that could not be read
 
+    def refuse_failures(self) -> None:
+        """``--strict``: a file that could not be read is an error (before anything is written)."""
+        if self.failed:
+            raise CorpusError(f"{len(self.failed)} file(s) could not be read (--strict), the first: {self.failed[0]}")
+
 
 def read_folder(folder: Path, follow_symlinks: bool, limits: ReadLimits,
                 sidecar: dict[str, dict[str, Any]], sidecar_name: str) -> FolderRead:
+    """Every file under ``folder`` read (or left out, with why)."""
+    files, outcome = files_of_folder(folder, follow_symlinks, sidecar_name)
+    read_files(folder, files, limits, sidecar, outcome)
+    return outcome
+
+
+def _known(path: Path, outcome: FolderRead) -> bool:
+    if converter_for(path) is None:
+        _left_out(outcome.skipped, path, f"unknown file type '{path.suffix or path.name}'")
+        return False
+    return True
+
+
+def files_of_folder(folder: Path, follow_symlinks: bool, sidecar_name: str) -> tuple[list[Path], FolderRead]:
+    """The files under ``folder`` of a type dashrag reads, and the outcome so far (links and unknown types
+    skipped): what a sync hashes before it converts only what changed."""
     outcome = FolderRead()
-    files = _walk(folder, follow_symlinks, outcome.skipped, sidecar_name)
+    files = [p for p in _walk(folder, follow_symlinks, outcome.skipped, sidecar_name) if _known(p, outcome)]
+    return files, outcome
+
+
+def read_files(folder: Path, files: list[Path], limits: ReadLimits, sidecar: dict[str, dict[str, Any]],
+               outcome: FolderRead) -> None:
+    """Convert ``files`` (of known types, under ``folder``) into ``outcome``: documents, or a line each."""
     with ConversionWorker(limits) as worker:
         for path in files:
             rel = path.relative_to(folder).as_posix()
             kind = converter_for(path)
-            if kind is None:
-                _left_out(outcome.skipped, path, f"unknown file type '{path.suffix or path.name}'")
-                continue
+            assert kind is not None  # files_of_folder kept only known types
             try:
                 document = _read_one(path, rel, kind, limits, worker, sidecar.get(rel, {}))
             except ConversionFailed as exc:
@@ -58,7 +84,6 @@ def read_folder(folder: Path, follow_symlinks: bool, limits: ReadLimits,
                 _left_out(outcome.skipped, path, "empty")
             else:
                 outcome.documents.append(document)
-    return outcome
 
 
 def _left_out(into: list[str], path: Path, why: str, failed: bool = False) -> None:
