@@ -6,6 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +20,8 @@ from tests.cli.conftest import invoke
 from tests.conftest import folder_digest
 from tests.fixtures.documents import write_docx, write_pdf
 
-QUERIES = ["okapi ranking saturation", "dense embeddings vectors", "fusion of rankings", "sparse postings"]
+QUERIES = ["okapi ranking saturation", "dense embeddings vectors", "fusion of rankings", "sparse postings",
+           "cancer cells", "protein expression in mice"]
 
 
 def make_folder(folder: Path) -> Path:
@@ -101,3 +108,45 @@ def test_sync_of_a_folder_that_is_no_tree_is_one_error_line(tmp_path):
     folder = make_folder(tmp_path / "docs")
     result = invoke("sync", tmp_path / "nothing", folder)
     assert result.exit_code == 2 and result.stderr.startswith("error: ")
+
+
+def _sync_process(tree: Path, folder: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "dashrag.cli.main", "sync", str(tree), str(folder)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+@pytest.mark.slow
+def test_sigkill_at_any_moment_of_sync_leaves_the_old_or_the_new_tree(scifact_subset_file, tmp_path):
+    records = [json.loads(line) for line in scifact_subset_file.read_text(encoding="utf-8").splitlines()[:240]]
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for record in records[:160]:
+        (folder / f"{record['_id']}.md").write_text(f"# {record['title']}\n\n{record['text']}", encoding="utf-8")
+    write_pdf(folder / "report.pdf", [["Okapi ranking"], ["fusion of rankings"]])
+    base = tmp_path / "base"
+    assert invoke("index", "keyword", "--corpus", folder, "--out", base).exit_code == 0
+    for record in records[:40]:  # removed
+        (folder / f"{record['_id']}.md").unlink()
+    for record in records[40:60]:  # changed
+        (folder / f"{record['_id']}.md").write_text(f"# {record['title']}\n\nrewritten", encoding="utf-8")
+    for record in records[160:]:  # added
+        (folder / f"{record['_id']}.md").write_text(f"# {record['title']}\n\n{record['text']}", encoding="utf-8")
+    old = answers(base)
+    complete = tmp_path / "complete"
+    shutil.copytree(base, complete)
+    started = time.monotonic()
+    assert _sync_process(complete, folder).wait(timeout=300) == 0
+    duration = time.monotonic() - started
+    new = answers(complete)
+    assert new != old
+    rng = random.Random(35)
+    for attempt in range(5):
+        victim = tmp_path / f"victim-{attempt}"
+        shutil.copytree(base, victim)
+        process = _sync_process(victim, folder)
+        time.sleep(rng.uniform(0.0, duration))
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+        assert answers(victim) in (old, new), f"attempt {attempt}: a mix of the old and the new tree"
+        assert _sync_process(victim, folder).wait(timeout=300) == 0  # run again, it completes
+        assert answers(victim) == new
