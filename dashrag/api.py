@@ -314,7 +314,7 @@ def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, st
     plan = plan_sync(_stored_metadata(tree), found)
     if dry_run:
         return SyncReport(plan, None, tuple(outcome.skipped), ())
-    progress("reading", 0, len(plan.to_read))
+    progress("reading files", 0, len(plan.to_read))
     read_files(folder, [by_path[rel] for rel in plan.to_read], limits or ReadLimits(), sidecar, outcome)
     if strict:
         outcome.refuse_failures()
@@ -322,6 +322,14 @@ def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, st
     report = UpdateReport() if nothing_to_do else update_tree(tree, add=outcome.documents, remove=plan.removed,
                                                                progress=progress)
     return SyncReport(plan, report, tuple(outcome.skipped), tuple(outcome.failed))
+
+
+def sync_counts(report: SyncReport) -> dict[str, int]:
+    """What a sync did, as every face reports it: added, replaced, removed, unchanged (a file whose content was
+    the same, touched or not) and failed (left out; a changed one kept as it was)."""
+    done = report.update or UpdateReport()
+    return {"added": len(done.added), "replaced": len(done.replaced), "removed": len(done.removed),
+            "unchanged": len(report.plan.unchanged) + len(done.skipped), "failed": len(report.failed)}
 
 
 def _file_sha256(path: Path) -> str:
@@ -339,4 +347,4 @@ def _stored_metadata(tree: Path) -> dict[str, Any]:
         root.close()
 
 __all__ = ["BuildReport", "SyncReport", "UpdateReport", "build", "build_tree", "chunk_corpus", "construct_tree", "load",
-           "prepare_corpus", "save", "sync_tree", "update", "update_tree"]
+           "prepare_corpus", "save", "sync_counts", "sync_tree", "update", "update_tree"]

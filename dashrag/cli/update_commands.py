@@ -93,7 +93,7 @@ def sync(
 ) -> None:
     """Keep a tree in sync with a folder: new files added, changed ones (by content hash) replaced, gone ones
     removed (docs/documents.md)."""
-    from dashrag.api import sync_tree
+    from dashrag.api import sync_counts, sync_tree
 
     with console.status("syncing the tree"):
         report = sync_tree(tree, folder, dry_run=dry_run, strict=strict, follow_symlinks=follow_symlinks)
@@ -106,7 +106,5 @@ def sync(
             f"to remove, {len(plan.unchanged)} unchanged (nothing written)")
         return
     assert report.update is not None
-    counts = report.update.counts()
     verdict = "updated" if report.update.changed else "unchanged"
-    say(f"{verdict} {tree}: {counts['added']} added, {counts['replaced']} replaced, {counts['removed']} removed, "
-        f"{len(plan.unchanged) + counts['skipped']} unchanged, {len(report.failed)} failed")
+    say(f"{verdict} {tree}: " + ", ".join(f"{n} {what}" for what, n in sync_counts(report).items()))

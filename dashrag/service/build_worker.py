@@ -1,4 +1,4 @@
-"""The worker process of one build or update job (run by :mod:`dashrag.service.build_process`).
+"""The worker process of one build, update or sync job (run by :mod:`dashrag.service.build_process`).
 
 It reads its task as JSON on stdin, caps its own address space first (``RLIMIT_AS``), sends its
 output to stderr so that stdout carries only its JSON lines (``{"progress": [stage, done, total]}``,
@@ -39,6 +39,16 @@ def _update(task: dict[str, Any], progress: Any) -> dict[str, Any]:
     return {"changed": report.changed, "counts": report.counts()}
 
 
+def _sync(task: dict[str, Any], progress: Any) -> dict[str, Any]:
+    from dashrag.api import sync_counts, sync_tree
+
+    report = sync_tree(task["folder"], task["source"], progress=progress)
+    return {"changed": bool(report.update and report.update.changed), "counts": sync_counts(report)}
+
+
+WORK = {"build": _build, "update": _update, "sync": _sync}
+
+
 def run(task: dict[str, Any], out: TextIO) -> None:
     from dashrag.service.pipeline import safe_message
 
@@ -50,7 +60,7 @@ def run(task: dict[str, Any], out: TextIO) -> None:
         send({"progress": [stage, done, total]})
 
     try:
-        send({"result": (_build if task["kind"] == "build" else _update)(task, progress)})
+        send({"result": WORK[task["kind"]](task, progress)})
     except MemoryError:
         send({"error": "out of memory", "memory": True})
     except OSError as exc:  # a read-only or full folder: the reason, never the server's path
