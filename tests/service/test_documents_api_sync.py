@@ -6,7 +6,7 @@ from __future__ import annotations
 import dashrag
 from tests.cli.test_update_commands_sync import change_folder, make_folder
 from tests.conftest import folder_digest
-from tests.service.conftest import make_client
+from tests.service.conftest import KEYWORD, make_client
 from tests.service.test_trees_api import wait_for
 
 QUERY = {"query": "okapi saturation sparse postings", "top_k": 5}
@@ -46,3 +46,23 @@ def test_sync_from_outside_the_data_root_is_422_and_changes_nothing(tmp_path):
         assert str(tmp_path) not in response.text
         assert client.post("/trees/nope/sync", json={"corpus_path": "docs"}).status_code == 404
     assert folder_digest(trees / "docs") == before
+
+
+def test_uploaded_pdf_and_docx_files_build_a_tree_that_finds_them(tmp_path):
+    import json
+
+    from tests.fixtures.documents import write_docx, write_pdf
+
+    pdf = write_pdf(tmp_path / "report.pdf", [["Okapi ranking"], ["reciprocal rank fusion"]], title="Q3")
+    docx = write_docx(tmp_path / "notes.docx", [("h1", "Notes"), ("p", "dense embeddings as vectors")])
+    files = [("corpus", ("report.pdf", pdf.read_bytes(), "application/pdf")),
+             ("corpus", ("notes.docx", docx.read_bytes(), "application/octet-stream"))]
+    form = {"name": "uploaded", "config": json.dumps(KEYWORD)}
+    with make_client(trees_dir=tmp_path / "trees") as client:
+        accepted = client.post("/trees/upload", data=form, files=files)
+        assert accepted.status_code == 202, accepted.text
+        assert wait_for(client, accepted.json()["job_id"])["status"] == "done"
+        hits = client.post("/trees/uploaded/query", json={"query": "reciprocal rank fusion", "top_k": 2}).json()
+    best = hits["chunks"][0]
+    assert best["document_id"] == "report.pdf"
+    assert best["metadata"]["file_type"] == "pdf" and best["metadata"]["pages"] == 2

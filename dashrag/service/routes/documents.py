@@ -33,8 +33,9 @@ router = APIRouter(route_class=StrictJSONRoute)
 MULTIPART_SCHEMA = {
     "type": "object", "required": ["corpus"],
     "properties": {"corpus": {"type": "array", "items": {"type": "string", "format": "binary"},
-                              "description": "One corpus.jsonl (metadata per line), or several .txt/.md files "
-                                             "(ids: file names) with an optional metadata.jsonl sidecar: "
+                              "description": "One corpus.jsonl (metadata per line), or several files "
+                                             "(.txt/.md/.pdf/.docx/.html; ids: file names) with an optional "
+                                             "metadata.jsonl sidecar: "
                                              '{"file": NAME, "metadata": {...}} per line.'}},
 }
 
