@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_as
@@ -29,13 +29,15 @@ from dashrag.core.retriever import Retriever
 from dashrag.core.saved_tree import load, save, store_filename
 from dashrag.documents.changes import UpdateReport
 from dashrag.documents.chunk_set import ChunkSet
-from dashrag.documents.converters.result import ReadLimits
 from dashrag.documents.corpus import Corpus
 from dashrag.documents.model import SourceDocument
-from dashrag.documents.sync import SyncPlan
 from dashrag.errors import ConfigError, CorpusError, PersistenceError
 from dashrag.presets import load_preset
 from dashrag.store.sqlite_reader import sqlite_url
+
+if TYPE_CHECKING:  # a folder's converters and settings load when a sync runs, not with `import dashrag`
+    from dashrag.documents.converters.result import ReadLimits
+    from dashrag.documents.sync import SyncPlan
 
 DEFAULT_CHUNKER: dict[str, Any] = {
     "component": "RecursiveCharacterChunker",
@@ -298,6 +300,7 @@ def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, st
     so it is as exact and as atomic as any update. Only new and changed files are converted. A file that
     cannot be read is left out (and, if it was in the tree, kept as it was); ``strict``: an error instead,
     nothing written. ``dry_run``: the plan only, nothing read or written."""
+    from dashrag.documents.converters.result import ReadLimits
     from dashrag.documents.corpus import SIDECAR_NAME, read_sidecar
     from dashrag.documents.folder import files_of_folder, read_files
     from dashrag.documents.sync import FileState, plan_sync

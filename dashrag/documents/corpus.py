@@ -25,11 +25,13 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from dashrag.documents.converters.result import ReadLimits
 from dashrag.documents.model import SourceDocument, json_metadata
 from dashrag.errors import CorpusError, excerpt
+
+if TYPE_CHECKING:  # the converters (pydantic-settings) load when a folder is read, not with every query
+    from dashrag.documents.converters.result import ReadLimits
 
 SIDECAR_NAME = "metadata.jsonl"
 
@@ -83,6 +85,7 @@ class Corpus:
         per-file bounds (default: ``ReadLimits()``, from the environment). Symbolic links (to files or
         folders) are skipped unless ``follow_symlinks``.
         """
+        from dashrag.documents.converters.result import ReadLimits
         from dashrag.documents.folder import read_folder
 
         folder = Path(folder)
