@@ -53,7 +53,12 @@ class ConversionWorker:
 
     def convert(self, path: Path, file_type: str) -> Converted:
         conn = self._started()
-        conn.send((str(path), file_type))
+        try:
+            conn.send((str(path), file_type))
+        except OSError:  # the child died after its last answer (killed for memory, say): a fresh one
+            self.close()
+            conn = self._started()
+            conn.send((str(path), file_type))
         if not conn.poll(self._limits.timeout_s):
             self.close()
             raise ConversionFailed(f"took longer than {self._limits.timeout_s:g}s (DASHRAG_FILE_TIMEOUT_S)")
