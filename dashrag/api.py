@@ -291,6 +291,13 @@ class SyncReport:
     skipped: tuple[str, ...]
     failed: tuple[str, ...]
 
+    def counts(self) -> dict[str, int]:
+        """What the sync did, as every face reports it: added, replaced, removed, unchanged (a file whose content
+        was the same, touched or not) and failed (left out; a changed one kept as it was)."""
+        done = self.update or UpdateReport()
+        return {"added": len(done.added), "replaced": len(done.replaced), "removed": len(done.removed),
+                "unchanged": len(self.plan.unchanged) + len(done.skipped), "failed": len(self.failed)}
+
 
 def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, strict: bool = False,
               limits: ReadLimits | None = None, follow_symlinks: bool = False,
@@ -313,7 +320,12 @@ def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, st
     progress("hashing the folder")
     files, outcome = files_of_folder(folder, follow_symlinks, SIDECAR_NAME)
     by_path = {f.relative_to(folder).as_posix(): f for f in files}
-    found = {rel: FileState(_file_sha256(path), sidecar.get(rel, {})) for rel, path in by_path.items()}
+    found = {}
+    for rel, path in by_path.items():
+        try:
+            found[rel] = FileState(_file_sha256(path), sidecar.get(rel, {}))
+        except OSError as exc:  # unreadable now: left out like any bad file (a stored version is kept)
+            outcome.failed.append(f"{path}: cannot be read ({exc.strerror})")
     plan = plan_sync(_stored_metadata(tree), found)
     if dry_run:
         return SyncReport(plan, None, tuple(outcome.skipped), ())
@@ -325,14 +337,6 @@ def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, st
     report = UpdateReport() if nothing_to_do else update_tree(tree, add=outcome.documents, remove=plan.removed,
                                                                progress=progress)
     return SyncReport(plan, report, tuple(outcome.skipped), tuple(outcome.failed))
-
-
-def sync_counts(report: SyncReport) -> dict[str, int]:
-    """What a sync did, as every face reports it: added, replaced, removed, unchanged (a file whose content was
-    the same, touched or not) and failed (left out; a changed one kept as it was)."""
-    done = report.update or UpdateReport()
-    return {"added": len(done.added), "replaced": len(done.replaced), "removed": len(done.removed),
-            "unchanged": len(report.plan.unchanged) + len(done.skipped), "failed": len(report.failed)}
 
 
 def _file_sha256(path: Path) -> str:
@@ -349,5 +353,6 @@ def _stored_metadata(tree: Path) -> dict[str, Any]:
     finally:
         root.close()
 
+
 __all__ = ["BuildReport", "SyncReport", "UpdateReport", "build", "build_tree", "chunk_corpus", "construct_tree", "load",
-           "prepare_corpus", "save", "sync_counts", "sync_tree", "update", "update_tree"]
+           "prepare_corpus", "save", "sync_tree", "update", "update_tree"]

@@ -93,7 +93,7 @@ def sync(
 ) -> None:
     """Keep a tree in sync with a folder: new files added, changed ones (by content hash) replaced, gone ones
     removed (docs/documents.md)."""
-    from dashrag.api import sync_counts, sync_tree
+    from dashrag.api import sync_tree
 
     with console.status("syncing the tree"):
         report = sync_tree(tree, folder, dry_run=dry_run, strict=strict, follow_symlinks=follow_symlinks)
@@ -107,4 +107,4 @@ def sync(
         return
     assert report.update is not None
     verdict = "updated" if report.update.changed else "unchanged"
-    say(f"{verdict} {tree}: " + ", ".join(f"{n} {what}" for what, n in sync_counts(report).items()))
+    say(f"{verdict} {tree}: " + ", ".join(f"{n} {what}" for what, n in report.counts().items()))

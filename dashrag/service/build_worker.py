@@ -40,10 +40,10 @@ def _update(task: dict[str, Any], progress: Any) -> dict[str, Any]:
 
 
 def _sync(task: dict[str, Any], progress: Any) -> dict[str, Any]:
-    from dashrag.api import sync_counts, sync_tree
+    from dashrag.api import sync_tree
 
     report = sync_tree(task["folder"], task["source"], progress=progress)
-    return {"changed": bool(report.update and report.update.changed), "counts": sync_counts(report)}
+    return {"changed": bool(report.update and report.update.changed), "counts": report.counts()}
 
 
 WORK = {"build": _build, "update": _update, "sync": _sync}
