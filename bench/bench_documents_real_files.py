@@ -92,7 +92,7 @@ def main() -> None:
         print(json.dumps(convert_all(args.side, files)))
         return
     pdfs = [p for p in sorted(args.pdfs.rglob("*.pdf")) if p.stat().st_size <= args.max_mb * 2**20][: args.max_pdfs]
-    pages = sorted(args.html.rglob("*.html"))
+    pages = [p for p in sorted(args.html.rglob("*.html")) if p.is_file()]
     files = [str(p) for p in pdfs + pages]
     listing = Path(args.json or "/tmp/bench_documents_real_files").with_suffix(".files.json")
     listing.write_text(json.dumps(files), encoding="utf-8")
