@@ -12,12 +12,13 @@ does not import this module); they are re-exported here.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_as
@@ -30,9 +31,13 @@ from dashrag.documents.changes import UpdateReport
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.corpus import Corpus
 from dashrag.documents.model import SourceDocument
-from dashrag.errors import ConfigError, PersistenceError
+from dashrag.errors import ConfigError, CorpusError, PersistenceError
 from dashrag.presets import load_preset
 from dashrag.store.sqlite_reader import sqlite_url
+
+if TYPE_CHECKING:  # a folder's converters and settings load when a sync runs, not with `import dashrag`
+    from dashrag.documents.converters.result import ReadLimits
+    from dashrag.documents.sync import SyncPlan
 
 DEFAULT_CHUNKER: dict[str, Any] = {
     "component": "RecursiveCharacterChunker",
@@ -285,5 +290,78 @@ def update_tree(
 
 update = update_tree  # dashrag.update(folder, add=..., remove=...)
 
-__all__ = ["BuildReport", "UpdateReport", "build", "build_tree", "chunk_corpus", "construct_tree", "load",
-           "prepare_corpus", "save", "update", "update_tree"]
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What a sync found (``plan``), what the update did (``update``; None on a dry run) and the files left out."""
+
+    plan: SyncPlan
+    update: UpdateReport | None
+    skipped: tuple[str, ...]
+    failed: tuple[str, ...]
+
+    def counts(self) -> dict[str, int]:
+        """What the sync did, as every face reports it: added, replaced, removed, unchanged (a file whose content
+        was the same, touched or not) and failed (left out; a changed one kept as it was)."""
+        done = self.update or UpdateReport()
+        return {"added": len(done.added), "replaced": len(done.replaced), "removed": len(done.removed),
+                "unchanged": len(self.plan.unchanged) + len(done.skipped), "failed": len(self.failed)}
+
+
+def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, strict: bool = False,
+              limits: ReadLimits | None = None, follow_symlinks: bool = False,
+              progress: Progress = no_progress) -> SyncReport:
+    """Bring the saved tree in ``tree`` in line with ``folder`` (docs/documents.md): files new since the last
+    sync are added, changed ones (by content hash) replaced, gone ones removed, through :func:`update_tree`,
+    so it is as exact and as atomic as any update. Only new and changed files are converted. A file that
+    cannot be read is left out (and, if it was in the tree, kept as it was); ``strict``: an error instead,
+    nothing written. ``dry_run``: the plan only, nothing read or written."""
+    from dashrag.documents.converters.result import ReadLimits
+    from dashrag.documents.corpus import SIDECAR_NAME, read_sidecar
+    from dashrag.documents.folder import files_of_folder, read_files
+    from dashrag.documents.sync import FileState, plan_sync
+
+    tree, folder = Path(tree), Path(folder)
+    if not folder.is_dir():
+        raise CorpusError(f"{folder}: no such folder")
+    read_manifest(tree)  # a folder that holds no saved tree: an error before any file is read
+    sidecar = read_sidecar(folder / SIDECAR_NAME)
+    progress("hashing the folder")
+    files, outcome = files_of_folder(folder, follow_symlinks, SIDECAR_NAME)
+    by_path = {f.relative_to(folder).as_posix(): f for f in files}
+    found = {}
+    for rel, path in by_path.items():
+        try:
+            found[rel] = FileState(_file_sha256(path), sidecar.get(rel, {}))
+        except OSError as exc:  # unreadable now: left out like any bad file (a stored version is kept)
+            outcome.failed.append(f"{path}: cannot be read ({exc.strerror})")
+    plan = plan_sync(_stored_metadata(tree), found)
+    if dry_run:
+        return SyncReport(plan, None, tuple(outcome.skipped), ())
+    progress("reading files", 0, len(plan.to_read))
+    read_files(folder, [by_path[rel] for rel in plan.to_read], limits or ReadLimits(), sidecar, outcome)
+    if strict:
+        outcome.refuse_failures()
+    nothing_to_do = not outcome.documents and not plan.removed
+    report = UpdateReport() if nothing_to_do else update_tree(tree, add=outcome.documents, remove=plan.removed,
+                                                               progress=progress)
+    return SyncReport(plan, report, tuple(outcome.skipped), tuple(outcome.failed))
+
+
+def _file_sha256(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _stored_metadata(tree: Path) -> dict[str, Any]:
+    """The saved tree's documents' metadata by id (what a sync compares the folder with)."""
+    root = load(tree)
+    try:
+        chunks = root.require_infra().chunks
+        return dict(zip(chunks.document_ids, chunks.document_metadata))
+    finally:
+        root.close()
+
+
+__all__ = ["BuildReport", "SyncReport", "UpdateReport", "build", "build_tree", "chunk_corpus", "construct_tree", "load",
+           "prepare_corpus", "save", "sync_tree", "update", "update_tree"]

@@ -18,8 +18,8 @@ from dashrag.cli.progress_lines import shown_progress
 
 app = typer.Typer()
 
-STRICT_HELP = ("A line of the corpus folder's metadata.jsonl that names no document of the folder is an error "
-               "(nothing is written), not a warning.")
+STRICT_HELP = ("A file of the corpus folder that cannot be read, or a line of its metadata.jsonl that names no "
+               "file of the folder, is an error (exit 2, nothing written), not a warning.")
 
 
 @app.command()
@@ -27,7 +27,9 @@ STRICT_HELP = ("A line of the corpus folder's metadata.jsonl that names no docum
 def index(
     config: str = typer.Argument(..., help="A JSON file, a preset name from components/, or inline JSON."),
     corpus: Path = typer.Option(
-        ..., "--corpus", help="A folder of .txt/.md files, or a BEIR corpus.jsonl[.gz] or folder."
+        ..., "--corpus", help=(
+            "A folder of files (.txt, .md, .pdf, .docx, .html: docs/documents.md), or a BEIR corpus.jsonl[.gz] "
+            "or folder.")
     ),
     out: Path = typer.Option(..., "--out", help="Folder to save the built retriever in."),
     chunker: str | None = typer.Option(
@@ -66,7 +68,7 @@ def index(
         Store(store, read_only=True).close()  # a missing driver or a malformed URL, before any work
     with shown_progress(console, "reading the corpus"):
         documents = dashrag.Corpus.from_path(corpus, follow_symlinks=follow_symlinks, strict=strict)
-    say(f"read {len(documents)} documents" + (f" (skipped {len(documents.skipped)})" if documents.skipped else ""))
+    say(documents.summary())
     created = not out.exists()
     create_output_folder(out, "--out")
     with shown_progress(console, "building") as progress:

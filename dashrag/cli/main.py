@@ -31,7 +31,7 @@ COMMANDS = [  # in the order `dashrag --help` lists them
     CommandModule("dashrag.cli.query_commands", ("query",)),
     CommandModule("dashrag.cli.eval_commands", ("eval", "tune")),
     CommandModule("dashrag.cli.serve_commands", ("serve",)),
-    CommandModule("dashrag.cli.update_commands", ("add", "remove")),
+    CommandModule("dashrag.cli.update_commands", ("add", "remove", "sync")),
     CommandModule("dashrag.cli.documents_commands", ("documents", "fields")),
     CommandModule("dashrag.cli.mcp_commands", ("mcp",)),
     CommandModule("dashrag.cli.pg_commands", ("pg",)),

@@ -64,6 +64,7 @@ def add(
     from dashrag.documents.corpus import Corpus
 
     documents = Corpus.from_path(corpus, follow_symlinks=follow_symlinks, strict=strict)
+    say(documents.summary())
     with shown_progress(console, "updating the tree") as progress, cleanup_warnings() as warned:
         report = update_tree(tree, add=documents, chunker=resolve_component(chunker), progress=progress)
     _say_report(tree, report, warned)
@@ -84,3 +85,34 @@ def remove(
     with shown_progress(console, "updating the tree") as progress, cleanup_warnings() as warned:
         report = update_tree(tree, remove=wanted, progress=progress)
     _say_report(tree, report, warned)
+
+
+@app.command("sync")
+@user_errors
+def sync(
+    tree: Path = typer.Argument(..., help="A folder written by `dashrag index` from a folder of files."),
+    folder: Path = typer.Argument(..., help="The folder of files to bring the tree in line with."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be added, replaced and removed; "
+                                 "read and write nothing."),
+    strict: bool = typer.Option(False, "--strict", help=(
+        "A new or changed file that cannot be read is an error (exit 2, the tree unchanged).")),
+    follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
+                                         help="Read files that symbolic links in the folder point to."),
+) -> None:
+    """Keep a tree in sync with a folder: new files added, changed ones (by content hash) replaced, gone ones
+    removed (docs/documents.md)."""
+    from dashrag.api import sync_tree
+
+    with console.status("syncing the tree"):
+        report = sync_tree(tree, folder, dry_run=dry_run, strict=strict, follow_symlinks=follow_symlinks)
+    plan = report.plan
+    if dry_run:
+        for verb, paths in (("add", plan.added), ("replace", plan.changed), ("remove", plan.removed)):
+            for path in paths:
+                say(f"would {verb} {path}")
+        say(f"plan for {tree}: {len(plan.added)} to add, {len(plan.changed)} to replace, {len(plan.removed)} "
+            f"to remove, {len(plan.unchanged)} unchanged (nothing written)")
+        return
+    assert report.update is not None
+    verdict = "updated" if report.update.changed else "unchanged"
+    say(f"{verdict} {tree}: " + ", ".join(f"{n} {what}" for what, n in report.counts().items()))

@@ -10,7 +10,7 @@ resulting documents has chunks in the same relative order (its ids are 0..n-1, o
 have gaps), so every score and every tie break is the same.
 
 A document whose id is in the tree is *replaced* when its content (title, text,
-categories: :func:`document_digest`) changed and *skipped* when it is identical.
+metadata but its ``modified`` time: :func:`document_digest`) changed and *skipped* when it is identical.
 """
 
 from __future__ import annotations
@@ -29,10 +29,17 @@ from dashrag.errors import ConfigError, excerpt
 ChunkDocuments = Callable[[Sequence[SourceDocument]], list[Chunk]]  # a chunker's ``chunk``
 
 
+WHEN_READ = "modified"  # a file's mtime (documents/folder.py): when it was written, not what it holds
+
+
 def document_digest(document: SourceDocument) -> str:
     """sha256 of what a document contributes to a tree: its title, text and metadata (any JSON values, categories
-    included; not where it was read), so a changed metadata value is a replace."""
-    record = [document.title, document.text, document.metadata]
+    included; not where it was read), so a changed metadata value is a replace.
+
+    Left out: the ``modified`` field, so a file copied or touched but not changed is *skipped*, not re-indexed
+    (its stored ``modified`` stays the one of the content indexed; docs/documents.md)."""
+    metadata = {k: v for k, v in document.metadata.items() if k != WHEN_READ}
+    record = [document.title, document.text, metadata]
     return hashlib.sha256(json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()
 
 

@@ -1,4 +1,5 @@
-"""Reading a corpus: a folder of text files, a JSONL file, or a BEIR dataset folder.
+"""Reading a corpus: a folder of a user's files (text, Markdown, PDF, DOCX, HTML: ``folder.py``), a JSONL file,
+or a BEIR dataset folder.
 
 A document's indexed text is its title and body joined by a blank line (BEIR
 retrievers index both), so the first chunk of a document carries its title.
@@ -26,18 +27,19 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from dashrag.documents.model import SourceDocument, json_metadata
 from dashrag.errors import CorpusError, excerpt
 
 log = logging.getLogger(__name__)
 
-FOLDER_SUFFIXES = (".txt", ".md")
+if TYPE_CHECKING:  # the converters (pydantic-settings) load when a folder is read, not with every query
+    from dashrag.documents.converters.result import ReadLimits
+
 SIDECAR_NAME = "metadata.jsonl"
 
 
@@ -48,7 +50,8 @@ def full_text(document: SourceDocument) -> str:
 @dataclass(frozen=True)
 class Corpus:
     documents: tuple[SourceDocument, ...]
-    skipped: tuple[str, ...] = ()  # files or lines left out, each with why
+    skipped: tuple[str, ...] = ()  # files left out on purpose (unknown type, empty, a link), each with why
+    failed: tuple[str, ...] = ()  # files of a known type that could not be read, each with why
 
     def __post_init__(self) -> None:
         if not self.documents:
@@ -66,48 +69,49 @@ class Corpus:
         return iter(self.documents)
 
     @classmethod
-    def from_path(cls, path: str | Path, follow_symlinks: bool = False, strict: bool = False) -> Corpus:
-        """A folder of text files, a BEIR folder (holding corpus.jsonl[.gz]), or a JSONL file.
-        ``strict``: a folder's metadata.jsonl naming a file that is not one of its documents is an error."""
+    def from_path(cls, path: str | Path, follow_symlinks: bool = False, limits: ReadLimits | None = None,
+                  strict: bool = False) -> Corpus:
+        """A folder of files, a BEIR folder (holding corpus.jsonl[.gz]), or a JSONL file (``strict``: as
+        :meth:`from_folder`)."""
         path = Path(path)
         if not path.exists():
             raise CorpusError(f"{path}: no such file or folder")
         if path.is_dir():
             if any((path / name).is_file() for name in ("corpus.jsonl", "corpus.jsonl.gz")):
                 return cls.from_beir(path)
-            return cls.from_folder(path, follow_symlinks=follow_symlinks, strict=strict)
+            return cls.from_folder(path, follow_symlinks=follow_symlinks, limits=limits, strict=strict)
         return cls.from_jsonl(path)
 
     @classmethod
-    def from_folder(cls, folder: str | Path, follow_symlinks: bool = False, strict: bool = False) -> Corpus:
-        """Every .txt/.md file under ``folder``; the id is the path relative to it.
+    def from_folder(cls, folder: str | Path, follow_symlinks: bool = False, limits: ReadLimits | None = None,
+                    strict: bool = False) -> Corpus:
+        """Every file under ``folder`` that dashrag reads (.txt, .md, .pdf, .docx, .html: docs/documents.md);
+        the id is the path relative to it.
 
-        A file that is not UTF-8 is skipped with a warning that names it; the rest is read.
-        Symbolic links (to files or folders) are skipped unless ``follow_symlinks``.
+        A file that cannot be read (or of an unknown type) is left out with a warning naming it and why;
+        the rest is read. ``strict``: any failed file is a CorpusError (nothing is read). ``limits``: the
+        per-file bounds (default: ``ReadLimits()``, from the environment). Symbolic links (to files or
+        folders) are skipped unless ``follow_symlinks``.
         """
+        from dashrag.documents.converters.result import ReadLimits
+        from dashrag.documents.folder import read_folder
+
         folder = Path(folder)
         if not folder.is_dir():
             raise CorpusError(f"{folder}: no such folder")
         metadata, lines = _read_sidecar(folder / SIDECAR_NAME)
-        files, skipped = _text_files(folder, follow_symlinks)
-        skipped += _unknown_sidecar_files(folder, lines, files, strict)
-        documents = []
-        for path in files:
-            rel = path.relative_to(folder).as_posix()
-            try:
-                text = path.read_text(encoding="utf-8")
-            except UnicodeDecodeError as exc:
-                log.warning("skipped %s: not UTF-8 (%s)", path, exc.reason)
-                skipped.append(f"{path}: not UTF-8")
-                continue
-            if not text.strip():
-                log.warning("skipped %s: empty", path)
-                skipped.append(f"{path}: empty")
-                continue
-            documents.append(SourceDocument(id=rel, text=text, metadata=metadata.get(rel, {}), source=str(path)))
-        if not documents:
-            raise CorpusError(f"{folder}: the corpus is empty (no readable .txt or .md file)")
-        return cls(tuple(documents), tuple(skipped))
+        outcome = read_folder(folder, follow_symlinks, limits or ReadLimits(), metadata, SIDECAR_NAME)
+        if strict:
+            outcome.refuse_failures()
+        unknown = _unknown_sidecar_files(folder, lines, {document.id for document in outcome.documents}, strict)
+        if not outcome.documents:
+            raise CorpusError(f"{folder}: the corpus is empty (no readable file; {len(outcome.skipped)} skipped, "
+                              f"{len(outcome.failed)} failed)")
+        return cls(tuple(outcome.documents), tuple(outcome.skipped) + tuple(unknown), tuple(outcome.failed))
+
+    def summary(self) -> str:
+        """One line: how many documents were read, and files skipped and failed (what every face prints)."""
+        return f"read {len(self.documents)} documents, skipped {len(self.skipped)}, failed {len(self.failed)}"
 
     @classmethod
     def from_jsonl(cls, path: str | Path) -> Corpus:
@@ -135,27 +139,6 @@ class Corpus:
             if (folder / name).is_file():
                 return cls.from_jsonl(folder / name)
         raise CorpusError(f"{folder}: no corpus.jsonl or corpus.jsonl.gz (not a BEIR dataset folder)")
-
-
-def _text_files(folder: Path, follow_symlinks: bool) -> tuple[list[Path], list[str]]:
-    """The .txt/.md files under ``folder`` in a stable order, and the links left out (with why)."""
-    found, skipped = [], []
-    for root, dirs, names in os.walk(folder, followlinks=follow_symlinks):
-        here = Path(root)
-        if not follow_symlinks:
-            for name in [d for d in dirs if (here / d).is_symlink()]:
-                skipped.append(f"{here / name}: a symbolic link (pass --follow-symlinks to read it)")
-                dirs.remove(name)
-        for name in names:
-            path = here / name
-            if path.suffix.lower() not in FOLDER_SUFFIXES:
-                continue
-            if path.is_symlink() and not follow_symlinks:
-                log.warning("skipped %s: a symbolic link", path)
-                skipped.append(f"{path}: a symbolic link (pass --follow-symlinks to read it)")
-            elif path.is_file():
-                found.append(path)
-    return sorted(found), skipped
 
 
 ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -201,18 +184,23 @@ def _not_a_number(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def _unknown_sidecar_files(folder: Path, lines: dict[str, int], files: list[Path], strict: bool) -> list[str]:
-    """The sidecar lines that name no document of the folder, each with its line: a warning each (their
-    metadata would otherwise vanish without a word), or, with ``strict``, one error naming them all."""
-    documents = {path.relative_to(folder).as_posix() for path in files}
+def _unknown_sidecar_files(folder: Path, lines: dict[str, int], documents: set[str], strict: bool) -> list[str]:
+    """The sidecar lines that name no file of the folder, each with its line: a warning each (their metadata
+    would otherwise vanish without a word), or, with ``strict``, one error naming them all. A line naming a
+    file that is there but failed to read is not unknown: that file has its own line."""
     sidecar = folder / SIDECAR_NAME
-    unknown = [f"{sidecar}:{number}: names {name!r}, which is not a .txt/.md document of {folder}"
-               for name, number in lines.items() if name not in documents]
+    unknown = [f"{sidecar}:{number}: names {name!r}, which is not a document of {folder}"
+               for name, number in lines.items() if name not in documents and not (folder / name).is_file()]
     if unknown and strict:
         raise CorpusError(f"{len(unknown)} metadata line(s) name no document (--strict): " + "; ".join(unknown))
     for problem in unknown:
         log.warning("%s; its metadata is not used", problem)
     return unknown
+
+
+def read_sidecar(path: Path) -> dict[str, dict[str, Any]]:
+    """Each file's metadata as the folder's sidecar gives it (what a sync compares)."""
+    return _read_sidecar(path)[0]
 
 
 def _read_sidecar(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:

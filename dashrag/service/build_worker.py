@@ -1,4 +1,4 @@
-"""The worker process of one build or update job (run by :mod:`dashrag.service.build_process`).
+"""The worker process of one build, update or sync job (run by :mod:`dashrag.service.build_process`).
 
 It reads its task as JSON on stdin, caps its own address space first (``RLIMIT_AS``), sends its
 output to stderr so that stdout carries only its JSON lines (``{"progress": [stage, done, total]}``,
@@ -41,10 +41,22 @@ def _update(task: dict[str, Any], progress: Any) -> dict[str, Any]:
     return {"changed": report.changed, "counts": report.counts(), "warnings": warned}
 
 
+def _sync(task: dict[str, Any], progress: Any) -> dict[str, Any]:
+    from dashrag.api import sync_tree
+    from dashrag.core.persistence import cleanup_warnings
+
+    with cleanup_warnings() as warned:
+        report = sync_tree(task["folder"], task["source"], progress=progress)
+    return {"changed": bool(report.update and report.update.changed), "counts": report.counts(), "warnings": warned}
+
+
+WORK = {"build": _build, "update": _update, "sync": _sync}
+
+
 def perform(task: dict[str, Any], progress: Any) -> dict[str, Any]:
-    """The task's build or update, its stages sent to ``progress``: what the worker runs, and what the service
-    runs itself for a tree only its process may open (build_process.run_in_this_process)."""
-    return (_build if task["kind"] == "build" else _update)(task, progress)
+    """The task's build, update or sync, its stages sent to ``progress``: what the worker runs, and what the
+    service runs itself for a tree only its process may open (build_process.run_in_this_process)."""
+    return WORK[task["kind"]](task, progress)
 
 
 def run(task: dict[str, Any], out: TextIO) -> None:

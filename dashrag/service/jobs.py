@@ -52,6 +52,7 @@ STAGE_SPANS: dict[str, tuple[float, float]] = {
     "reading the corpus": (0.0, 0.02), "chunking": (0.02, 0.08), "storing": (0.08, 0.1), "fitting": (0.1, 0.85),
     "embedding chunks": (0.1, 0.85), "saving": (0.85, 0.95), "publishing": (0.95, 0.99),
     "loading": (0.0, 0.1), "updating": (0.1, 0.85),  # ``update_tree``'s stages (a document update job)
+    "hashing the folder": (0.0, 0.02), "reading files": (0.02, 0.1),  # ``sync_tree``'s own, before the update
 }
 
 
@@ -259,18 +260,26 @@ class BuildJobs:
         """Add documents to the saved tree ``name`` as a job (docs/updating.md): ``update_tree`` changes the
         folder atomically under its save lock, then the registry swaps the new tree in; queries are answered
         by the old tree until then. A build of the same name running or queued: NameTaken."""
+        documents = str(add) if isinstance(add, Path) else [dataclasses.asdict(d) for d in add]
+        return self._submit_change(job_id, name, {"kind": "update", "add": documents, "remove": []}, cleanup)
+
+    def submit_sync(self, job_id: str, name: str, source: Path) -> Job:
+        """Sync the saved tree ``name`` with the server folder ``source`` as a job (docs/documents.md): the
+        worker runs ``sync_tree``, which goes through ``update_tree``; then the same swap as an update."""
+        return self._submit_change(job_id, name, {"kind": "sync", "source": str(source)}, [])
+
+    def _submit_change(self, job_id: str, name: str, task: dict[str, Any], cleanup: list[Path]) -> Job:
         with self._lock:
             if any(j.tree == name and j.status in ("queued", "running") and not j.updating
                    for j in self._jobs.values()):
                 raise NameTaken(f"the tree {name!r} is being built")
             job = self._admit(Job(job_id, name, cleanup=list(cleanup), updating=True))
-        self._pool.submit(self._run_update, job, add)
+        self._pool.submit(self._run_update, job, task)
         return job
 
-    def _run_update(self, job: Job, add: Path | list[SourceDocument]) -> None:
+    def _run_update(self, job: Job, task: dict[str, Any]) -> None:
         try:
-            documents = str(add) if isinstance(add, Path) else [dataclasses.asdict(d) for d in add]
-            task = {"kind": "update", "folder": str(self.registry.folder_of(job.tree)), "add": documents, "remove": []}
+            task = {**task, "folder": str(self.registry.folder_of(job.tree))}
             served = self.registry.tree(job.tree)
             if served is not None and process_bound(served.retriever):  # its folder is this process's to change
                 report = run_in_this_process(task, self.limits, job.enter)

@@ -164,6 +164,12 @@ class BuildRequest(BaseModel):
     overwrite: bool = False
 
 
+class SyncRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    corpus_path: str = Field(min_length=1, description=(
+        "The folder of files under the data root to bring the tree in line with (docs/documents.md)."))
+
+
 class JobAccepted(BaseModel):
     job_id: str
 
@@ -183,7 +189,8 @@ class JobStatus(BaseModel):
     stage_eta_s: float | None = Field(description="The stage's remaining seconds at its pace so far; null until "
                                                   "its counter moved, or when it is not counted.")
     counts: dict[str, int] | None = Field(None, description=(
-        "A finished document update: how many documents were added, replaced, skipped and removed."))
+        "A finished document update: how many documents were added, replaced, skipped and removed; a finished "
+        "sync: added, replaced, removed, unchanged and failed."))
     warnings: list[str] = Field(default_factory=list, description=(
         "A done job's warnings: the change is published, but something was left behind (an old store that "
         "could not be removed; the next save removes it)."))

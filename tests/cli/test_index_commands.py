@@ -43,9 +43,9 @@ def test_a_metadata_line_naming_no_document_is_one_warning_line_and_the_tree_is_
     result = invoke("index", "keyword", "--corpus", folder, "--out", tmp_path / "tree")
     assert result.exit_code == 0, result.output
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
-    assert warnings == [f"warning: {folder / 'metadata.jsonl'}:2: names 'bm52.md', which is not a .txt/.md document "
+    assert warnings == [f"warning: {folder / 'metadata.jsonl'}:2: names 'bm52.md', which is not a document "
                         f"of {folder}; its metadata is not used"]
-    assert "(skipped 1)" in result.stdout
+    assert "skipped 1," in result.stdout
 
 
 def test_strict_makes_a_metadata_line_naming_no_document_an_error_and_writes_nothing(tmp_path):
@@ -53,4 +53,45 @@ def test_strict_makes_a_metadata_line_naming_no_document_an_error_and_writes_not
     out = tmp_path / "tree"
     line = error_line(invoke("index", "keyword", "--corpus", folder, "--out", out, "--strict"))
     assert "(--strict)" in line and "metadata.jsonl:2: names 'bm52.md'" in line
+    assert not out.exists()
+
+
+def test_index_reads_a_folder_of_every_format_and_names_each_bad_file(tmp_path):
+    import json
+
+    from tests.cli.conftest import invoke
+    from tests.documents.test_folder import make_bad_files, make_good_folder
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    make_good_folder(folder)
+    make_bad_files(folder)
+    out = tmp_path / "idx"
+    result = invoke("index", "keyword", "--corpus", folder, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "read 5 documents, skipped 1, failed 5" in result.stdout
+    warnings = result.stderr.splitlines()
+    for name in ("locked.pdf", "scan.pdf", "broken.pdf", "broken.docx", "bomb.docx", "photo.jpg"):
+        assert sum(name in line for line in warnings) == 1, (name, result.stderr)
+    hits = invoke("query", out, "okapi ranking", "--json")
+    assert hits.exit_code == 0, hits.output
+    best = json.loads(hits.stdout)["results"][0]
+    assert best["document_id"] == "report.pdf"
+    assert best["metadata"]["file_type"] == "pdf" and best["metadata"]["title"] == "Q3"
+
+
+def test_index_strict_refuses_a_folder_with_a_bad_file_and_writes_nothing(tmp_path):
+    from tests.cli.conftest import invoke
+    from tests.documents.test_folder import make_good_folder
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    make_good_folder(folder)
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 nothing more")
+    out = tmp_path / "idx"
+    result = invoke("index", "keyword", "--corpus", folder, "--out", out, "--strict")
+    warning, line = result.stderr.splitlines()  # the file's own line, then the one error line
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert warning.startswith("warning: failed ") and "broken.pdf: not a readable PDF" in warning
+    assert line.startswith("error: 1 file(s) could not be read (--strict)") and "broken.pdf" in line
     assert not out.exists()

@@ -17,3 +17,21 @@ def test_a_changed_metadata_value_changes_the_digest():
     before = SourceDocument("a", "text", metadata={"year": 2015})
     after = SourceDocument("a", "text", metadata={"year": 2016})
     assert document_digest(before) != document_digest(after)
+
+
+def test_a_file_touched_but_unchanged_has_the_same_digest(tmp_path):
+    import os
+
+    from dashrag import Corpus
+    from dashrag.documents.changes import document_digest
+
+    path = tmp_path / "a.md"
+    path.write_text("# A\n\nbody", encoding="utf-8")
+    (before,) = Corpus.from_folder(tmp_path).documents
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    (after,) = Corpus.from_folder(tmp_path).documents
+    assert before.metadata["modified"] != after.metadata["modified"]
+    assert document_digest(before) == document_digest(after)
+    path.write_text("# A\n\nother body", encoding="utf-8")
+    (changed,) = Corpus.from_folder(tmp_path).documents
+    assert document_digest(changed) != document_digest(before)

@@ -4,6 +4,7 @@ import logging
 import pytest
 
 from dashrag import Corpus
+from dashrag.documents.folder import READ_FIELDS
 from dashrag.documents.model import normalise_categories
 from dashrag.errors import CorpusError
 
@@ -13,14 +14,14 @@ def test_folder_reads_txt_and_md_with_relative_ids(example_corpus):
     assert "bm25.md" in ids and "chunking.txt" in ids and len(ids) == 8
 
 
-def test_non_utf8_file_is_skipped_with_a_warning_naming_it(tmp_path, caplog):
+def test_non_utf8_file_fails_with_a_warning_naming_it(tmp_path, caplog):
     (tmp_path / "good.txt").write_text("fine text", encoding="utf-8")
     (tmp_path / "bad.txt").write_bytes("caf\xe9 latin-1".encode("latin-1"))
     with caplog.at_level(logging.WARNING):
         corpus = Corpus.from_folder(tmp_path)
     assert [d.id for d in corpus] == ["good.txt"]
     assert "bad.txt" in caplog.text and "not UTF-8" in caplog.text
-    assert any("bad.txt" in s for s in corpus.skipped)
+    assert any("bad.txt" in s for s in corpus.failed) and not corpus.skipped
 
 
 def test_empty_folder_is_an_error(tmp_path):
@@ -66,7 +67,7 @@ def test_sidecar_categories_become_metadata(tmp_path):
     (tmp_path / "a.txt").write_text("asylum text")
     (tmp_path / "metadata.jsonl").write_text('{"file": "a.txt", "categories": {"COUNTRY": ["IQ", "SY"]}}\n')
     (doc,) = Corpus.from_folder(tmp_path).documents
-    assert doc.metadata == {"COUNTRY": ["IQ", "SY"]}
+    assert doc.metadata["COUNTRY"] == ["IQ", "SY"] and doc.metadata["path"] == "a.txt"
 
 
 def test_sidecar_metadata_and_categories_are_merged(tmp_path):
@@ -74,7 +75,8 @@ def test_sidecar_metadata_and_categories_are_merged(tmp_path):
     (tmp_path / "metadata.jsonl").write_text(
         '{"file": "a.txt", "categories": {"COUNTRY": "IQ"}, "metadata": {"year": 2020, "published": "2020-05-01"}}\n')
     (doc,) = Corpus.from_folder(tmp_path).documents
-    assert doc.metadata == {"year": 2020, "published": "2020-05-01", "COUNTRY": "IQ"}
+    sidecar = {k: v for k, v in doc.metadata.items() if k not in READ_FIELDS}
+    assert sidecar == {"year": 2020, "published": "2020-05-01", "COUNTRY": "IQ"}
 
 
 def test_a_field_in_both_sidecar_objects_is_an_error(tmp_path):

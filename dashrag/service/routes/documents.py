@@ -23,10 +23,17 @@ from dashrag.documents.model import SourceDocument, json_metadata
 from dashrag.errors import ConfigError, DashragError
 from dashrag.service.jobs import NameTaken, TooManyBuilds
 from dashrag.service.json_body import StrictJSONRoute, strict_body
-from dashrag.service.models import AddDocumentsRequest, DocumentChanges, DocumentsPage, JobAccepted, TreeFields
+from dashrag.service.models import (
+    AddDocumentsRequest,
+    DocumentChanges,
+    DocumentsPage,
+    JobAccepted,
+    SyncRequest,
+    TreeFields,
+)
 from dashrag.service.pipeline import StepFailure
 from dashrag.service.routes import errors, invalid
-from dashrag.service.routes.trees import _remove, _tree, room_for_job, too_many, write_uploads
+from dashrag.service.routes.trees import _corpus_under_root, _remove, _tree, room_for_job, too_many, write_uploads
 from dashrag.service.state import Service, service_of
 
 router = APIRouter(route_class=StrictJSONRoute)
@@ -45,8 +52,9 @@ register_url_convertor("document_id", DocumentIdConvertor())
 MULTIPART_SCHEMA = {
     "type": "object", "required": ["corpus"],
     "properties": {"corpus": {"type": "array", "items": {"type": "string", "format": "binary"},
-                              "description": "One corpus.jsonl (metadata per line), or several .txt/.md files "
-                                             "(ids: file names) with an optional metadata.jsonl sidecar: "
+                              "description": "One corpus.jsonl (metadata per line), or several files "
+                                             "(.txt/.md/.pdf/.docx/.html; ids: file names) with an optional "
+                                             "metadata.jsonl sidecar: "
                                              '{"file": NAME, "metadata": {...}} per line.'}},
 }
 
@@ -142,6 +150,29 @@ async def add_documents(name: str, request: Request) -> JobAccepted:
         raise HTTPException(409, str(exc)) from None
     except TooManyBuilds as exc:
         _remove(cleanup)
+        raise too_many(exc) from None
+    return JobAccepted(job_id=job.id)
+
+
+SYNC_RESPONSES = {**errors(401, 404, 409, 429, 503), **invalid("A body without a folder under the data root.")}
+
+
+@router.post("/trees/{name}/sync", status_code=202, response_model=JobAccepted, responses=SYNC_RESPONSES)
+def sync_tree(name: str, body: SyncRequest, request: Request) -> JobAccepted:
+    """Bring a saved tree in line with a folder under the data root, as a job (what ``dashrag sync`` does):
+    new files added, changed ones (by content hash) replaced, gone ones removed; ``GET /jobs/{id}`` gives the
+    counts when done. Files that cannot be read are left out (the server's log names them)."""
+    service = service_of(request)
+    _saved_tree(service, name)
+    source = _corpus_under_root(service, body.corpus_path)
+    if not source.is_dir():
+        raise RequestValidationError([{"loc": ["body", "corpus_path"], "type": "value_error",
+                                       "msg": "a sync reads a folder of files, not one file"}])
+    try:
+        job = service.jobs.submit_sync(service.jobs.new_job_id(), name, source)
+    except NameTaken as exc:
+        raise HTTPException(409, str(exc)) from None
+    except TooManyBuilds as exc:
         raise too_many(exc) from None
     return JobAccepted(job_id=job.id)
 

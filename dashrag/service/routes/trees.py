@@ -18,6 +18,7 @@ from dashrag.core.component import construct
 from dashrag.core.config_json import strict_loads
 from dashrag.core.restriction import Restriction
 from dashrag.core.retriever import Retriever
+from dashrag.documents.converters import BY_SUFFIX
 from dashrag.documents.corpus import SIDECAR_NAME
 from dashrag.errors import ConfigError, DashragError, FilterError, PersistenceError, excerpt
 from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
@@ -43,7 +44,7 @@ from dashrag.service.trust import validate_client_config
 
 router = APIRouter(route_class=StrictJSONRoute)
 
-UPLOAD_SUFFIXES = (".jsonl", ".jsonl.gz", ".txt", ".md")
+UPLOAD_SUFFIXES = (".jsonl", ".jsonl.gz", *BY_SUFFIX)  # a corpus.jsonl, or the files a folder corpus reads
 MAX_UPLOAD_NAME = 200  # characters; a file system takes 255 bytes, and a name of 300 was a 500
 MULTIPART_SCHEMA = {
     "type": "object", "required": ["name", "config", "corpus"],
@@ -53,7 +54,7 @@ MULTIPART_SCHEMA = {
         "chunker": {"type": "string", "description": "A chunker config as JSON text."},
         "overwrite": {"type": "boolean"},
         "corpus": {"type": "array", "items": {"type": "string", "format": "binary"},
-                   "description": "One corpus.jsonl, or several .txt/.md files (and an optional "
+                   "description": "One corpus.jsonl, or several .txt/.md/.pdf/.docx/.html files (and an optional "
                                   "metadata.jsonl sidecar)."},
     },
 }
@@ -261,7 +262,8 @@ def _upload_name(filename: str | None) -> str:
                                               f"{len(name)}"}])
     if not name or name.startswith(".") or not name.endswith(UPLOAD_SUFFIXES) or not re.match(r"^[\w.\- ]+$", name):
         raise RequestValidationError([{"loc": ["body", "corpus"], "type": "value_error",
-                                       "msg": f"{filename!r}: corpus files are .jsonl, .jsonl.gz, .txt or .md"}])
+                                       "msg": f"{filename!r}: corpus files are .jsonl, .jsonl.gz or "
+                                              f"{', '.join(BY_SUFFIX)}"}])
     return name
 
 

@@ -1,0 +1,127 @@
+"""Quality survives conversion: SciFact abstracts rendered into PDF, DOCX and HTML files index to the same
+nDCG@10 as the same documents read from corpus.jsonl (issue 35).
+
+Each abstract becomes one file per format, title as heading and abstract as body: a PDF (reportlab
+platypus: the title in the Heading1 style, the abstract as a wrapped paragraph, so the text layer has
+line breaks where the lines wrap), a DOCX (python-docx: Heading 1, then a paragraph), an HTML page (the
+title as <title> and <h1>, the abstract as <p> inside <article>, between a navigation bar and a footer
+that the converter must drop). Each folder is read with ``Corpus.from_folder`` (the converters), the
+``jsonl`` side with ``Corpus`` over the same records; the same tree indexes each (``--preset``, one
+chunk per document as the SciFact benches), the test queries run, and a file's id (``<_id>.pdf``) is
+mapped back to its ``_id``. The subset: every document judged in the test split, then the corpus in
+order up to ``--documents`` (the whole corpus is 5183; the rendering is the slow part on shared cores).
+
+    .venv/bin/python bench/bench_documents_quality.py [--documents 1000] [--preset keyword] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import dashrag
+from dashrag.documents.corpus import Corpus
+from dashrag.documents.model import SourceDocument
+from dashrag.evaluation.beir import load_split
+from dashrag.evaluation.metrics import evaluate
+from dashrag.evaluation.runs import run_from_results
+
+REPO = Path(__file__).resolve().parents[1]
+SCIFACT = REPO.parent / "shared" / "data" / "scifact"
+CHUNKER = {"component": "WholeDocumentChunker", "params": {}}
+PAGE = ("<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
+        "<header><nav><a href='/'>Home</a> | <a href='/browse'>Browse journals</a> | <a href='/help'>Help</a>"
+        "</nav></header><main><article><h1>{title}</h1><p>{text}</p></article></main>"
+        "<footer><p>Copyright 2026 Example Press. Terms of use. Privacy policy.</p></footer></body></html>")
+
+
+def subset(documents: tuple[SourceDocument, ...], judged: set[str], size: int) -> list[SourceDocument]:
+    chosen = [d for d in documents if d.id in judged]
+    chosen += [d for d in documents if d.id not in judged][: max(0, size - len(chosen))]
+    return chosen
+
+
+def render_pdf(doc: SourceDocument, path: Path) -> None:
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import Paragraph, SimpleDocTemplate
+
+    styles = getSampleStyleSheet()
+    story = [Paragraph(html.escape(doc.title), styles["Heading1"]), Paragraph(html.escape(doc.text), styles["Normal"])]
+    SimpleDocTemplate(str(path), title=doc.title).build(story)
+
+
+def render_docx(doc: SourceDocument, path: Path) -> None:
+    import docx
+
+    document = docx.Document()
+    document.add_heading(doc.title, level=1)
+    document.add_paragraph(doc.text)
+    document.save(str(path))
+
+
+def render_html(doc: SourceDocument, path: Path) -> None:
+    path.write_text(PAGE.format(title=html.escape(doc.title), text=html.escape(doc.text)), encoding="utf-8")
+
+
+RENDER = {"pdf": render_pdf, "docx": render_docx, "html": render_html}
+
+
+def ndcg(corpus: Corpus, preset: str, queries: dict[str, str], qrels: dict, workdir: Path) -> float:
+    tree = dashrag.build(preset, corpus, workdir, chunker=CHUNKER)
+    try:
+        run = run_from_results({q: tree.retrieve(text, top_k=100)[0] for q, text in queries.items()})
+    finally:
+        tree.close()
+    plain = {q: {d.rsplit(".", 1)[0] if d.endswith(tuple(RENDER)) else d: s for d, s in scores.items()}
+             for q, scores in run.items()}
+    return evaluate(qrels, plain, "ndcg@10").mean["ndcg@10"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--documents", type=int, default=1000)
+    parser.add_argument("--preset", nargs="+", default=["keyword"])
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    split = load_split(SCIFACT, "test")
+    judged = {d for judgements in split.qrels.values() for d in judgements}
+    documents = subset(Corpus.from_beir(SCIFACT).documents, judged, args.documents)
+    in_subset = {d.id for d in documents}
+    qrels = {q: {d: r for d, r in j.items() if d in in_subset} for q, j in split.qrels.items()}
+    qrels = {q: j for q, j in qrels.items() if j}
+    queries = {q: split.queries[q] for q in qrels}
+    figures: dict = {"documents": len(documents), "queries": len(queries), "load_average": os.getloadavg(),
+                     "render_s": {}, "read": {}, "ndcg@10": {}}
+    with tempfile.TemporaryDirectory(prefix="bench-documents-") as tmp:
+        root = Path(tmp)
+        corpora = {"jsonl": Corpus(tuple(documents))}
+        for kind, render in RENDER.items():
+            folder = root / kind
+            folder.mkdir()
+            started = time.perf_counter()
+            for doc in documents:
+                render(doc, folder / f"{doc.id}.{kind}")
+            figures["render_s"][kind] = round(time.perf_counter() - started, 1)
+            started = time.perf_counter()
+            corpora[kind] = Corpus.from_folder(folder)
+            figures["read"][kind] = {"seconds": round(time.perf_counter() - started, 1),
+                                     "summary": corpora[kind].summary()}
+            print(kind, figures["render_s"][kind], figures["read"][kind], flush=True)
+        for preset in args.preset:
+            figures["ndcg@10"][preset] = {
+                name: round(ndcg(corpus, preset, queries, qrels, root / f"w-{preset}-{name}"), 4)
+                for name, corpus in corpora.items()}
+            print(preset, figures["ndcg@10"][preset], flush=True)
+    figures["load_average_after"] = os.getloadavg()
+    print(json.dumps(figures, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

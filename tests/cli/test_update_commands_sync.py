@@ -1,0 +1,152 @@
+"""``dashrag sync TREE FOLDER`` as a user meets it: a plan on --dry-run with nothing written, counts after a
+sync, answers equal to a fresh index of the folder, unchanged files (even touched ones) not re-read, and a
+failed file named, kept as it was, or refused with --strict."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import invoke
+from tests.conftest import folder_digest
+from tests.fixtures.documents import write_docx, write_pdf
+
+QUERIES = ["okapi ranking saturation", "dense embeddings vectors", "fusion of rankings", "sparse postings",
+           "cancer cells", "protein expression in mice"]
+
+
+def make_folder(folder: Path) -> Path:
+    folder.mkdir()
+    write_pdf(folder / "report.pdf", [["Okapi ranking", "term saturation"], ["page two: fusion of rankings"]])
+    write_docx(folder / "notes.docx", [("h1", "Notes"), ("p", "dense embeddings as vectors")])
+    (folder / "bm25.md").write_text("# BM25\n\nterm frequency saturation and okapi", encoding="utf-8")
+    (folder / "gone.txt").write_text("sparse postings of a file that will be deleted", encoding="utf-8")
+    (folder / "touched.txt").write_text("a file whose time changes, not its text", encoding="utf-8")
+    return folder
+
+
+def change_folder(folder: Path) -> None:
+    (folder / "gone.txt").unlink()
+    (folder / "bm25.md").write_text("# BM25\n\nrewritten: sparse postings with okapi weights", encoding="utf-8")
+    write_docx(folder / "new.docx", [("h1", "Fusion"), ("p", "reciprocal rank fusion of rankings")])
+    os.utime(folder / "touched.txt", (1_700_000_000, 1_700_000_000))
+
+
+def answers(tree: Path) -> list[list[tuple[str, float]]]:
+    out = []
+    for query in QUERIES:
+        result = invoke("query", tree, query, "--json", "--top-k", "10")
+        assert result.exit_code == 0, result.output
+        hits = json.loads(result.stdout)["results"]
+        out.append(sorted((h["document_id"], round(h["score"], 5)) for h in hits))
+    return out
+
+
+@pytest.fixture
+def synced_pair(tmp_path):
+    folder = make_folder(tmp_path / "docs")
+    tree = tmp_path / "tree"
+    assert invoke("index", "keyword", "--corpus", folder, "--out", tree).exit_code == 0
+    change_folder(folder)
+    return tree, folder
+
+
+def test_dry_run_shows_the_plan_and_writes_nothing(synced_pair):
+    tree, folder = synced_pair
+    before = folder_digest(tree)
+    result = invoke("sync", tree, folder, "--dry-run")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert set(lines[:-1]) == {"would add new.docx", "would replace bm25.md", "would remove gone.txt"}
+    assert lines[-1] == f"plan for {tree}: 1 to add, 1 to replace, 1 to remove, 3 unchanged (nothing written)"
+    assert folder_digest(tree) == before
+
+
+def test_sync_counts_what_changed_and_answers_as_a_fresh_index(synced_pair, tmp_path):
+    tree, folder = synced_pair
+    result = invoke("sync", tree, folder)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == f"updated {tree}: 1 added, 1 replaced, 1 removed, 3 unchanged, 0 failed"
+    fresh = tmp_path / "fresh"
+    assert invoke("index", "keyword", "--corpus", folder, "--out", fresh).exit_code == 0
+    assert answers(tree) == answers(fresh)
+    again = invoke("sync", tree, folder)
+    assert again.stdout.strip() == f"unchanged {tree}: 0 added, 0 replaced, 0 removed, 5 unchanged, 0 failed"
+
+
+def test_a_changed_file_that_no_longer_reads_is_named_and_kept_as_it_was(synced_pair):
+    tree, folder = synced_pair
+    (folder / "report.pdf").write_bytes(b"%PDF-1.4 truncated by a bad copy")
+    result = invoke("sync", tree, folder)
+    assert result.exit_code == 0, result.output
+    assert "report.pdf: not a readable PDF" in result.stderr
+    assert result.stdout.strip().endswith("1 failed")
+    hits = json.loads(invoke("query", tree, "okapi ranking", "--json").stdout)["results"]
+    assert "report.pdf" in {h["document_id"] for h in hits}
+
+
+def test_strict_sync_with_a_bad_file_is_exit_2_and_leaves_the_tree(synced_pair):
+    tree, folder = synced_pair
+    (folder / "broken.docx").write_bytes(b"not a zip")
+    before = folder_digest(tree)
+    result = invoke("sync", tree, folder, "--strict")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.splitlines()[-1].startswith("error: 1 file(s) could not be read (--strict)")
+    assert folder_digest(tree) == before
+
+
+def test_sync_of_a_folder_that_is_no_tree_is_one_error_line(tmp_path):
+    folder = make_folder(tmp_path / "docs")
+    result = invoke("sync", tmp_path / "nothing", folder)
+    assert result.exit_code == 2 and result.stderr.startswith("error: ")
+
+
+def _sync_process(tree: Path, folder: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "dashrag.cli.main", "sync", str(tree), str(folder)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+@pytest.mark.slow
+def test_sigkill_at_any_moment_of_sync_leaves_the_old_or_the_new_tree(scifact_subset_file, tmp_path):
+    records = [json.loads(line) for line in scifact_subset_file.read_text(encoding="utf-8").splitlines()[:240]]
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for record in records[:160]:
+        (folder / f"{record['_id']}.md").write_text(f"# {record['title']}\n\n{record['text']}", encoding="utf-8")
+    write_pdf(folder / "report.pdf", [["Okapi ranking"], ["fusion of rankings"]])
+    base = tmp_path / "base"
+    assert invoke("index", "keyword", "--corpus", folder, "--out", base).exit_code == 0
+    for record in records[:40]:  # removed
+        (folder / f"{record['_id']}.md").unlink()
+    for record in records[40:60]:  # changed
+        (folder / f"{record['_id']}.md").write_text(f"# {record['title']}\n\nrewritten", encoding="utf-8")
+    for record in records[160:]:  # added
+        (folder / f"{record['_id']}.md").write_text(f"# {record['title']}\n\n{record['text']}", encoding="utf-8")
+    old = answers(base)
+    complete = tmp_path / "complete"
+    shutil.copytree(base, complete)
+    started = time.monotonic()
+    assert _sync_process(complete, folder).wait(timeout=300) == 0
+    duration = time.monotonic() - started
+    new = answers(complete)
+    assert new != old
+    rng = random.Random(35)
+    for attempt in range(5):
+        victim = tmp_path / f"victim-{attempt}"
+        shutil.copytree(base, victim)
+        process = _sync_process(victim, folder)
+        time.sleep(rng.uniform(0.0, duration))
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+        assert answers(victim) in (old, new), f"attempt {attempt}: a mix of the old and the new tree"
+        assert _sync_process(victim, folder).wait(timeout=300) == 0  # run again, it completes
+        assert answers(victim) == new

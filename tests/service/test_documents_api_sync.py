@@ -1,0 +1,68 @@
+"""``POST /trees/{name}/sync`` (docs/documents.md): a tree built from a folder under the data root is brought in
+line with it as a job, with the counts when done, and then answers as a fresh build of the folder."""
+
+from __future__ import annotations
+
+import dashrag
+from tests.cli.test_update_commands_sync import change_folder, make_folder
+from tests.conftest import folder_digest
+from tests.service.conftest import KEYWORD, make_client
+from tests.service.test_trees_api import wait_for
+
+QUERY = {"query": "okapi saturation sparse postings", "top_k": 5}
+
+
+def served(client, name: str) -> list[tuple[str, float]]:
+    response = client.post(f"/trees/{name}/query", json=QUERY)
+    assert response.status_code == 200, response.text
+    return sorted((c["document_id"], round(c["score"], 5)) for c in response.json()["chunks"])
+
+
+def test_sync_job_updates_the_served_tree_as_a_fresh_build(tmp_path):
+    data, trees = tmp_path / "data", tmp_path / "trees"
+    data.mkdir()
+    folder = make_folder(data / "docs")
+    dashrag.build_tree("keyword", folder, trees / "docs")
+    change_folder(folder)
+    dashrag.build_tree("keyword", folder, trees / "fresh")
+    with make_client(trees_dir=trees, data_root=data) as client:
+        accepted = client.post("/trees/docs/sync", json={"corpus_path": "docs"})
+        assert accepted.status_code == 202, accepted.text
+        status = wait_for(client, accepted.json()["job_id"])
+        assert status["status"] == "done", status
+        assert status["counts"] == {"added": 1, "replaced": 1, "removed": 1, "unchanged": 3, "failed": 0}
+        assert served(client, "docs") == served(client, "fresh")
+
+
+def test_sync_from_outside_the_data_root_is_422_and_changes_nothing(tmp_path):
+    data, trees = tmp_path / "data", tmp_path / "trees"
+    data.mkdir()
+    folder = make_folder(tmp_path / "elsewhere")
+    dashrag.build_tree("keyword", folder, trees / "docs")
+    before = folder_digest(trees / "docs")
+    with make_client(trees_dir=trees, data_root=data) as client:
+        response = client.post("/trees/docs/sync", json={"corpus_path": "../elsewhere"})
+        assert response.status_code == 422 and "not a corpus under the data root" in response.text
+        assert str(tmp_path) not in response.text
+        assert client.post("/trees/nope/sync", json={"corpus_path": "docs"}).status_code == 404
+    assert folder_digest(trees / "docs") == before
+
+
+def test_uploaded_pdf_and_docx_files_build_a_tree_that_finds_them(tmp_path):
+    import json
+
+    from tests.fixtures.documents import write_docx, write_pdf
+
+    pdf = write_pdf(tmp_path / "report.pdf", [["Okapi ranking"], ["reciprocal rank fusion"]], title="Q3")
+    docx = write_docx(tmp_path / "notes.docx", [("h1", "Notes"), ("p", "dense embeddings as vectors")])
+    files = [("corpus", ("report.pdf", pdf.read_bytes(), "application/pdf")),
+             ("corpus", ("notes.docx", docx.read_bytes(), "application/octet-stream"))]
+    form = {"name": "uploaded", "config": json.dumps(KEYWORD)}
+    with make_client(trees_dir=tmp_path / "trees") as client:
+        accepted = client.post("/trees/upload", data=form, files=files)
+        assert accepted.status_code == 202, accepted.text
+        assert wait_for(client, accepted.json()["job_id"])["status"] == "done"
+        hits = client.post("/trees/uploaded/query", json={"query": "reciprocal rank fusion", "top_k": 2}).json()
+    best = hits["chunks"][0]
+    assert best["document_id"] == "report.pdf"
+    assert best["metadata"]["file_type"] == "pdf" and best["metadata"]["pages"] == 2
