@@ -44,6 +44,8 @@ _SENTENCE_END = regex.compile(r"(?<=\p{Sentence_Terminal}[\p{Pe}\p{Pf}\"']*)\s+|
 _HEADING_LINE = regex.compile(r"^[ ]{0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _WORD_CHARACTER = regex.compile(r"\w")
 _SPACES = regex.compile(r"[ \t]+")
+_PARAGRAPH_BREAK = regex.compile(r"\n[ \t]*\n")
+_BARE_HEADING_MARK = regex.compile(r"^#+$")
 
 
 @dataclass(frozen=True)
@@ -65,11 +67,11 @@ class Section:
 
 
 def split_sentences(text: str) -> list[str]:
-    """The sentences of ``text`` (any script), each stripped, empty ones dropped; a line break ends one too
-    (a list item or a heading is not the start of the next line's sentence)."""
+    """The sentences of ``text`` (any script), each stripped, empty ones dropped. A blank line ends a sentence
+    (a paragraph never runs into the next); a single line break does not (hard-wrapped text is one paragraph)."""
     return [sentence.strip()
-            for line in text.splitlines()
-            for sentence in _SENTENCE_END.split(line)
+            for paragraph in _PARAGRAPH_BREAK.split(text)
+            for sentence in _SENTENCE_END.split(" ".join(paragraph.split("\n")))
             if sentence.strip()]
 
 
@@ -95,9 +97,13 @@ def informative(query: str) -> bool:
 
 
 def without(text: str, span: str) -> str:
-    """``text`` with the first occurrence of ``span`` removed and the gap it leaves on its line closed."""
-    before, _, after = text.partition(span)
-    return "\n".join(_SPACES.sub(" ", line).strip() for line in (before + after).splitlines()).strip()
+    """``text`` with the first occurrence of ``span`` removed (matched across any whitespace, as
+    ``split_sentences`` joins a hard-wrapped line), the gap it leaves on its line closed, and a heading's ``#``
+    marks left alone on their line dropped. Later occurrences stay: a body that repeats its heading's words is
+    what real queries meet too; only the copy the query was taken from goes."""
+    pattern = regex.compile(r"\s+".join(regex.escape(word) for word in span.split()))
+    lines = (_SPACES.sub(" ", line).strip() for line in pattern.sub("", text, count=1).splitlines())
+    return "\n".join(line for line in lines if not _BARE_HEADING_MARK.match(line)).strip()
 
 
 def headings(document: SourceDocument) -> list[str]:

@@ -121,3 +121,17 @@ def test_the_pseudo_split_judges_each_query_relevant_to_its_own_document():
     assert len(split) == len(queries)
     assert list(split.queries.values()) == [q.query for q in queries]
     assert [next(iter(judged)) for judged in split.qrels.values()] == [q.document_id for q in queries]
+
+
+def test_a_hard_wrapped_paragraph_is_one_text_and_a_blank_line_ends_a_sentence():
+    assert split_sentences("Term frequency saturates: the tenth\noccurrence adds less. Then k1\ncontrols it\n\n"
+                           "A new paragraph") == ["Term frequency saturates: the tenth occurrence adds less.",
+                                                  "Then k1 controls it", "A new paragraph"]
+
+
+def test_a_held_out_sentence_wrapped_over_two_lines_is_removed_from_its_positive():
+    wrapped = SourceDocument("wrapped", "The parameter k1 controls how fast\nterm frequency saturates. "
+                                        "The parameter b controls\nlength normalisation strength.")
+    for seed in range(6):
+        [query] = [q for q in document_queries(wrapped, seed) if q.source == HELD_OUT_SENTENCE]
+        assert query.query.split()[-1] not in query.positive
