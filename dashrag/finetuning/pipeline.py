@@ -12,6 +12,12 @@ The steps, in order, each timed:
    (queries the model never trained on), and write the best tree as the preset;
 5. **final** (only when asked, e.g. ``--final-eval test``): score the written preset on that
    split with per-node figures. It runs after the preset is fixed, so nothing chose anything on it.
+
+What it learns from is ``settings.learn_from``: the split's judgements (``Judgements``, the default), or,
+for a corpus nobody judged, the documents' own pseudo-queries (``PseudoQueries``, ``--corpus``). The
+latter keeps a held-out slice of pseudo-queries apart and, after tuning, ships the learned tree only
+when it beats the base (the untuned hybrid on the base model) on them (``keep_base``); the report says
+which tree it wrote and why.
 """
 
 from __future__ import annotations
@@ -28,10 +34,12 @@ from dashrag.errors import ConfigError, ConfigIssue
 from dashrag.evaluation.beir import EvaluationSplit
 from dashrag.finetuning.base_model import resolve_embedding_base
 from dashrag.finetuning.budget import TrainingPlan
+from dashrag.finetuning.corpus_data import HELD_OUT_FRACTION, CorpusTrainingData, prepare_corpus_training_data
 from dashrag.finetuning.embedding_trainer import Allowance, EmbeddingHyperparameters, train_embedding
 from dashrag.finetuning.negatives import WHOLE_DOCUMENTS
 from dashrag.finetuning.pairs import refuse_test_split
 from dashrag.finetuning.progress import Progress, counter, no_progress, quietly
+from dashrag.finetuning.pseudo_queries import SOURCES
 from dashrag.finetuning.step_probe import Rates
 from dashrag.finetuning.training_data import TrainingData, prepare_training_data
 
@@ -42,6 +50,67 @@ BM25_WEIGHTS = (0.2, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0)  # the dense child's weight 
 TUNE_METRIC = "ndcg@10"
 FUSE_S = 0.002  # one fusion of two children's top 100 for one query (the tuner's per-point cost)
 FINAL_METRICS = "ndcg@10,recall@100,mrr@10"
+
+
+@dataclass(frozen=True)
+class Judgements:
+    """Learn from the judged split ``settings.split`` of the BEIR folder ``settings.dataset``."""
+
+    def prepare(self, settings: PipelineSettings, progress: Progress) -> LearnedFrom:
+        return JudgedData(prepare_training_data(
+            settings.dataset, split=settings.split, dev_fraction=settings.dev_fraction, seed=settings.hyper.seed,
+            first_stage=settings.first_stage, workdir=settings.workdir, force_test=settings.force_test,
+            progress=progress))
+
+
+@dataclass(frozen=True)
+class PseudoQueries:
+    """Learn from the pseudo-queries of the corpus ``settings.dataset`` (no judgement read), keeping the base
+    tree unless the learned one beats it on the held-out slice."""
+
+    sources: tuple[str, ...] = SOURCES
+    held_out_fraction: float = HELD_OUT_FRACTION
+
+    def prepare(self, settings: PipelineSettings, progress: Progress) -> LearnedFrom:
+        return UnjudgedData(prepare_corpus_training_data(
+            settings.dataset, workdir=settings.workdir, sources=self.sources,
+            held_out_fraction=self.held_out_fraction, dev_fraction=settings.dev_fraction, seed=settings.hyper.seed,
+            first_stage=settings.first_stage, progress=progress))
+
+
+@dataclass(frozen=True)
+class JudgedData:
+    """Judged training data: the tuned tree ships as is (its dev slice was judged by people)."""
+
+    data: TrainingData
+
+    def choose(self, settings: PipelineSettings, bm25: dict[str, Any], learned: dict[str, Any],
+               infra: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        return learned, None
+
+
+@dataclass(frozen=True)
+class UnjudgedData:
+    """Pseudo-query training data: the tuned tree ships only when it beats the base on the held-out slice."""
+
+    prepared: CorpusTrainingData
+
+    @property
+    def data(self) -> TrainingData:
+        return self.prepared.data
+
+    def choose(self, settings: PipelineSettings, bm25: dict[str, Any], learned: dict[str, Any],
+               infra: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        from dashrag.finetuning.keep_base import LEARNED, compare_on_held_out
+
+        base = hybrid_config(str(resolve_embedding_base(settings.base).source.path), bm25)
+        choice = compare_on_held_out(base, learned, self.prepared.held_out, infra)
+        report = {**choice.to_json(), "held_out_queries": len(self.prepared.held_out),
+                  "sources": list(self.prepared.sources)}
+        return (learned if choice.shipped == LEARNED else base), report
+
+
+LearnedFrom = JudgedData | UnjudgedData
 
 
 @dataclass(frozen=True)
@@ -66,6 +135,7 @@ class PipelineSettings:
     time_budget_s: float | None = 30 * 60  # the whole pipeline's wall time; None: no limit
     max_steps: int | None = None
     positives_per_query: int = 3
+    learn_from: Judgements | PseudoQueries = field(default_factory=Judgements)
 
 
 def model_reference(model_dir: Path) -> str:
@@ -136,7 +206,7 @@ def embed_corpus(config: dict[str, Any], dataset: Path, workdir: Path, progress:
     from dashrag.embeddings.base import EmbeddingModel
     from dashrag.embeddings.cache import document_vectors
 
-    infra = prepare_corpus(dashrag.Corpus.from_beir(dataset), workdir, WHOLE_DOCUMENTS)
+    infra = prepare_corpus(dashrag.Corpus.from_path(dataset), workdir, WHOLE_DOCUMENTS)
     embedding = build_as(config["params"]["children"][1]["params"]["embedding"], EmbeddingModel, "embedding")
     progress("embed", 0, len(infra.chunks))
     document_vectors(embedding, infra.chunks, infra.env_path, on_block=lambda d, n: progress("embed", d, n))
@@ -213,9 +283,8 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
         qrels_file(settings.dataset, settings.final_eval)  # there, but not read before the last step
     timings: dict[str, float] = {}
     began = time.perf_counter()
-    data = prepare_training_data(settings.dataset, split=settings.split, dev_fraction=settings.dev_fraction,
-                                 seed=settings.hyper.seed, first_stage=settings.first_stage,
-                                 workdir=settings.workdir, force_test=settings.force_test, progress=progress)
+    learned_from = settings.learn_from.prepare(settings, progress)
+    data = learned_from.data
     timings["mine_s"] = time.perf_counter() - began
     began = time.perf_counter()
     card = train_embedding(data, settings.model_dir, base=settings.base, hyper=settings.hyper,
@@ -234,8 +303,11 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
     result = tune(config, params, infra=infra, train=tuned_on, test=None, metric=TUNE_METRIC,
                   on_point=lambda _: advance(1))
     best = result.best_point
-    atomic_write_json(settings.out, best.config)
     timings["tune_s"] = time.perf_counter() - began
+    began = time.perf_counter()
+    shipped, choice = learned_from.choose(settings, bm25, best.config, infra)
+    timings["choose_s"] = time.perf_counter() - began
+    atomic_write_json(settings.out, shipped)
     report: dict[str, Any] = {
         "settings": {**asdict(settings), "dataset": str(settings.dataset), "out": str(settings.out),
                      "model_dir": str(settings.model_dir), "workdir": str(settings.workdir)},
@@ -245,14 +317,15 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
                    "best": {"values": best.values, TUNE_METRIC: best.train[TUNE_METRIC]},
                    "grid": [{"values": p.values, TUNE_METRIC: p.train[TUNE_METRIC]} for p in result.points]},
         "preset": str(settings.out),
-        "model_reference": config["params"]["children"][1]["params"]["embedding"]["params"]["model"],
+        "choice": choice,
+        "model_reference": shipped["params"]["children"][1]["params"]["embedding"]["params"]["model"],
         "final": None,
         "timings": timings,
     }
     if settings.final_eval is not None:
         began = time.perf_counter()
         final_split = load_split(settings.dataset, settings.final_eval)
-        report["final"] = final_evaluation(best.config, final_split, infra, progress)
+        report["final"] = final_evaluation(shipped, final_split, infra, progress)
         timings["final_s"] = time.perf_counter() - began
     timings["total_s"] = sum(timings.values())
     report["budget"] = {"budget_s": settings.time_budget_s, "wall_s": round(time.perf_counter() - started, 2),
@@ -280,4 +353,4 @@ def default_model_dir(out: Path) -> Path:
     return Path("models") / f"{out.stem}-embedding"
 
 
-__all__ = ["PipelineSettings", "STEPS", "default_model_dir", "run_pipeline"]
+__all__ = ["Judgements", "PipelineSettings", "PseudoQueries", "STEPS", "default_model_dir", "run_pipeline"]
