@@ -179,7 +179,7 @@ def learning_source(dataset: Path | None, corpus: Path | None, sources: str | No
     """(what the pipeline learns from, the folder or file holding the documents): --dataset's judgements or
     --corpus's pseudo-queries, exactly one of them."""
     from dashrag.finetuning.pipeline import Judgements, PseudoQueries
-    from dashrag.finetuning.pseudo_queries import SOURCES
+    from dashrag.finetuning.pseudo_queries import SOURCES, chosen_sources
 
     if (dataset is None) == (corpus is None):
         raise ConfigError([ConfigIssue("--dataset/--corpus", "give exactly one: --dataset (a judged BEIR folder) "
@@ -187,11 +187,7 @@ def learning_source(dataset: Path | None, corpus: Path | None, sources: str | No
     if corpus is None:
         assert dataset is not None
         return Judgements(), dataset
-    chosen = SOURCES if sources is None else tuple(name.strip() for name in sources.split(",") if name.strip())
-    unknown = sorted(set(chosen) - set(SOURCES))
-    if unknown or not chosen:
-        raise ConfigError([ConfigIssue("--sources", f"{sources!r}: unknown or no source {unknown}; known: "
-                                                    f"{', '.join(SOURCES)}")])
+    chosen = chosen_sources(SOURCES if sources is None else (n.strip() for n in sources.split(",") if n.strip()))
     return PseudoQueries(sources=chosen, held_out_fraction=held_out_fraction), corpus
 
 

@@ -29,6 +29,7 @@ import regex
 
 from dashrag.documents.corpus import full_text
 from dashrag.documents.model import SourceDocument
+from dashrag.errors import ConfigError, ConfigIssue
 from dashrag.evaluation.beir import EvaluationSplit
 
 TITLE = "title"
@@ -165,11 +166,18 @@ def document_queries(document: SourceDocument, seed: int) -> list[PseudoQuery]:
 def pseudo_queries(documents: Iterable[SourceDocument], seed: int = 42,
                    sources: Iterable[str] = SOURCES) -> list[PseudoQuery]:
     """The pseudo-queries of every document, from the chosen ``sources`` only, document by document."""
-    chosen = set(sources)
-    unknown = chosen - set(SOURCES)
-    if unknown:
-        raise ValueError(f"unknown pseudo-query sources {sorted(unknown)}; known: {', '.join(SOURCES)}")
+    chosen = set(chosen_sources(sources))
     return [q for document in documents for q in document_queries(document, seed) if q.source in chosen]
+
+
+def chosen_sources(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` as a tuple, checked: at least one, each among SOURCES (the error names ``--sources``)."""
+    chosen = tuple(names)
+    unknown = sorted(set(chosen) - set(SOURCES))
+    if unknown or not chosen:
+        raise ConfigError([ConfigIssue("--sources", f"{', '.join(unknown) or 'none'}: unknown or no pseudo-query "
+                                                    f"source; known: {', '.join(SOURCES)}")])
+    return chosen
 
 
 def query_ids(queries: Iterable[PseudoQuery]) -> Iterator[str]:
@@ -191,4 +199,4 @@ def pseudo_split(queries: list[PseudoQuery], dataset: str, name: str = "pseudo")
 
 
 __all__ = ["HEADING", "HELD_OUT_SENTENCE", "SECTION_OPENING", "SOURCES", "TITLE", "PseudoQuery", "Section",
-           "document_queries", "pseudo_queries", "pseudo_split", "sections", "split_sentences"]
+           "chosen_sources", "document_queries", "pseudo_queries", "pseudo_split", "sections", "split_sentences"]

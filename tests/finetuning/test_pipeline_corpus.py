@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from dashrag.core.config_json import read_config_file
 from tests.conftest import EXAMPLE_CORPUS
 from tests.fixtures.finetuning import TINY, run_cli
 
@@ -44,7 +43,8 @@ def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_wh
     assert choice["shipped"] in {"base", "learned"}
     assert choice["held_out_queries"] > 0
     assert f"wrote the {choice['shipped']} tree" in result.stdout
-    preset = read_config_file(tmp_path / "mine.json")
+    preset = json.loads((tmp_path / "mine.json").read_text(encoding="utf-8"))
     dense_model = preset["params"]["children"][1]["params"]["embedding"]["params"]["model"]
-    assert (dense_model == report["model_reference"]) and ((choice["shipped"] == "learned")
-                                                           == dense_model.endswith("model"))
+    assert dense_model == report["model_reference"]
+    assert (choice["shipped"] == "learned") == dense_model.endswith("/model")
+    assert (tmp_path / "model").is_dir()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dashrag.documents.model import SourceDocument
+from dashrag.errors import ConfigError
 from dashrag.finetuning.pseudo_queries import (
     HEADING,
     HELD_OUT_SENTENCE,
@@ -111,7 +112,7 @@ def test_another_seed_can_hold_out_another_sentence():
 
 def test_only_the_chosen_sources_are_made_and_an_unknown_one_is_refused():
     assert {q.source for q in pseudo_queries([WHALES], sources=[TITLE])} == {TITLE}
-    with pytest.raises(ValueError, match="unknown pseudo-query sources"):
+    with pytest.raises(ConfigError, match="--sources.*summary: unknown"):
         pseudo_queries([WHALES], sources=["summary"])
 
 
