@@ -46,5 +46,6 @@ def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_wh
     preset = json.loads((tmp_path / "mine.json").read_text(encoding="utf-8"))
     dense_model = preset["params"]["children"][1]["params"]["embedding"]["params"]["model"]
     assert dense_model == report["model_reference"]
-    assert (choice["shipped"] == "learned") == dense_model.endswith("/model")
+    assert (choice["shipped"] == "learned") == (dense_model == str((tmp_path / "model").resolve()))
+    assert (choice["shipped"] == "learned") == (choice["learned"] > choice["base"])
     assert (tmp_path / "model").is_dir()
