@@ -174,10 +174,12 @@ def reranker_command(
                             f"{dev['reranked']['ndcg@10']:.4f}: the reranker {verdict} its first stage")
     say(f"wrote {out}")
 
-def learning_source(dataset: Path | None, corpus: Path | None, sources: str | None,
-                    held_out_fraction: float) -> tuple[Any, Path]:
+def learning_source(dataset: Path | None, corpus: Path | None, sources: str | None, held_out_fraction: float,
+                    llm: str | None, llm_sample: int) -> tuple[Any, Path]:
     """(what the pipeline learns from, the folder or file holding the documents): --dataset's judgements or
     --corpus's pseudo-queries, exactly one of them."""
+    from dashrag.cli.config_files import resolve_component
+    from dashrag.core.validation import validate_and_transform
     from dashrag.finetuning.pipeline import Judgements, PseudoQueries
     from dashrag.finetuning.pseudo_queries import SOURCES, chosen_sources
 
@@ -186,9 +188,15 @@ def learning_source(dataset: Path | None, corpus: Path | None, sources: str | No
                                                              "or --corpus (documents without judgements)")])
     if corpus is None:
         assert dataset is not None
+        if llm is not None:
+            raise ConfigError([ConfigIssue("--llm", "writes queries for --corpus; --dataset has judged queries")])
         return Judgements(), dataset
     chosen = chosen_sources(SOURCES if sources is None else (n.strip() for n in sources.split(",") if n.strip()))
-    return PseudoQueries(sources=chosen, held_out_fraction=held_out_fraction), corpus
+    llm_config = resolve_component(llm)
+    if llm_config is not None:
+        llm_config = validate_and_transform(llm_config, "llm")  # a bad config fails now, not after minutes
+    return PseudoQueries(sources=chosen, held_out_fraction=held_out_fraction, llm=llm_config,
+                         llm_sample=llm_sample), corpus
 
 
 @app.command("pipeline")
@@ -203,6 +211,11 @@ def pipeline_command(
     held_out_fraction: float = typer.Option(0.1, "--held-out-fraction",
                                             help="With --corpus: pseudo-queries kept apart to decide whether the "
                                                  "learned tree beats the base (it ships only then)."),
+    llm: str | None = typer.Option(None, "--llm", help="With --corpus: an LLM component (name, JSON file or "
+                                                       "inline JSON, e.g. LiteLLMModel) that writes queries for a "
+                                                       "sample of documents (doc2query), within the budget."),
+    llm_sample: int = typer.Option(200, "--llm-sample", min=1, help="With --llm: how many documents it writes "
+                                                                    "queries for."),
     out: Path = typer.Option(..., "--out", help="The preset to write, e.g. components/NAME.json."),
     model_dir: Path | None = typer.Option(None, "--model-dir", help="The model folder (default: "
                                                                      "models/<NAME>-embedding; never committed)."),
@@ -235,7 +248,7 @@ def pipeline_command(
     from dashrag.finetuning.base_model import resolve_embedding_base
     from dashrag.finetuning.pipeline import PipelineSettings, default_model_dir, run_pipeline
 
-    learn_from, documents = learning_source(dataset, corpus, sources, held_out_fraction)
+    learn_from, documents = learning_source(dataset, corpus, sources, held_out_fraction, llm, llm_sample)
     check_output_file(out, "--out")
     check_output_file(json_out, "--json")
     folder = model_dir or default_model_dir(out)

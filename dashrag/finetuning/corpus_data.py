@@ -15,10 +15,12 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
+from dashrag.documents.model import SourceDocument
 from dashrag.errors import CorpusError
 from dashrag.evaluation.beir import EvaluationSplit
+from dashrag.finetuning.doc2query import Doc2QueryResult
 from dashrag.finetuning.negatives import DEFAULT_DEPTH
 from dashrag.finetuning.pairs import JudgedPair, carve_dev, document_texts
 from dashrag.finetuning.progress import Progress, no_progress
@@ -35,6 +37,7 @@ class CorpusTrainingData:
     data: TrainingData
     held_out: EvaluationSplit
     sources: tuple[str, ...]
+    written: list[dict[str, Any]]  # each query writer's account (an LLM's: asked, failed, stopped at the deadline)
 
 
 def pseudo_pairs(split: EvaluationSplit, queries: dict[str, PseudoQuery]) -> list[JudgedPair]:
@@ -65,6 +68,7 @@ def prepare_corpus_training_data(
     first_stage: Any = "keyword",
     depth: int = DEFAULT_DEPTH,
     progress: Progress = no_progress,
+    writers: Sequence[Callable[[Sequence[SourceDocument]], Doc2QueryResult]] = (),
 ) -> CorpusTrainingData:
     """Read the corpus (a folder, JSONL or BEIR folder), make its pseudo-queries, slice them, mine the rankings."""
     import dashrag
@@ -73,6 +77,8 @@ def prepare_corpus_training_data(
     corpus = dashrag.Corpus.from_path(corpus_path)
     chosen = tuple(sources)
     made = pseudo_queries(corpus.documents, seed=seed, sources=chosen)
+    results = [writer(corpus.documents) for writer in writers]
+    made += [query for result in results for query in result.queries]
     if not made:
         raise CorpusError(f"{corpus_path}: its {len(corpus.documents)} document(s) give no pseudo-query "
                           f"(sources: {', '.join(chosen)}); a document needs a title, a heading or two sentences")
@@ -82,7 +88,7 @@ def prepare_corpus_training_data(
     read_s = time.perf_counter() - began
     data = mine(Path(corpus_path), corpus, slices, document_texts(corpus), pairs, first_stage=first_stage,
                 workdir=workdir, depth=depth, progress=progress, read_s=read_s)
-    return CorpusTrainingData(data, held_out, chosen)
+    return CorpusTrainingData(data, held_out, chosen, [result.account() for result in results])
 
 
 __all__ = ["CorpusTrainingData", "HELD_OUT_FRACTION", "prepare_corpus_training_data", "pseudo_pairs", "slices_of"]

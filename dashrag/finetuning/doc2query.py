@@ -65,6 +65,11 @@ class Doc2QueryResult:
     failed: list[str] = field(default_factory=list)  # "document id: why"
     stopped_at_deadline: bool = False
 
+    def account(self) -> dict[str, Any]:
+        """What the report says of this source: queries written, documents asked, failures, the deadline."""
+        return {"source": DOC2QUERY, "queries": len(self.queries), "asked": self.asked,
+                "failed": self.failed, "stopped_at_deadline": self.stopped_at_deadline}
+
 
 def sample(documents: Sequence[SourceDocument], size: int, seed: int) -> list[SourceDocument]:
     """``size`` documents drawn with a seeded generator (all of them when there are fewer), in corpus order."""
@@ -98,4 +103,28 @@ def llm_queries(model: Any, documents: Sequence[SourceDocument], *, sample_size:
     return result
 
 
-__all__ = ["DOC2QUERY", "Doc2QueryResult", "answered_queries", "doc2query_tool_schema", "llm_queries", "sample"]
+@dataclass(frozen=True)
+class LLMQueryWriter:
+    """The pipeline's doc2query source: the LLM component config, how many documents to ask about, the deadline
+    (a ``time.monotonic`` reading). Called with the corpus's documents, it builds the model, asks, closes it."""
+
+    llm: dict[str, Any]
+    sample_size: int
+    seed: int
+    deadline: float | None
+    per_document: int = 3
+
+    def __call__(self, documents: Sequence[SourceDocument]) -> Doc2QueryResult:
+        from dashrag.core.factory import build_as
+        from dashrag.llm.litellm_model import LiteLLMModel
+
+        model = build_as(self.llm, LiteLLMModel, "llm")
+        try:
+            return llm_queries(model, documents, sample_size=self.sample_size, per_document=self.per_document,
+                               seed=self.seed, deadline=self.deadline)
+        finally:
+            model.close()
+
+
+__all__ = ["DOC2QUERY", "Doc2QueryResult", "LLMQueryWriter", "answered_queries", "doc2query_tool_schema",
+           "llm_queries", "sample"]

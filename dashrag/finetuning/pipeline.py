@@ -35,6 +35,7 @@ from dashrag.evaluation.beir import EvaluationSplit
 from dashrag.finetuning.base_model import resolve_embedding_base
 from dashrag.finetuning.budget import TrainingPlan
 from dashrag.finetuning.corpus_data import HELD_OUT_FRACTION, CorpusTrainingData, prepare_corpus_training_data
+from dashrag.finetuning.doc2query import LLMQueryWriter
 from dashrag.finetuning.embedding_trainer import Allowance, EmbeddingHyperparameters, train_embedding
 from dashrag.finetuning.negatives import WHOLE_DOCUMENTS
 from dashrag.finetuning.pairs import refuse_test_split
@@ -50,6 +51,8 @@ BM25_WEIGHTS = (0.2, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0)  # the dense child's weight 
 TUNE_METRIC = "ndcg@10"
 FUSE_S = 0.002  # one fusion of two children's top 100 for one query (the tuner's per-point cost)
 FINAL_METRICS = "ndcg@10,recall@100,mrr@10"
+LLM_SAMPLE = 200  # documents an LLM writes queries for (--llm-sample)
+LLM_BUDGET_SHARE = 0.25  # the LLM's calls stop after this share of --time-budget: training needs the rest
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,22 @@ class PseudoQueries:
 
     sources: tuple[str, ...] = SOURCES
     held_out_fraction: float = HELD_OUT_FRACTION
+    llm: dict[str, Any] | None = None  # an LLM component config: doc2query for a sample of documents
+    llm_sample: int = LLM_SAMPLE
+
+    def writers(self, settings: PipelineSettings) -> list[LLMQueryWriter]:
+        """The LLM's doc2query writer when one is configured; its calls stop after LLM_BUDGET_SHARE of the budget."""
+        if self.llm is None:
+            return []
+        deadline = (None if settings.time_budget_s is None
+                    else time.monotonic() + LLM_BUDGET_SHARE * settings.time_budget_s)
+        return [LLMQueryWriter(self.llm, self.llm_sample, settings.hyper.seed, deadline)]
 
     def prepare(self, settings: PipelineSettings, progress: Progress) -> LearnedFrom:
         return UnjudgedData(prepare_corpus_training_data(
             settings.dataset, workdir=settings.workdir, sources=self.sources,
             held_out_fraction=self.held_out_fraction, dev_fraction=settings.dev_fraction, seed=settings.hyper.seed,
-            first_stage=settings.first_stage, progress=progress))
+            first_stage=settings.first_stage, progress=progress, writers=self.writers(settings)))
 
 
 @dataclass(frozen=True)
@@ -106,7 +119,7 @@ class UnjudgedData:
         base = hybrid_config(str(resolve_embedding_base(settings.base).source.path), bm25)
         choice = compare_on_held_out(base, learned, self.prepared.held_out, infra)
         report = {**choice.to_json(), "held_out_queries": len(self.prepared.held_out),
-                  "sources": list(self.prepared.sources)}
+                  "sources": list(self.prepared.sources), "written": self.prepared.written}
         return (learned if choice.shipped == LEARNED else base), report
 
 

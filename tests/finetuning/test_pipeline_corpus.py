@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tests.conftest import EXAMPLE_CORPUS
+from tests.finetuning.test_doc2query import written
 from tests.fixtures.finetuning import TINY, run_cli
 
 
@@ -49,3 +50,35 @@ def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_wh
     assert (choice["shipped"] == "learned") == (dense_model == str((tmp_path / "model").resolve()))
     assert (choice["shipped"] == "learned") == (choice["learned"] > choice["base"])
     assert (tmp_path / "model").is_dir()
+
+
+def test_an_llm_with_judged_data_is_refused(tmp_path, tiny_scifact):
+    result = run_cli("finetune", "pipeline", "--dataset", tiny_scifact, "--llm", "LiteLLMModel",
+                     "--out", tmp_path / "mine.json")
+    assert result.exit_code == 2
+    assert "--llm" in result.stderr and "--corpus" in result.stderr
+
+
+def test_a_bad_llm_config_is_refused_before_any_work(tmp_path):
+    result = run_cli("finetune", "pipeline", "--corpus", EXAMPLE_CORPUS, "--llm", '{"component": "LiteLLMModel", '
+                     '"params": {"temperature": "hot"}}', "--out", tmp_path / "mine.json", "--workdir", tmp_path / "w")
+    assert result.exit_code == 2
+    assert "temperature" in result.stderr
+    assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.slow
+def test_the_llm_writes_queries_for_a_sample_of_documents_and_the_report_counts_them(tmp_path, openai_server):
+    openai_server.script(*[written(f"how does retrieval step {i} work", f"explain retrieval step {i}")
+                           for i in range(3)])
+    llm = json.dumps({"component": "LiteLLMModel", "params": {"model": "openai/test-model",
+                                                              "api_base": openai_server.api_base}})
+    result = run_cli("finetune", "pipeline", "--corpus", EXAMPLE_CORPUS, "--llm", llm, "--llm-sample", "3",
+                     "--out", tmp_path / "mine.json", "--model-dir", tmp_path / "model", "--workdir",
+                     tmp_path / "work", "--json", tmp_path / "report.json", "--held-out-fraction", "0.2",
+                     "--max-steps", "2", *TINY)
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    [account] = report["choice"]["written"]
+    assert account == {"source": "doc2query", "queries": 6, "asked": 3, "failed": [], "stopped_at_deadline": False}
+    assert len(openai_server.requests) == 3
