@@ -101,6 +101,9 @@ class JudgedData:
                infra: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
         return learned, None
 
+    def choice_cost(self, rates: Rates, fit_s: float, rank_s: float) -> dict[str, float]:
+        return {}
+
 
 @dataclass(frozen=True)
 class UnjudgedData:
@@ -121,6 +124,13 @@ class UnjudgedData:
         report = {**choice.to_json(), "held_out_queries": len(self.prepared.held_out),
                   "sources": list(self.prepared.sources), "written": self.prepared.written}
         return (learned if choice.shipped == LEARNED else base), report
+
+    def choice_cost(self, rates: Rates, fit_s: float, rank_s: float) -> dict[str, float]:
+        """The keep-the-base step's estimate: the corpus embedded by the base model (the model trained runs at
+        the same rate), then both trees fitted and every held-out query ranked and encoded by each."""
+        held_out = len(self.prepared.held_out)
+        return {"choose": len(self.data.documents) * rates.document_s
+                + 2 * (fit_s + held_out * (rank_s + rates.query_s))}
 
 
 LearnedFrom = JudgedData | UnjudgedData
@@ -236,10 +246,12 @@ def qrels_queries(dataset: Path, split: str) -> int:
         return len({line.split("\t", 1)[0] for line in lines if "\t" in line} - {"query-id"})
 
 
-def later_steps(settings: PipelineSettings, data: TrainingData) -> Callable[[Rates], dict[str, float]]:
+def later_steps(settings: PipelineSettings, learned_from: LearnedFrom) -> Callable[[Rates], dict[str, float]]:
     """The pipeline's steps after training, estimated from the measured rates: embedding every document;
     the tuner (BM25 refitted and ranking the dev queries once per (k1, b), the dense child's answers once,
-    a fusion per point: its subtree cache); the final evaluation (one fit, every query ranked and encoded)."""
+    a fusion per point: its subtree cache); the keep-the-base choice where there is one; the final evaluation
+    (one fit, every query ranked and encoded)."""
+    data = learned_from.data
     fit_s = data.timings["first_stage_fit_s"]
     rank_s = data.timings["rank_per_query_ms"] / 1000
     tuned = len(tuning_split(data))
@@ -250,6 +262,7 @@ def later_steps(settings: PipelineSettings, data: TrainingData) -> Callable[[Rat
     def estimate(rates: Rates) -> dict[str, float]:
         steps = {"embed": len(data.documents) * rates.document_s,
                  "tune": fits * (fit_s + tuned * rank_s) + tuned * rates.query_s + points * tuned * FUSE_S}
+        steps.update(learned_from.choice_cost(rates, fit_s, rank_s))
         if settings.final_eval is not None:
             steps["final"] = fit_s + final_queries * (rank_s + rates.query_s)
         return steps
@@ -267,7 +280,7 @@ def tuning_grid(settings: PipelineSettings, plan: dict[str, Any], embed_s: float
         return full, "whole grid (no time budget)"
     estimates = plan["estimated_after_training_s"]
     slower = max(1.0, embed_s / max(estimates["embed"], 1e-9))
-    later_s = slower * (estimates["tune"] + estimates.get("final", 0.0))
+    later_s = slower * sum(estimates[step] for step in ("tune", "choose", "final") if step in estimates)
     if elapsed_s + later_s <= settings.time_budget_s:
         return full, "whole grid"
     return full[2:], (f"fusion weights only: the whole grid's {later_s / 60:.1f} min estimate (scaled x{slower:.2f}, "
@@ -302,7 +315,7 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
     began = time.perf_counter()
     card = train_embedding(data, settings.model_dir, base=settings.base, hyper=settings.hyper,
                            device=settings.device, progress=progress, allowance=allowance,
-                           later=later_steps(settings, data), announce=announce)
+                           later=later_steps(settings, learned_from), announce=announce)
     timings["train_s"] = time.perf_counter() - began
     config = hybrid_config(model_reference(settings.model_dir), bm25)
     began = time.perf_counter()

@@ -49,6 +49,7 @@ def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_wh
     assert dense_model == report["model_reference"]
     assert (choice["shipped"] == "learned") == (dense_model == str((tmp_path / "model").resolve()))
     assert (choice["shipped"] == "learned") == (choice["learned"] > choice["base"])
+    assert report["model_card"]["plan"]["estimated_after_training_s"]["choose"] > 0  # the budget counts it
     assert (tmp_path / "model").is_dir()
 
 
