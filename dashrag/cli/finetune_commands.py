@@ -25,7 +25,7 @@ from dashrag.cli.console import console, say, user_errors
 from dashrag.cli.eval_commands import default_workdir, print_wide
 from dashrag.cli.paths import check_output_file
 from dashrag.core.persistence import atomic_write_json
-from dashrag.errors import PersistenceError
+from dashrag.errors import ConfigError, ConfigIssue, PersistenceError
 
 DATASET_HELP = "A BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv."
 STEP_NAMES = {"mine": "mining hard negatives", "train": "training", "embed": "embedding the corpus",
@@ -174,10 +174,48 @@ def reranker_command(
                             f"{dev['reranked']['ndcg@10']:.4f}: the reranker {verdict} its first stage")
     say(f"wrote {out}")
 
+def learning_source(dataset: Path | None, corpus: Path | None, sources: str | None, held_out_fraction: float,
+                    llm: str | None, llm_sample: int) -> tuple[Any, Path]:
+    """(what the pipeline learns from, the folder or file holding the documents): --dataset's judgements or
+    --corpus's pseudo-queries, exactly one of them."""
+    from dashrag.cli.config_files import resolve_component
+    from dashrag.core.validation import validate_and_transform
+    from dashrag.finetuning.pipeline import Judgements, PseudoQueries
+    from dashrag.finetuning.pseudo_queries import SOURCES, chosen_sources
+
+    if (dataset is None) == (corpus is None):
+        raise ConfigError([ConfigIssue("--dataset/--corpus", "give exactly one: --dataset (a judged BEIR folder) "
+                                                             "or --corpus (documents without judgements)")])
+    if corpus is None:
+        assert dataset is not None
+        if llm is not None:
+            raise ConfigError([ConfigIssue("--llm", "writes queries for --corpus; --dataset has judged queries")])
+        return Judgements(), dataset
+    chosen = chosen_sources(SOURCES if sources is None else (n.strip() for n in sources.split(",") if n.strip()))
+    llm_config = resolve_component(llm)
+    if llm_config is not None:
+        llm_config = validate_and_transform(llm_config, "llm")  # a bad config fails now, not after minutes
+    return PseudoQueries(sources=chosen, held_out_fraction=held_out_fraction, llm=llm_config,
+                         llm_sample=llm_sample), corpus
+
+
 @app.command("pipeline")
 @user_errors
 def pipeline_command(
-    dataset: Path = typer.Option(..., "--dataset", help=DATASET_HELP),
+    dataset: Path | None = typer.Option(None, "--dataset", help=DATASET_HELP + " Learn from its judgements."),
+    corpus: Path | None = typer.Option(None, "--corpus", help="Learn without judgements from these documents' "
+                                                              "pseudo-queries (a folder, JSONL or BEIR folder)."),
+    sources: str | None = typer.Option(None, "--sources",
+                                       help="With --corpus: the pseudo-query sources, comma-separated, among "
+                                            "title, heading, held_out_sentence, section_opening (default: all)."),
+    held_out_fraction: float = typer.Option(0.1, "--held-out-fraction",
+                                            help="With --corpus: pseudo-queries kept apart to decide whether the "
+                                                 "learned tree beats the base (it ships only then)."),
+    llm: str | None = typer.Option(None, "--llm", help="With --corpus: an LLM component (name, JSON file or "
+                                                       "inline JSON, e.g. LiteLLMModel) that writes queries for a "
+                                                       "sample of documents (doc2query), within the budget."),
+    llm_sample: int = typer.Option(200, "--llm-sample", min=1, help="With --llm: how many documents it writes "
+                                                                    "queries for."),
     out: Path = typer.Option(..., "--out", help="The preset to write, e.g. components/NAME.json."),
     model_dir: Path | None = typer.Option(None, "--model-dir", help="The model folder (default: "
                                                                      "models/<NAME>-embedding; never committed)."),
@@ -210,22 +248,26 @@ def pipeline_command(
     from dashrag.finetuning.base_model import resolve_embedding_base
     from dashrag.finetuning.pipeline import PipelineSettings, default_model_dir, run_pipeline
 
+    learn_from, documents = learning_source(dataset, corpus, sources, held_out_fraction, llm, llm_sample)
     check_output_file(out, "--out")
     check_output_file(json_out, "--json")
     folder = model_dir or default_model_dir(out)
     check_model_folder(folder, "--model-dir")
     resolve_embedding_base(base)
     settings = PipelineSettings(
-        dataset=dataset, out=out, model_dir=folder, split=split, base=base, dev_fraction=dev_fraction,
-        first_stage=first_stage, workdir=workdir or default_workdir(dataset), final_eval=final_eval,
+        dataset=documents, out=out, model_dir=folder, split=split, base=base, dev_fraction=dev_fraction,
+        first_stage=first_stage, workdir=workdir or default_workdir(documents), final_eval=final_eval,
         force_test=force_test, hyper=hyperparameters(epochs, batch_size, learning_rate, max_seq_length, seed),
-        time_budget_s=time_budget * 60 or None, max_steps=max_steps, positives_per_query=positives_per_query)
+        time_budget_s=time_budget * 60 or None, max_steps=max_steps, positives_per_query=positives_per_query,
+        learn_from=learn_from)
     with step_display() as display:
         report = run_pipeline(settings, StepBars(display), announce=print_plan)
     print_card_figures(report["model_card"])
     tuning = report["tuning"]
     say(f"tuned {tuning['points']} points on {tuning['split']} ({tuning['queries']} queries): "
                         f"best {tuning['best']['values']} nDCG@10 {tuning['best']['ndcg@10']:.4f}")
+    if report["choice"] is not None:
+        say(f"wrote the {report['choice']['shipped']} tree: {report['choice']['reason']}")
     if report["final"] is not None:
         print_wide(console, per_node_table(report["final"]))
     steps = " · ".join(f"{name[:-2]} {seconds:.0f}s" for name, seconds in report["timings"].items())

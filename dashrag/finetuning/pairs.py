@@ -43,11 +43,12 @@ def sub_split(split: EvaluationSplit, query_ids: list[str], name: str) -> Evalua
                            qrels={q: split.qrels[q] for q in query_ids})
 
 
-def carve_dev(split: EvaluationSplit, fraction: float, seed: int) -> tuple[EvaluationSplit, EvaluationSplit | None]:
+def carve_dev(split: EvaluationSplit, fraction: float, seed: int,
+              option: str = "--dev-fraction") -> tuple[EvaluationSplit, EvaluationSplit | None]:
     """(the queries to train on, the held-out dev slice or None): a seeded shuffle, so a rerun holds
-    out the same queries. A fraction that leaves no query on either side is an error."""
+    out the same queries. A fraction that leaves no query on either side is an error naming ``option``."""
     if fraction < 0 or fraction >= 1:
-        raise ConfigError([ConfigIssue("--dev-fraction", f"must be in [0, 1), not {fraction}")])
+        raise ConfigError([ConfigIssue(option, f"must be in [0, 1), not {fraction}")])
     ids = list(split.queries)
     if fraction == 0:
         return split, None
@@ -55,7 +56,7 @@ def carve_dev(split: EvaluationSplit, fraction: float, seed: int) -> tuple[Evalu
     random.Random(seed).shuffle(shuffled)
     n_dev = round(len(ids) * fraction)
     if n_dev == 0 or n_dev == len(ids):
-        raise ConfigError([ConfigIssue("--dev-fraction", f"{fraction} of {len(ids)} judged queries leaves "
+        raise ConfigError([ConfigIssue(option, f"{fraction} of {len(ids)} queries leaves "
                                                           f"{'no dev' if n_dev == 0 else 'no training'} query")])
     dev = set(shuffled[:n_dev])
     return (sub_split(split, [q for q in ids if q not in dev], f"{split.split}-fit"),

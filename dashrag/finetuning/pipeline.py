@@ -12,6 +12,12 @@ The steps, in order, each timed:
    (queries the model never trained on), and write the best tree as the preset;
 5. **final** (only when asked, e.g. ``--final-eval test``): score the written preset on that
    split with per-node figures. It runs after the preset is fixed, so nothing chose anything on it.
+
+What it learns from is ``settings.learn_from``: the split's judgements (``Judgements``, the default), or,
+for a corpus nobody judged, the documents' own pseudo-queries (``PseudoQueries``, ``--corpus``). The
+latter keeps a held-out slice of pseudo-queries apart and, after tuning, ships the learned tree only
+when it beats the base (the untuned hybrid on the base model) on them (``keep_base``); the report says
+which tree it wrote and why.
 """
 
 from __future__ import annotations
@@ -28,10 +34,13 @@ from dashrag.errors import ConfigError, ConfigIssue
 from dashrag.evaluation.beir import EvaluationSplit
 from dashrag.finetuning.base_model import resolve_embedding_base
 from dashrag.finetuning.budget import TrainingPlan
+from dashrag.finetuning.corpus_data import HELD_OUT_FRACTION, CorpusTrainingData, prepare_corpus_training_data
+from dashrag.finetuning.doc2query import LLMQueryWriter
 from dashrag.finetuning.embedding_trainer import Allowance, EmbeddingHyperparameters, train_embedding
 from dashrag.finetuning.negatives import WHOLE_DOCUMENTS
 from dashrag.finetuning.pairs import refuse_test_split
 from dashrag.finetuning.progress import Progress, counter, no_progress, quietly
+from dashrag.finetuning.pseudo_queries import SOURCES
 from dashrag.finetuning.step_probe import Rates
 from dashrag.finetuning.training_data import TrainingData, prepare_training_data
 
@@ -42,6 +51,89 @@ BM25_WEIGHTS = (0.2, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0)  # the dense child's weight 
 TUNE_METRIC = "ndcg@10"
 FUSE_S = 0.002  # one fusion of two children's top 100 for one query (the tuner's per-point cost)
 FINAL_METRICS = "ndcg@10,recall@100,mrr@10"
+LLM_SAMPLE = 200  # documents an LLM writes queries for (--llm-sample)
+LLM_BUDGET_SHARE = 0.25  # the LLM's calls stop after this share of --time-budget: training needs the rest
+
+
+@dataclass(frozen=True)
+class Judgements:
+    """Learn from the judged split ``settings.split`` of the BEIR folder ``settings.dataset``."""
+
+    def prepare(self, settings: PipelineSettings, progress: Progress) -> LearnedFrom:
+        return JudgedData(prepare_training_data(
+            settings.dataset, split=settings.split, dev_fraction=settings.dev_fraction, seed=settings.hyper.seed,
+            first_stage=settings.first_stage, workdir=settings.workdir, force_test=settings.force_test,
+            progress=progress))
+
+
+@dataclass(frozen=True)
+class PseudoQueries:
+    """Learn from the pseudo-queries of the corpus ``settings.dataset`` (no judgement read), keeping the base
+    tree unless the learned one beats it on the held-out slice."""
+
+    sources: tuple[str, ...] = SOURCES
+    held_out_fraction: float = HELD_OUT_FRACTION
+    llm: dict[str, Any] | None = None  # an LLM component config: doc2query for a sample of documents
+    llm_sample: int = LLM_SAMPLE
+
+    def writers(self, settings: PipelineSettings) -> list[LLMQueryWriter]:
+        """The LLM's doc2query writer when one is configured; its calls stop after LLM_BUDGET_SHARE of the budget."""
+        if self.llm is None:
+            return []
+        deadline = (None if settings.time_budget_s is None
+                    else time.monotonic() + LLM_BUDGET_SHARE * settings.time_budget_s)
+        return [LLMQueryWriter(self.llm, self.llm_sample, settings.hyper.seed, deadline)]
+
+    def prepare(self, settings: PipelineSettings, progress: Progress) -> LearnedFrom:
+        return UnjudgedData(prepare_corpus_training_data(
+            settings.dataset, workdir=settings.workdir, sources=self.sources,
+            held_out_fraction=self.held_out_fraction, dev_fraction=settings.dev_fraction, seed=settings.hyper.seed,
+            first_stage=settings.first_stage, progress=progress, writers=self.writers(settings)))
+
+
+@dataclass(frozen=True)
+class JudgedData:
+    """Judged training data: the tuned tree ships as is (its dev slice was judged by people)."""
+
+    data: TrainingData
+
+    def choose(self, settings: PipelineSettings, bm25: dict[str, Any], learned: dict[str, Any],
+               infra: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        return learned, None
+
+    def choice_cost(self, rates: Rates, fit_s: float, rank_s: float) -> dict[str, float]:
+        return {}
+
+
+@dataclass(frozen=True)
+class UnjudgedData:
+    """Pseudo-query training data: the tuned tree ships only when it beats the base on the held-out slice."""
+
+    prepared: CorpusTrainingData
+
+    @property
+    def data(self) -> TrainingData:
+        return self.prepared.data
+
+    def choose(self, settings: PipelineSettings, bm25: dict[str, Any], learned: dict[str, Any],
+               infra: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        from dashrag.finetuning.keep_base import LEARNED, compare_on_held_out
+
+        base = hybrid_config(str(resolve_embedding_base(settings.base).source.path), bm25)
+        choice = compare_on_held_out(base, learned, self.prepared.held_out, infra)
+        report = {**choice.to_json(), "held_out_queries": len(self.prepared.held_out),
+                  "sources": list(self.prepared.sources), "written": self.prepared.written}
+        return (learned if choice.shipped == LEARNED else base), report
+
+    def choice_cost(self, rates: Rates, fit_s: float, rank_s: float) -> dict[str, float]:
+        """The keep-the-base step's estimate: the corpus embedded by the base model (the model trained runs at
+        the same rate), then both trees fitted and every held-out query ranked and encoded by each."""
+        held_out = len(self.prepared.held_out)
+        return {"choose": len(self.data.documents) * rates.document_s
+                + 2 * (fit_s + held_out * (rank_s + rates.query_s))}
+
+
+LearnedFrom = JudgedData | UnjudgedData
 
 
 @dataclass(frozen=True)
@@ -66,6 +158,7 @@ class PipelineSettings:
     time_budget_s: float | None = 30 * 60  # the whole pipeline's wall time; None: no limit
     max_steps: int | None = None
     positives_per_query: int = 3
+    learn_from: Judgements | PseudoQueries = field(default_factory=Judgements)
 
 
 def model_reference(model_dir: Path) -> str:
@@ -136,7 +229,7 @@ def embed_corpus(config: dict[str, Any], dataset: Path, workdir: Path, progress:
     from dashrag.embeddings.base import EmbeddingModel
     from dashrag.embeddings.cache import document_vectors
 
-    infra = prepare_corpus(dashrag.Corpus.from_beir(dataset), workdir, WHOLE_DOCUMENTS)
+    infra = prepare_corpus(dashrag.Corpus.from_path(dataset), workdir, WHOLE_DOCUMENTS)
     embedding = build_as(config["params"]["children"][1]["params"]["embedding"], EmbeddingModel, "embedding")
     progress("embed", 0, len(infra.chunks))
     document_vectors(embedding, infra.chunks, infra.env_path, on_block=lambda d, n: progress("embed", d, n))
@@ -153,10 +246,12 @@ def qrels_queries(dataset: Path, split: str) -> int:
         return len({line.split("\t", 1)[0] for line in lines if "\t" in line} - {"query-id"})
 
 
-def later_steps(settings: PipelineSettings, data: TrainingData) -> Callable[[Rates], dict[str, float]]:
+def later_steps(settings: PipelineSettings, learned_from: LearnedFrom) -> Callable[[Rates], dict[str, float]]:
     """The pipeline's steps after training, estimated from the measured rates: embedding every document;
     the tuner (BM25 refitted and ranking the dev queries once per (k1, b), the dense child's answers once,
-    a fusion per point: its subtree cache); the final evaluation (one fit, every query ranked and encoded)."""
+    a fusion per point: its subtree cache); the keep-the-base choice where there is one; the final evaluation
+    (one fit, every query ranked and encoded)."""
+    data = learned_from.data
     fit_s = data.timings["first_stage_fit_s"]
     rank_s = data.timings["rank_per_query_ms"] / 1000
     tuned = len(tuning_split(data))
@@ -167,6 +262,7 @@ def later_steps(settings: PipelineSettings, data: TrainingData) -> Callable[[Rat
     def estimate(rates: Rates) -> dict[str, float]:
         steps = {"embed": len(data.documents) * rates.document_s,
                  "tune": fits * (fit_s + tuned * rank_s) + tuned * rates.query_s + points * tuned * FUSE_S}
+        steps.update(learned_from.choice_cost(rates, fit_s, rank_s))
         if settings.final_eval is not None:
             steps["final"] = fit_s + final_queries * (rank_s + rates.query_s)
         return steps
@@ -184,7 +280,7 @@ def tuning_grid(settings: PipelineSettings, plan: dict[str, Any], embed_s: float
         return full, "whole grid (no time budget)"
     estimates = plan["estimated_after_training_s"]
     slower = max(1.0, embed_s / max(estimates["embed"], 1e-9))
-    later_s = slower * (estimates["tune"] + estimates.get("final", 0.0))
+    later_s = slower * sum(estimates[step] for step in ("tune", "choose", "final") if step in estimates)
     if elapsed_s + later_s <= settings.time_budget_s:
         return full, "whole grid"
     return full[2:], (f"fusion weights only: the whole grid's {later_s / 60:.1f} min estimate (scaled x{slower:.2f}, "
@@ -213,14 +309,13 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
         qrels_file(settings.dataset, settings.final_eval)  # there, but not read before the last step
     timings: dict[str, float] = {}
     began = time.perf_counter()
-    data = prepare_training_data(settings.dataset, split=settings.split, dev_fraction=settings.dev_fraction,
-                                 seed=settings.hyper.seed, first_stage=settings.first_stage,
-                                 workdir=settings.workdir, force_test=settings.force_test, progress=progress)
+    learned_from = settings.learn_from.prepare(settings, progress)
+    data = learned_from.data
     timings["mine_s"] = time.perf_counter() - began
     began = time.perf_counter()
     card = train_embedding(data, settings.model_dir, base=settings.base, hyper=settings.hyper,
                            device=settings.device, progress=progress, allowance=allowance,
-                           later=later_steps(settings, data), announce=announce)
+                           later=later_steps(settings, learned_from), announce=announce)
     timings["train_s"] = time.perf_counter() - began
     config = hybrid_config(model_reference(settings.model_dir), bm25)
     began = time.perf_counter()
@@ -234,8 +329,11 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
     result = tune(config, params, infra=infra, train=tuned_on, test=None, metric=TUNE_METRIC,
                   on_point=lambda _: advance(1))
     best = result.best_point
-    atomic_write_json(settings.out, best.config)
     timings["tune_s"] = time.perf_counter() - began
+    began = time.perf_counter()
+    shipped, choice = learned_from.choose(settings, bm25, best.config, infra)
+    timings["choose_s"] = time.perf_counter() - began
+    atomic_write_json(settings.out, shipped)
     report: dict[str, Any] = {
         "settings": {**asdict(settings), "dataset": str(settings.dataset), "out": str(settings.out),
                      "model_dir": str(settings.model_dir), "workdir": str(settings.workdir)},
@@ -245,14 +343,15 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
                    "best": {"values": best.values, TUNE_METRIC: best.train[TUNE_METRIC]},
                    "grid": [{"values": p.values, TUNE_METRIC: p.train[TUNE_METRIC]} for p in result.points]},
         "preset": str(settings.out),
-        "model_reference": config["params"]["children"][1]["params"]["embedding"]["params"]["model"],
+        "choice": choice,
+        "model_reference": shipped["params"]["children"][1]["params"]["embedding"]["params"]["model"],
         "final": None,
         "timings": timings,
     }
     if settings.final_eval is not None:
         began = time.perf_counter()
         final_split = load_split(settings.dataset, settings.final_eval)
-        report["final"] = final_evaluation(best.config, final_split, infra, progress)
+        report["final"] = final_evaluation(shipped, final_split, infra, progress)
         timings["final_s"] = time.perf_counter() - began
     timings["total_s"] = sum(timings.values())
     report["budget"] = {"budget_s": settings.time_budget_s, "wall_s": round(time.perf_counter() - started, 2),
@@ -280,4 +379,4 @@ def default_model_dir(out: Path) -> Path:
     return Path("models") / f"{out.stem}-embedding"
 
 
-__all__ = ["PipelineSettings", "STEPS", "default_model_dir", "run_pipeline"]
+__all__ = ["Judgements", "PipelineSettings", "PseudoQueries", "STEPS", "default_model_dir", "run_pipeline"]

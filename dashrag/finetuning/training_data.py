@@ -73,20 +73,39 @@ def prepare_training_data(
 ) -> TrainingData:
     """Read ``split`` of the BEIR folder ``dataset``, hold out the dev slice, mine the rankings."""
     import dashrag
-    from dashrag.api import prepare_corpus
-    from dashrag.presets import load_preset
 
     refuse_test_split(split, force_test)
-    config = load_preset(first_stage) if isinstance(first_stage, str) else first_stage
-    normalised = validate_and_transform(config, "retriever")
-    timings: dict[str, float] = {}
     began = time.perf_counter()
     whole = load_split(dataset, split)
     fit, dev = carve_dev(whole, dev_fraction, seed)
     corpus = dashrag.Corpus.from_beir(dataset)
     documents = document_texts(corpus)
     pairs = judged_pairs(fit, documents)
-    timings["read_s"] = time.perf_counter() - began
+    read_s = time.perf_counter() - began
+    return mine(dataset, corpus, Slices(whole, fit, dev), documents, pairs, first_stage=first_stage,
+                workdir=workdir, depth=depth, progress=progress, read_s=read_s)
+
+
+@dataclass(frozen=True)
+class Slices:
+    """A split and its two parts: the queries trained on and the held-out dev slice (or None)."""
+
+    whole: EvaluationSplit
+    fit: EvaluationSplit
+    dev: EvaluationSplit | None
+
+
+def mine(dataset: Path, corpus: Any, slices: Slices, documents: dict[str, str], pairs: list[JudgedPair], *,
+         first_stage: Any, workdir: Path, depth: int = DEFAULT_DEPTH, progress: Progress = no_progress,
+         read_s: float = 0.0) -> TrainingData:
+    """Rank every query of the split with the first-stage tree over ``corpus`` (each document whole): the hard
+    negatives and the dev pool, whether the queries were judged by people or made from the documents."""
+    from dashrag.api import prepare_corpus
+    from dashrag.presets import load_preset
+
+    config = load_preset(first_stage) if isinstance(first_stage, str) else first_stage
+    normalised = validate_and_transform(config, "retriever")
+    timings: dict[str, float] = {"read_s": read_s}
     began = time.perf_counter()
     infra = prepare_corpus(corpus, workdir, WHOLE_DOCUMENTS)
     timings["first_stage_store_s"] = time.perf_counter() - began
@@ -94,12 +113,12 @@ def prepare_training_data(
     tree = fit_tree(normalised, infra)
     timings["first_stage_fit_s"] = time.perf_counter() - fitted
     timings["first_stage_build_s"] = time.perf_counter() - began
+    whole = slices.whole
     try:
         candidates = rank_documents(tree, whole, depth=depth, on_batch=counter(progress, "mine", len(whole)))
     finally:
         tree.close()
     timings["mine_s"] = time.perf_counter() - began
     timings["rank_per_query_ms"] = 1000 * (timings["mine_s"] - timings["first_stage_build_s"]) / max(len(whole), 1)
-    return TrainingData(dataset=Path(dataset), split=whole, fit=fit, dev=dev, documents=documents, pairs=pairs,
-                        candidates=candidates, first_stage=normalised, timings=timings)
-
+    return TrainingData(dataset=Path(dataset), split=whole, fit=slices.fit, dev=slices.dev, documents=documents,
+                        pairs=pairs, candidates=candidates, first_stage=normalised, timings=timings)

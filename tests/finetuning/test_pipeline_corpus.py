@@ -1,0 +1,85 @@
+"""``dashrag finetune pipeline --corpus``: learning from documents without judgements, through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import EXAMPLE_CORPUS
+from tests.finetuning.test_doc2query import written
+from tests.fixtures.finetuning import TINY, run_cli
+
+
+def test_neither_dataset_nor_corpus_is_refused_in_one_line(tmp_path):
+    result = run_cli("finetune", "pipeline", "--out", tmp_path / "mine.json")
+    assert result.exit_code == 2
+    assert "--dataset/--corpus" in result.stderr and "give exactly one" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_both_dataset_and_corpus_are_refused(tmp_path, tiny_scifact):
+    result = run_cli("finetune", "pipeline", "--dataset", tiny_scifact, "--corpus", EXAMPLE_CORPUS,
+                     "--out", tmp_path / "mine.json")
+    assert result.exit_code == 2
+    assert "give exactly one" in result.stderr
+    assert not (tmp_path / "mine.json").exists()
+
+
+def test_an_unknown_pseudo_query_source_is_refused_naming_the_known_ones(tmp_path):
+    result = run_cli("finetune", "pipeline", "--corpus", EXAMPLE_CORPUS, "--sources", "title,summary",
+                     "--out", tmp_path / "mine.json")
+    assert result.exit_code == 2
+    assert "--sources" in result.stderr and "summary" in result.stderr and "held_out_sentence" in result.stderr
+
+
+@pytest.mark.slow
+def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_why(tmp_path):
+    result = run_cli("finetune", "pipeline", "--corpus", EXAMPLE_CORPUS, "--out", tmp_path / "mine.json",
+                     "--model-dir", tmp_path / "model", "--workdir", tmp_path / "work", "--json",
+                     tmp_path / "report.json", "--held-out-fraction", "0.2", "--max-steps", "2", *TINY)
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    choice = report["choice"]
+    assert choice["shipped"] in {"base", "learned"}
+    assert choice["held_out_queries"] > 0
+    assert f"wrote the {choice['shipped']} tree" in result.stdout
+    preset = json.loads((tmp_path / "mine.json").read_text(encoding="utf-8"))
+    dense_model = preset["params"]["children"][1]["params"]["embedding"]["params"]["model"]
+    assert dense_model == report["model_reference"]
+    assert (choice["shipped"] == "learned") == (dense_model == str((tmp_path / "model").resolve()))
+    assert (choice["shipped"] == "learned") == (choice["learned"] > choice["base"])
+    assert report["model_card"]["plan"]["estimated_after_training_s"]["choose"] > 0  # the budget counts it
+    assert (tmp_path / "model").is_dir()
+
+
+def test_an_llm_with_judged_data_is_refused(tmp_path, tiny_scifact):
+    result = run_cli("finetune", "pipeline", "--dataset", tiny_scifact, "--llm", "LiteLLMModel",
+                     "--out", tmp_path / "mine.json")
+    assert result.exit_code == 2
+    assert "--llm" in result.stderr and "--corpus" in result.stderr
+
+
+def test_a_bad_llm_config_is_refused_before_any_work(tmp_path):
+    result = run_cli("finetune", "pipeline", "--corpus", EXAMPLE_CORPUS, "--llm", '{"component": "LiteLLMModel", '
+                     '"params": {"temperature": "hot"}}', "--out", tmp_path / "mine.json", "--workdir", tmp_path / "w")
+    assert result.exit_code == 2
+    assert "temperature" in result.stderr
+    assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.slow
+def test_the_llm_writes_queries_for_a_sample_of_documents_and_the_report_counts_them(tmp_path, openai_server):
+    openai_server.script(*[written(f"how does retrieval step {i} work", f"explain retrieval step {i}")
+                           for i in range(3)])
+    llm = json.dumps({"component": "LiteLLMModel", "params": {"model": "openai/test-model",
+                                                              "api_base": openai_server.api_base}})
+    result = run_cli("finetune", "pipeline", "--corpus", EXAMPLE_CORPUS, "--llm", llm, "--llm-sample", "3",
+                     "--out", tmp_path / "mine.json", "--model-dir", tmp_path / "model", "--workdir",
+                     tmp_path / "work", "--json", tmp_path / "report.json", "--held-out-fraction", "0.2",
+                     "--max-steps", "2", *TINY)
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    [account] = report["choice"]["written"]
+    assert account == {"source": "doc2query", "queries": 6, "asked": 3, "failed": [], "stopped_at_deadline": False}
+    assert len(openai_server.requests) == 3
