@@ -35,7 +35,7 @@ def uploads_on_disk(trees: Path) -> int:
 
 
 def flood(trees: Path, **settings: int) -> None:
-    with LoopbackServer(create_app(ServiceSettings(trees_dir=trees, **settings))) as server:
+    with LoopbackServer(create_app(ServiceSettings.model_validate({"trees_dir": trees, **settings}))) as server:
         def post(i: int, out: list) -> None:
             out.append(httpx.post(f"{server.url}/trees/kw/documents", timeout=120, json={
                 "documents": [{"id": f"probe/{i}.txt", "text": f"probe note {i}"}]}))
