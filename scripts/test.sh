@@ -14,4 +14,12 @@ if [ ! -x /usr/bin/chromium ]; then
     fi
 fi
 export LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-exec .venv/bin/python -m pytest "$@"
+# Two pytest-xdist workers (docs/testing.md), a test file's tests on one worker so that its module fixtures
+# are built once. The user's own -n / --numprocesses / -p no:xdist wins; so does their --dist (given last).
+workers=(-n 2 --dist loadfile)
+for arg in "$@"; do
+    case "$arg" in
+        -n | -n* | --numprocesses | --numprocesses=* | no:xdist | -pno:xdist) workers=() ;;
+    esac
+done
+exec .venv/bin/python -m pytest "${workers[@]}" "$@"

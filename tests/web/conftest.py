@@ -116,8 +116,11 @@ def server(tmp_path_factory, web_llm) -> Iterator[Server]:
         yield Server(url, trees)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """One Chromium per test file, not per session: Playwright's sync API keeps an asyncio loop running in
+    the process while it is open, and under pytest-xdist a later file on the same worker that runs its own
+    loop (``asyncio.run``, ``anyio.run``: the MCP and rerank tests) would fail (docs/testing.md)."""
     with headless_chromium() as launched:
         yield launched
 

@@ -91,7 +91,7 @@ def test_a_running_build_shows_counts_and_can_be_cancelled(shown):
     assert words["jobCancelled"] in cancelled.inner_text()
 
 
-def test_a_failed_build_is_red_with_its_message_and_cleared_by_another_tree(shown):
+def test_a_failed_build_is_red_with_its_message_and_cleared_by_another_tree(shown, tmp_path):
     page, words, size = shown
     # a markdown file given as the corpus is read as JSONL, and fails only when the build reads it (a config the
     # server would refuse, such as an LLM endpoint it does not allow, is stopped before any build: security.md)
@@ -102,7 +102,7 @@ def test_a_failed_build_is_red_with_its_message_and_cleared_by_another_tree(show
     try:
         failed.wait_for(timeout=180_000)
     except Exception:
-        page.screenshot(path="/tmp/nc/failed.png")
+        page.screenshot(path=str(tmp_path / "failed.png"))  # per test: safe beside other workers
         raise
     assert in_view(page, failed, size)
     assert failed.evaluate("e => getComputedStyle(e).borderTopColor") == RED
