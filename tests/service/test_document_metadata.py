@@ -117,9 +117,12 @@ def test_a_tree_built_from_uploaded_files_reads_their_sidecar(http):
                          data={"name": "uploaded", "config": json.dumps({"component": "BM25Retriever"})})
     assert response.status_code == 202, response.text
     assert wait_for(http, response.json()["job_id"])["status"] == "done"
-    listed = http.get("/trees/uploaded/documents").json()
-    assert {d["id"]: d["metadata"] for d in listed["documents"]} == {
-        d["id"].rpartition("/")[2]: d["metadata"] for d in DOCUMENTS}
+    listed = {d["id"]: d["metadata"] for d in http.get("/trees/uploaded/documents").json()["documents"]}
+    assert set(listed) == {d["id"].rpartition("/")[2] for d in DOCUMENTS}
+    for document in DOCUMENTS:  # the sidecar's fields, beside what the file itself gives (docs/documents.md)
+        name = document["id"].rpartition("/")[2]
+        assert listed[name] == {**listed[name], **document["metadata"]}
+        assert listed[name]["path"] == name and listed[name]["file_type"] == "txt"
 
 
 def test_the_retrieve_pipelines_search_step_records_the_filter(http):
