@@ -22,7 +22,7 @@ def test_times(junit_xml: Path) -> dict[str, float]:
     """Seconds per test id (``tests/dir/test_x.py::name``) from a JUnit XML file."""
     times: dict[str, float] = {}
     for case in ET.parse(junit_xml).getroot().iter("testcase"):
-        module = case.get("classname", "").replace(".", "/")
+        module = case.get("classname", "").replace(".", "/") + ".py"
         times[f"{module}::{case.get('name')}"] = float(case.get("time") or 0.0)
     return times
 

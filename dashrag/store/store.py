@@ -140,8 +140,9 @@ class Store:
         except SQLAlchemyError as exc:
             reason = getattr(exc, "orig", None) or exc
             first_line = str(reason).splitlines()[0] if str(reason) else type(reason).__name__
-            raise PersistenceError(f"the store {self.display_url} cannot be written: {excerpt(first_line, 160)}") \
-                from None
+            full = "; free some space or write elsewhere" if "disk is full" in first_line else ""  # SQLITE_FULL
+            raise PersistenceError(f"the store {self.display_url} cannot be written: {excerpt(first_line, 160)}"
+                                   f"{full}") from None
 
     def has_metadata_column(self) -> bool:
         """False for a store written before documents had metadata (its categories stand in for it)."""

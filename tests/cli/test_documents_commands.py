@@ -14,6 +14,10 @@ SIDECAR = [{"file": "bm25.md", "metadata": {"year": 2024, "tags": ["sparse", "bm
            {"file": "chunking.txt", "metadata": {"year": 2019, "published": "2019-02-01"}}]
 
 
+#: What every file of a folder gives its document (docs/documents.md), beside the sidecar's fields.
+FILE_FIELDS = {"path", "file_type", "title", "modified", "sha256"}
+
+
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):
     root = tmp_path_factory.mktemp("documents_cli")
@@ -28,8 +32,10 @@ def test_documents_json_lists_every_document_with_its_title_and_metadata(tree):
     result = invoke("documents", tree, "--json")
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines()]
-    assert len(rows) == 8 and rows[0] == {"id": "bm25.md", "title": "", "metadata": SIDECAR[0]["metadata"]}
-    assert {row["id"]: row["metadata"] for row in rows}["dense_retrieval.md"] == {}
+    assert len(rows) == 8 and rows[0]["id"] == "bm25.md" and rows[0]["title"] == ""
+    given = {row["id"]: {k: v for k, v in row["metadata"].items() if k not in FILE_FIELDS} for row in rows}
+    assert given["bm25.md"] == SIDECAR[0]["metadata"] and given["dense_retrieval.md"] == {}
+    assert rows[0]["metadata"]["path"] == "bm25.md" and rows[0]["metadata"]["file_type"] == "md"
 
 
 def test_documents_as_a_table_shows_ids_and_metadata(tree):
@@ -41,7 +47,9 @@ def test_documents_as_a_table_shows_ids_and_metadata(tree):
 def test_fields_lists_each_field_with_types_counts_and_values(tree):
     result = invoke("fields", tree, "--json")
     assert result.exit_code == 0, result.output
-    assert [json.loads(line) for line in result.stdout.splitlines()] == [
+    fields = [json.loads(line) for line in result.stdout.splitlines()]
+    assert {f["name"] for f in fields if f["documents"] == 8} == FILE_FIELDS  # every file gives them
+    assert [f for f in fields if f["name"] not in FILE_FIELDS] == [
         {"name": "published", "types": ["date"], "documents": 1, "values": ["2019-02-01"]},
         {"name": "tags", "types": ["list", "string"], "documents": 1, "values": ["sparse", "bm25"]},
         {"name": "year", "types": ["number"], "documents": 2, "values": [2024, 2019]}]
@@ -49,7 +57,8 @@ def test_fields_lists_each_field_with_types_counts_and_values(tree):
 
 def test_fields_of_a_tree_without_metadata_says_so(tmp_path):
     out = tmp_path / "tree"
-    assert invoke("index", "keyword", "--corpus", EXAMPLE_CORPUS, "--out", out).exit_code == 0
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "a", "text": "rank fusion"}\n', encoding="utf-8")
+    assert invoke("index", "keyword", "--corpus", tmp_path / "corpus.jsonl", "--out", out).exit_code == 0
     result = invoke("fields", out)
     assert result.exit_code == 0 and "no document has metadata" in result.stdout
 

@@ -16,6 +16,7 @@ NOT_REACHING = {
     ("LiteLLMModel", "model"): "a litellm model name; where it is sent is api_base (an endpoint)",
     ("CohereReranker", "model"): "the name of a model the service runs; where it is sent is api_base (an endpoint)",
     ("JinaReranker", "model"): "the name of a model the service runs; where it is sent is api_base (an endpoint)",
+    ("HttpReranker", "model"): "the score protocol's model name, sent to the server; where it is sent is api_base",
 }
 
 

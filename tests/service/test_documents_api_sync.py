@@ -39,8 +39,8 @@ def test_sync_from_outside_the_data_root_is_422_and_changes_nothing(tmp_path):
     data.mkdir()
     folder = make_folder(tmp_path / "elsewhere")
     dashrag.build_tree("keyword", folder, trees / "docs")
-    before = folder_digest(trees / "docs")
     with make_client(trees_dir=trees, data_root=data) as client:
+        before = folder_digest(trees / "docs")  # as the service left it on load (its score calibration cached)
         response = client.post("/trees/docs/sync", json={"corpus_path": "../elsewhere"})
         assert response.status_code == 422 and "not a corpus under the data root" in response.text
         assert str(tmp_path) not in response.text

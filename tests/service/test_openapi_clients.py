@@ -124,6 +124,10 @@ def test_a_generated_client_calls_every_operation(client_package, server):
     built = call(api, "trees.build_tree", client=client, body=models.BuildRequest.from_dict(
         {"name": "from_json", "config": KEYWORD, "corpus_path": "corpus"}))
     assert wait_for_job(api, client, built.job_id).status.value == "done"
+    synced = call(api, "documents.sync_tree", "from_json", client=client,
+                  body=models.SyncRequest(corpus_path="corpus"))  # the folder it was built from: nothing to do
+    synced = wait_for_job(api, client, synced.job_id).to_dict()
+    assert synced["status"] == "done" and synced["counts"]["unchanged"] == 8, synced
     upload = models.BuildTreeFromUploadBody(name="from_upload", config=json.dumps(KEYWORD), corpus=[
         types.File(payload=BytesIO(path.read_bytes()), file_name=path.name, mime_type="text/plain")
         for path in sorted((REPO / "examples" / "corpus").iterdir())])
@@ -146,7 +150,8 @@ def test_a_generated_client_calls_every_operation(client_package, server):
     assert listed.total == 10 and len(listed.documents) == 2
     call(api, "documents.remove_document", "from_upload", "new.md", client=client)
     assert call(api, "meta.filter_schema_route", client=client).to_dict()["$defs"]
-    assert call(api, "documents.list_fields", "from_upload", client=client).fields == []  # no metadata given
+    fields = {f.name for f in call(api, "documents.list_fields", "from_upload", client=client).fields}
+    assert {"path", "file_type"} <= fields  # no metadata given: the uploaded files' own fields
     checked = call(api, "meta.check_filter", client=client, body=[{"year": 2024}])
     assert checked.errors[0].path == "$" and checked.errors[0].message == "a filter is a JSON object, not a list"
     assert call(api, "trees.reload_tree", "from_json", client=client).name == "from_json"

@@ -84,7 +84,9 @@ def test_files_are_added_with_metadata_as_a_job_and_the_count_follows(shown, ser
     counts = words["docsCounts"].format(added=1, replaced=0, skipped=0, removed=0)
     assert panel.locator(".documents-counts").inner_text() == counts
     added = panel.locator('tr[data-document="sparse.txt"]')
-    assert json.loads(added.locator(".documents-metadata").inner_text()) == {"lang": "es", "year": 2024}
+    shown = json.loads(added.locator(".documents-metadata").inner_text())  # the sidecar's, beside the file's own
+    assert {k: shown[k] for k in ("lang", "year", "path", "file_type")} == {"lang": "es", "year": 2024,
+                                                                         "path": "sparse.txt", "file_type": "txt"}
     assert panel.locator(".documents-count").inner_text().startswith(words["docsCount"].format(total=9))
     tree_row(page, name).get_by_text(f"9 {words['documents']}").wait_for()  # the saved trees' list follows
 

@@ -21,7 +21,7 @@ from starlette.datastructures import UploadFile
 
 from dashrag.documents.model import SourceDocument, json_metadata
 from dashrag.errors import ConfigError, DashragError
-from dashrag.service.jobs import NameTaken, TooManyBuilds
+from dashrag.service.jobs import TooManyBuilds
 from dashrag.service.json_body import StrictJSONRoute, strict_body
 from dashrag.service.models import (
     AddDocumentsRequest,
@@ -33,7 +33,7 @@ from dashrag.service.models import (
 )
 from dashrag.service.pipeline import StepFailure
 from dashrag.service.routes import errors, invalid
-from dashrag.service.routes.trees import _corpus_under_root, _remove, _tree, room_for_job, too_many, write_uploads
+from dashrag.service.routes.trees import _corpus_under_root, _tree, refused_jobs, room_for_job, too_many, write_uploads
 from dashrag.service.state import Service, service_of
 
 router = APIRouter(route_class=StrictJSONRoute)
@@ -143,14 +143,8 @@ async def add_documents(name: str, request: Request) -> JobAccepted:
             raise
     else:
         add = _json_documents(await request.body())
-    try:
+    with refused_jobs(cleanup):
         job = service.jobs.submit_update(job_id, name, add, cleanup)
-    except NameTaken as exc:
-        _remove(cleanup)
-        raise HTTPException(409, str(exc)) from None
-    except TooManyBuilds as exc:
-        _remove(cleanup)
-        raise too_many(exc) from None
     return JobAccepted(job_id=job.id)
 
 
@@ -168,12 +162,8 @@ def sync_tree(name: str, body: SyncRequest, request: Request) -> JobAccepted:
     if not source.is_dir():
         raise RequestValidationError([{"loc": ["body", "corpus_path"], "type": "value_error",
                                        "msg": "a sync reads a folder of files, not one file"}])
-    try:
+    with refused_jobs([]):
         job = service.jobs.submit_sync(service.jobs.new_job_id(), name, source)
-    except NameTaken as exc:
-        raise HTTPException(409, str(exc)) from None
-    except TooManyBuilds as exc:
-        raise too_many(exc) from None
     return JobAccepted(job_id=job.id)
 
 

@@ -6,6 +6,8 @@ import json
 import re
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -132,17 +134,26 @@ async def build_tree(request: Request) -> JobAccepted:
             raise ConfigError(f"{root.component_name} is not a Retriever")
         chunker = validate_client_config(body.chunker, "chunker", service.settings) if body.chunker is not None \
             else None
-        job = service.jobs.submit(job_id, body.name, root, corpus, chunker, body.overwrite, cleanup)
     except ConfigError as exc:
         _remove(cleanup)
         raise _config_errors(exc, ("body", "config")) from None
+    with refused_jobs(cleanup):
+        job = service.jobs.submit(job_id, body.name, root, corpus, chunker, body.overwrite, cleanup)
+    return JobAccepted(job_id=job.id)
+
+
+@contextmanager
+def refused_jobs(cleanup: list[Path]) -> Iterator[None]:
+    """A job the service does not take (every kind: builds, document updates, syncs): what was uploaded for it
+    is removed, and the answer is a 409 for a tree being built or a 429 over the job limits."""
+    try:
+        yield
     except NameTaken as exc:
         _remove(cleanup)
         raise HTTPException(409, str(exc)) from None
     except TooManyBuilds as exc:
         _remove(cleanup)
         raise too_many(exc) from None
-    return JobAccepted(job_id=job.id)
 
 
 def too_many(exc: TooManyBuilds) -> HTTPException:
