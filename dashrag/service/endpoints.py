@@ -96,6 +96,11 @@ def _http_destination(url: str, default_port: int | None) -> Endpoint:
     if not PLAIN_HOST.match(parts.hostname):
         raise UnreadableEndpoint(f"the host {parts.hostname[:60]!r} is not a plain name or address (letters, digits, "
                                  "'.', '-', or an IPv6 address in brackets), which clients read alike")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    authority = parts.netloc.rpartition("@")[2].lower()
+    if authority not in ({host, f"{host}:{port}"} if port is not None else {host}):  # urlsplit reads '][::1' as ::1
+        raise UnreadableEndpoint(f"the URL's host and port {authority[:60]!r} are not a plain host[:port], which "
+                                 "clients read alike")
     scheme = parts.scheme.lower()
     return Endpoint(scheme, parts.hostname.lower(), port or default_port or DEFAULT_PORTS[scheme],
                     normalised_path(parts.path))

@@ -189,11 +189,13 @@ def test_a_filtered_boolean_query_is_the_expression_and_the_filter_s_category_cl
     written = f"({expression}) AND {clauses}" if expression else clauses
     found, _ = boolean_tree.retrieve(expression, filters=raw)
     anded, _ = boolean_tree.retrieve(written)
-    # An AND with a pure filter keeps the clause's own scores, normalised over the corpus (the fragment service,
-    # issue 40); a filter scopes the query, whose scores are normalised over the scope: the same chunks in the
-    # same order, every score the same one factor apart (docs/boolean_queries.md).
-    assert [c.id for c in found] == [c.id for c in anded], written
-    if found and anded[0].score > 0:
+    # An AND with a pure filter keeps the expression's own scores, each clause normalised over the corpus (the
+    # fragment service, issue 40); a filter scopes the query, each clause normalised over the scope
+    # (docs/boolean_queries.md): the same chunks always; for one clause also the same order, every score the
+    # same one factor apart (an OR of two clauses combines two normalisations, which may order its union apart).
+    assert sorted(c.id for c in found) == sorted(c.id for c in anded), written
+    if found and anded[0].score > 0 and expression in ('"asylum appeal"', ""):
+        assert [c.id for c in found] == [c.id for c in anded], written
         factor = found[0].score / anded[0].score
         np.testing.assert_allclose([c.score for c in found], [c.score * factor for c in anded], atol=1e-5,
                                    err_msg=written)
