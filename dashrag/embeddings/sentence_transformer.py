@@ -218,6 +218,9 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
             self._model = load_sentence_transformer(self.source(), self.params.device, self.params.max_seq_length)
         return self._model
 
+    def prepare(self) -> None:
+        self.model()
+
     @property
     def query_encoder(self) -> OnnxQueryEncoder | None:
         """The ONNX export queries are embedded with (a node loaded from a folder that holds one), else None."""
@@ -285,9 +288,12 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
             if not _usable_export(cached) and earlier is not None and _usable_export(earlier):
                 return earlier
             if not _usable_export(cached):
+                progress = self.require_infra().progress
+                progress("exporting the query encoder")  # torch traces and checks the model: seconds to a minute
                 model = self.model()
                 with atomic_directory(cached) as staging:
                     export_query_encoder(model, staging, self.cache_key(), _encode_locks[id(model)])
+                progress("saving")
             _exports[key] = cached
         return cached
 
