@@ -37,7 +37,7 @@ def nodes_sharing(source: Path, names: tuple[str, ...] = ("a", "b")):
     return write_nodes
 
 
-def load_shared(folder: Path) -> list[Path]:
+def load_shared(folder: Path) -> list[Path | None]:
     return read_consistently(folder, lambda manifest, snapshot: [
         shared_folder(snapshot / "nodes" / name, "model") for name in ("a", "b")])
 
