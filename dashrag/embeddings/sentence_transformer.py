@@ -285,9 +285,10 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
         cached = Path(self.require_infra().env_path) / CACHE_FOLDER / EXPORT_CACHE_FOLDER / key
         with _export_lock:
             earlier = _exports.get(key)  # made by this process under another working folder
-            if not _usable_export(cached) and earlier is not None and _usable_export(earlier):
+            usable = _usable_export(cached)  # (a reference's check reads the shared files: once)
+            if not usable and earlier is not None and _usable_export(earlier):
                 return earlier
-            if not _usable_export(cached):
+            if not usable:
                 progress = self.require_infra().progress
                 progress("exporting the query encoder")  # torch traces and checks the model: seconds to a minute
                 model = self.model()
