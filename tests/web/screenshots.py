@@ -160,7 +160,9 @@ def newcomer_screens(url: str, browser, out: Path) -> None:
     page.get_by_label("Corpus path").fill("corpus")
     page.get_by_text("The tree is valid").wait_for()
     page.get_by_role("button", name="Build index").click()
-    page.locator('.job[data-status="running"] .job-stage').wait_for(timeout=60_000)
+    # the model loading: an uncounted stage, shown with its moving bar (issue 39)
+    page.locator('.job[data-status="running"] .job-stage', has_text="loading the embedding model").wait_for(
+        timeout=120_000)
     page.screenshot(path=out / "web-build-status.png")
     page.locator('.job[data-status="done"]').wait_for(timeout=240_000)
     page.close()
