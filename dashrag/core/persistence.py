@@ -9,6 +9,8 @@ Layout of a saved retriever folder::
     DIR/snapshot-<id>/.dashrag-snapshot       the mark of a snapshot dashrag wrote
     DIR/.partial-snapshot-<id>/   a snapshot being written (renamed to snapshot-<id> when complete)
     DIR/snapshot-<id>/nodes/<node path>/...   one sub-folder per node (.npy, .json)
+    DIR/models/<digest>/...       large files stored once per folder and referenced by the nodes
+                                  that use them (``shared_files``: a model's ONNX export)
 
 **Saves** to one folder take the folder's advisory lock (``filelock``: ``flock`` on
 ``.dashrag.lock``), so two processes saving at once run one after the other and the
@@ -53,6 +55,7 @@ from typing import Any, Callable, Iterator, Literal, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from dashrag.core.shared_files import SHARED_FOLDER, SHARED_PATH_PATTERN, digests_of, references_in
 from dashrag.errors import PersistenceError, excerpt
 
 try:
@@ -209,6 +212,17 @@ class Manifest(BaseModel):
     saved_at: str | None = None
     snapshot: str = Field(pattern=SNAPSHOT_NAME_PATTERN)
     files: dict[str, FileRecord]
+    shared: dict[str, FileRecord] = Field(default_factory=dict, description=(
+        "Files of the folder's shared store (models/<digest>/<name>) the snapshot's nodes reference; absent "
+        "from folders saved before the store existed"))
+
+    @field_validator("shared")
+    @classmethod
+    def _shared_paths(cls, shared: dict[str, FileRecord]) -> dict[str, FileRecord]:
+        for rel in shared:
+            if not SHARED_PATH_PATTERN.fullmatch(rel):
+                raise ValueError(f"{excerpt(rel)} is not a file of the shared store (models/<digest>/<name>)")
+        return shared
 
     @field_validator("files")
     @classmethod
@@ -275,9 +289,10 @@ def _readers_lock(folder: Path, exclusive: bool) -> Iterator[bool]:
         os.close(fd)  # closing releases the flock
 
 
-def _remove_unnamed(folder: Path, keep: set[str], stale: Callable[[Path], bool]) -> None:
-    """Remove marked snapshots not in ``keep`` and the files ``stale`` names (only while no load is reading),
-    and temporary manifests of killed saves (under the save lock)."""
+def _remove_unnamed(folder: Path, keep: set[str], stale: Callable[[Path], bool],
+                    keep_shared: set[str] | frozenset[str] = frozenset()) -> None:
+    """Remove marked snapshots not in ``keep``, shared folders not in ``keep_shared`` and the files ``stale``
+    names (only while no load is reading), and temporary manifests of killed saves (under the save lock)."""
     if not (folder / READERS_LOCK_NAME).exists():
         (folder / READERS_LOCK_NAME).touch()
     with _readers_lock(folder, exclusive=True) as no_reader:
@@ -292,6 +307,7 @@ def _remove_unnamed(folder: Path, keep: set[str], stale: Callable[[Path], bool])
                     shutil.rmtree(entry, ignore_errors=True)
                 elif entry.is_file() and not entry.is_symlink() and stale(entry):
                     entry.unlink(missing_ok=True)
+            _remove_unnamed_shared(folder / SHARED_FOLDER, keep_shared)
     for entry in folder.iterdir():  # what killed saves left (no other save runs: the save lock is held)
         if entry.name.startswith(f".{MANIFEST_NAME}.") and entry.name.endswith(".tmp") and entry.is_file():
             entry.unlink(missing_ok=True)
@@ -301,15 +317,26 @@ def _remove_unnamed(folder: Path, keep: set[str], stale: Callable[[Path], bool])
             shutil.rmtree(entry, ignore_errors=True)
 
 
+def _remove_unnamed_shared(shared: Path, keep: set[str] | frozenset[str]) -> None:
+    """The shared folders no kept manifest names, and the staging folders of killed saves (no load reading)."""
+    if not shared.is_dir() or shared.is_symlink():
+        return
+    for entry in shared.iterdir():
+        if entry.is_symlink() or not entry.is_dir() or entry.name in keep:
+            continue
+        if re.fullmatch(r"[0-9a-f]{64}", entry.name) or re.match(r"^\.[0-9a-f]{64}\.(partial|old)-", entry.name):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 class CleanupWarning(UserWarning):
     """A save published its new tree, but what the previous one left (an old store, a snapshot) could not be
     removed: the save succeeded, and the next one tries again. Warned, never raised: a caller that reported
     the save as failed would tell a user the old tree is served when the new one is (issue 38)."""
 
 
-def _clean_after_publish(folder: Path, keep: set[str], stale: Callable[[Path], bool]) -> None:
+def _clean_after_publish(folder: Path, keep: set[str], stale: Callable[[Path], bool], keep_shared: set[str]) -> None:
     try:
-        _remove_unnamed(folder, keep, stale)
+        _remove_unnamed(folder, keep, stale, keep_shared)
     except OSError as exc:
         warnings.warn(CleanupWarning(
             "the new tree is published, but what the previous one left could not be removed "
@@ -340,6 +367,7 @@ def write_saved_folder(
     folder = Path(folder)
     with save_lock(folder):
         previous = _current_snapshot_name(folder)
+        previous_shared = _current_shared_digests(folder)
         snapshot = folder / f"{SNAPSHOT_PREFIX}{uuid.uuid4().hex[:16]}"
         partial = folder / f"{PARTIAL_PREFIX}{snapshot.name}"  # renamed to ``snapshot`` once complete and marked
         partial.mkdir()
@@ -350,6 +378,11 @@ def write_saved_folder(
                 p.relative_to(partial).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size}
                 for p in sorted(partial.rglob("*")) if p.is_file() and p.name != SNAPSHOT_MARK
             }
+            shared = {rel: record.model_dump() for rel, record in references_in(partial).items()}
+            for rel, record in shared.items():  # share_files wrote them; a save never names what is not there
+                path = folder / rel
+                if not path.is_file() or path.stat().st_size != record["bytes"]:
+                    raise PersistenceError(f"{path}: a node references this shared file, which is missing")
             os.replace(partial, snapshot)
         except BaseException:
             shutil.rmtree(partial, ignore_errors=True)
@@ -361,11 +394,20 @@ def write_saved_folder(
             "snapshot": snapshot.name,
             "files": files,
             "file_stats": {rel: file_stat(snapshot / rel) for rel in files},  # the load's fast path
+            **({"shared": shared, "shared_stats": {rel: file_stat(folder / rel) for rel in shared}} if shared else {}),
         }
         Manifest.model_validate(manifest)  # the writer follows the reader's schema
         atomic_write_json(folder / MANIFEST_NAME, manifest)  # published: from here on the save has succeeded
-        _clean_after_publish(folder, {snapshot.name} | ({previous} if previous else set()), stale)
+        _clean_after_publish(folder, {snapshot.name} | ({previous} if previous else set()), stale,
+                             digests_of(shared) | previous_shared)
     return snapshot
+
+
+def _current_shared_digests(folder: Path) -> set[str]:
+    try:
+        return digests_of(read_manifest(folder).get("shared"))
+    except PersistenceError:
+        return set()
 
 
 def _validation_message(error: ValidationError) -> str:
@@ -458,7 +500,30 @@ def verify_snapshot(folder: Path, manifest: dict[str, Any], full: bool = False) 
                 raise PersistenceError(f"{path}: state file checksum differs from the manifest (edited or corrupted)")
         except FileNotFoundError:
             raise PersistenceError(f"{path}: state file missing") from None
+    _verify_shared(Path(folder), manifest, full)
     return snapshot
+
+
+def _verify_shared(folder: Path, manifest: dict[str, Any], full: bool) -> None:
+    """Check the shared files the snapshot's nodes use, as :func:`verify_snapshot` checks its own files."""
+    stats = manifest.get("shared_stats")
+    stats = stats if isinstance(stats, dict) and not full else {}
+    for rel, expected in manifest.get("shared", {}).items():
+        path = folder / rel
+        try:
+            if path.is_symlink() or not path.is_file():
+                raise PersistenceError(f"{path}: shared model file missing")
+            size = path.stat().st_size
+            if size != expected["bytes"]:
+                raise PersistenceError(f"{path}: shared model file is {size} bytes, expected {expected['bytes']} "
+                                       "(truncated or edited)")
+            if unchanged_since_save(path, stats.get(rel)):
+                continue
+            if _sha256(path) != expected["sha256"]:
+                raise PersistenceError(f"{path}: shared model file checksum differs from the manifest "
+                                       "(edited or corrupted); save the tree again from its source, or rebuild it")
+        except FileNotFoundError:
+            raise PersistenceError(f"{path}: shared model file missing") from None
 
 
 def read_consistently(folder: Path, read: Callable[[dict[str, Any], Path], T], full: bool = False) -> T:

@@ -82,6 +82,11 @@ class EmbeddingModel(ConfigObject[P], Generic[P]):
         self.queries_embedded += len(items)
         return vectors
 
+    def prepare(self) -> None:
+        """Load what embedding needs (a model: seconds to a minute) now rather than inside the first batch, so a
+        build can say that a model is loading before it counts chunks (``DenseEmbeddingRetriever._fit``).
+        Default: nothing to load."""
+
     @property
     def dimension(self) -> int:
         raise NotImplementedError

@@ -77,7 +77,7 @@ def read_cached(path: Path, rows: int) -> np.ndarray | None:
 def embed_with_progress(embedding: EmbeddingModel, texts: Sequence[str], description: str = "embedding",
                         on_block: Callable[[int, int], None] | None = None) -> np.ndarray:
     """``embedding.embed_documents`` in blocks, with a tqdm bar when there are many texts, or
-    ``on_block(done, total)`` after each block instead (a caller with its own progress display)."""
+    ``on_block(done, total)`` before the first block and after each (a caller with its own progress display)."""
     from tqdm.auto import tqdm  # here, not at import: a loaded tree's queries never show a bar
 
     texts = list(texts)
@@ -85,6 +85,8 @@ def embed_with_progress(embedding: EmbeddingModel, texts: Sequence[str], descrip
     parts = []
     hidden = on_block is not None or len(texts) < PROGRESS_MIN_TEXTS
     with tqdm(total=len(texts), unit="chunk", desc=description, disable=hidden) as bar:
+        if on_block is not None:
+            on_block(0, len(texts))
         for start in range(0, len(texts), block):
             parts.append(embedding.embed_documents(texts[start:start + block]))
             bar.update(len(parts[-1]))

@@ -54,6 +54,9 @@ class E5SmallParams(ComponentParams):
     representation={"en": "multilingual-e5-small ({variant})", "es": "multilingual-e5-small ({variant})"},
 )
 class E5SmallEmbedding(EmbeddingModel[E5SmallParams]):
+    def prepare(self) -> None:
+        e5_engine(self.params.variant)
+
     @property
     def dimension(self) -> int:
         return int(e5_engine(self.params.variant).dim)

@@ -112,6 +112,10 @@ class MiniLMOnnxParams(ComponentParams):
     },
 )
 class MiniLMOnnxEmbedding(EmbeddingModel[MiniLMOnnxParams]):
+    def prepare(self) -> None:
+        onnx_session(1)
+        minilm_tokenizer(self.params.max_seq_length)
+
     @property
     def dimension(self) -> int:
         return DIMENSION

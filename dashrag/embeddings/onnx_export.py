@@ -22,14 +22,18 @@ from typing import Any
 import numpy as np
 
 from dashrag.core.persistence import atomic_write_json
+from dashrag.core.shared_files import share_files
 from dashrag.embeddings.onnx_query_encoder import (
     GRAPH_FILE,
+    MODEL_FILES,
     RECORD_FILE,
+    SHARED_LABEL,
     TOKENIZER_FILE,
     TOLERANCE,
     WEIGHTS_FILE,
     OnnxQueryEncoder,
     QueryEncoderRecord,
+    model_files_folder,
 )
 
 log = logging.getLogger(__name__)
@@ -142,10 +146,14 @@ def _remove(folder: Path) -> None:
         (folder / name).unlink(missing_ok=True)
 
 
-def copy_export(source: Path, target: Path) -> None:
-    """Copy an export's files (whichever exist) into a node's folder. Copies, not hard links: a link
-    added or removed elsewhere changes a file's ctime, which would send every load of this tree to the
-    full checksum (``persistence.file_stat``)."""
-    for name in (RECORD_FILE, GRAPH_FILE, WEIGHTS_FILE, TOKENIZER_FILE):
-        if (Path(source) / name).is_file():
-            shutil.copyfile(Path(source) / name, Path(target) / name)
+def save_export(source: Path, node_dir: Path) -> None:
+    """Put the export recorded in ``source`` (a node's folder or an export cache entry) into a node's folder:
+    the record beside the node's state, the model files once per saved folder (``core/shared_files``),
+    referenced from the node. Copies, not hard links: a link added or removed elsewhere changes a file's
+    ctime, which would send every load of this tree to the full checksum (``persistence.file_stat``)."""
+    if not (Path(source) / RECORD_FILE).is_file():
+        return
+    shutil.copyfile(Path(source) / RECORD_FILE, Path(node_dir) / RECORD_FILE)
+    files = model_files_folder(source)
+    if files is not None:
+        share_files(node_dir, SHARED_LABEL, files, MODEL_FILES)

@@ -8,16 +8,20 @@ the whole sentence-transformers pipeline: transformer, pooling, normalisation; s
 onnxruntime. Its vectors equal torch's within :data:`TOLERANCE` (checked when it is made,
 or it is not saved), so the saved document vectors, embedded by torch, stay valid.
 
-The state files (all in the node's folder, so checksummed by the manifest like any state):
+The state files (checksummed by the manifest like any state):
 
-    query_encoder.json            the record (:class:`QueryEncoderRecord`): what was exported and how
-                                  close it came to torch, or why nothing was
+    query_encoder.json            in the node's folder: the record (:class:`QueryEncoderRecord`): what was
+                                  exported and how close it came to torch, or why nothing was
+    query_encoder.shared.json     in the node's folder: which shared folder of the saved folder holds the
+                                  three model files (``core/shared_files``: stored once per saved folder,
+                                  however many nodes use the model)
     query_encoder.onnx            the graph (onnxruntime's extended optimisations applied)
     query_encoder.weights         its float32 weights (external data, read without a protobuf copy)
     query_encoder.tokenizer.json  the model's fast tokenizer (``tokenizers``)
 
-A folder saved before the export existed, or whose export was refused, has no such files:
-the node embeds queries with torch as before.
+A folder saved before the shared store has the three model files in the node's folder itself, and
+still loads. A folder saved before the export existed, or whose export was refused, has no model
+files: the node embeds queries with torch as before.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dashrag.core.persistence import load_json
+from dashrag.core.shared_files import shared_folder
 from dashrag.embeddings.onnx_batches import run_in_buckets
 from dashrag.embeddings.overflow import unit_rows
 from dashrag.errors import PersistenceError
@@ -44,6 +49,8 @@ GRAPH_FILE = "query_encoder.onnx"
 WEIGHTS_FILE = "query_encoder.weights"
 TOKENIZER_FILE = "query_encoder.tokenizer.json"
 FILES = (RECORD_FILE, GRAPH_FILE, WEIGHTS_FILE, TOKENIZER_FILE)
+MODEL_FILES = (GRAPH_FILE, WEIGHTS_FILE, TOKENIZER_FILE)  # stored once per saved folder (core/shared_files)
+SHARED_LABEL = "query_encoder"  # the node's reference: query_encoder.shared.json
 
 _sessions: dict[str, Any] = {}
 _lock = threading.Lock()
@@ -78,6 +85,15 @@ def read_record(folder: Path) -> QueryEncoderRecord | None:
         raise PersistenceError(f"{path}: not a query encoder record ({exc.errors()[0]['msg']})") from None
 
 
+def model_files_folder(folder: Path) -> Path | None:
+    """Where the model files of the export recorded in ``folder`` lie: the shared folder its reference names,
+    else ``folder`` itself when it holds them (saved before the shared store), else None."""
+    shared = shared_folder(folder, SHARED_LABEL)
+    if shared is not None:
+        return shared
+    return Path(folder) if all((Path(folder) / name).is_file() for name in MODEL_FILES) else None
+
+
 class OnnxQueryEncoder:
     """Embeds texts with an exported sentence-transformers pipeline on onnxruntime (no torch).
 
@@ -87,7 +103,7 @@ class OnnxQueryEncoder:
     """
 
     def __init__(self, folder: Path, record: QueryEncoderRecord, batch_size: int):
-        self.folder = Path(folder)
+        self.folder = Path(folder)  # where the model files lie
         self.record = record
         self.batch_size = batch_size
         self._tokenizers: dict[bool, Any] = {}
@@ -98,10 +114,11 @@ class OnnxQueryEncoder:
         record = read_record(folder)
         if record is None or not record.exported:
             return None
-        missing = [name for name in FILES if not (Path(folder) / name).is_file()]
-        if missing:
+        files = model_files_folder(folder)
+        if files is None:
+            missing = [name for name in MODEL_FILES if not (Path(folder) / name).is_file()]
             raise PersistenceError(f"{folder}: the query encoder's {', '.join(missing)} missing")
-        return cls(folder, record, batch_size)
+        return cls(files, record, batch_size)
 
     @property
     def dimension(self) -> int:

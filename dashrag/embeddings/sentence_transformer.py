@@ -14,6 +14,7 @@ several dense nodes over one model).
 
 from __future__ import annotations
 
+import shutil
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,7 @@ from dashrag.core.digest import digest
 from dashrag.core.params import CHOICES_KEY, ComponentParams, ParamKind, kind_field
 from dashrag.core.persistence import atomic_directory
 from dashrag.core.registry import register
+from dashrag.core.shared_files import REFERENCE_SUFFIX, shared_files_intact, shared_root
 from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel, ModelUnavailableError
 from dashrag.embeddings.cache import CACHE_FOLDER
 from dashrag.embeddings.model_source import (
@@ -36,8 +38,15 @@ from dashrag.embeddings.model_source import (
     missing_folder_message,
     resolve_model,
 )
-from dashrag.embeddings.onnx_export import copy_export, export_query_encoder
-from dashrag.embeddings.onnx_query_encoder import EXPORT_FORMAT, RECORD_FILE, OnnxQueryEncoder
+from dashrag.embeddings.onnx_export import export_query_encoder, save_export
+from dashrag.embeddings.onnx_query_encoder import (
+    EXPORT_FORMAT,
+    RECORD_FILE,
+    SHARED_LABEL,
+    OnnxQueryEncoder,
+    model_files_folder,
+    read_record,
+)
 from dashrag.embeddings.overflow import average_by_owner, unit_rows, window_spans
 from dashrag.errors import PersistenceError
 from dashrag.extras import install_command
@@ -49,6 +58,34 @@ _encode_locks: dict[int, threading.Lock] = {}
 _export_lock = threading.Lock()  # one export at a time in a process (each takes seconds and a model's lock)
 _exports: dict[str, Path] = {}  # export key -> the cache folder this process exported it into
 EXPORT_CACHE_FOLDER = "query-encoders"  # under the embedding cache: <env_path>/embeddings/query-encoders/<key>/
+
+
+def _usable_export(cached: Path) -> bool:
+    """Whether an export cache entry still holds a whole export: its record, and the model files (in it, or in
+    the shared store its reference names, with the bytes the reference records) unless the export was refused."""
+    record = read_record(cached) if (cached / RECORD_FILE).is_file() else None
+    if record is None:
+        return False
+    if not record.exported:
+        return True
+    try:
+        return model_files_folder(cached) is not None and shared_files_intact(cached, SHARED_LABEL)
+    except PersistenceError:  # the shared folder went with the tree that used it: export again
+        return False
+
+
+def _point_cache_at_shared_store(cached: Path, node_dir: Path) -> None:
+    """When the export cache lies in the saved folder itself (a build without a separate cache folder), keep
+    there only the record and the node's reference to the shared store: the model is then stored once in the
+    folder, and a rebuild into it still exports nothing while the shared folder stays."""
+    node_reference = node_dir / f"{SHARED_LABEL}{REFERENCE_SUFFIX}"
+    if not node_reference.is_file() or shared_root(cached).resolve() != shared_root(node_dir).resolve():
+        return
+    if (cached / f"{SHARED_LABEL}{REFERENCE_SUFFIX}").is_file():
+        return
+    with atomic_directory(cached) as staging:
+        shutil.copyfile(cached / RECORD_FILE, staging / RECORD_FILE)
+        shutil.copyfile(node_reference, staging / node_reference.name)
 
 
 def load_sentence_transformer(source: ModelSource, device: str, max_seq_length: int | None) -> Any:
@@ -181,6 +218,9 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
             self._model = load_sentence_transformer(self.source(), self.params.device, self.params.max_seq_length)
         return self._model
 
+    def prepare(self) -> None:
+        self.model()
+
     @property
     def query_encoder(self) -> OnnxQueryEncoder | None:
         """The ONNX export queries are embedded with (a node loaded from a folder that holds one), else None."""
@@ -227,11 +267,14 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
     # -- state: the ONNX query encoder -------------------------------------------
     def _save(self, folder: Path) -> None:
         """Write the query encoder: the one this node was loaded with (or its refusal record), else one
-        exported from the model, through the export cache under the working folder (a rebuild exports nothing)."""
+        exported from the model, through the export cache under the working folder (a rebuild exports nothing).
+        The model files go once into the saved folder's shared store (``core/shared_files``)."""
         if self._state_folder is not None and (self._state_folder / RECORD_FILE).is_file():
-            copy_export(self._state_folder, folder)
+            save_export(self._state_folder, folder)
             return
-        copy_export(self._exported(), folder)
+        cached = self._exported()
+        save_export(cached, folder)
+        _point_cache_at_shared_store(cached, folder)
 
     def _exported(self) -> Path:
         import onnxruntime
@@ -242,12 +285,16 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
         cached = Path(self.require_infra().env_path) / CACHE_FOLDER / EXPORT_CACHE_FOLDER / key
         with _export_lock:
             earlier = _exports.get(key)  # made by this process under another working folder
-            if not (cached / RECORD_FILE).is_file() and earlier is not None and (earlier / RECORD_FILE).is_file():
+            usable = _usable_export(cached)  # (a reference's check reads the shared files: once)
+            if not usable and earlier is not None and _usable_export(earlier):
                 return earlier
-            if not (cached / RECORD_FILE).is_file():
+            if not usable:
+                progress = self.require_infra().progress
+                progress("exporting the query encoder")  # torch traces and checks the model: seconds to a minute
                 model = self.model()
                 with atomic_directory(cached) as staging:
                     export_query_encoder(model, staging, self.cache_key(), _encode_locks[id(model)])
+                progress("saving")
             _exports[key] = cached
         return cached
 

@@ -107,6 +107,9 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
     def _fit(self) -> None:
         infra = self.require_infra()
         def on_block(done: int, total: int | None) -> None:  # the build's progress moves by block, not at the end
+            if done == 0:  # before the first block (nothing cached): the model loads now, and the build says so
+                infra.progress("loading the embedding model")
+                self.embedding.prepare()
             infra.progress("embedding chunks", done, total)
 
         vectors = np.asarray(document_vectors(self.embedding, infra.chunks, infra.env_path, on_block=on_block))

@@ -50,7 +50,8 @@ class TooManyBuilds(Exception):
 #: Where each stage of ``build_tree`` lies on the job's 0..1 bar (fitting, which embeds, is the long one).
 STAGE_SPANS: dict[str, tuple[float, float]] = {
     "reading the corpus": (0.0, 0.02), "chunking": (0.02, 0.08), "storing": (0.08, 0.1), "fitting": (0.1, 0.85),
-    "embedding chunks": (0.1, 0.85), "saving": (0.85, 0.95), "publishing": (0.95, 0.99),
+    "loading the embedding model": (0.1, 0.1), "embedding chunks": (0.1, 0.85),  # a dense node's fit
+    "saving": (0.85, 0.95), "exporting the query encoder": (0.85, 0.85), "publishing": (0.95, 0.99),
     "loading": (0.0, 0.1), "updating": (0.1, 0.85),  # ``update_tree``'s stages (a document update job)
     "hashing the folder": (0.0, 0.02), "reading files": (0.02, 0.1),  # ``sync_tree``'s own, before the update
 }

@@ -182,7 +182,8 @@ class JobStatus(BaseModel):
     tree: str | None
     error: str | None
     stage: str | None = Field(description="The build's stage now (reading the corpus, chunking, storing, fitting, "
-                                          "embedding chunks, saving, publishing); null while queued.")
+                                          "loading the embedding model, embedding chunks, saving, exporting the "
+                                          "query encoder, publishing); null while queued.")
     done: int = Field(description="What is finished of the stage (documents chunked, chunks embedded).")
     total: int | None = Field(description="How much the stage has; null when it is not counted.")
     elapsed_s: float = Field(description="Seconds since the job was accepted (until it ended).")

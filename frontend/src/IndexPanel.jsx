@@ -9,13 +9,16 @@ const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
 // Build an index of the tree on screen: a corpus path under the server's data root, or uploaded files, cut
 // by the chunker chosen here (a form from its schema, checked like the tree) or by the service's default.
 // The job's progress is polled from GET /jobs/{id} until it is done or failed.
-const STAGES = ['reading the corpus', 'chunking', 'storing', 'fitting', 'embedding chunks', 'saving', 'publishing'];
+const STAGES = ['reading the corpus', 'chunking', 'storing', 'fitting', 'embedding chunks', 'saving', 'publishing',
+  'loading the embedding model', 'exporting the query encoder'];
 
 const seconds = (s) => `${Math.round(s)} s`;
 
 // The job's state, kept in view (fixed to the window's corner) while it runs, so a build started at the bottom of
 // a long form is watched without scrolling: the stage in the page's language with its counts, the time since it
 // started, the stage's estimate once its counter moved, a cancel button; a failed build in red with its error.
+// Under the whole build's bar, the running stage's own: done / total where the stage counts, else an indeterminate
+// (moving) bar, so a stage that cannot count (a model loading, its export) still shows that it works.
 export function JobStatus({ job, t, lang, onCancel, onQuery, onClose }) {
   const running = job.status === 'queued' || job.status === 'running';
   const stage = job.stage && STAGES.includes(job.stage) ? t(`stage_${STAGES.indexOf(job.stage)}`) : job.stage;
@@ -33,6 +36,9 @@ export function JobStatus({ job, t, lang, onCancel, onQuery, onClose }) {
           {running && job.stage_eta_s != null && <span> · {t('stageEta', { time: seconds(job.stage_eta_s) })}</span>}
         </p>
       )}
+      {running && stage && (job.total
+        ? <progress className="stage-progress" max={job.total} value={job.done} aria-label={stage} />
+        : <progress className="stage-progress" aria-label={stage} />)}
       {job.error && <Failure summary={t('jobFailed')} detail={job.error} t={t} />}
       {job.status === 'cancelled' && <p>{t('jobCancelled')}</p>}
       {job.status === 'done' && (

@@ -15,7 +15,14 @@ import pytest
 
 import dashrag
 from dashrag.core.persistence import read_manifest, write_saved_folder
-from dashrag.embeddings.onnx_query_encoder import FILES, RECORD_FILE, TOLERANCE, OnnxQueryEncoder, read_record
+from dashrag.embeddings.onnx_query_encoder import (
+    MODEL_FILES,
+    RECORD_FILE,
+    SHARED_LABEL,
+    TOLERANCE,
+    OnnxQueryEncoder,
+    read_record,
+)
 from dashrag.embeddings.sentence_transformer import MiniLMEmbedding, TorchEncoder
 from dashrag.evaluation.beir import load_split
 from tests.conftest import REPO
@@ -120,9 +127,11 @@ def test_a_refused_export_is_recorded_and_queries_stay_on_torch(saved, tmp_path)
 
 def test_every_export_file_is_in_the_manifest(saved):
     _, folder = saved
-    files = read_manifest(folder)["files"]
-    for name in FILES:
-        assert f"nodes/root.children.1.embedding/{name}" in files
+    manifest = read_manifest(folder)
+    assert f"nodes/root.children.1.embedding/{RECORD_FILE}" in manifest["files"]
+    assert f"nodes/root.children.1.embedding/{SHARED_LABEL}.shared.json" in manifest["files"]
+    (digest,) = {rel.split("/")[1] for rel in manifest["shared"]}  # the model files: once, in the shared store
+    assert sorted(manifest["shared"]) == sorted(f"models/{digest}/{name}" for name in MODEL_FILES)
 
 
 def test_a_cold_dense_query_process_imports_no_torch(saved, tmp_path):

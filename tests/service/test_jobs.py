@@ -33,7 +33,9 @@ def test_embedding_reports_every_two_batches_while_it_runs(tmp_path):
                progress=lambda stage, done=0, total=None: heard.append((stage, done, total)))
     chunks = next(total for stage, _, total in heard if stage == "fitting")
     embedded = [done for stage, done, _ in heard if stage == "embedding chunks"]
-    assert embedded == list(range(4, chunks, 4)) + [chunks]
+    assert embedded == [0, *range(4, chunks, 4), chunks]  # 0: the model is loaded, the counting starts
+    stages = [stage for stage, _, _ in heard]
+    assert stages.index("fitting") < stages.index("loading the embedding model") < stages.index("embedding chunks")
 
 
 def test_a_finished_job_says_its_last_stage_counts_and_elapsed_time(trees_copy):

@@ -1,4 +1,7 @@
-"""Screenshots of the web page's main screens for docs/ (``python -m tests.web.screenshots``).
+"""Screenshots of the web page's main screens for docs/ (``python -m tests.web.screenshots [OUT]``).
+
+Every ``docs/img/web-*.png`` comes from here (tests/web/test_screenshots.py checks that each one docs/ shows
+is one this script makes); rerun it after a change to the page and commit the images.
 
 The same harness as the browser tests: the real ``dashrag serve`` over a temporary --trees folder
 and Debian's headless Chromium. Two trees are indexed on examples/corpus (hybrid and keyword) so
@@ -157,7 +160,9 @@ def newcomer_screens(url: str, browser, out: Path) -> None:
     page.get_by_label("Corpus path").fill("corpus")
     page.get_by_text("The tree is valid").wait_for()
     page.get_by_role("button", name="Build index").click()
-    page.locator('.job[data-status="running"] .job-stage').wait_for(timeout=60_000)
+    # the model loading: an uncounted stage, shown with its moving bar (issue 39)
+    page.locator('.job[data-status="running"] .job-stage', has_text="loading the embedding model").wait_for(
+        timeout=120_000)
     page.screenshot(path=out / "web-build-status.png")
     page.locator('.job[data-status="done"]').wait_for(timeout=240_000)
     page.close()
@@ -190,8 +195,10 @@ def newcomer_screens(url: str, browser, out: Path) -> None:
 
 
 def documents_screens(url: str, browser, out: Path) -> None:
-    """Issues 23 and 24's screens at 1280x720: a saved tree's documents panel after files were added with metadata
-    (English), a removal waiting for its confirmation (Spanish), and a filtered query with its filter (English)."""
+    """Issues 23, 24 and 39's screens at 1280x720: a saved tree's documents panel after files were added with
+    metadata (English), a removal waiting for its confirmation (Spanish), a filtered query with its filter, the
+    tree's fields offered at the filter box with the warning for a field no document has, and a tree's Delete
+    waiting for its confirmation (English)."""
     build_tree(url, "notes", preset("keyword"))
     page = browser.new_page(viewport={"width": 1280, "height": 720}, locale="en-US")
     page.goto(url + "/")
@@ -230,6 +237,16 @@ def documents_screens(url: str, browser, out: Path) -> None:
     page.get_by_label("Metadata filter (JSON, optional)").fill('{"year": {"$gtee": 2020}}')
     page.locator("#query-filter-errors li").first.wait_for()
     page.locator(".query-form").screenshot(path=out / "web-query-filter-error.png")
+    page.get_by_label("Metadata filter (JSON, optional)").fill('{"yaer": 2024}')  # issue 39: a misspelt field
+    page.get_by_role("button", name="Search").click()
+    page.locator(".answer-warnings li").first.wait_for()
+    page.locator(".query-form").scroll_into_view_if_needed()
+    page.screenshot(path=out / "web-query-unknown-field.png")
+
+    page.locator('li[data-tree="notes"]').get_by_role("button", name="Delete", exact=True).click()
+    page.locator(".delete-confirm").wait_for()  # asked, never deleted here
+    page.mouse.move(0, 0)  # no hover outline on the row that moved under the pointer
+    page.locator(".tree-list").screenshot(path=out / "web-delete-confirm.png")
     page.close()
 
 

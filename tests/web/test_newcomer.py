@@ -162,3 +162,43 @@ def test_round_robin_scores_are_explained(shown, server):
     page.get_by_label(words["query"], exact=True).fill("rank fusion")
     page.get_by_role("button", name=words["search"]).click()
     page.get_by_text(words["roundRobinScores"]).wait_for()
+
+
+#: What the page shows of the build's status at every change of the DOM (a MutationObserver, so no state between
+#: two polls of the job is lost): the stage's words, its counts, whether its own bar is the moving (indeterminate)
+#: one, and the whole build's bar.
+RECORD_JOB = """() => {
+  window.jobSeen = [];
+  new MutationObserver(() => {
+    const job = document.querySelector('.job');
+    if (!job) return;
+    const stageBar = job.querySelector('progress.stage-progress');
+    const overall = job.querySelector('progress:not(.stage-progress)');
+    window.jobSeen.push({
+      status: job.dataset.status,
+      stage: job.querySelector('.job-stage > span')?.textContent ?? null,
+      counts: job.querySelector('.job-counts')?.textContent.trim() ?? null,
+      moving: stageBar ? !stageBar.hasAttribute('value') : null,
+      overall: overall ? Number(overall.value) : null,
+    });
+  }).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+}"""
+
+
+@pytest.mark.slow  # a real model loads, embeds and is exported in the build's worker
+def test_a_dense_build_shows_its_model_loading_and_a_bar_for_each_stage(page, server):
+    words = STRINGS["en"]
+    load_preset(page, words, "semantic")
+    page.evaluate(RECORD_JOB)
+    start_build(page, words, "progress-semantic")
+    page.locator('.job[data-status="done"]').wait_for(timeout=300_000)
+    seen = [s for s in page.evaluate("window.jobSeen") if s["status"] == "running" and s["stage"]]
+    stages = list(dict.fromkeys(s["stage"] for s in seen))
+    loading, embedding, export = words["stage_7"], words["stage_4"], words["stage_8"]
+    assert loading in stages and embedding in stages and export in stages, stages
+    assert stages.index(loading) < stages.index(embedding) < stages.index(export)
+    assert all(s["moving"] for s in seen if s["stage"] in (loading, export))  # uncounted: the moving bar
+    counted = [s for s in seen if s["stage"] == embedding and s["counts"]]
+    assert counted and all(re.fullmatch(r"\d+ / \d+", s["counts"]) and s["moving"] is False for s in counted)
+    bars = [s["overall"] for s in seen]
+    assert bars == sorted(bars) and any(0 < b < 1 for b in bars)  # the whole build's bar only moves forward
