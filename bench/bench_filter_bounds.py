@@ -94,15 +94,17 @@ UNTUNED_SERVER = ("import sys, uvicorn; from dashrag.service.app import create_a
                   "host='127.0.0.1', port=int(sys.argv[2]), log_config=None, access_log=False, log_level='warning')")
 
 
-def served(trees: Path, tuned: bool) -> tuple[subprocess.Popen, str]:
+def served(trees: Path, tuned: bool, code: Path | None = None) -> tuple[subprocess.Popen, str]:
     """The service over ``trees`` in a process of its own (as a user runs it), and its URL once it answers:
-    ``dashrag serve`` when ``tuned``, else :data:`UNTUNED_SERVER`."""
+    ``dashrag serve`` when ``tuned``, else :data:`UNTUNED_SERVER`, importing dashrag from ``code`` when given
+    (a checkout of the commit to compare with)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [sys.executable, "-m", "dashrag.cli.main", "serve", "--trees", str(trees), "--port", str(port),
                "--log-level", "WARNING"] if tuned else [sys.executable, "-c", UNTUNED_SERVER, str(trees), str(port)]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {**os.environ, **({"PYTHONPATH": str(code)} if code is not None else {})}
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
     while time.monotonic() < deadline and server.poll() is None:
         try:
@@ -137,10 +139,10 @@ def post_largest(url: str, name: str, seconds: float, answered: Any) -> None:
         worker.join()
 
 
-def health_under_load(tree_folder: Path, seconds: float, tuned: bool) -> dict[str, float]:
+def health_under_load(tree_folder: Path, seconds: float, tuned: bool, code: Path | None = None) -> dict[str, float]:
     """``/health`` asked every 50 ms from this process alone, while :func:`post_largest` runs in another and the
     service in a third: no client's work waits for the server's GIL, or the server's for theirs."""
-    server, url = served(tree_folder.parent, tuned)
+    server, url = served(tree_folder.parent, tuned, code)
     spawn = multiprocessing.get_context("spawn")
     answered = spawn.Value("i", 0)
     try:
@@ -176,6 +178,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="how long /health is asked under load")
     parser.add_argument("--no-pg", action="store_true")
     parser.add_argument("--health-only", action="store_true", help="only the /health part (an in-process tree)")
+    parser.add_argument("--before", type=Path, default=None, help=(
+        "a checkout of the commit to compare with (git archive into a folder): the untuned server imports "
+        "dashrag from it (default: this checkout's app without dashrag serve's tuning)"))
     args = parser.parse_args()
     load_before = os.getloadavg()
     corpus = corpus_with_metadata(args.documents)
@@ -197,8 +202,9 @@ def main() -> None:
                 tree.close()
             print(place, {k: f"{v[0] * 1000:.1f} ms {v[1]}" for k, v in rows[place].items()}, flush=True)
         folder = Path(work) / "trees" / "in-process"
-        health = {label: health_under_load(folder, args.seconds, tuned)
-                  for label, tuned in (("untuned (main before)", False), ("dashrag serve", True))}
+        before = f"before ({args.before.name})" if args.before else "untuned app"
+        health = {before: health_under_load(folder, args.seconds, False, args.before),
+                  "dashrag serve": health_under_load(folder, args.seconds, True)}
     load_after = os.getloadavg()
     places = list(rows)
     print("\n| filter | " + " | ".join(places) + " |")
