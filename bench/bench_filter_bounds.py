@@ -14,8 +14,9 @@ Then ``/health``: the in-process tree served on loopback in a process of its own
 process posting the largest allowed filters to ``/trees/{name}/query`` for ``--seconds``, and ``/health`` asked
 every 50 ms from this one meanwhile (median, p99, worst); each process has its own GIL, so the figure is the
 server's alone (it was all one process before, the clients' JSON work waiting on the same GIL). Twice in one
-run: the app as main served it before (``UNTUNED_SERVER``: 5 ms switch interval, nothing frozen) and
-``dashrag serve`` (docs/security.md, "The event loop under load").
+run: the app on plain uvicorn (``UNTUNED_SERVER``: 5 ms switch interval, nothing frozen), from a checkout of
+the commit to compare with when ``--before`` names one, and ``dashrag serve`` (docs/security.md, "The event
+loop under load").
 
 ``.venv/bin/python bench/bench_filter_bounds.py`` (a few minutes); the load average is printed beside.
 """
@@ -86,8 +87,8 @@ def measure(tree, repeats: int, variants: itertools.count) -> dict[str, tuple[fl
     return best
 
 
-# The service as main served it before issue 38's last item: create_app on uvicorn, the interpreter untouched
-# (5 ms switch interval, nothing frozen). The same app as ``dashrag serve``, without its start-up tuning.
+# create_app on plain uvicorn, the interpreter untouched (5 ms switch interval, nothing frozen): how main served
+# before issue 38's last item (run it from that checkout with --before), or this app without dashrag serve's tuning.
 UNTUNED_SERVER = ("import sys, uvicorn; from dashrag.service.app import create_app; "
                   "from dashrag.service.settings import ServiceSettings; "
                   "uvicorn.run(create_app(ServiceSettings(trees_dir=sys.argv[1], log_level='WARNING')), "
