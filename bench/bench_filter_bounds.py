@@ -10,8 +10,13 @@ local server started and stopped here, as the tests do). SciFact's documents wit
 ``bucket`` metadata, a BM25 tree, top 10; every timed call uses a filter not asked before (a value no document
 has is varied), so no kept mask (filters/masks.py) hides the cost; best of ``--repeats``.
 
-Then ``/health``: the in-process tree served by uvicorn on loopback, four threads posting the largest allowed
-filters to ``/trees/{name}/query`` for ``--seconds``; ``/health`` asked every 50 ms meanwhile (median, worst).
+Then ``/health``: the in-process tree served on loopback in a process of its own, four threads of another
+process posting the largest allowed filters to ``/trees/{name}/query`` for ``--seconds``, and ``/health`` asked
+every 50 ms from this one meanwhile (median, p99, worst); each process has its own GIL, so the figure is the
+server's alone (it was all one process before, the clients' JSON work waiting on the same GIL). Twice in one
+run: the app on plain uvicorn (``UNTUNED_SERVER``: 5 ms switch interval, nothing frozen), from a checkout of
+the commit to compare with when ``--before`` names one, and ``dashrag serve`` (docs/security.md, "The event
+loop under load").
 
 ``.venv/bin/python bench/bench_filter_bounds.py`` (a few minutes); the load average is printed beside.
 """
@@ -20,13 +25,17 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import multiprocessing
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -78,39 +87,83 @@ def measure(tree, repeats: int, variants: itertools.count) -> dict[str, tuple[fl
     return best
 
 
-def health_under_load(tree_folder: Path, seconds: float) -> dict[str, float]:
-    from dashrag.service.app import create_app
-    from dashrag.service.settings import ServiceSettings
-    from tests.service.conftest import LoopbackServer
+# create_app on plain uvicorn, the interpreter untouched (5 ms switch interval, nothing frozen): how main served
+# before issue 38's last item (run it from that checkout with --before), or this app without dashrag serve's tuning.
+UNTUNED_SERVER = ("import sys, uvicorn; from dashrag.service.app import create_app; "
+                  "from dashrag.service.settings import ServiceSettings; "
+                  "uvicorn.run(create_app(ServiceSettings(trees_dir=sys.argv[1], log_level='WARNING')), "
+                  "host='127.0.0.1', port=int(sys.argv[2]), log_config=None, access_log=False, log_level='warning')")
 
-    app = create_app(ServiceSettings(trees_dir=tree_folder.parent))
-    name = tree_folder.name
-    stop = threading.Event()
-    answered = itertools.count()
+
+def served(trees: Path, tuned: bool, code: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """The service over ``trees`` in a process of its own (as a user runs it), and its URL once it answers:
+    ``dashrag serve`` when ``tuned``, else :data:`UNTUNED_SERVER`, importing dashrag from ``code`` when given
+    (a checkout of the commit to compare with)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "dashrag.cli.main", "serve", "--trees", str(trees), "--port", str(port),
+               "--log-level", "WARNING"] if tuned else [sys.executable, "-c", UNTUNED_SERVER, str(trees), str(port)]
+    env = {**os.environ, **({"PYTHONPATH": str(code)} if code is not None else {})}
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            httpx.get(f"{url}/health", timeout=5)
+            return server, url
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    server.kill()
+    raise RuntimeError(f"the service did not start ({' '.join(command[:4])} ...)")
+
+
+def post_largest(url: str, name: str, seconds: float, answered: Any) -> None:
+    """The load, in a process of its own (its JSON work is not the server's): four threads posting the largest
+    allowed filters to ``/trees/{name}/query`` for ``seconds``; ``answered`` counts the 200s."""
+    stop = time.monotonic() + seconds
     variants = itertools.count(10_000)
 
     def load() -> None:
         with httpx.Client(timeout=120) as client:
-            while not stop.is_set():
+            while time.monotonic() < stop:
                 for label, filters in probes(next(variants)).items():
                     if label.startswith("largest"):
-                        client.post(f"{server.url}/trees/{name}/query", json={"query": QUERY, "filters": filters})
-                        next(answered)
+                        answer = client.post(f"{url}/trees/{name}/query", json={"query": QUERY, "filters": filters})
+                        if answer.status_code == 200:
+                            with answered.get_lock():
+                                answered.value += 1
 
-    with LoopbackServer(app) as server, httpx.Client(timeout=60) as probe:
-        idle = [_health_ms(probe, server.url) for _ in range(20)]
-        workers = [threading.Thread(target=load, daemon=True) for _ in range(4)]
-        for worker in workers:
-            worker.start()
-        busy, deadline = [], time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            busy.append(_health_ms(probe, server.url))
-            time.sleep(0.05)
-        stop.set()
-        for worker in workers:
-            worker.join(timeout=120)
+    workers = [threading.Thread(target=load) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def health_under_load(tree_folder: Path, seconds: float, tuned: bool, code: Path | None = None) -> dict[str, float]:
+    """``/health`` asked every 50 ms from this process alone, while :func:`post_largest` runs in another and the
+    service in a third: no client's work waits for the server's GIL, or the server's for theirs."""
+    server, url = served(tree_folder.parent, tuned, code)
+    spawn = multiprocessing.get_context("spawn")
+    answered = spawn.Value("i", 0)
+    try:
+        with httpx.Client(timeout=60) as probe:
+            idle = [_health_ms(probe, url) for _ in range(20)]
+            load = spawn.Process(target=post_largest, args=(url, tree_folder.name, seconds, answered))
+            load.start()
+            time.sleep(1.0)  # the four queries under way
+            busy = []
+            while load.is_alive():
+                busy.append(_health_ms(probe, url))
+                time.sleep(0.05)
+            load.join()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    busy.sort()
     return {"idle_median_ms": statistics.median(idle), "busy_median_ms": statistics.median(busy),
-            "busy_worst_ms": max(busy), "health_calls": len(busy), "queries_answered": next(answered)}
+            "busy_p99_ms": busy[min(len(busy) - 1, int(len(busy) * 0.99))], "busy_worst_ms": busy[-1],
+            "health_calls": len(busy), "queries_answered": answered.value}
 
 
 def _health_ms(client: httpx.Client, url: str) -> float:
@@ -125,6 +178,10 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=None, help="the first N SciFact documents (default: all)")
     parser.add_argument("--seconds", type=float, default=20.0, help="how long /health is asked under load")
     parser.add_argument("--no-pg", action="store_true")
+    parser.add_argument("--health-only", action="store_true", help="only the /health part (an in-process tree)")
+    parser.add_argument("--before", type=Path, default=None, help=(
+        "a checkout of the commit to compare with (git archive into a folder): the untuned server imports "
+        "dashrag from it (default: this checkout's app without dashrag serve's tuning)"))
     args = parser.parse_args()
     load_before = os.getloadavg()
     corpus = corpus_with_metadata(args.documents)
@@ -134,26 +191,34 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work, \
             (temporary_server("dashrag-bench-bounds-") if not args.no_pg else _no_server()) as pg_url:
         for place, indexes in engine_indexes(pg_url).items():
+            if args.health_only and place != "in process":
+                continue
             folder = Path(work) / "trees" / place.replace(" ", "-").lower()
             tree = dashrag.build(tree_config("keyword", indexes["keyword"]), corpus, Path(work) / f"out-{place}")
             try:
-                rows[place] = measure(tree, args.repeats, variants)
+                rows[place] = {} if args.health_only else measure(tree, args.repeats, variants)
                 if place == "in process":
                     tree.save(folder)
             finally:
                 tree.close()
             print(place, {k: f"{v[0] * 1000:.1f} ms {v[1]}" for k, v in rows[place].items()}, flush=True)
-        health = health_under_load(Path(work) / "trees" / "in-process", args.seconds)
+        folder = Path(work) / "trees" / "in-process"
+        before = f"before ({args.before.name})" if args.before else "untuned app"
+        health = {before: health_under_load(folder, args.seconds, False, args.before),
+                  "dashrag serve": health_under_load(folder, args.seconds, True)}
     load_after = os.getloadavg()
     places = list(rows)
     print("\n| filter | " + " | ".join(places) + " |")
     print("|---|" + "---|" * len(places))
-    for name in probes(0):
+    for name in probes(0) if not args.health_only else ():
         cells = [f"{rows[p][name][0] * 1000:.1f} ms ({rows[p][name][1]})" for p in places]
         print(f"| {name} | " + " | ".join(cells) + " |")
-    print(f"\n/health: idle median {health['idle_median_ms']:.1f} ms; under 4 concurrent largest-allowed filtered "
-          f"queries median {health['busy_median_ms']:.1f} ms, worst {health['busy_worst_ms']:.1f} ms over "
-          f"{health['health_calls']} calls ({health['queries_answered']} queries answered meanwhile)")
+    print("\n/health under four concurrent largest-allowed filtered queries (ms):\n")
+    print("| server | idle median | median | p99 | worst | calls | queries answered |")
+    print("|---|---|---|---|---|---|---|")
+    for label, h in health.items():
+        print(f"| {label} | {h['idle_median_ms']:.1f} | {h['busy_median_ms']:.1f} | {h['busy_p99_ms']:.1f} | "
+              f"{h['busy_worst_ms']:.1f} | {h['health_calls']} | {h['queries_answered']} |")
     print(f"{len(corpus.documents)} documents, best of {args.repeats}; load average before "
           f"{', '.join(f'{x:.2f}' for x in load_before)}, after {', '.join(f'{x:.2f}' for x in load_after)} "
           f"({os.cpu_count()} cores)")

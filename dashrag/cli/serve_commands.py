@@ -54,6 +54,7 @@ def serve(
     from dashrag.errors import ConfigError
     from dashrag.service.app import create_app
     from dashrag.service.blas import limit_blas_threads
+    from dashrag.service.interpreter import responsive_interpreter
     from dashrag.service.logs import configure_logging
     from dashrag.service.settings import load_settings
 
@@ -69,5 +70,9 @@ def serve(
     blas = limit_blas_threads(resolved.blas_threads)
     logging.getLogger("dashrag.service").info(
         "BLAS threads: %s", ", ".join(f"{name} {n}" for name, n in blas.items()) or "no BLAS library loaded")
-    uvicorn.run(create_app(resolved), host=resolved.host, port=resolved.port, log_config=None,
+    app = create_app(resolved)
+    tuned = responsive_interpreter(resolved.switch_interval_ms)  # once the trees are loaded (service/interpreter.py)
+    logging.getLogger("dashrag.service").info("switch interval %.2f ms; %d objects frozen",
+                                              tuned["switch_interval_ms"], tuned["frozen_objects"])
+    uvicorn.run(app, host=resolved.host, port=resolved.port, log_config=None,
                 access_log=False, log_level=resolved.log_level.lower())

@@ -59,3 +59,17 @@ class Not:
 
 Filter = Compare | In | Exists | And | Or | Not
 NODE_TYPES = (Compare, In, Exists, And, Or, Not)
+
+
+def node_count(node: Filter) -> int:
+    """How many nodes ``node`` is made of (an ``In`` is one, whatever its values): what keeping it costs the
+    garbage collector (filters/masks.py)."""
+    count, pending = 0, [node]
+    while pending:
+        current = pending.pop()
+        count += 1
+        if isinstance(current, (And, Or)):
+            pending.extend(current.parts)
+        elif isinstance(current, Not):
+            pending.append(current.part)
+    return count

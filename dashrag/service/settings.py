@@ -167,6 +167,9 @@ class ServiceSettings(BaseSettings):
         "limit). Beyond it the job fails with 'over the memory limit'."))
     blas_threads: int = Field(1, ge=0, description=(
         "Threads of numpy's BLAS (vector products) in `dashrag serve`; 0: the library's own, one per core."))
+    switch_interval_ms: float = Field(1.0, gt=0, le=100, description=(
+        "The interpreter's switch interval in `dashrag serve`, in ms: the longest a request's event loop waits "
+        "for the GIL behind a running query before it is handed over (Python's default is 5)."))
     qdrant: str | None = Field(None, description=(
         "Serve Qdrant collections directly: a server URL (http://host:6333) or an embedded storage folder."))
     qdrant_api_key_var: str | None = Field("QDRANT_API_KEY", pattern=ENV_VAR_PATTERN, description=(

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.datastructures import UploadFile
 
@@ -142,7 +143,7 @@ async def add_documents(name: str, request: Request) -> JobAccepted:
             shutil.rmtree(upload, ignore_errors=True)
             raise
     else:
-        add = _json_documents(await request.body())
+        add = await run_in_threadpool(_json_documents, await request.body())  # off the event loop (json_body.py)
     with refused_jobs(cleanup):
         job = service.jobs.submit_update(job_id, name, add, cleanup)
     return JobAccepted(job_id=job.id)

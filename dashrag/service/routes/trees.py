@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Body, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from dashrag.core.component import construct
@@ -124,7 +125,7 @@ async def build_tree(request: Request) -> JobAccepted:
         body, corpus = await _multipart(request, service, job_id)
         cleanup.append(corpus if corpus.is_dir() else corpus.parent)
     else:
-        body = _json_body(await request.body())
+        body = await run_in_threadpool(_json_body, await request.body())  # off the event loop (json_body.py)
         corpus = _corpus_under_root(service, body.corpus_path)
     try:
         # the one validation of this build, with what it reaches (docs/security.md): a model folder outside the
@@ -305,8 +306,10 @@ def _shown(service: Service, job: dict[str, Any]) -> dict[str, Any]:
 
 @router.post("/trees/{name}/query", response_model=TreeQueryResponse,
              responses={**errors(401, 404, 413, 503), **invalid("An empty query or a malformed body.")})
-def query_tree(name: str, body: TreeQuery, request: Request) -> TreeQueryResponse:
-    """The tree's own answer: chunks with native scores, and its trace."""
+def query_tree(name: str, body: TreeQuery, request: Request) -> Response:
+    """The tree's own answer: chunks with native scores, and its trace. Serialised here, in the route's worker
+    thread, as ``POST /retrieve``'s answer is (routes/retrieve.py): returned as a model it would be encoded on
+    the event loop, which a thousand chunks with their texts and trace hold for tens of ms."""
     tree = _tree(service_of(request), name)
     started = time.perf_counter()
     try:
@@ -315,11 +318,12 @@ def query_tree(name: str, body: TreeQuery, request: Request) -> TreeQueryRespons
         raise
     except Exception as exc:
         raise StepFailure("query", f"tree {name!r}: {safe_message(exc)}") from exc
-    return TreeQueryResponse(chunks=[QueryChunk.model_validate(c.to_json(include_metadata=True)) for c in chunks],
-                             trace=TraceNode.model_validate(trace) if body.trace else None,
-                             elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
-                             warnings=tree.filter_warnings(None if body.filters is None else
-                                                           Restriction.where(body.filters)))
+    answer = TreeQueryResponse(chunks=[QueryChunk.model_validate(c.to_json(include_metadata=True)) for c in chunks],
+                               trace=TraceNode.model_validate(trace) if body.trace else None,
+                               elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
+                               warnings=tree.filter_warnings(None if body.filters is None else
+                                                             Restriction.where(body.filters)))
+    return Response(answer.model_dump_json(), media_type="application/json")
 
 
 @router.post("/trees/{name}/reload", response_model=TreeInfo, responses=errors(401, 403, 404, 503))
