@@ -44,6 +44,9 @@ def _read_ids(path: Path) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+STORE_HELP = ("SQLAlchemy URL of the store, for a tree indexed with --store (default: the store file in TREE); "
+              "the database changes in one transaction (docs/updating.md).")
+
 app = typer.Typer()
 
 
@@ -58,8 +61,7 @@ def add(
     follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
                                          help="Read files that symbolic links in a corpus folder point to."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
-    store: str | None = typer.Option(None, "--store", help=(
-        "SQLAlchemy URL of the store, for a tree indexed with --store (default: the store file in TREE).")),
+    store: str | None = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
     """Add documents to a saved tree: new ids are added, changed ones replaced, identical ones skipped."""
     from dashrag.api import update_tree
@@ -78,8 +80,7 @@ def remove(
     tree: Path = typer.Argument(..., help="A folder written by `dashrag index`."),
     ids: list[str] = typer.Argument(None, help="Document ids to remove."),
     ids_file: Path | None = typer.Option(None, "--ids", help="A file of document ids, one per line."),
-    store: str | None = typer.Option(None, "--store", help=(
-        "SQLAlchemy URL of the store, for a tree indexed with --store (default: the store file in TREE).")),
+    store: str | None = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
     """Remove documents from a saved tree by id (an unknown id changes nothing)."""
     from dashrag.api import update_tree
@@ -103,8 +104,7 @@ def sync(
         "A new or changed file that cannot be read is an error (exit 2, the tree unchanged).")),
     follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
                                          help="Read files that symbolic links in the folder point to."),
-    store: str | None = typer.Option(None, "--store", help=(
-        "SQLAlchemy URL of the store, for a tree indexed with --store (default: the store file in TREE).")),
+    store: str | None = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
     """Keep a tree in sync with a folder: new files added, changed ones (by content hash) replaced, gone ones
     removed (docs/documents.md)."""

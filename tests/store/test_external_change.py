@@ -237,3 +237,47 @@ def test_kill_9_at_any_moment_of_an_add_on_postgresql_leaves_the_old_or_the_new_
     finally:
         for store in [base_store, *victims]:
             _drop(pg_url, store)
+
+
+@pytest.mark.slow
+def test_loads_during_updates_on_postgresql_get_the_old_or_the_new_tree(abstracts, tmp_path, store_db):
+    """A reader loading while ``dashrag add --store`` runs (its store read is one snapshot, REPEATABLE READ;
+    a load between the commit and the switch takes the pending manifest) never fails and never mixes."""
+    folder = _saved(abstracts[:30], tmp_path / "tree", store_db)
+    more = _corpus_file(abstracts[30:60], tmp_path / "more.jsonl")
+    old = _states(folder, store_db)
+    seen = []
+    writer = _dashrag("add", folder, "--corpus", more, "--store", store_db)
+    while writer.poll() is None:
+        seen.append(_states(folder, store_db))
+    assert writer.returncode == 0, writer.stderr.read() if writer.stderr else ""
+    new = _states(folder, store_db)
+    assert new != old and len(seen) >= 3
+    assert all(state in (old, new) for state in seen)
+
+
+@pytest.mark.slow
+def test_sync_with_store_brings_a_postgresql_stored_tree_in_line_with_its_folder(tmp_path, store_db):
+    from typer.testing import CliRunner
+
+    from dashrag.cli.main import app
+
+    files = tmp_path / "files"
+    files.mkdir()
+    for name, body in {"a.md": "proteins fold in cells", "b.md": "vitamin D and bones", "c.md": "mice genes"}.items():
+        (files / name).write_text(body, encoding="utf-8")
+    runner = CliRunner()
+    built = runner.invoke(app, ["index", "keyword", "--corpus", str(files), "--out", str(tmp_path / "t"),
+                                "--store", store_db])
+    assert built.exit_code == 0, built.output
+    (files / "b.md").unlink()
+    (files / "d.md").write_text("blood pressure treatment", encoding="utf-8")
+    synced = runner.invoke(app, ["sync", str(tmp_path / "t"), str(files), "--store", store_db])
+    assert synced.exit_code == 0, synced.output
+    assert "1 added" in synced.output and "1 removed" in synced.output
+    assert [i for i, _ in _stored_documents(store_db)] == ["a.md", "c.md", "d.md"]
+    tree = dashrag.load(tmp_path / "t", store_url=store_db)
+    try:
+        assert tree.retrieve("blood pressure")[0][0].document_id == "d.md"
+    finally:
+        tree.close()
