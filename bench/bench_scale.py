@@ -305,7 +305,7 @@ def compare_stores(size: int, work: Path, query_count: int) -> dict[str, Any]:
         stores = {"sqlite": None, "postgresql": f"{base}/bench_store"}
         for name, store in stores.items():
             folder = work / f"{name}-{size}"
-            options = {} if store is None else {"store": store}
+            options: dict[str, Any] = {} if store is None else {"store": store}
             figures = {"build": child("dashrag", "build", corpus=corpus, folder=folder, **options),
                        "query": child("dashrag", "query", folder=folder, queries=query_count, **options)}
             for kind in ("add", "remove"):
