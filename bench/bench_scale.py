@@ -186,9 +186,11 @@ def removed_ids(size: int) -> list[str]:
 def dashrag_update(folder: Path, size: int, kind: str, store: str | None = None) -> dict[str, Any]:
     from dashrag.api import update_tree
 
-    change = {"add": added_documents(size)} if kind == "add" else {"remove": removed_ids(size)}
+    change: dict[str, Any] = {"add": added_documents(size)} if kind == "add" else {"remove": removed_ids(size)}
+    if store is not None:  # a baseline checkout may predate the argument
+        change["store_url"] = store
     start = time.perf_counter()
-    update_tree(folder, **change, store_url=store)
+    update_tree(folder, **change)
     return {"seconds": time.perf_counter() - start, "saved_mib": round(folder_mib(folder), 1)}
 
 
@@ -335,20 +337,26 @@ def profile_change(kind: str, size: int, work: Path) -> None:
 
 
 def compare_updates(size: int, baseline: Path, work: Path, repeats: int = 3) -> None:
-    """add 10 and remove 10 at ``size`` documents with another checkout's dashrag (``baseline``, e.g. the
-    commit before issue 36: ``git archive REV dashrag | tar -x -C DIR``) and with this one, interleaved, each
-    on its own copy of one saved tree (both versions read and write the same saved format)."""
+    """load, add 10 and remove 10 at ``size`` documents with another checkout's dashrag (``baseline``, e.g. the
+    commit before a change: ``git archive REV dashrag | tar -x -C DIR``) and with this one, interleaved. Each
+    side builds its own tree from the same corpus (what its store file holds is its own), and each change runs
+    on its own copy of that side's tree. ``load``: the seconds of ``dashrag.load`` in a fresh process (the
+    query phase's ``load_s``, imports included)."""
     corpus = work / f"corpus-{size}.jsonl"
     make_corpus(corpus, size)
-    folder = work / "tree"
-    child("dashrag", "build", corpus=corpus, folder=folder)
     sides = {"baseline": baseline, "this": REPO}
-    for kind in ("add", "remove"):
+    for name, code in sides.items():
+        child("dashrag", "build", code, corpus=corpus, folder=work / f"tree-{name}")
+    for kind in ("load", "add", "remove"):
         seconds: dict[str, list[float]] = {name: [] for name in sides}
         for _ in range(repeats):
             for name, code in sides.items():
+                if kind == "load":
+                    figures = child("dashrag", "query", code, folder=work / f"tree-{name}", queries=3)
+                    seconds[name].append(round(figures["load_s"], 3))
+                    continue
                 copy = work / f"{name}-{kind}"
-                shutil.copytree(folder, copy)
+                shutil.copytree(work / f"tree-{name}", copy)
                 seconds[name].append(round(child("dashrag", kind, code, folder=copy, size=size)["seconds"], 2))
                 shutil.rmtree(copy)
         print(json.dumps({"documents": size, "change": kind, "seconds": seconds,
@@ -365,7 +373,7 @@ def main() -> None:
     parser.add_argument("--profile", nargs=2, metavar=("KIND", "SIZE"),
                         help="profile one change (add or remove of 10) at SIZE documents, e.g. --profile add 100000")
     parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
-                        help="time add/remove 10 at the first --sizes with that checkout's dashrag and this one's")
+                        help="time load, add/remove 10 at the first --sizes: that checkout's dashrag and this one's")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
     parser.add_argument("--stores", action="store_true",
                         help="at each --sizes: the store in an SQLite file against a PostgreSQL database (--store)")
