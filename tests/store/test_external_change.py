@@ -151,7 +151,7 @@ def test_a_second_writer_waits_for_the_store_lock_then_runs_on_what_was_publishe
     more = _corpus_file(abstracts[6:8], tmp_path / "more.jsonl")
     with writer_lock(store_db):  # another writer of this database holds it
         waiting = _dashrag("add", folder, "--corpus", more, "--store", store_db)
-        time.sleep(3)
+        time.sleep(2)
         assert waiting.poll() is None  # still waiting for the lock
         assert [i for i, _ in _stored_documents(store_db)] == [d.id for d in abstracts[:6]]
     assert waiting.wait(timeout=120) == 0, waiting.stderr.read() if waiting.stderr else ""
@@ -171,6 +171,21 @@ def test_a_writer_that_cannot_get_the_lock_in_time_is_one_error_line_and_changes
     assert [i for i, _ in _stored_documents(store_db)] == [d.id for d in abstracts[:6]]
 
 
+@pytest.mark.slow
+def test_two_adds_at_once_on_one_postgresql_stored_tree_both_land(abstracts, tmp_path, store_db):
+    folder = _saved(abstracts[:6], tmp_path / "tree", store_db)
+    first = _corpus_file(abstracts[6:9], tmp_path / "first.jsonl")
+    second = _corpus_file(abstracts[9:12], tmp_path / "second.jsonl")
+    writers = [_dashrag("add", folder, "--corpus", corpus, "--store", store_db) for corpus in (first, second)]
+    assert [w.wait(timeout=300) for w in writers] == [0, 0]
+    assert sorted(i for i, _ in _stored_documents(store_db)) == sorted(d.id for d in abstracts[:12])
+    tree = dashrag.load(folder, store_url=store_db)
+    try:
+        assert sorted(tree.require_infra().chunks.document_ids) == sorted(d.id for d in abstracts[:12])
+    finally:
+        tree.close()
+
+
 # -- crash safety: kill -9 ---------------------------------------------------------------------------
 KILL_AFTER_COMMIT = """
 import os, signal, sys
@@ -186,6 +201,18 @@ def killed_at_the_switch(path, data):  # the store is committed, the manifest no
     write(path, data)
 
 persistence.atomic_write_json = killed_at_the_switch
+sys.argv = ["dashrag", *sys.argv[1:]]
+main()
+"""
+KILL_BEFORE_COMMIT = """
+import os, signal, sys
+from dashrag.store.external_change import StoreChange
+from dashrag.cli.main import main
+
+def killed_before_the_commit(self):  # the snapshot and the pending manifest are written, the store not changed
+    os.kill(os.getpid(), signal.SIGKILL)
+
+StoreChange.commit = killed_before_the_commit
 sys.argv = ["dashrag", *sys.argv[1:]]
 main()
 """
@@ -222,6 +249,15 @@ def test_kill_9_at_any_moment_of_an_add_on_postgresql_leaves_the_old_or_the_new_
                                  "--store", store], capture_output=True, timeout=300)
         assert killed.returncode == -signal.SIGKILL
         assert (folder / PENDING_MANIFEST_NAME).exists() and _states(folder, store) == new
+
+        # killed with the pending manifest written and the store not changed: the old tree, which it names
+        folder, store = copy("before-the-commit")
+        killed = subprocess.run([sys.executable, "-c", KILL_BEFORE_COMMIT, "add", str(folder), "--corpus", str(more),
+                                 "--store", store], capture_output=True, timeout=300)
+        assert killed.returncode == -signal.SIGKILL
+        assert (folder / PENDING_MANIFEST_NAME).exists() and _states(folder, store) == old
+        assert _dashrag("add", folder, "--corpus", more, "--store", store).wait(timeout=300) == 0
+        assert _states(folder, store) == new and not (folder / PENDING_MANIFEST_NAME).exists()
 
         # killed at random moments
         for attempt in range(6):
