@@ -70,8 +70,8 @@ def store_db(pg_url) -> Iterator[str]:
     _drop(pg_url, url)
 
 
-def _saved(documents, folder: Path, store: str) -> Path:
-    dashrag.build_tree(TREE, Corpus(tuple(documents)), folder, chunker=CHUNKER, store_url=store)
+def _saved(documents, folder: Path, store: str, config: dict = TREE) -> Path:
+    dashrag.build_tree(config, Corpus(tuple(documents)), folder, chunker=CHUNKER, store_url=store)
     return folder
 
 
@@ -92,14 +92,18 @@ def _loaded_answers(folder: Path, store: str, queries=QUERIES) -> list:
 
 
 # -- the property ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("index", ["in process", pytest.param("PgKeywordIndex", marks=pytest.mark.slow)])
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)
-def test_random_updates_on_a_postgresql_store_answer_as_rebuilds(abstracts, tmp_path, pg_url, sequence):
+def test_random_updates_on_a_postgresql_store_answer_as_rebuilds(abstracts, tmp_path, pg_url, index, sequence):
+    """``PgKeywordIndex``: the index's tables on the same server, replaced by each update (docs/updating.md)."""
+    config = TREE if index == "in process" else {
+        **TREE, "params": {**TREE["params"], "index": {"component": "PgKeywordIndex", "params": {"url": pg_url}}}}
     store = _database(pg_url)
     try:
         run = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
         start = abstracts[:12]
-        folder = _saved(start, run / "tree", store)
+        folder = _saved(start, run / "tree", store, config)
         documents = {d.id: d for d in start}
         for step in sequence:
             add, remove = expected_after(documents, step, abstracts[12:] if step[0] == "add" else abstracts)
