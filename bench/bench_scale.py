@@ -25,6 +25,8 @@ seconds and its peak RSS (``ru_maxrss``), so one library's memory never counts a
     PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --profile add 100000   # where add 10 goes
     PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --sizes 100000 --compare-with /tmp/before
                                                   # add/remove 10: another checkout's dashrag against this one
+    PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --stores --sizes 10000 100000
+                                                  # the store in SQLite against PostgreSQL (--store)
 
 Figures are wall seconds of one run each on a shared machine: the load average is written beside each.
 """
@@ -97,11 +99,11 @@ def percentiles(seconds: list[float]) -> dict[str, float]:
 
 # ---------------------------------------------------------------- phases (each in its own child process)
 
-def dashrag_build(corpus: Path, folder: Path) -> dict[str, Any]:
+def dashrag_build(corpus: Path, folder: Path, store: str | None = None) -> dict[str, Any]:
     from dashrag.api import build_tree
 
     start = time.perf_counter()
-    build_tree("keyword", corpus, folder, chunker=CHUNKER)
+    build_tree("keyword", corpus, folder, chunker=CHUNKER, store_url=store)
     return {"seconds": time.perf_counter() - start, "saved_mib": round(folder_mib(folder), 1)}
 
 
@@ -124,10 +126,10 @@ def bm25s_build(corpus: Path, folder: Path) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - start, "saved_mib": round(folder_mib(folder), 1)}
 
 
-def dashrag_load(folder: Path):
+def dashrag_load(folder: Path, store: str | None = None):
     import dashrag
 
-    return dashrag.load(folder)
+    return dashrag.load(folder, store_url=store)
 
 
 def bm25s_load(folder: Path):
@@ -154,8 +156,8 @@ def query_figures(one, batch, texts: list[str]) -> dict[str, Any]:
     return {**percentiles(seconds), "batch_ms_per_query": round((time.perf_counter() - start) * 1000 / len(texts), 3)}
 
 
-def dashrag_query(folder: Path, texts: list[str]) -> dict[str, Any]:
-    tree, load_s = timed_load(dashrag_load, folder)
+def dashrag_query(folder: Path, texts: list[str], store: str | None = None) -> dict[str, Any]:
+    tree, load_s = timed_load(lambda f: dashrag_load(f, store), folder)
     figures = query_figures(lambda q: tree.retrieve(q), lambda qs: tree.retrieve_batch(qs), texts)
     return {"load_s": load_s, **figures}
 
@@ -181,10 +183,12 @@ def removed_ids(size: int) -> list[str]:
     return [f"d{i}" for i in range(0, size, max(1, size // CHANGED))][:CHANGED]
 
 
-def dashrag_update(folder: Path, size: int, kind: str) -> dict[str, Any]:
+def dashrag_update(folder: Path, size: int, kind: str, store: str | None = None) -> dict[str, Any]:
     from dashrag.api import update_tree
 
-    change = {"add": added_documents(size)} if kind == "add" else {"remove": removed_ids(size)}
+    change: dict[str, Any] = {"add": added_documents(size)} if kind == "add" else {"remove": removed_ids(size)}
+    if store is not None:  # a baseline checkout may predate the argument
+        change["store_url"] = store
     start = time.perf_counter()
     update_tree(folder, **change)
     return {"seconds": time.perf_counter() - start, "saved_mib": round(folder_mib(folder), 1)}
@@ -213,12 +217,12 @@ def dashrag_worker(folder: Path, texts: list[str]) -> dict[str, Any]:
 
 def run_phase(args: argparse.Namespace) -> None:
     phases = {
-        ("dashrag", "build"): lambda: dashrag_build(args.corpus, args.folder),
+        ("dashrag", "build"): lambda: dashrag_build(args.corpus, args.folder, args.store),
         ("bm25s", "build"): lambda: bm25s_build(args.corpus, args.folder),
-        ("dashrag", "query"): lambda: dashrag_query(args.folder, queries(args.queries)),
+        ("dashrag", "query"): lambda: dashrag_query(args.folder, queries(args.queries), args.store),
         ("bm25s", "query"): lambda: bm25s_query(args.folder, queries(args.queries)),
-        ("dashrag", "add"): lambda: dashrag_update(args.folder, args.size, "add"),
-        ("dashrag", "remove"): lambda: dashrag_update(args.folder, args.size, "remove"),
+        ("dashrag", "add"): lambda: dashrag_update(args.folder, args.size, "add", args.store),
+        ("dashrag", "remove"): lambda: dashrag_update(args.folder, args.size, "remove", args.store),
         ("dashrag", "worker"): lambda: dashrag_worker(args.folder, queries(args.queries)),
     }
     figures = phases[(args.library, args.phase)]()
@@ -276,6 +280,52 @@ def measure(size: int, work: Path, query_count: int, worker_count: int) -> dict[
     return row
 
 
+def _sql(url: str, statement: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            connection.execute(text(statement))
+    finally:
+        engine.dispose()
+
+
+def compare_stores(size: int, work: Path, query_count: int) -> dict[str, Any]:
+    """The keyword tree at ``size`` documents with its store in an SQLite file (the default) and in a
+    PostgreSQL database (``--store``: a local server, ``dashrag pg``'s code, on loopback), side by side:
+    build, load and query, add 10 and remove 10 (each on its own copy of the folder, and for PostgreSQL of
+    the database: ``CREATE DATABASE ... TEMPLATE``)."""
+    from dashrag.engines.local_postgres import temporary_server
+
+    corpus = work / f"corpus-{size}.jsonl"
+    make_corpus(corpus, size)
+    row: dict[str, Any] = {"documents": size}
+    with temporary_server("dashrag-bench-pg-") as server:
+        base = server.rsplit("/", 1)[0]
+        _sql(server, "CREATE DATABASE bench_store")
+        stores = {"sqlite": None, "postgresql": f"{base}/bench_store"}
+        for name, store in stores.items():
+            folder = work / f"{name}-{size}"
+            options: dict[str, Any] = {} if store is None else {"store": store}
+            figures = {"build": child("dashrag", "build", corpus=corpus, folder=folder, **options),
+                       "query": child("dashrag", "query", folder=folder, queries=query_count, **options)}
+            for kind in ("add", "remove"):
+                copy = work / f"{name}-{size}-{kind}"
+                shutil.copytree(folder, copy)
+                if store is not None:
+                    _sql(server, f"CREATE DATABASE bench_{kind} TEMPLATE bench_store")
+                    options = {"store": f"{base}/bench_{kind}"}
+                figures[kind] = child("dashrag", kind, folder=copy, size=size, **options)
+                shutil.rmtree(copy)
+                if store is not None:
+                    _sql(server, f"DROP DATABASE bench_{kind}")
+            row[name] = figures
+            shutil.rmtree(folder)
+    corpus.unlink()
+    return row
+
+
 def profile_change(kind: str, size: int, work: Path) -> None:
     corpus = work / f"corpus-{size}.jsonl"
     make_corpus(corpus, size)
@@ -287,20 +337,26 @@ def profile_change(kind: str, size: int, work: Path) -> None:
 
 
 def compare_updates(size: int, baseline: Path, work: Path, repeats: int = 3) -> None:
-    """add 10 and remove 10 at ``size`` documents with another checkout's dashrag (``baseline``, e.g. the
-    commit before issue 36: ``git archive REV dashrag | tar -x -C DIR``) and with this one, interleaved, each
-    on its own copy of one saved tree (both versions read and write the same saved format)."""
+    """load, add 10 and remove 10 at ``size`` documents with another checkout's dashrag (``baseline``, e.g. the
+    commit before a change: ``git archive REV dashrag | tar -x -C DIR``) and with this one, interleaved. Each
+    side builds its own tree from the same corpus (what its store file holds is its own), and each change runs
+    on its own copy of that side's tree. ``load``: the seconds of ``dashrag.load`` in a fresh process (the
+    query phase's ``load_s``, imports included)."""
     corpus = work / f"corpus-{size}.jsonl"
     make_corpus(corpus, size)
-    folder = work / "tree"
-    child("dashrag", "build", corpus=corpus, folder=folder)
     sides = {"baseline": baseline, "this": REPO}
-    for kind in ("add", "remove"):
+    for name, code in sides.items():
+        child("dashrag", "build", code, corpus=corpus, folder=work / f"tree-{name}")
+    for kind in ("load", "add", "remove"):
         seconds: dict[str, list[float]] = {name: [] for name in sides}
         for _ in range(repeats):
             for name, code in sides.items():
+                if kind == "load":
+                    figures = child("dashrag", "query", code, folder=work / f"tree-{name}", queries=3)
+                    seconds[name].append(round(figures["load_s"], 3))
+                    continue
                 copy = work / f"{name}-{kind}"
-                shutil.copytree(folder, copy)
+                shutil.copytree(work / f"tree-{name}", copy)
                 seconds[name].append(round(child("dashrag", kind, code, folder=copy, size=size)["seconds"], 2))
                 shutil.rmtree(copy)
         print(json.dumps({"documents": size, "change": kind, "seconds": seconds,
@@ -317,14 +373,17 @@ def main() -> None:
     parser.add_argument("--profile", nargs=2, metavar=("KIND", "SIZE"),
                         help="profile one change (add or remove of 10) at SIZE documents, e.g. --profile add 100000")
     parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
-                        help="time add/remove 10 at the first --sizes with that checkout's dashrag and this one's")
+                        help="time load, add/remove 10 at the first --sizes: that checkout's dashrag and this one's")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
+    parser.add_argument("--stores", action="store_true",
+                        help="at each --sizes: the store in an SQLite file against a PostgreSQL database (--store)")
     # a child's arguments
     parser.add_argument("--library", help=argparse.SUPPRESS)
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--store", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
         run_phase(args)
@@ -332,6 +391,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-scale-", dir=args.work) as tmp:
         if args.compare_with:
             compare_updates(args.sizes[0], args.compare_with.resolve(), Path(tmp))
+            return
+        if args.stores:
+            for size in args.sizes:
+                print(json.dumps(compare_stores(size, Path(tmp), args.queries)), flush=True)
             return
         if args.profile:
             profile_change(args.profile[0], int(args.profile[1]), Path(tmp))

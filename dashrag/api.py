@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
-from dashrag.core.persistence import read_manifest, save_lock
+from dashrag.core.persistence import read_manifest, read_pending_manifest, save_lock
 from dashrag.core.progress import Progress, no_progress
 from dashrag.core.retriever import Retriever
 from dashrag.core.saved_tree import discard_unpublished_store, load, save, store_filename
@@ -257,24 +257,32 @@ def update_tree(
     remove: Iterable[str] = (),
     chunker: dict | None = None,
     progress: Progress = no_progress,
+    store_url: str | None = None,
 ) -> UpdateReport:
     """Change the saved tree in ``folder`` in place: add ``add`` (a Corpus, a corpus path, or
     SourceDocuments; an id already in the tree is replaced when its content changed, skipped when
     identical) and remove the documents ``remove``. All or nothing: the folder switches from the old
     tree to the new one atomically (a crash leaves one or the other, readers get one or the other),
     and two updates of one folder run one after the other (its save lock). A bad request (an unknown
-    id, a document without an id, another chunker, a folder that holds no saved tree) changes nothing."""
+    id, a document without an id, another chunker, a folder that holds no saved tree) changes nothing.
+
+    ``store_url``: the store of a tree indexed with one (``--store postgresql://...``), as ``load`` takes
+    it. Its change is committed in one transaction between the new snapshot and the manifest's switch,
+    and the whole update holds the store's writer lock, so two writers of one database run one after
+    the other (store/external_change.py, docs/updating.md)."""
+    from dashrag.store.external_change import writer_lock
+
     folder = Path(folder)
     documents = _documents_to_add(add)
     removing = [str(i) for i in remove]
     read_manifest(folder)  # a folder that holds no saved tree: an error before the lock creates anything
-    with save_lock(folder):
+    with save_lock(folder), writer_lock(store_url):
         progress("loading")
-        root = load(folder)
+        root = load(folder, store_url)
         try:
             progress("updating", 0, len(documents) + len(removing))
             outcome = root.update_documents(documents, removing, chunker)
-            if outcome.changed:
+            if outcome.changed or _rolled_forward(folder, root):
                 progress("saving")
                 try:
                     save(root, folder)
@@ -289,6 +297,13 @@ def update_tree(
 
 
 update = update_tree  # dashrag.update(folder, add=..., remove=...)
+
+
+def _rolled_forward(folder: Path, root: Retriever) -> bool:
+    """Whether ``root`` was loaded from the pending manifest of an update killed between its store's commit
+    and the switch (store/external_change.py): an update that changes nothing then still publishes it."""
+    pending = read_pending_manifest(folder)
+    return pending is not None and pending["corpus_fingerprint"] == root.require_infra().chunks.fingerprint
 
 
 @dataclass(frozen=True)
@@ -310,12 +325,12 @@ class SyncReport:
 
 def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, strict: bool = False,
               limits: ReadLimits | None = None, follow_symlinks: bool = False,
-              progress: Progress = no_progress) -> SyncReport:
+              progress: Progress = no_progress, store_url: str | None = None) -> SyncReport:
     """Bring the saved tree in ``tree`` in line with ``folder`` (docs/documents.md): files new since the last
     sync are added, changed ones (by content hash) replaced, gone ones removed, through :func:`update_tree`,
     so it is as exact and as atomic as any update. Only new and changed files are converted. A file that
     cannot be read is left out (and, if it was in the tree, kept as it was); ``strict``: an error instead,
-    nothing written. ``dry_run``: the plan only, nothing read or written."""
+    nothing written. ``dry_run``: the plan only, nothing read or written. ``store_url``: as ``update_tree``."""
     from dashrag.documents.converters.result import ReadLimits
     from dashrag.documents.corpus import SIDECAR_NAME, read_sidecar
     from dashrag.documents.folder import files_of_folder, read_files
@@ -335,7 +350,7 @@ def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, st
             found[rel] = FileState(_file_sha256(path), sidecar.get(rel, {}))
         except OSError as exc:  # unreadable now: left out like any bad file (a stored version is kept)
             outcome.failed.append(f"{path}: cannot be read ({exc.strerror})")
-    plan = plan_sync(_stored_metadata(tree), found)
+    plan = plan_sync(_stored_metadata(tree, store_url), found)
     if dry_run:
         return SyncReport(plan, None, tuple(outcome.skipped), ())
     progress("reading files", 0, len(plan.to_read))
@@ -344,7 +359,7 @@ def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, st
         outcome.refuse_failures()
     nothing_to_do = not outcome.documents and not plan.removed
     report = UpdateReport() if nothing_to_do else update_tree(tree, add=outcome.documents, remove=plan.removed,
-                                                               progress=progress)
+                                                               progress=progress, store_url=store_url)
     return SyncReport(plan, report, tuple(outcome.skipped), tuple(outcome.failed))
 
 
@@ -353,9 +368,9 @@ def _file_sha256(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def _stored_metadata(tree: Path) -> dict[str, Any]:
+def _stored_metadata(tree: Path, store_url: str | None) -> dict[str, Any]:
     """The saved tree's documents' metadata by id (what a sync compares the folder with)."""
-    root = load(tree)
+    root = load(tree, store_url)
     try:
         chunks = root.require_infra().chunks
         return dict(zip(chunks.document_ids, chunks.document_metadata))

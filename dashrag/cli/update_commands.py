@@ -44,6 +44,9 @@ def _read_ids(path: Path) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+STORE_HELP = ("SQLAlchemy URL of the store, for a tree indexed with --store (default: the store file in TREE); "
+              "the database changes in one transaction (docs/updating.md).")
+
 app = typer.Typer()
 
 
@@ -58,6 +61,7 @@ def add(
     follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
                                          help="Read files that symbolic links in a corpus folder point to."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
+    store: str | None = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
     """Add documents to a saved tree: new ids are added, changed ones replaced, identical ones skipped."""
     from dashrag.api import update_tree
@@ -66,7 +70,8 @@ def add(
     documents = Corpus.from_path(corpus, follow_symlinks=follow_symlinks, strict=strict)
     say(documents.summary())
     with shown_progress(console, "updating the tree") as progress, cleanup_warnings() as warned:
-        report = update_tree(tree, add=documents, chunker=resolve_component(chunker), progress=progress)
+        report = update_tree(tree, add=documents, chunker=resolve_component(chunker), progress=progress,
+                             store_url=store)
     _say_report(tree, report, warned)
 
 @app.command("remove")
@@ -75,6 +80,7 @@ def remove(
     tree: Path = typer.Argument(..., help="A folder written by `dashrag index`."),
     ids: list[str] = typer.Argument(None, help="Document ids to remove."),
     ids_file: Path | None = typer.Option(None, "--ids", help="A file of document ids, one per line."),
+    store: str | None = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
     """Remove documents from a saved tree by id (an unknown id changes nothing)."""
     from dashrag.api import update_tree
@@ -83,7 +89,7 @@ def remove(
     if not wanted:
         raise ConfigError("name the documents to remove: dashrag remove TREE ID... or --ids FILE")
     with shown_progress(console, "updating the tree") as progress, cleanup_warnings() as warned:
-        report = update_tree(tree, remove=wanted, progress=progress)
+        report = update_tree(tree, remove=wanted, progress=progress, store_url=store)
     _say_report(tree, report, warned)
 
 
@@ -98,13 +104,15 @@ def sync(
         "A new or changed file that cannot be read is an error (exit 2, the tree unchanged).")),
     follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
                                          help="Read files that symbolic links in the folder point to."),
+    store: str | None = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
     """Keep a tree in sync with a folder: new files added, changed ones (by content hash) replaced, gone ones
     removed (docs/documents.md)."""
     from dashrag.api import sync_tree
 
     with console.status("syncing the tree"):
-        report = sync_tree(tree, folder, dry_run=dry_run, strict=strict, follow_symlinks=follow_symlinks)
+        report = sync_tree(tree, folder, dry_run=dry_run, strict=strict, follow_symlinks=follow_symlinks,
+                           store_url=store)
     plan = report.plan
     if dry_run:
         for verb, paths in (("add", plan.added), ("replace", plan.changed), ("remove", plan.removed)):

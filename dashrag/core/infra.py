@@ -15,6 +15,7 @@ from dashrag.core.progress import Progress, no_progress
 
 if TYPE_CHECKING:
     from dashrag.documents.chunk_set import ChunkSet
+    from dashrag.store.external_change import StoreChange
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,9 @@ class Infra:
     hold something else (never done otherwise); ``progress``: where a fitting node reports the
     batches of a long stage (core/progress.py); ``chunker``: the config of the chunker that cut
     ``chunks`` (recorded in a saved folder, so an update cuts new documents the same way; None: not
-    known, a folder saved before it was recorded)."""
+    known, a folder saved before it was recorded); ``store_change``: an update of an external store
+    (``store_url`` a database, not a file in the folder) that the next save commits before it switches the
+    folder to the new tree (store/external_change.py; None: the store holds ``chunks``)."""
 
     env_path: Path
     chunks: ChunkSet
@@ -38,6 +41,7 @@ class Infra:
     overwrite: bool = False
     progress: Progress = no_progress
     chunker: dict[str, Any] | None = None
+    store_change: StoreChange | None = None
 
     @property
     def folder(self) -> Path:

@@ -66,6 +66,9 @@ except ImportError:  # pragma: no cover - Windows: no reader lock, loads rely on
 FORMAT_NAME = "dashrag-saved-retriever"
 FORMAT_VERSION = 1
 MANIFEST_NAME = "dashrag.json"
+#: The manifest of a save that commits an external store's change before it switches ``MANIFEST_NAME``
+#: (store/external_change.py): written first, so a kill after the commit rolls forward on load.
+PENDING_MANIFEST_NAME = "dashrag.pending.json"
 SNAPSHOT_PREFIX = "snapshot-"
 
 
@@ -359,11 +362,18 @@ def write_saved_folder(
     write_nodes: Callable[[Path], None],
     manifest_fields: dict[str, Any],
     stale: Callable[[Path], bool] = lambda path: False,
+    before_publish: Callable[[dict[str, Any]], None] | None = None,
 ) -> Path:
     """Under the save lock: write a new snapshot with ``write_nodes(snapshot_dir)``, switch the
     manifest to it, and remove the snapshots no manifest names any more (the grace rule keeps one)
     and the files of the folder that ``stale`` names (a store the new manifest no longer names:
-    removed documents leave no text behind), once no load is reading."""
+    removed documents leave no text behind), once no load is reading.
+
+    ``before_publish(manifest)``: what must happen once the snapshot is complete and before the
+    manifest switches (an external store's commit: it writes the manifest as the pending one first).
+    If it fails, the manifest stays and the new snapshot goes, unless a pending manifest names it (the
+    store may hold its corpus: a load rolls forward to it); once the manifest switches, a pending
+    manifest left by it (or by a killed save) goes."""
     folder = Path(folder)
     with save_lock(folder):
         previous = _current_snapshot_name(folder)
@@ -397,7 +407,16 @@ def write_saved_folder(
             **({"shared": shared, "shared_stats": {rel: file_stat(folder / rel) for rel in shared}} if shared else {}),
         }
         Manifest.model_validate(manifest)  # the writer follows the reader's schema
+        if before_publish is not None:
+            try:
+                before_publish(manifest)
+            except BaseException:
+                pending = read_pending_manifest(folder)
+                if pending is None or pending["snapshot"] != snapshot.name:
+                    shutil.rmtree(snapshot, ignore_errors=True)
+                raise
         atomic_write_json(folder / MANIFEST_NAME, manifest)  # published: from here on the save has succeeded
+        (folder / PENDING_MANIFEST_NAME).unlink(missing_ok=True)
         _clean_after_publish(folder, {snapshot.name} | ({previous} if previous else set()), stale,
                              digests_of(shared) | previous_shared)
     return snapshot
@@ -465,6 +484,16 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     """The manifest of a saved folder, after checking it is one this version can read."""
     folder = Path(folder)
     return _parse_manifest(folder / MANIFEST_NAME, _manifest_bytes(folder))
+
+
+def read_pending_manifest(folder: Path) -> dict[str, Any] | None:
+    """The pending manifest of a save that was committing an external store's change (None: none, or one
+    that cannot be read, which a load then ignores, as it ignores one whose commit never happened)."""
+    path = Path(folder) / PENDING_MANIFEST_NAME
+    try:
+        return _parse_manifest(path, path.read_bytes())
+    except (OSError, PersistenceError):
+        return None
 
 
 def unchanged_since_save(path: Path, recorded: Any) -> bool:

@@ -24,9 +24,11 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dashrag.core.collection import young_garbage_only
 from dashrag.core.component import ConfigObject
@@ -34,17 +36,24 @@ from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
 from dashrag.core.persistence import (
     MANIFEST_NAME,
+    PENDING_MANIFEST_NAME,
+    atomic_write_json,
     file_stat,
     node_dirname,
     read_consistently,
     read_manifest,
+    read_pending_manifest,
     save_lock,
     unchanged_since_save,
+    verify_snapshot,
     write_saved_folder,
 )
 from dashrag.core.retriever import Retriever
 from dashrag.errors import ConfigError, PersistenceError, excerpt
 from dashrag.store.sqlite_reader import read_chunk_set, sqlite_url
+
+if TYPE_CHECKING:
+    from dashrag.store.external_change import StoreChange
 
 SQLITE_PREFIX = "sqlite:///"
 STORE_FILE_PATTERN = re.compile(r"store-[0-9a-f]{1,64}\.sqlite")
@@ -91,12 +100,30 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
                 "store_stat": store_stat,  # a load that finds the store file unchanged trusts the fingerprint
                 "chunker": infra.chunker,
                 "saved_at": datetime.now(UTC).isoformat(),
-            }, stale)
+            }, stale, None if infra.store_change is None else _committing(folder, infra.store_change))
         except BaseException:
             if placed is not None:
                 _remove_unpublished_store(folder, placed)
             raise
+        if infra.store_change is not None:  # committed and published: the tree's store holds its chunks
+            root.inject_infra(replace(infra, store_change=None))
     return folder
+
+
+def _committing(folder: Path, change: StoreChange) -> Callable[[dict[str, Any]], None]:
+    """What a save of an updated tree on an external store does before it switches the manifest: write the
+    new manifest as the pending one, then commit the store's change (store/external_change.py). A commit
+    that surely did not happen (the store still holds the old corpus) takes the pending manifest back."""
+    def commit(manifest: dict[str, Any]) -> None:
+        pending = folder / PENDING_MANIFEST_NAME
+        atomic_write_json(pending, manifest)
+        try:
+            change.commit()
+        except BaseException:
+            if change.held_fingerprint() == change.old_fingerprint:
+                pending.unlink(missing_ok=True)
+            raise
+    return commit
 
 
 def _place_store(source: Path, target: Path) -> None:
@@ -168,20 +195,25 @@ def load(folder: str | Path, store_url: str | None = None, *, full_check: bool =
     folder = Path(folder)
 
     def read(manifest: dict[str, Any], snapshot: Path) -> Retriever:
-        try:
-            root = build_as(manifest["config"], Retriever, "retriever")
-        except ConfigError as exc:
-            raise PersistenceError(f"{folder}: the saved config is not valid here: {exc}") from None
         url = store_url if store_url is not None else _store_in_folder(folder, manifest.get("store"))
         unchanged = (store_url is None and not full_check
                      and unchanged_since_save(folder / manifest["store"], manifest.get("store_stat")))
         # read-only; an SQLite file through sqlite3 (docs/performance.md)
         chunk_set = read_chunk_set(url, manifest["corpus_fingerprint"] if unchanged else None)
         if chunk_set.fingerprint != manifest["corpus_fingerprint"]:
-            raise PersistenceError(
-                f"{folder}: saved for corpus {manifest['corpus_fingerprint'][:12]}, but the store holds corpus "
-                f"{chunk_set.fingerprint[:12]} (a folder saved for another corpus)"
-            )
+            pending = read_pending_manifest(folder) if store_url is not None else None
+            if pending is None or pending["corpus_fingerprint"] != chunk_set.fingerprint:
+                raise PersistenceError(
+                    f"{folder}: saved for corpus {manifest['corpus_fingerprint'][:12]}, but the store holds corpus "
+                    f"{chunk_set.fingerprint[:12]} (a folder saved for another corpus)"
+                )
+            # an update committed its external store and was stopped before it switched the manifest: its
+            # pending manifest is the tree the store holds (store/external_change.py)
+            manifest, snapshot = pending, verify_snapshot(folder, pending, full_check)
+        try:
+            root = build_as(manifest["config"], Retriever, "retriever")
+        except ConfigError as exc:
+            raise PersistenceError(f"{folder}: the saved config is not valid here: {exc}") from None
         chunker = manifest.get("chunker")
         if chunker is not None and not isinstance(chunker, dict):
             raise PersistenceError(f"{folder}: the manifest's 'chunker' is not a component config")

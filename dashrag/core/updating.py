@@ -3,7 +3,8 @@
 ``update_documents(root, add, remove)`` plans the change (``documents/changes.py``: the
 resulting documents and chunk set, kept chunks first), cuts the new documents with the
 tree's own chunker (recorded when it was built), writes the resulting corpus to a *new*
-store file beside the old one (a byte copy of it changed by the change alone, in one
+store file beside the old one (an external database instead keeps the change for the save to
+commit: ``store/external_change.py``) (a byte copy of it changed by the change alone, in one
 transaction: named by the new fingerprint, so the old tree's store is untouched until a
 save switches the folder to the new one), injects the new
 infrastructure and lets every node bring its state along
@@ -20,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, Protocol, cast
 
 from dashrag.core.component import ConfigObject
@@ -54,13 +54,13 @@ def tree_chunker(infra: Infra, chunker: dict[str, Any] | None) -> DocumentChunke
     return recorded
 
 
-def _store_file(url: str | None) -> Path:
-    path = None if url is None else sqlite_path(url)
-    if path is None:
-        raise PersistenceError("updating a tree needs its store to be an SQLite file (the default store); "
-                               "this tree's store is an external database, which an update cannot switch "
-                               "atomically with the saved folder")
-    return path
+def _store_url(infra: Infra) -> str:
+    if infra.store_url is None:
+        raise PersistenceError("updating a tree needs its store: this tree was built in memory only")
+    if infra.store_change is not None:
+        raise PersistenceError("this tree's previous update of its external store is not saved yet; save the "
+                               "tree (which commits it) before updating it again")
+    return infra.store_url
 
 
 def update_documents(root: ConfigObject, add: Iterable[SourceDocument] = (), remove: Iterable[str] = (),
@@ -68,20 +68,28 @@ def update_documents(root: ConfigObject, add: Iterable[SourceDocument] = (), rem
     """Add (or replace, or skip when identical) ``add`` and remove the documents ``remove`` from the fitted
     tree ``root``; every node's state follows, as if fitted on the resulting documents."""
     from dashrag.core.saved_tree import store_filename
+    from dashrag.store.external_change import StoreChange
     from dashrag.store.store import Store, read_only_url, write_changed_store_file
 
     infra = root.require_infra()
     cutter = tree_chunker(infra, chunker)
-    source = _store_file(infra.store_url)
-    assert infra.store_url is not None  # _store_file refuses a tree without a store
+    url = _store_url(infra)
     adding, removing = list(add), [str(i) for i in remove]
-    store = Store(read_only_url(infra.store_url), read_only=True)
+    store = Store(read_only_url(url), read_only=True)
     try:
         stored = store.documents_with_ids(named_ids(adding, removing))
     finally:
         store.close()
     change = plan_change(stored, infra.chunks, adding, removing, cutter.chunk)
     if not change.report.changed:
+        return change.report
+    source = sqlite_path(url)
+    if source is None:  # an external database: the save commits the change (store/external_change.py)
+        pending = StoreChange(url, tuple(change.gone), tuple(change.changed), tuple(change.added),
+                              infra.chunks.fingerprint, change.new.fingerprint)
+        root.inject_infra(dataclasses.replace(infra, chunks=change.new, documents=None, chunker=cutter.to_config(),
+                                              store_change=pending))
+        root.apply_change(change)
         return change.report
     target = source.parent / store_filename(change.new.fingerprint)
     existed = target.exists()

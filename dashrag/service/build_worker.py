@@ -37,7 +37,8 @@ def _update(task: dict[str, Any], progress: Any) -> dict[str, Any]:
 
     add = task["add"] if isinstance(task["add"], str) else [SourceDocument(**d) for d in task["add"]]
     with cleanup_warnings() as warned:
-        report = update_tree(task["folder"], add=add, remove=task["remove"], progress=progress)
+        report = update_tree(task["folder"], add=add, remove=task["remove"], progress=progress,
+                             store_url=task.get("store_url"))
     return {"changed": report.changed, "counts": report.counts(), "warnings": warned}
 
 
@@ -46,7 +47,7 @@ def _sync(task: dict[str, Any], progress: Any) -> dict[str, Any]:
     from dashrag.core.persistence import cleanup_warnings
 
     with cleanup_warnings() as warned:
-        report = sync_tree(task["folder"], task["source"], progress=progress)
+        report = sync_tree(task["folder"], task["source"], progress=progress, store_url=task.get("store_url"))
     return {"changed": bool(report.update and report.update.changed), "counts": report.counts(), "warnings": warned}
 
 

@@ -68,12 +68,12 @@ class Collection(Protocol):
 class TreeCollection:
     """A saved tree (a folder written by ``dashrag index`` / ``POST /trees``) served as a collection."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, store_url: str | None = None):
         self.folder = Path(folder)
         self.name = self.folder.name
         self.manifest_mtime = (self.folder / MANIFEST_NAME).stat().st_mtime_ns  # before reading: a newer save shows
         self.manifest = read_manifest(self.folder)
-        self.retriever: Retriever = load(self.folder)
+        self.retriever: Retriever = load(self.folder, store_url)
         with unobserved():  # its sample queries are no user's: not exported as spans (docs/otel.md)
             self.calibration: Calibration = calibrate_saved(self.folder, self.manifest, self.retriever)
 
@@ -162,8 +162,9 @@ class CollectionRegistry:
     that fails to load is retried only when its manifest changes again.
     """
 
-    def __init__(self, trees_dir: Path | None, rescan_seconds: float = 2.0):
+    def __init__(self, trees_dir: Path | None, rescan_seconds: float = 2.0, stores: Mapping[str, str] | None = None):
         self.trees_dir = Path(trees_dir) if trees_dir is not None else None
+        self.stores = dict(stores or {})  # tree name -> the store URL of a tree indexed with --store (settings)
         self.rescan_seconds = rescan_seconds
         self._collections: dict[str, Collection] = {}
         self._lock = threading.Lock()
@@ -225,8 +226,12 @@ class CollectionRegistry:
             raise LookupError("the service has no trees folder (--trees)")
         return self.trees_dir / name
 
+    def store_of(self, name: str) -> str | None:
+        """The store URL the settings give the tree ``name`` (None: the store file in its folder)."""
+        return self.stores.get(name)
+
     def load_tree(self, name: str) -> TreeCollection:
-        collection = TreeCollection(self.folder_of(name))
+        collection = TreeCollection(self.folder_of(name), self.store_of(name))
         self.add(collection)
         self._manifests[name] = collection.manifest_mtime
         self.load_errors.pop(name, None)

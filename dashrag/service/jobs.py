@@ -280,7 +280,8 @@ class BuildJobs:
 
     def _run_update(self, job: Job, task: dict[str, Any]) -> None:
         try:
-            task = {**task, "folder": str(self.registry.folder_of(job.tree))}
+            task = {**task, "folder": str(self.registry.folder_of(job.tree)),
+                    "store_url": self.registry.store_of(job.tree)}
             served = self.registry.tree(job.tree)
             if served is not None and process_bound(served.retriever):  # its folder is this process's to change
                 report = run_in_this_process(task, self.limits, job.enter)
@@ -307,7 +308,8 @@ class BuildJobs:
             self._inline += 1
         try:
             with cleanup_warnings() as warned:
-                report = update_tree(self.registry.folder_of(name), remove=document_ids)
+                report = update_tree(self.registry.folder_of(name), remove=document_ids,
+                                     store_url=self.registry.store_of(name))
             for warning in warned:  # published all the same: the removal succeeded
                 logger.warning("removal from %s: %s", name, warning)
             self.registry.load_tree(name)

@@ -36,9 +36,10 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
-from dashrag.errors import ConfigError
+from dashrag.errors import ConfigError, excerpt
 from dashrag.llm.credential import ENV_VAR_PATTERN
 from dashrag.service.trust import parse_allowed_endpoint
+from dashrag.urls import url_secret_problem
 
 ComponentConfig = dict[str, Any]
 
@@ -111,6 +112,10 @@ class ServiceSettings(BaseSettings):
 
     trees_dir: Path | None = Field(None, description="Folder whose sub-folders are saved trees (collections).")
     data_root: Path | None = Field(None, description="POST /trees may read corpora only under this folder.")
+    tree_stores: dict[str, str] = Field(default_factory=dict, description=(
+        "The store of each tree indexed with --store, by tree name: an SQLAlchemy URL without a password (the "
+        "driver reads it from the environment, PGPASSWORD or ~/.pgpass). Such a tree is loaded, queried and "
+        "updated on it (docs/updating.md, 'On an external store'); a saved folder never names one itself."))
     cache_dir: Path | None = Field(None, description="Embedding cache shared by tree builds.")
     host: str = "127.0.0.1"
     port: int = Field(8051, ge=0, le=65535)
@@ -198,6 +203,15 @@ class ServiceSettings(BaseSettings):
         if not isinstance(value, str):
             return value
         return value.upper() if info.field_name == "log_level" else value.lower()
+
+    @field_validator("tree_stores")
+    @classmethod
+    def _stores_hold_no_secret(cls, stores: dict[str, str]) -> dict[str, str]:
+        for name, url in stores.items():
+            if url_secret_problem(url) is not None:
+                raise ValueError(f"the store URL of tree {excerpt(name)} holds a secret (a password or a secret "
+                                 "query field); leave it out: the driver reads it from PGPASSWORD or ~/.pgpass")
+        return stores
 
     @field_validator("allow_endpoints")
     @classmethod

@@ -51,7 +51,7 @@ def build_service(settings: ServiceSettings) -> Service:
     from dashrag.core.registry import all_components
     from dashrag.core.schema import frontend_meta
 
-    registry = CollectionRegistry(settings.trees_dir)
+    registry = CollectionRegistry(settings.trees_dir, stores=settings.tree_stores)
     registry.load_all()
     embedding = query_embedding(settings) if settings.qdrant else None
     qdrant = serve_qdrant(settings, registry, embedding) if embedding is not None else None

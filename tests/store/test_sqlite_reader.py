@@ -8,7 +8,7 @@ from dashrag.chunkers.recursive_character import RecursiveCharacterChunker
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.errors import PersistenceError
 from dashrag.store.models import ChunkRow, DocumentRow
-from dashrag.store.sqlite_reader import CHUNKS, DOCUMENT_CATEGORIES, read_chunk_set, sqlite_path
+from dashrag.store.sqlite_reader import CHUNKS, DOCUMENT_CATEGORIES, DOCUMENT_METADATA, read_chunk_set, sqlite_path
 from dashrag.store.store import Store, sqlite_url
 
 
@@ -56,3 +56,15 @@ def test_reading_never_writes(store_file):
     before = path.read_bytes()
     read_chunk_set(sqlite_url(path))
     assert path.read_bytes() == before
+
+
+def test_a_load_reads_the_documents_metadata_from_an_index_not_through_their_texts(store_file):
+    """The documents' rows hold their text before their metadata; a load's read of every id and metadata is
+    answered from the covering index a new store gets (store.DOCUMENT_METADATA_INDEX), so it does not read the
+    corpus's texts a second time."""
+    path, chunks = store_file
+    with sqlite3.connect(path) as connection:
+        plan = " ".join(str(step[-1]) for step in connection.execute(f"EXPLAIN QUERY PLAN {DOCUMENT_METADATA}"))
+        connection.execute("DROP INDEX ix_documents_id_metadata")  # a store written before the index
+    assert "COVERING INDEX ix_documents_id_metadata" in plan, plan
+    assert read_chunk_set(sqlite_url(path)).fingerprint == chunks.fingerprint
