@@ -12,6 +12,13 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Under pytest-xdist each worker gets its share of the cores for torch's and OpenMP's thread pools (set here,
+# before anything imports torch; inherited by the CLI and server processes a test starts). Left at their
+# default, two workers each ran one thread per core: four threads on two cores, spinning against each other
+# (docs/testing.md, "What changed"). A value the user set wins.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_CORPUS = REPO / "examples" / "corpus"
