@@ -27,7 +27,7 @@ SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 # Shared fixtures live in tests/fixtures/ and are plugins, so a test names them without importing them.
 pytest_plugins = ["tests.fixtures.scifact", "tests.fixtures.models", "tests.fixtures.servers",
                   "tests.fixtures.postgres", "tests.fixtures.qdrant", "tests.fixtures.qdrant_local_mode",
-                  "tests.fixtures.finetuning", "tests.fixtures.recording"]
+                  "tests.fixtures.finetuning", "tests.fixtures.recording", "tests.fixtures.cpu_time"]
 
 
 @pytest.fixture(scope="session")
