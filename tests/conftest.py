@@ -50,11 +50,15 @@ def folder_digest(folder: Path) -> dict[str, str]:
 # Fixtures that put a real model to work over a corpus subset: a test using one is slow (seconds to a
 # minute here). `pytest -m "not slow"` is the quick loop; CI and scripts/test.sh run everything.
 MODEL_FIXTURES = frozenset({"subset", "cross_encoder_dir", "second_cross_encoder_dir", "unnormalised_minilm_dir"})
+# Fixtures that make every test using them slow too: a headless Chromium driving a served page (tests/web), and
+# models fine-tuned by the real CLI (tests/fixtures/finetuning.py). Other slow tests are marked where they are
+# written; docs/testing.md says how they were chosen.
+SLOW_FIXTURES = MODEL_FIXTURES | {"browser", "trained_twice"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         callspec = getattr(item, "callspec", None)
         parametrized = set(callspec.params) if callspec is not None else set()  # a parameter named alike
-        if MODEL_FIXTURES & (set(getattr(item, "fixturenames", ())) - parametrized):
+        if SLOW_FIXTURES & (set(getattr(item, "fixturenames", ())) - parametrized):
             item.add_marker(pytest.mark.slow)

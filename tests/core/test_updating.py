@@ -313,6 +313,7 @@ def check_property(config: dict, abstracts, tmp_path: Path, sequence: list[Step]
         store.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(KEYWORD_TREES))
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)

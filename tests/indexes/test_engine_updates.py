@@ -26,6 +26,7 @@ def two_shards(config: dict, index: dict) -> dict:
                                                          "top_k": 8}}
 
 
+@pytest.mark.slow
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)
 def test_random_updates_of_bm25_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, sequence):
@@ -39,6 +40,7 @@ def test_random_updates_of_dense_on_qdrant_answer_as_rebuilds(abstracts, tmp_pat
     check_property(with_index(DENSE, QDRANT_VECTORS), abstracts, tmp_path, sequence, start_cache=start_embeddings)
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)
 def test_random_updates_of_bm25_sharded_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, sequence):
@@ -54,6 +56,7 @@ def test_random_updates_of_dense_sharded_on_qdrant_answer_as_rebuilds(abstracts,
     check_property(two_shards(DENSE, QDRANT_VECTORS), abstracts, tmp_path, sequence, start_cache=start_embeddings)
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)
 def test_random_updates_of_bm25_on_postgresql_answer_as_rebuilds(abstracts, tmp_path, pg_url, sequence):
