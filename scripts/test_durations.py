@@ -4,8 +4,10 @@ Prints two Markdown tables: seconds per test directory (with the count of tests)
 tests. Given two files (before, after), the directory table shows them side by side. A test's time
 in the XML is its set-up + call + tear-down, so a module- or session-scoped fixture is charged to the
 first test that needs it; under pytest-xdist the seconds add up the workers' time, not the wall time.
+``--cpu`` reads the CPU seconds the test run recorded instead (``tests/fixtures/cpu_time.py``): on shared
+cores they say what a test costs, where its wall time also says how busy the machine was.
 
-    python scripts/test_durations.py before.xml [after.xml] [--slowest 20]
+    python scripts/test_durations.py before.xml [after.xml] [--slowest 20] [--cpu]
 
 docs/testing.md holds the tables this prints.
 """
@@ -17,13 +19,21 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
+CPU_PROPERTY = "cpu_s"  # tests/fixtures/cpu_time.py
 
-def test_times(junit_xml: Path) -> dict[str, float]:
-    """Seconds per test id (``tests/dir/test_x.py::name``) from a JUnit XML file."""
+
+def test_times(junit_xml: Path, cpu: bool = False) -> dict[str, float]:
+    """Seconds per test id (``tests/dir/test_x.py::name``) from a JUnit XML file: wall, or with ``cpu`` the
+    CPU seconds recorded as the test's ``cpu_s`` property (0 for a test without one)."""
     times: dict[str, float] = {}
     for case in ET.parse(junit_xml).getroot().iter("testcase"):
         module = case.get("classname", "").replace(".", "/") + ".py"
-        times[f"{module}::{case.get('name')}"] = float(case.get("time") or 0.0)
+        if cpu:
+            recorded = [p.get("value") for p in case.iter("property") if p.get("name") == CPU_PROPERTY]
+            seconds = float(recorded[0]) if recorded else 0.0
+        else:
+            seconds = float(case.get("time") or 0.0)
+        times[f"{module}::{case.get('name')}"] = seconds
     return times
 
 
@@ -70,8 +80,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("junit_xml", nargs="+", type=Path, help="one run, or two (before, after)")
     parser.add_argument("--slowest", type=int, default=20, help="how many of the slowest tests to list (last run)")
+    parser.add_argument("--cpu", action="store_true", help="CPU seconds (recorded by the tests) instead of wall")
     args = parser.parse_args()
-    runs = [test_times(path) for path in args.junit_xml]
+    runs = [test_times(path, args.cpu) for path in args.junit_xml]
     labels = ["before", "after"] if len(runs) == 2 else [path.stem for path in args.junit_xml]
     print(directory_table(runs, labels))
     print()

@@ -12,6 +12,13 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Under pytest-xdist each worker gets its share of the cores for torch's and OpenMP's thread pools (set here,
+# before anything imports torch; inherited by the CLI and server processes a test starts). Left at their
+# default, two workers each ran one thread per core: four threads on two cores, spinning against each other
+# (docs/testing.md, "What changed"). A value the user set wins.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_CORPUS = REPO / "examples" / "corpus"
@@ -20,7 +27,7 @@ SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 # Shared fixtures live in tests/fixtures/ and are plugins, so a test names them without importing them.
 pytest_plugins = ["tests.fixtures.scifact", "tests.fixtures.models", "tests.fixtures.servers",
                   "tests.fixtures.postgres", "tests.fixtures.qdrant", "tests.fixtures.qdrant_local_mode",
-                  "tests.fixtures.finetuning", "tests.fixtures.recording"]
+                  "tests.fixtures.finetuning", "tests.fixtures.recording", "tests.fixtures.cpu_time"]
 
 
 @pytest.fixture(scope="session")
@@ -43,11 +50,15 @@ def folder_digest(folder: Path) -> dict[str, str]:
 # Fixtures that put a real model to work over a corpus subset: a test using one is slow (seconds to a
 # minute here). `pytest -m "not slow"` is the quick loop; CI and scripts/test.sh run everything.
 MODEL_FIXTURES = frozenset({"subset", "cross_encoder_dir", "second_cross_encoder_dir", "unnormalised_minilm_dir"})
+# Fixtures that make every test using them slow too: a headless Chromium driving a served page (tests/web), and
+# models fine-tuned by the real CLI (tests/fixtures/finetuning.py). Other slow tests are marked where they are
+# written; docs/testing.md says how they were chosen.
+SLOW_FIXTURES = MODEL_FIXTURES | {"browser", "trained_twice"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         callspec = getattr(item, "callspec", None)
         parametrized = set(callspec.params) if callspec is not None else set()  # a parameter named alike
-        if MODEL_FIXTURES & (set(getattr(item, "fixturenames", ())) - parametrized):
+        if SLOW_FIXTURES & (set(getattr(item, "fixturenames", ())) - parametrized):
             item.add_marker(pytest.mark.slow)

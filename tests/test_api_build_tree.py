@@ -95,6 +95,7 @@ def test_a_cancelled_overwrite_keeps_the_previous_tree(tmp_path, example_corpus,
     assert answer(folder) == before and build_files(folder) == []
 
 
+@pytest.mark.slow
 def test_a_kill_at_any_moment_of_an_overwrite_leaves_the_old_or_the_new_tree(tmp_path, example_corpus):
     """SIGKILL `dashrag index --overwrite` at moments spread over its run: every later load answers as the
     tree before or the tree after (the record is written into the new store before the manifest switches)."""

@@ -89,6 +89,7 @@ corpus_lines = st.one_of(corpus_records.map(json.dumps), st.text(max_size=40),
                          st.sampled_from(['{"_id": "a", "text": NaN}', "[]", "null", '{"_id": 1e400, "text": "x"}']))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(lines=st.lists(corpus_lines, min_size=1, max_size=4))
 def test_fuzzed_corpus_lines_raise_only_dashrag_errors_and_never_touch_the_saved_folder(lines, saved,
@@ -108,6 +109,7 @@ def test_fuzzed_corpus_lines_raise_only_dashrag_errors_and_never_touch_the_saved
 MANIFEST_KEYS = ["format", "format_version", "config", "corpus_fingerprint", "store", "snapshot", "files", "x"]
 
 
+@pytest.mark.slow
 @FUZZ
 @given(changes=st.dictionaries(st.sampled_from(MANIFEST_KEYS), json_values | configs, min_size=1, max_size=3))
 def test_fuzzed_manifests_raise_only_persistence_errors_and_write_nothing(changes, saved, tmp_path_factory):

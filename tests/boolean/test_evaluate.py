@@ -222,6 +222,7 @@ assignments = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(trees(category_clauses, max_leaves=10), assignments)
 def test_category_expressions_return_the_set_algebra_result(tree, assignment):

@@ -273,6 +273,7 @@ def test_follow_symlinks_opts_in(linked_corpus, tmp_path):
 
 
 # -- two `dashrag index` runs on one folder ---------------------------------------------------------
+@pytest.mark.slow
 def test_two_index_runs_on_one_folder_both_finish_and_leave_one_loadable_save(tmp_path):
     import subprocess
     import sys

@@ -53,6 +53,7 @@ def test_a_lone_surrogate_in_a_corpus_is_one_error_line_naming_the_line(tmp_path
     assert "c.jsonl:2" in line and "lone surrogate (\\ud800)" in line and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_lone_surrogate_in_a_queries_file_is_one_error_line(saved, tmp_path):
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"_id": "q1", "text": "bm25 \\udc00"}\n')
@@ -150,6 +151,7 @@ def test_add_into_an_immutable_folder_is_one_error_line_and_changes_nothing(tree
     assert folder_digest(tree_copy) == before
 
 
+@pytest.mark.slow
 def test_add_on_a_nearly_full_disk_is_one_error_line_and_leaves_no_new_store(scifact_dir, scifact_subset_file,
                                                                              tmp_path):
     """A tmpfs with about 2 MB free once the tree is on it: the update's store fits, its state does not."""
@@ -175,6 +177,7 @@ def test_query_with_a_malformed_ipv6_store_url_is_one_error_line_without_its_pas
     assert "host or port cannot be read" in line and "s3cret" not in line
 
 
+@pytest.mark.slow
 def test_index_overwrite_over_an_immutable_old_store_is_one_error_line_and_leaves_no_tmp(tree_copy):
     before = folder_digest(tree_copy)
     with immutable(next(tree_copy.glob("store-*.sqlite"))):
@@ -184,6 +187,7 @@ def test_index_overwrite_over_an_immutable_old_store_is_one_error_line_and_leave
     assert folder_digest(tree_copy) == before and not [n for n in names(tree_copy) if n.endswith(".tmp")]
 
 
+@pytest.mark.slow
 def test_index_overwrite_on_a_full_disk_is_one_error_line_and_leaves_no_tmp(scifact_subset_file, tmp_path):
     """About 2.3 MB free: the build's temporary store (1.5 MB) fits, its copy under the store's name does not."""
     built = tmp_path / "built"

@@ -61,6 +61,7 @@ def test_keyword_query_imports_only_the_components_of_its_tree(keyword_folder, t
     assert components <= {"dashrag.retrievers.bm25"}, components
 
 
+@pytest.mark.slow
 def test_a_tfidf_query_may_import_scikit_learn_it_uses(tmp_path):
     """The other side of the rule: a tree that needs scikit-learn at query time gets it."""
     out = tmp_path / "tfidf"

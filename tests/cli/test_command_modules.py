@@ -54,6 +54,7 @@ with open(sys.argv[1], "w") as out:
 """
 
 
+@pytest.mark.slow
 def test_dashrag_query_imports_no_other_command_module(tmp_path):
     tree = tmp_path / "tree"
     built = subprocess.run([sys.executable, "-m", "dashrag.cli.main", "index", "keyword", "--corpus",

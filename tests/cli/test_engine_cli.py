@@ -42,6 +42,7 @@ def sql(url: str, statement: str, autocommit: bool = False):
         engine.dispose()
 
 
+@pytest.mark.slow
 def test_pg_start_prints_a_loopback_url_and_stop_stops_it():
     root = Path(tempfile.mkdtemp(prefix="dashrag-cli-pg-"))
     root.chmod(0o755)
@@ -157,6 +158,7 @@ def test_query_on_a_collection_of_another_dimension_exits_2(tmp_path):
     assert "8-dimensional" in answer.output and "Traceback" not in answer.output
 
 
+@pytest.mark.slow
 def test_serve_of_an_unreachable_qdrant_exits_2_naming_it(tmp_path):
     """A real process: `serve` sets up the process's logging, which must not outlive it into other tests."""
     url = f"http://127.0.0.1:{free_port()}"
@@ -166,6 +168,7 @@ def test_serve_of_an_unreachable_qdrant_exits_2_naming_it(tmp_path):
     assert proc.returncode == 2 and f"Qdrant server at {url}" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_serve_of_an_edge_folder_as_qdrant_exits_2_pointing_to_the_trees(tmp_path):
     foreign_edge_collection(tmp_path / "qdrant", "docs")
     proc = subprocess.run([sys.executable, "-m", "dashrag.cli.main", "serve", "--qdrant", str(tmp_path / "qdrant"),

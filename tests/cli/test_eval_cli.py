@@ -52,6 +52,7 @@ def trec_run_of(folder, queries_file):
     return run_
 
 
+@pytest.mark.slow
 def test_eval_of_a_saved_tree_equals_pytrec_eval_on_its_trec_run(saved_hybrid, scifact_subset, tmp_path):
     report = eval_report(tmp_path, saved_hybrid, "--dataset", scifact_subset)
     qrels = {q: dict(d) for q, d in load_split(scifact_subset, "test").qrels.items()}

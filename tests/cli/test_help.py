@@ -63,6 +63,7 @@ def test_query_help_wraps_its_paragraphs_at_the_terminal_not_mid_sentence():
             assert len(line) > WIDTH - 20, lines
 
 
+@pytest.mark.slow
 def test_components_is_a_table_that_fits_80_columns():
     out = dashrag("components").stdout
     lines = out.splitlines()
@@ -75,6 +76,7 @@ def test_components_is_a_table_that_fits_80_columns():
         assert row[kind_column:].split()[0] == cls.META.kind
 
 
+@pytest.mark.slow
 def test_schema_of_a_name_begun_suggests_the_component():
     result = dashrag("schema", "BM25")
     assert result.returncode == 2

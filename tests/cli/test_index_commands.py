@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
 from typer.testing import CliRunner
 
 import dashrag
@@ -56,6 +57,7 @@ def test_strict_makes_a_metadata_line_naming_no_document_an_error_and_writes_not
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_index_reads_a_folder_of_every_format_and_names_each_bad_file(tmp_path):
     import json
 
@@ -80,6 +82,7 @@ def test_index_reads_a_folder_of_every_format_and_names_each_bad_file(tmp_path):
     assert best["metadata"]["file_type"] == "pdf" and best["metadata"]["title"] == "Q3"
 
 
+@pytest.mark.slow
 def test_index_strict_refuses_a_folder_with_a_bad_file_and_writes_nothing(tmp_path):
     from tests.cli.conftest import invoke
     from tests.documents.test_folder import make_good_folder

@@ -104,6 +104,7 @@ def queries_file(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_a_batch_writes_each_answer_as_it_completes_and_names_the_failing_query(indexed, llm_server, queries_file):
     llm_server.script(select(1), slow(1.0, select(2)), http_error(500, "model crashed"))
     before = len(llm_server.requests)

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from dashrag.cli.progress_lines import EVERY_S, StageProgress, describe, duration
 from dashrag.core.progress import seconds_left
 from tests.conftest import EXAMPLE_CORPUS
@@ -41,6 +43,7 @@ def test_plain_lines_come_at_a_stages_start_and_end_and_at_most_every_few_second
     assert [line.split()[3] for line in lines] == ["0/100", "20/100", "40/100", "60/100", "80/100", "100/100"]
 
 
+@pytest.mark.slow
 def test_index_piped_writes_plain_progress_lines_with_counts(tmp_path):
     ran = subprocess.run([sys.executable, "-m", "dashrag.cli.main", "index", "keyword", "--corpus", str(EXAMPLE_CORPUS),
                           "--out", str(tmp_path / "tree")], capture_output=True, text=True, env=os.environ, timeout=300)

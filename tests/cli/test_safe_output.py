@@ -78,6 +78,7 @@ def test_an_error_naming_a_hostile_path_is_one_inert_line(tmp_path):
     assert_inert(line) and "[/b]" in line
 
 
+@pytest.mark.slow
 def test_the_installed_command_prints_hostile_text_inertly(hostile_index):
     # the console script as a user runs it, in a real process (no test runner in between)
     result = subprocess.run([sys.executable, "-m", "dashrag.cli.main", "query", str(hostile_index), "rank fusion"],

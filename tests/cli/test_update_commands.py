@@ -177,6 +177,7 @@ def _killed_while_writing_its_store(tree: Path, corpus: Path) -> list[str]:
     return sorted(p.name for p in tree.glob(".store-*"))
 
 
+@pytest.mark.slow
 def test_what_a_killed_add_left_is_removed_by_the_next_save(scifact_dir, tmp_path):
     """A real kill -9 while ``add`` writes its temporary store leaves it (and SQLite's journal); the next save
     of the folder holds the save lock every such writer holds, so it knows them abandoned and removes them."""

@@ -60,6 +60,7 @@ def synced_pair(tmp_path):
     return tree, folder
 
 
+@pytest.mark.slow
 def test_dry_run_shows_the_plan_and_writes_nothing(synced_pair):
     tree, folder = synced_pair
     before = folder_digest(tree)
@@ -71,6 +72,7 @@ def test_dry_run_shows_the_plan_and_writes_nothing(synced_pair):
     assert folder_digest(tree) == before
 
 
+@pytest.mark.slow
 def test_sync_counts_what_changed_and_answers_as_a_fresh_index(synced_pair, tmp_path):
     tree, folder = synced_pair
     result = invoke("sync", tree, folder)
@@ -83,6 +85,7 @@ def test_sync_counts_what_changed_and_answers_as_a_fresh_index(synced_pair, tmp_
     assert again.stdout.strip() == f"unchanged {tree}: 0 added, 0 replaced, 0 removed, 5 unchanged, 0 failed"
 
 
+@pytest.mark.slow
 def test_a_changed_file_that_no_longer_reads_is_named_and_kept_as_it_was(synced_pair):
     tree, folder = synced_pair
     (folder / "report.pdf").write_bytes(b"%PDF-1.4 truncated by a bad copy")
@@ -94,6 +97,7 @@ def test_a_changed_file_that_no_longer_reads_is_named_and_kept_as_it_was(synced_
     assert "report.pdf" in {h["document_id"] for h in hits}
 
 
+@pytest.mark.slow
 def test_strict_sync_with_a_bad_file_is_exit_2_and_leaves_the_tree(synced_pair):
     tree, folder = synced_pair
     (folder / "broken.docx").write_bytes(b"not a zip")

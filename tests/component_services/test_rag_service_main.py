@@ -8,12 +8,14 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.service.test_server import announced_server
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_uvicorn_on_the_references_module_path_serves_health_with_settings_from_the_environment():
     env = {**os.environ, "RAG_AUTH_TOKEN_VAR": "TEST_SERVICE_TOKEN", "TEST_SERVICE_TOKEN": "s3cret"}
     command = [sys.executable, "-m", "uvicorn", "component_services.rag_service.main:app", "--host", "127.0.0.1",

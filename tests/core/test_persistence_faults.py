@@ -59,6 +59,7 @@ def snapshots(folder: Path) -> set[str]:
     return {p.name for p in folder.glob("snapshot-*")}
 
 
+@pytest.mark.slow
 def test_a_save_killed_at_random_moments_leaves_the_old_or_the_new_tree(trees, expected, tmp_path):
     folder = tmp_path / "saved"
     trees[0].save(folder)
@@ -78,6 +79,7 @@ def test_a_save_killed_at_random_moments_leaves_the_old_or_the_new_tree(trees, e
     load_one_of(folder, expected)
 
 
+@pytest.mark.slow
 def test_two_savers_and_a_loader_never_see_a_failed_load(trees, expected, tmp_path):
     folder = tmp_path / "saved"
     trees[0].save(folder)

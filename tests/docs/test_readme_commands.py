@@ -31,6 +31,7 @@ def test_the_readme_marks_the_command_line_and_the_quick_start():
     assert len(marked_blocks()) >= 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", marked_blocks())
 def test_a_marked_readme_block_runs_as_written(block, tmp_path):
     (tmp_path / "examples").symlink_to(REPO / "examples")

@@ -74,6 +74,7 @@ def _stored(chunks) -> ChunkSet:
                               {c.document_id: c.metadata for c in chunks})
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(docs=documents)
 def test_fingerprint_is_the_json_lines_hash_whether_made_from_chunks_or_store_rows(docs):

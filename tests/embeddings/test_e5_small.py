@@ -34,6 +34,7 @@ def test_vectors_are_unit_float32_rows_of_the_stated_dimension(e5):
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_batch_size_splits_calls_without_changing_vectors(e5):
     np.testing.assert_array_equal(E5SmallEmbedding({"batch_size": 1}).embed_documents(TEXTS), e5.embed_documents(TEXTS))
 

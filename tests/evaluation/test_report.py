@@ -30,6 +30,7 @@ def report(hybrid_run):
     )
 
 
+@pytest.mark.slow
 def test_report_has_the_fixed_shape(report):
     assert set(report) == {"dataset", "split", "metrics", "per_node", "n_queries", "timings"}
     assert list(report["metrics"]) == METRICS.split(",")

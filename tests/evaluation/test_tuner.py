@@ -145,6 +145,7 @@ def test_ties_go_to_the_first_point_in_grid_order():
     assert best_index(points, "m") == 1
 
 
+@pytest.mark.slow
 def test_query_time_parameters_refit_nothing_below_the_fusion(infra):
     cache = SubtreeCache(infra)
     for point in plan_grid(HYBRID, [parse_param(f"{RRF_K}=1,10,60")]):
@@ -175,6 +176,7 @@ def test_bm25_k1_and_b_refit_the_bm25_leaf_alone(infra):
     assert cache.fitted.count("BM25Retriever") == 4 and cache.fitted.count("TFIDFRetriever") == 1
 
 
+@pytest.mark.slow
 def test_a_cached_tree_answers_what_a_fresh_tree_answers(infra, scifact_subset):
     queries = load_split(scifact_subset, "train").queries
     cache = SubtreeCache(infra)
@@ -185,6 +187,7 @@ def test_a_cached_tree_answers_what_a_fresh_tree_answers(infra, scifact_subset):
     assert [n["output"] for _, n in cached.traces] == [n["output"] for _, n in fresh.traces]
 
 
+@pytest.mark.slow
 def test_the_search_finds_the_best_point_of_direct_evaluation(tuned, infra, scifact_subset):
     train = load_split(scifact_subset, "train")
     evaluator = Evaluator(train.qrels, "ndcg@10")

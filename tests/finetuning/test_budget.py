@@ -21,6 +21,7 @@ def graded(query_count: int, per_query: int, grades: tuple[int, ...] = (2, 1, 1,
 COSTS = Costs(spent_s=60.0, step_s=10.0, after_training_s={"embed": 200.0, "tune": 40.0})
 
 
+@pytest.mark.slow
 def test_the_budget_is_the_limit_when_the_recipe_does_not_fit():
     plan = plan_training(graded(2590, 42), costs=COSTS, budget_s=1800, batch_size=32, epochs=2)
     left = 1800 * 0.95 - 60 - 240

@@ -50,6 +50,7 @@ def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_wh
     assert (choice["shipped"] == "learned") == (dense_model == str((tmp_path / "model").resolve()))
     assert (choice["shipped"] == "learned") == (choice["learned"] > choice["base"])
     assert report["model_card"]["plan"]["estimated_after_training_s"]["choose"] > 0  # the budget counts it
+    assert "final" not in report["model_card"]["plan"]["estimated_after_training_s"]  # no --final-eval asked
     assert (tmp_path / "model").is_dir()
 
 

@@ -8,6 +8,8 @@ import dashrag
 from dashrag.finetuning.model_card import read_card
 from tests.fixtures.finetuning import TINY, run_cli
 
+pytestmark = pytest.mark.slow  # both tests read a cross-encoder fine-tuned by the real CLI
+
 
 @pytest.fixture(scope="module")
 def reranker(tiny_scifact, tmp_path_factory):

@@ -26,6 +26,7 @@ def two_shards(config: dict, index: dict) -> dict:
                                                          "top_k": 8}}
 
 
+@pytest.mark.slow
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)
 def test_random_updates_of_bm25_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, sequence):
@@ -35,10 +36,11 @@ def test_random_updates_of_bm25_on_qdrant_answer_as_rebuilds(abstracts, tmp_path
 @pytest.mark.slow
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)
-def test_random_updates_of_dense_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, sequence):
-    check_property(with_index(DENSE, QDRANT_VECTORS), abstracts, tmp_path, sequence)
+def test_random_updates_of_dense_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, start_embeddings, sequence):
+    check_property(with_index(DENSE, QDRANT_VECTORS), abstracts, tmp_path, sequence, start_cache=start_embeddings)
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)
 def test_random_updates_of_bm25_sharded_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, sequence):
@@ -48,11 +50,13 @@ def test_random_updates_of_bm25_sharded_on_qdrant_answer_as_rebuilds(abstracts, 
 @pytest.mark.slow
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)
-def test_random_updates_of_dense_sharded_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, sequence):
+def test_random_updates_of_dense_sharded_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, start_embeddings,
+                                                                       sequence):
     """Each shard reads back only its own kept vectors and embeds only what was added."""
-    check_property(two_shards(DENSE, QDRANT_VECTORS), abstracts, tmp_path, sequence)
+    check_property(two_shards(DENSE, QDRANT_VECTORS), abstracts, tmp_path, sequence, start_cache=start_embeddings)
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)
 def test_random_updates_of_bm25_on_postgresql_answer_as_rebuilds(abstracts, tmp_path, pg_url, sequence):
@@ -63,9 +67,10 @@ def test_random_updates_of_bm25_on_postgresql_answer_as_rebuilds(abstracts, tmp_
 @pytest.mark.slow
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=steps)
-def test_random_updates_of_dense_on_pgvector_answer_as_rebuilds(abstracts, tmp_path, pg_url, sequence):
+def test_random_updates_of_dense_on_pgvector_answer_as_rebuilds(abstracts, tmp_path, pg_url, start_embeddings,
+                                                                sequence):
     index = {"component": "PgVectorIndex", "params": {"url": pg_url, "exact": True}}
-    check_property(with_index(DENSE, index), abstracts, tmp_path, sequence)
+    check_property(with_index(DENSE, index), abstracts, tmp_path, sequence, start_cache=start_embeddings)
 
 
 def test_the_replaced_qdrant_collection_is_dropped_once_the_update_is_published(abstracts, tmp_path):

@@ -23,6 +23,7 @@ ENGINE_CORPUS = DOCUMENTS  # the corpus of conftest.engine_trees: synthetic meta
 ENGINES = ("in-process", "qdrant", "postgresql")
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(raw=filters, query=st.sampled_from(QUERIES))
 def test_every_engine_is_filter_then_rank(engine_trees, raw, query):
@@ -81,6 +82,7 @@ def composite_trees(engine_cache, pg_url, tmp_path_factory) -> Iterator[dict[str
             tree.close()
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(raw=filters, query=st.sampled_from(QUERIES))
 def test_a_composite_over_engine_leaves_is_the_in_process_reference(composite_trees, raw, query):

@@ -59,6 +59,7 @@ def test_a_filter_set_on_the_retriever_or_per_call_restricts_the_documents(notes
     assert {d.metadata["kind"] for d in per_call} == {"fusion", "lexical"}
 
 
+@pytest.mark.slow
 def test_over_a_service_sync_and_async_give_the_services_answer(service_url, notes_trees):
     retriever = DashragRetriever(source=ServiceCollection(service_url, "notes", token_var=TOKEN_VAR), k=3)
     documents = retriever.invoke(QUERY, filters={"kind": "lexical"})

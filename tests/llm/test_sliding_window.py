@@ -64,6 +64,7 @@ def test_selection_is_the_head_of_the_final_order(plan):
     assert len(result.selected) == min(top_k, n)
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(plans())
 def test_an_oracle_selector_finds_the_global_top_k(plan):

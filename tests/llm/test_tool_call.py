@@ -61,6 +61,7 @@ def sent_message(server, index: int = 0) -> dict:
 # -- a correct answer --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_tool_calls_come_back_as_the_server_sent_them(openai_server):
     openai_server.script(select(3, 1))
     result = ask(openai_server)

@@ -91,6 +91,7 @@ def child_ids(trace: dict) -> list[int]:
 
 # -- the child and the candidates ---------------------------------------------------------
 
+@pytest.mark.slow
 def test_child_is_asked_for_k1_and_the_model_sees_those_candidates_in_the_childs_order(server, tmp_path):
     retriever = build(server, tmp_path, k1=7, top_k=2)
     server.script(select(1))
@@ -428,6 +429,7 @@ def test_agentic_preset_is_the_default_tree():
     assert validate_and_transform(preset) == validate_and_transform({"component": "AgenticRerankerRetriever"})
 
 
+@pytest.mark.slow
 def test_the_default_tree_builds_and_selects_on_a_small_corpus(server, tmp_path):
     tree = validate_and_transform({"component": "AgenticRerankerRetriever"})
     tree["params"]["llm_model"] = config(server)["params"]["llm_model"]

@@ -84,6 +84,7 @@ def test_reference_similarity_functions_still_load_and_rank(mode, scifact_subset
     assert len(chunks) == 5 and all(a.score >= b.score for a, b in zip(chunks, chunks[1:]))
 
 
+@pytest.mark.slow
 def test_keyword_preset_on_scifact_through_the_cli(tmp_path, scifact_dir):
     """The issue's figure: `dashrag index keyword` + `dashrag query --queries --format trec`, nDCG@10 >= 0.686."""
     import pytrec_eval

@@ -92,6 +92,7 @@ def trees(rerank_server, folder):
         tree.close()
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(raw=filters, query=st.sampled_from(QUERIES))
 def test_a_filtered_composite_is_its_combination_of_the_filtered_children(trees, raw, query):

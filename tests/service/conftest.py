@@ -70,8 +70,11 @@ def make_client(**settings: Any) -> TestClient:
     return TestClient(create_app(ServiceSettings(**settings)), raise_server_exceptions=False)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def client(trees_dir) -> Iterator[TestClient]:
+    """One app over the session's trees for a test file (its start-up loads the trees: a second or more each time).
+    Its tests only read: a test that changes trees, settings or the app's state makes its own
+    (``make_client``, ``trees_copy``)."""
     with make_client(trees_dir=trees_dir) as c:
         yield c
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.service.conftest import make_client
 
 
+@pytest.mark.slow
 def test_with_auth_every_route_but_health_needs_the_token(trees_dir, monkeypatch):
     monkeypatch.setenv("DASHRAG_TEST_TOKEN", "t0ken")
     with make_client(trees_dir=trees_dir, auth_token_var="DASHRAG_TEST_TOKEN") as client:
@@ -16,6 +19,7 @@ def test_with_auth_every_route_but_health_needs_the_token(trees_dir, monkeypatch
         assert good.status_code == 200 and "t0ken" not in good.text
 
 
+@pytest.mark.slow
 def test_auth_with_an_unset_token_variable_refuses_and_names_the_variable(trees_dir, monkeypatch):
     monkeypatch.delenv("DASHRAG_TEST_TOKEN", raising=False)
     with make_client(trees_dir=trees_dir, auth_token_var="DASHRAG_TEST_TOKEN") as client:
@@ -23,6 +27,7 @@ def test_auth_with_an_unset_token_variable_refuses_and_names_the_variable(trees_
     assert answer.status_code == 503 and "DASHRAG_TEST_TOKEN" in answer.json()["detail"]
 
 
+@pytest.mark.slow
 def test_a_body_over_the_limit_is_413(trees_dir):
     with make_client(trees_dir=trees_dir, max_request_bytes=2048) as client:
         answer = client.post("/retrieve", json={"query": "x" * 5000, "collection_name": "kw"})

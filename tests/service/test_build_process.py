@@ -52,6 +52,7 @@ def build(trees: Path, data: Path, config: dict, corpus: str, **limits) -> tuple
     return status, listed
 
 
+@pytest.mark.slow
 def test_a_build_over_build_memory_mb_is_stopped_and_leaves_nothing(trees_copy, greedy_corpus):
     status, listed = build(trees_copy, greedy_corpus, GREEDY, "letters.jsonl", build_memory_mb=700)
     assert status["status"] == "failed" and status["stage"] == "fitting", status
@@ -59,6 +60,7 @@ def test_a_build_over_build_memory_mb_is_stopped_and_leaves_nothing(trees_copy, 
     assert "big" not in listed and sorted(p.name for p in trees_copy.iterdir()) == ["kw", "scifact"]
 
 
+@pytest.mark.slow
 def test_a_build_over_build_timeout_sec_is_killed_even_in_a_stage_that_reports_nothing(trees_copy, greedy_corpus):
     """Counting the n-grams reports nothing until it ends (over 30 s here): the worker is killed at 8 s."""
     status, listed = build(trees_copy, greedy_corpus, GREEDY, "letters.jsonl", build_memory_mb=1500,
@@ -68,6 +70,7 @@ def test_a_build_over_build_timeout_sec_is_killed_even_in_a_stage_that_reports_n
     assert "big" not in listed and sorted(p.name for p in trees_copy.iterdir()) == ["kw", "scifact"]
 
 
+@pytest.mark.slow
 def test_a_build_within_the_limits_is_built_in_its_worker(trees_copy):
     from tests.conftest import EXAMPLE_CORPUS
 

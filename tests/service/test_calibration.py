@@ -87,6 +87,7 @@ async def mcp_list_trees(trees: str) -> dict:
         return (await session.call_tool("list_trees", {})).structured_content
 
 
+@pytest.mark.slow
 def test_an_agentic_trees_calibration_calls_the_llm_once_per_save_not_at_every_start(tmp_path, monkeypatch):
     """The service's first load probes the tree (an LLM call per probe that needs one); its next start and a
     `dashrag mcp` read the cached calibration: no LLM call. The scripted OpenAI-protocol server counts the calls."""

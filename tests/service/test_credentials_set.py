@@ -36,12 +36,14 @@ def no_key(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
+@pytest.mark.slow
 def test_the_agentic_preset_fails_validation_naming_its_unset_variable(no_key, trees_copy):
     with make_client(trees_dir=trees_copy, data_root=REPO / "examples", **ALLOWED) as client:
         found = problems(client, AGENTIC)
     assert "OPENAI_API_KEY is not set on the server" in found[VAR_PATH]
 
 
+@pytest.mark.slow
 def test_a_build_of_a_tree_whose_variable_is_unset_is_refused_before_it_starts(no_key, trees_copy):
     tree = with_llm(api_base=None)
     with make_client(trees_dir=trees_copy, data_root=REPO / "examples", **ALLOWED) as client:
@@ -52,23 +54,27 @@ def test_a_build_of_a_tree_whose_variable_is_unset_is_refused_before_it_starts(n
     assert "no-key" not in {t["name"] for t in jobs} and not (trees_copy / "no-key").exists()
 
 
+@pytest.mark.slow
 def test_a_set_variable_passes(monkeypatch, trees_copy):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-set")
     with make_client(trees_dir=trees_copy, data_root=REPO / "examples", **ALLOWED) as client:
         assert VAR_PATH not in problems(client, AGENTIC)
 
 
+@pytest.mark.slow
 def test_a_blank_variable_counts_as_unset(monkeypatch, trees_copy):
     monkeypatch.setenv("OPENAI_API_KEY", " \r\n")
     with make_client(trees_dir=trees_copy, data_root=REPO / "examples", **ALLOWED) as client:
         assert "is not set" in problems(client, AGENTIC)[VAR_PATH]
 
 
+@pytest.mark.slow
 def test_an_llm_on_its_own_server_does_not_need_the_variable(no_key, trees_copy):
     with make_client(trees_dir=trees_copy, data_root=REPO / "examples", **ALLOWED) as client:
         assert problems(client, with_llm(api_base="http://127.0.0.1:9/v1")) == {}
 
 
+@pytest.mark.slow
 def test_an_optional_reranker_key_is_not_required_and_a_required_one_is(no_key, trees_copy):
     def reranker(required: bool) -> dict:
         return {"component": "HttpReranker", "params": {"api_base": "http://127.0.0.1:9/v1", "api_key_required":
@@ -79,6 +85,7 @@ def test_an_optional_reranker_key_is_not_required_and_a_required_one_is(no_key, 
     assert optional == {} and "OPENAI_API_KEY is not set" in required["params.credential.params.var"]
 
 
+@pytest.mark.slow
 def test_whether_a_variable_that_is_not_allowed_is_set_is_never_said(no_key, trees_copy):
     with make_client(trees_dir=trees_copy, data_root=REPO / "examples") as client:
         message = problems(client, AGENTIC)[VAR_PATH]

@@ -51,6 +51,7 @@ def found(http: httpx.Client, filters: dict) -> list[str]:
     ({"published": {"$lt": "2020-01-01"}}, ["notes/old.txt"]),
     ({"lang": {"$in": ["es", "de"]}, "year": {"$exists": True}}, ["notes/new.txt"]),
 ], ids=["number", "boolean", "list", "date", "in-and-exists"])
+@pytest.mark.slow
 def test_posted_json_metadata_is_filtered_on(http, filters, expected):
     assert added(http, json={"documents": DOCUMENTS})["status"] == "done"
     assert found(http, filters) == expected
@@ -68,6 +69,7 @@ def test_metadata_that_is_not_an_object_is_a_422_naming_the_document(http):
     assert response.json()["detail"][0]["loc"] == ["body", "documents", 0, "metadata"]
 
 
+@pytest.mark.slow
 def test_uploaded_files_take_their_metadata_from_a_sidecar(http):
     sidecar = "\n".join(json.dumps({"file": d["id"].rpartition("/")[2], "metadata": d["metadata"]})
                         for d in DOCUMENTS)
@@ -83,6 +85,7 @@ def test_a_sidecar_alone_is_a_422(http):
     assert response.status_code == 422 and "metadata.jsonl" in response.text
 
 
+@pytest.mark.slow
 def test_the_documents_are_listed_a_page_at_a_time_in_corpus_order(http):
     added(http, json={"documents": DOCUMENTS})
     everything = http.get("/trees/kw/documents", params={"limit": 500}).json()
@@ -101,6 +104,7 @@ def test_a_bad_page_is_a_422_and_an_unknown_tree_a_404(http):
     assert missing.status_code == 404 and "nope" in missing.json()["detail"]
 
 
+@pytest.mark.slow
 def test_the_trace_of_a_filtered_query_records_the_filter(http):
     filters = {"year": {"$gte": 2020}}
     added(http, json={"documents": DOCUMENTS})
@@ -108,6 +112,7 @@ def test_the_trace_of_a_filtered_query_records_the_filter(http):
     assert trace["filters"] == filters
 
 
+@pytest.mark.slow
 def test_a_tree_built_from_uploaded_files_reads_their_sidecar(http):
     sidecar = "\n".join(json.dumps({"file": d["id"].rpartition("/")[2], "metadata": d["metadata"]})
                         for d in DOCUMENTS)
@@ -125,6 +130,7 @@ def test_a_tree_built_from_uploaded_files_reads_their_sidecar(http):
         assert listed[name]["path"] == name and listed[name]["file_type"] == "txt"
 
 
+@pytest.mark.slow
 def test_the_retrieve_pipelines_search_step_records_the_filter(http):
     filters = {"lang": "es"}
     added(http, json={"documents": DOCUMENTS})
@@ -138,6 +144,7 @@ MISSPELT = ("the filter's field 'yaer' ($.yaer.$gte) is in no document, so it ma
             "file_type, lang, modified, path, published, reviewed, sha256, tags, title, year")
 
 
+@pytest.mark.slow
 def test_a_tree_query_filtering_on_a_field_no_document_has_answers_a_warning_naming_the_fields(http):
     added(http, json={"documents": DOCUMENTS})
     response = http.post("/trees/kw/query", json={"query": "sparse", "filters": {"yaer": {"$gte": 2020}}})
@@ -146,6 +153,7 @@ def test_a_tree_query_filtering_on_a_field_no_document_has_answers_a_warning_nam
     assert http.post("/trees/kw/query", json={"query": "sparse", "filters": {"year": 2023}}).json()["warnings"] == []
 
 
+@pytest.mark.slow
 def test_retrieve_filtering_on_a_field_no_document_has_answers_the_same_warning(http):
     added(http, json={"documents": DOCUMENTS})
     response = http.post("/retrieve", json={"query": "sparse", "collection_name": "kw",
@@ -154,6 +162,7 @@ def test_retrieve_filtering_on_a_field_no_document_has_answers_the_same_warning(
     assert response.json()["context_chunks"] == [] and response.json()["warnings"] == [MISSPELT]
 
 
+@pytest.mark.slow
 def test_the_fields_route_lists_each_field_with_its_types_count_and_values(http):
     added(http, json={"documents": DOCUMENTS})
     response = http.get("/trees/kw/fields")

@@ -7,6 +7,8 @@ import threading
 from pathlib import Path
 from urllib.parse import quote
 
+import pytest
+
 import dashrag
 from dashrag.documents.corpus import Corpus
 from dashrag.documents.model import SourceDocument
@@ -30,6 +32,7 @@ def rebuilt(tmp_path: Path, documents: list[SourceDocument]) -> TreeCollection:
     return TreeCollection(tmp_path / "rebuilt")
 
 
+@pytest.mark.slow
 def test_posted_documents_are_added_as_a_job_and_served_as_a_rebuild(trees_copy, tmp_path):
     with make_client(trees_dir=trees_copy) as client:
         accepted = client.post("/trees/kw/documents", json={"documents": [NEW]})
@@ -46,6 +49,7 @@ def test_posted_documents_are_added_as_a_job_and_served_as_a_rebuild(trees_copy,
     assert info["calibration"] == expected.info()["calibration"]  # the calibration constant follows the corpus
 
 
+@pytest.mark.slow
 def test_uploaded_files_are_added_and_an_identical_one_skipped(trees_copy):
     with make_client(trees_dir=trees_copy) as client:
         files = [("corpus", ("sparse.txt", NEW["text"].encode(), "text/plain")),
@@ -83,6 +87,7 @@ def test_delete_removes_one_document_and_an_unknown_id_is_404(trees_copy):
         assert missing.status_code == 404 and "unknown document id" in missing.json()["detail"]
 
 
+@pytest.mark.slow
 def test_queries_during_an_update_are_answered_by_the_old_or_the_new_tree(trees_copy):
     with make_client(trees_dir=trees_copy) as client:
         old = answer(client)
@@ -105,6 +110,7 @@ def test_queries_during_an_update_are_answered_by_the_old_or_the_new_tree(trees_
     assert seen and all(a in (old, new) for a in seen)
 
 
+@pytest.mark.slow
 def test_a_served_tree_on_qdrant_edge_takes_document_posts_and_removals(tmp_path):
     """The served tree holds its Edge shards (Edge locks a shard's write-ahead log), so its update runs in the
     serving process: the job is done, the answer is a rebuild's, and a removal works after it."""

@@ -3,6 +3,8 @@ line with it as a job, with the counts when done, and then answers as a fresh bu
 
 from __future__ import annotations
 
+import pytest
+
 import dashrag
 from tests.cli.test_update_commands_sync import change_folder, make_folder
 from tests.conftest import folder_digest
@@ -18,6 +20,7 @@ def served(client, name: str) -> list[tuple[str, float]]:
     return sorted((c["document_id"], round(c["score"], 5)) for c in response.json()["chunks"])
 
 
+@pytest.mark.slow
 def test_sync_job_updates_the_served_tree_as_a_fresh_build(tmp_path):
     data, trees = tmp_path / "data", tmp_path / "trees"
     data.mkdir()
@@ -48,6 +51,7 @@ def test_sync_from_outside_the_data_root_is_422_and_changes_nothing(tmp_path):
     assert folder_digest(trees / "docs") == before
 
 
+@pytest.mark.slow
 def test_uploaded_pdf_and_docx_files_build_a_tree_that_finds_them(tmp_path):
     import json
 

@@ -114,6 +114,7 @@ def test_a_tree_whose_table_was_edited_is_a_503_on_both_query_routes(pg_url, tmp
         assert_engine_503(query, "load: tree 'edited'", "PostgreSQL table 'served_edited'")
 
 
+@pytest.mark.slow
 def test_a_tree_whose_server_is_down_is_a_503_naming_the_table_but_not_the_url(tmp_path):
     trees = tmp_path / "trees"
     with local_postgres() as url:  # a server that is stopped before the service starts

@@ -40,6 +40,7 @@ def app_over_tree_copies(trees_copy):
     SERVED.app = create_app(ServiceSettings(trees_dir=trees_copy))
 
 
+@pytest.mark.slow  # a few dozen requests for every operation of the API: left out of the quick loop
 @pytest.mark.timeout(300)
 @schema.parametrize()
 @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from dashrag.api import build_tree
 from tests.conftest import EXAMPLE_CORPUS, REPO
 from tests.service.conftest import KEYWORD, make_client
@@ -27,6 +29,7 @@ def statuses(client, job_id: str, timeout: float = 300) -> list[dict]:
     return seen
 
 
+@pytest.mark.slow
 def test_embedding_reports_every_two_batches_while_it_runs(tmp_path):
     heard: list[tuple[str, int, int | None]] = []
     build_tree(semantic(batch_size=2), EXAMPLE_CORPUS, tmp_path / "t",
@@ -38,6 +41,7 @@ def test_embedding_reports_every_two_batches_while_it_runs(tmp_path):
     assert stages.index("fitting") < stages.index("loading the embedding model") < stages.index("embedding chunks")
 
 
+@pytest.mark.slow
 def test_a_finished_job_says_its_last_stage_counts_and_elapsed_time(trees_copy):
     with make_client(trees_dir=trees_copy, data_root=REPO / "examples") as client:
         job = client.post("/trees", json={"name": "k2", "config": KEYWORD, "corpus_path": "corpus"}).json()
@@ -49,6 +53,7 @@ def test_a_finished_job_says_its_last_stage_counts_and_elapsed_time(trees_copy):
     assert all(s["total"] == len(list((REPO / "examples" / "corpus").iterdir())) for s in counted)
 
 
+@pytest.mark.slow
 def test_a_cancelled_build_ends_cancelled_and_leaves_nothing(trees_copy):
     with make_client(trees_dir=trees_copy, data_root=REPO / "examples") as client:
         job = client.post("/trees", json={"name": "gone", "config": semantic(1), "corpus_path": "corpus"}).json()
@@ -65,6 +70,7 @@ def test_cancelling_an_unknown_job_is_404(client):
     assert client.post("/jobs/nope/cancel").status_code == 404
 
 
+@pytest.mark.slow
 def test_a_failed_build_names_its_stage_and_the_error(trees_copy, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the agentic preset's credential
     agentic = json.loads((REPO / "components" / "agentic.json").read_text())

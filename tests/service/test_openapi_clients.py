@@ -97,6 +97,7 @@ def wait_for_job(package: ModuleType, client: Any, job_id: str) -> Any:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_a_generated_client_calls_every_operation(client_package, server):
     api = client_package
     models = importlib.import_module(f"{api.__name__}.models")

@@ -9,12 +9,14 @@ import socket
 import time
 
 import httpx
+import pytest
 
 from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
 from tests.service.conftest import KEYWORD, LoopbackServer
 
 
+@pytest.mark.slow
 def test_no_error_body_holds_a_server_path_or_an_internal_url(trees_copy, tmp_path):
     data = tmp_path / "data"
     data.mkdir()

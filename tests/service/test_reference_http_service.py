@@ -117,6 +117,7 @@ def tei_embedding_of(model):
     return embed
 
 
+@pytest.mark.slow
 def test_query_embeddings_come_from_the_tei_embed_server_when_rag_embed_url_is_set(papers, monkeypatch):
     storage, documents, vectors, model = papers
     query = "how are term frequencies saturated in BM25 scoring"
@@ -148,6 +149,7 @@ def test_embedding_timeout_sec_bounds_each_embed_request_and_a_late_server_is_a_
     assert "ReadTimeout" in detail and "Traceback" not in detail
 
 
+@pytest.mark.slow
 def test_qdrant_api_key_is_read_directly_from_the_references_variable(refusing_qdrant, monkeypatch):
     monkeypatch.setenv("QDRANT_URL", refusing_qdrant)
     settings = ServiceSettings(qdrant_collections=["papers"], qdrant_embedding={"component": "MiniLMOnnxEmbedding"})
@@ -184,6 +186,7 @@ def test_embed_url_and_embedding_timeout_sec_without_the_rag_prefix_are_read(pap
     assert "ReadTimeout" in response.json()["detail"] and tei.requests  # EMBED_URL's server, EMBEDDING_TIMEOUT_SEC
 
 
+@pytest.mark.slow
 def test_llm_api_token_without_the_rag_prefix_is_the_rewrites_bearer_token(trees_dir, monkeypatch):
     monkeypatch.delenv("RAG_LLM_API_TOKEN", raising=False)
     monkeypatch.setenv("LLM_API_TOKEN", "tok-shared-456")
@@ -235,6 +238,7 @@ def test_every_dependency_client_is_closed_at_shutdown(papers, trees_dir):
         assert (llm.wait_for_connections(0), tei.wait_for_connections(0)) == (0, 0)  # closed by the shutdown
 
 
+@pytest.mark.slow
 def test_log_level_and_log_format_are_the_references_names(trees_dir):
     with dashrag_serve(trees_dir, LOG_LEVEL="debug", LOG_FORMAT="text") as (url, seen):
         httpx.post(f"{url}/retrieve", json={"query": "bm25", "collection_name": "kw"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 import dashrag
@@ -53,6 +54,7 @@ def test_a_failing_reranker_never_shows_its_key(trees_dir, monkeypatch):
     assert answer.status_code == 503 and "rerank" in answer.json()["detail"] and secret not in answer.text
 
 
+@pytest.mark.slow
 def test_a_reranker_component_config_is_used_as_configured(trees_dir, rerank_server):
     config = {"component": "HttpReranker", "params": {"api_base": rerank_server.url, "batch_size": 2}}
     with make_client(trees_dir=trees_dir, reranker=config, retrieval_score_floor=0.0, confidence_threshold=0.0,

@@ -109,6 +109,7 @@ class ScorelessEverySecond:
                 for i, c in enumerate(chunks)]
 
 
+@pytest.mark.slow
 def test_a_missing_retrieval_score_counts_as_zero(trees_dir):
     for floor, expect_unscored in ((0.0, True), (0.01, False)):
         with make_client(trees_dir=trees_dir, retrieval_score_floor=floor, confidence_threshold=0.0,
@@ -147,6 +148,7 @@ def test_low_confidence_is_false_when_a_chunk_is_kept(client):
 
 
 # -- steps 4 and 10: complexity budget, packing, citations --------------------------------------
+@pytest.mark.slow
 def test_packing_keeps_the_top_chunk_alone_when_it_is_over_a_tiny_budget(trees_dir):
     with make_client(trees_dir=trees_dir, retrieval_score_floor=0.0, confidence_threshold=0.0,
                      budget_simple=10) as client:

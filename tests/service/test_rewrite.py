@@ -52,6 +52,7 @@ def test_the_complexity_class_comes_from_the_original_query_not_the_rewrite(tree
     (rewrite_call("   "), "empty"),
     (plain_text(""), "empty"),
 ])
+@pytest.mark.slow
 def test_a_failing_rewrite_falls_back_to_the_original_query(trees_dir, openai_server, reply, status):
     openai_server.script(reply)
     body, step, _ = run(trees_dir, openai_server)

@@ -57,6 +57,7 @@ def unwritable(folder: Path) -> Iterator[None]:
         subprocess.run(undo, check=True) if undo else folder.chmod(mode)
 
 
+@pytest.mark.slow
 def test_an_upload_file_name_of_300_characters_is_a_422_and_leaves_nothing(trees_copy):
     with served(trees_copy) as url:
         answer = httpx.post(f"{url}/trees", data={"name": "long", "config": json.dumps(KEYWORD)},
@@ -65,6 +66,7 @@ def test_an_upload_file_name_of_300_characters_is_a_422_and_leaves_nothing(trees
     assert sorted(p.name for p in trees_copy.iterdir()) == ["kw", "scifact"]  # no .upload-* folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corpus_path", ["corpus\x00.jsonl", "c" * 6000])
 def test_a_corpus_path_the_os_refuses_is_a_422_not_a_500(trees_copy, corpus_path):
     with served(trees_copy) as url:
@@ -73,6 +75,7 @@ def test_a_corpus_path_the_os_refuses_is_a_422_not_a_500(trees_copy, corpus_path
     assert len(answer.content) < 2_000
 
 
+@pytest.mark.slow
 def test_deleting_a_tree_in_an_unwritable_trees_folder_is_a_503_and_the_tree_stays_served(trees_copy):
     with served(trees_copy) as url, unwritable(trees_copy):
         deleted = httpx.delete(f"{url}/trees/kw")
@@ -82,6 +85,7 @@ def test_deleting_a_tree_in_an_unwritable_trees_folder_is_a_503_and_the_tree_sta
     assert "kw" in listed and queried.status_code == 200 and (trees_copy / "kw" / "dashrag.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_build_into_an_unwritable_trees_folder_is_a_failed_job_or_a_503_never_a_500(trees_copy):
     with served(trees_copy) as url, unwritable(trees_copy):
         job = httpx.post(f"{url}/trees", json={"name": "new", "config": KEYWORD, "corpus_path": "corpus"})
@@ -94,6 +98,7 @@ def test_a_build_into_an_unwritable_trees_folder_is_a_failed_job_or_a_503_never_
     assert listed == ["kw", "scifact"]
 
 
+@pytest.mark.slow
 def test_an_overwrite_build_never_unpublishes_the_tree(trees_copy):
     """Queries run all through an overwrite of the tree they ask: every one is answered."""
     statuses: list[int] = []
@@ -118,6 +123,7 @@ def test_an_overwrite_build_never_unpublishes_the_tree(trees_copy):
     assert statuses and set(statuses) == {200}, {s: statuses.count(s) for s in set(statuses)}
 
 
+@pytest.mark.slow
 def test_what_killed_jobs_left_is_removed_at_the_next_start(trees_copy):
     for leftover in (".upload-1", ".building-2", ".work-3"):
         (trees_copy / leftover).mkdir()
@@ -129,6 +135,7 @@ def test_what_killed_jobs_left_is_removed_at_the_next_start(trees_copy):
     assert not list((trees_copy / "kw").glob(".store-*"))
 
 
+@pytest.mark.slow
 def test_document_routes_into_an_unwritable_tree_are_a_503_never_a_500(trees_copy):
     """A removal into an immutable tree folder and an upload into an immutable trees folder name the step; the
     tree stays served as it was."""
@@ -145,12 +152,14 @@ def test_document_routes_into_an_unwritable_tree_are_a_503_never_a_500(trees_cop
     assert "bm25.md" in [d["id"] for d in listed["documents"]]
 
 
+@pytest.mark.slow
 def test_a_documents_page_offset_past_any_integer_the_store_takes_is_a_422(trees_copy):
     with served(trees_copy) as url:
         answer = httpx.get(f"{url}/trees/kw/documents", params={"offset": 10 ** 30})
     assert answer.status_code == 422 and "offset" in answer.text, answer.text
 
 
+@pytest.mark.slow
 def test_an_update_published_over_an_immutable_old_store_is_done_with_a_warning(trees_copy):
     """The change is published even though the old store cannot be removed: the job says so, not "failed"."""
     old_store = next((trees_copy / "kw").glob("store-*.sqlite"))

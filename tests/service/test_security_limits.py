@@ -49,6 +49,7 @@ def test_a_key_given_twice_in_a_json_body_is_refused(client):
     assert answer.status_code == 422 and "'limit' appears twice" in answer.text
 
 
+@pytest.mark.slow
 def test_a_json_route_sent_multipart_has_the_json_limit_not_the_upload_limit(trees_dir):
     with make_client(trees_dir=trees_dir) as client:  # defaults: 1 MiB JSON, 200 MiB upload
         answer = client.post("/retrieve", files={"query": ("q.txt", b"x" * (2 << 20), "text/plain")})
@@ -61,6 +62,7 @@ def test_a_422_does_not_echo_a_large_input(client):
     assert "characters, not echoed" in answer.text
 
 
+@pytest.mark.slow
 def test_with_auth_a_body_is_refused_401_before_it_is_read(trees_dir, monkeypatch):
     """Headers announcing 150 MB of upload, and no body at all: the 401 comes at once, nothing is awaited."""
     monkeypatch.setenv("DASHRAG_TEST_TOKEN", "t0ken")
@@ -78,6 +80,7 @@ def test_with_auth_a_body_is_refused_401_before_it_is_read(trees_dir, monkeypatc
     assert malformed.status_code == 401  # not a 422 that would tell an anonymous client how the body was read
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["../../escaped", "/tmp/escaped", "a/../../escaped", "~/escaped"])
 def test_a_storage_path_outside_the_trees_folder_is_refused(trees_copy, path):
     tree = bm25_over({"component": "QdrantKeywordIndex", "params": {"path": path}})
@@ -116,6 +119,7 @@ def test_a_config_asking_for_unbounded_work_is_refused_with_its_bound(client, tr
     assert "less than or equal to" in problems(client.post("/trees/validate", json=tree))[path]
 
 
+@pytest.mark.slow
 def test_builds_beyond_max_pending_builds_are_429(trees_copy):
     with make_client(trees_dir=trees_copy, data_root=EXAMPLE_CORPUS.parent, max_pending_builds=1) as client:
         first = client.post("/trees", json={"name": "one", "config": KEYWORD, "corpus_path": "corpus"})
@@ -130,6 +134,7 @@ def note(i: int) -> dict:
     return {"documents": [{"id": f"notes/{i}.txt", "text": f"note {i} on sparse retrieval"}]}
 
 
+@pytest.mark.slow
 def test_document_jobs_and_removals_count_against_max_pending_builds(trees_copy):
     """One limit for every job kind: document posts queue like builds, and a removal or a build beyond it is a 429."""
     with make_client(trees_dir=trees_copy, data_root=EXAMPLE_CORPUS.parent, max_pending_builds=2) as client:
@@ -145,6 +150,7 @@ def test_document_jobs_and_removals_count_against_max_pending_builds(trees_copy)
     assert not (trees_copy / "other").exists()
 
 
+@pytest.mark.slow
 def test_an_upload_beyond_the_queued_upload_budget_is_429_and_not_written(trees_copy):
     text = ("sparse retrieval " * 200).encode()  # 3,400 bytes
     with make_client(trees_dir=trees_copy, max_queued_upload_bytes=4096) as client:
@@ -185,6 +191,7 @@ def test_a_post_to_no_route_is_404(client):
     assert answer.status_code == 404 and "no route" in answer.json()["detail"]
 
 
+@pytest.mark.slow
 def test_with_auth_the_openapi_document_stays_open_and_holds_no_setting(trees_dir, monkeypatch):
     """Decided (docs/security.md): /openapi.json and /docs describe routes and shapes, no data; a client needs
     them to learn how to authenticate. What must not be in them: the token, or any variable's value."""
@@ -195,6 +202,7 @@ def test_with_auth_the_openapi_document_stays_open_and_holds_no_setting(trees_di
     assert "t0ken-value" not in document.text and "bearer" in json.dumps(document.json()).lower()
 
 
+@pytest.mark.slow
 def test_a_build_past_build_timeout_sec_fails_and_leaves_nothing(trees_copy):
     with make_client(trees_dir=trees_copy, data_root=EXAMPLE_CORPUS.parent, build_timeout_sec=1e-6) as client:
         job = client.post("/trees", json={"name": "slow", "config": KEYWORD, "corpus_path": "corpus"}).json()
@@ -205,6 +213,7 @@ def test_a_build_past_build_timeout_sec_fails_and_leaves_nothing(trees_copy):
     assert "slow" not in listed and sorted(p.name for p in trees_copy.iterdir()) == ["kw", "scifact"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunked", [False, True])
 def test_a_client_that_writes_its_whole_body_first_reads_the_413(trees_dir, chunked):
     """Python's urllib sends all of a body before it reads the answer: the server drains the refused body (bounded)

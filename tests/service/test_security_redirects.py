@@ -14,6 +14,7 @@ from tests.service.conftest import LoopbackServer
 SECRET = "sk-reranker-secret-77a0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 def test_a_redirecting_reranker_gets_no_second_request_and_the_key_goes_nowhere_else(
         trees_dir, recording_listener, monkeypatch, status):
@@ -29,6 +30,7 @@ def test_a_redirecting_reranker_gets_no_second_request_and_the_key_goes_nowhere_
     assert target.received == [] and SECRET not in answer.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [302, 307])
 def test_a_redirecting_rewrite_llm_gets_no_second_request(trees_dir, recording_listener, monkeypatch, status):
     monkeypatch.setenv("RAG_LLM_API_KEY", SECRET)

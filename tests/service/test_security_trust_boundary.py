@@ -70,6 +70,7 @@ def test_a_build_naming_a_credential_the_operator_did_not_allow_is_refused_and_s
     assert not [p.name for p in trees_copy.iterdir() if p.name.startswith(".")]  # no upload or work folder left
 
 
+@pytest.mark.slow
 def test_an_allowed_credential_and_endpoint_are_used_so_the_check_is_no_blanket_refusal(
         trees_copy, server_secret, rerank_server):
     config = rerank_tree(rerank_server.url, server_secret)
@@ -143,6 +144,7 @@ def test_a_cross_origin_build_is_refused_before_anything_runs(trees_copy, server
     assert not [p.name for p in trees_copy.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_the_services_own_page_and_a_named_origin_may_build_and_queries_stay_open_to_every_origin(trees_copy):
     with serve(trees_copy, cors_origins=["*", "https://ui.example"]) as server:
         def build(name: str, origin: str) -> httpx.Response:

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import httpx
+import pytest
 
 from tests.conftest import SCIFACT
 
@@ -35,6 +36,7 @@ def test_the_real_server_answers_retrieve_and_health(loopback_server):
     assert empty.status_code == 422
 
 
+@pytest.mark.slow
 def test_sixteen_concurrent_clients_get_exactly_the_answers_of_one_at_a_time(loopback_server):
     queries = scifact_queries(16 * 50)
     bodies = [{"query": q, "collection_name": "scifact", "user_collection_name": "kw" if i % 3 == 0 else None,
@@ -89,6 +91,7 @@ def announced_server(command: list[str], env: dict[str, str], cwd=None) -> Itera
         process.wait(timeout=20)
 
 
+@pytest.mark.slow
 def test_dashrag_serve_starts_on_a_free_port_and_serves_the_trees(trees_dir):
     with dashrag_serve(trees_dir) as (url, seen):
         assert json.loads(seen[-1])["level"] == "INFO"  # structured logs
@@ -100,16 +103,19 @@ def blas_threads_logged(seen: list[str]) -> str:
     return next(json.loads(line)["message"] for line in seen if "BLAS threads" in line)
 
 
+@pytest.mark.slow
 def test_dashrag_serve_runs_blas_on_one_thread_by_default(trees_dir):
     with dashrag_serve(trees_dir) as (_, seen):
         assert blas_threads_logged(seen) == "BLAS threads: openblas 1"
 
 
+@pytest.mark.slow
 def test_rag_blas_threads_0_leaves_blas_one_thread_per_core(trees_dir):
     with dashrag_serve(trees_dir, RAG_BLAS_THREADS="0", OPENBLAS_NUM_THREADS="2") as (_, seen):
         assert blas_threads_logged(seen) == "BLAS threads: openblas 2"
 
 
+@pytest.mark.slow
 def test_a_json_body_sent_without_its_content_type_is_a_422_naming_the_content_type_expected(loopback_server):
     body = json.dumps({"query": QUERY, "collection_name": "kw"})
     with httpx.Client(base_url=loopback_server.url) as http:

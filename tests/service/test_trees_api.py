@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from dashrag.core.schema import rendered_exports
 from tests.conftest import EXAMPLE_CORPUS, REPO
 from tests.service.conftest import KEYWORD, make_client
@@ -74,6 +76,7 @@ def test_a_tree_is_built_from_a_path_under_the_data_root_as_a_job_and_served(tre
     assert sorted(p.name for p in trees_copy.iterdir()) == ["fresh", "kw", "scifact"]  # nothing half-built left
 
 
+@pytest.mark.slow
 def test_a_tree_is_built_from_uploaded_files(trees_copy):
     files = [("corpus", (p.name, p.read_bytes(), "text/plain")) for p in sorted(EXAMPLE_CORPUS.glob("*.md"))]
     with make_client(trees_dir=trees_copy) as client:
@@ -85,6 +88,7 @@ def test_a_tree_is_built_from_uploaded_files(trees_copy):
     assert not [p for p in trees_copy.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_a_taken_name_is_409_unless_overwrite(trees_copy):
     with make_client(trees_dir=trees_copy, data_root=EXAMPLE_CORPUS.parent) as client:
         body = {"name": "kw", "config": KEYWORD, "corpus_path": "corpus"}
@@ -103,6 +107,7 @@ def test_an_invalid_config_name_or_corpus_is_422(trees_copy):
     assert bad_config.json()["detail"][0]["path"] == "params.top_k"
 
 
+@pytest.mark.slow
 def test_a_failed_build_is_a_failed_job_and_leaves_nothing(trees_copy, tmp_path):
     (tmp_path / "data" / "empty").mkdir(parents=True)
     with make_client(trees_dir=trees_copy, data_root=tmp_path / "data") as client:

@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import EXAMPLE_CORPUS
 from tests.llm.openai_server import ScriptedOpenAIServer, select
 from tests.telemetry.otlp_receiver import OtlpReceiver
@@ -18,6 +20,7 @@ KEY_VAR = "DASHRAG_TEST_OTEL_LLM_KEY"
 QUERY = "how does BM25 saturate the frequency of a term in documents"
 
 
+@pytest.mark.slow
 def test_an_agentic_query_exports_a_reranker_span_and_an_llm_span_per_call(tmp_path):
     with ScriptedOpenAIServer() as server, OtlpReceiver() as receiver:
         server.script(select(1, 5), select(2, 1))  # the first answer breaks the rules (5 of 3): one retry

@@ -77,6 +77,7 @@ def test_a_library_query_exports_one_span_per_node_nested_like_the_trace(receive
     assert by_name(spans)["ParallelRetriever"]["attributes"]["dashrag.top_k"] == 3
 
 
+@pytest.mark.slow
 def test_a_cli_batch_exports_each_query(receiver, fused_trees, tmp_path):
     queries = tmp_path / "queries.jsonl"
     queries.write_text("".join(json.dumps({"_id": str(i), "text": q}) + "\n"
@@ -94,6 +95,7 @@ CALLER_TRACE, CALLER_SPAN = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b
 TRACEPARENT = {"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"}  # W3C Trace Context, as a caller sends it
 
 
+@pytest.mark.slow
 def test_a_service_request_is_the_parent_of_its_steps_and_the_tree(receiver, fused_trees):
     with serving(fused_trees, env=otel_env(receiver)) as url:
         answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "fused"}, headers=TRACEPARENT)
@@ -114,6 +116,7 @@ def test_a_service_request_is_the_parent_of_its_steps_and_the_tree(receiver, fus
     assert {s["trace_id"] for s in spans} == {CALLER_TRACE}
 
 
+@pytest.mark.slow
 def test_the_openinference_switches_hide_the_query_and_the_ranking(receiver, fused_trees):
     hidden = {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"}
     with serving(fused_trees, env={**otel_env(receiver), **hidden}) as url:
@@ -128,6 +131,7 @@ def test_the_openinference_switches_hide_the_query_and_the_ranking(receiver, fus
     assert "saturate" not in values and "chunk_id" not in values  # nor the query, nor a ranking, anywhere
 
 
+@pytest.mark.slow
 def test_no_span_carries_document_text_or_metadata(receiver, fused_trees):
     with serving(fused_trees, env=otel_env(receiver)) as url:
         answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "fused"}).json()
@@ -138,6 +142,7 @@ def test_no_span_carries_document_text_or_metadata(receiver, fused_trees):
     assert "metadata" not in json.loads(by_name(spans)["POST /retrieve"]["attributes"]["output.value"])[0]
 
 
+@pytest.mark.slow
 def test_an_mcp_call_over_http_joins_the_callers_trace(receiver, fused_trees):
     with serving(fused_trees, env=otel_env(receiver)) as url:
         answers = anyio.run(over_http_fused, url)
@@ -161,6 +166,7 @@ async def over_http_fused(url: str) -> dict[str, Any]:
         return result.structured_content
 
 
+@pytest.mark.slow
 def test_an_mcp_query_exports_the_tree(receiver, fused_trees, monkeypatch):
     for name, value in otel_env(receiver).items():
         monkeypatch.setenv(name, value)  # the stdio server inherits this process's environment
@@ -181,6 +187,7 @@ async def over_stdio_fused(trees: str) -> dict[str, Any]:
         return result.structured_content
 
 
+@pytest.mark.slow
 def test_without_the_variables_nothing_of_opentelemetry_is_imported(fused_trees):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     script = (f"import sys, dashrag; r = dashrag.load({str(fused_trees / 'fused')!r}); r.retrieve({QUERY!r}); "

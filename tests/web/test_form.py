@@ -15,10 +15,11 @@ from dashrag.core.translations import catalog
 from tests.conftest import REPO
 from tests.web import test_newcomer as newcomer
 from tests.web.conftest import build_tree, preset, serving
-from tests.web.test_newcomer import SHOWN, STRINGS, in_view, load_preset
+from tests.web.test_newcomer import EACH_ONCE, STRINGS, in_view, load_preset, size_and_language
 from tests.web.test_page import field, node_id
 
-shown = newcomer.shown  # the fixture: a fresh page at each size, in each language
+shown = newcomer.shown  # the fixtures: a fresh page at each size once and in each language once,
+shown_at_every_size = newcomer.shown_at_every_size  # or at each size in each language (what must be in view)
 
 META = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (REPO / "frontend_meta").glob("*.json")}
 VECTORIZER = "params.vectorizer"
@@ -93,8 +94,8 @@ def test_a_node_collapses_and_expands(shown):
     assert toggle.get_attribute("aria-expanded") == "true" and field(page, VECTORIZER, "stemmer").is_visible()
 
 
-def test_each_problem_links_to_its_field_opening_the_nodes_on_the_way(shown):
-    page, words, size = shown
+def test_each_problem_links_to_its_field_opening_the_nodes_on_the_way(shown_at_every_size):
+    page, words, size = shown_at_every_size
     tree = preset("hybrid")
     tree["params"]["children"][0]["params"]["vectorizer"]["params"]["ngram_min"] = 3  # > ngram_max (1)
     load_json(page, words, tree)
@@ -176,7 +177,7 @@ def keyless_server(tmp_path_factory) -> Iterator[str]:
         yield url
 
 
-@pytest.mark.parametrize("size_lang", SHOWN, ids=lambda s: f"{s[0]}x{s[1]}-{s[2]}")
+@pytest.mark.parametrize("size_lang", EACH_ONCE, ids=size_and_language)
 def test_the_agentic_preset_fails_validation_naming_its_unset_key(size_lang, keyless_server, browser):
     width, height, lang = size_lang
     context = browser.new_context(viewport={"width": width, "height": height},
