@@ -38,11 +38,18 @@ class RerankServer(LoopbackHTTPServer):
 
     score: Callable[[str, str], float] = word_overlap
     delay: float = 0.0
+    #: hold the first requests until this many are in flight at once (or 10 s pass), so that a client's
+    #: concurrency shows whatever the machine's load (a delay alone lets a busy machine start them late)
+    gather: int = 0
     answer: Answer | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     max_in_flight: int = 0
     _in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _gathered: threading.Condition = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._gathered = threading.Condition(self._lock)
 
     def __enter__(self) -> RerankServer:
         self.start(self._handler())
@@ -80,6 +87,8 @@ class RerankServer(LoopbackHTTPServer):
                     server.requests.append({"path": self.path, "body": body, "headers": headers})
                     server._in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server._in_flight)
+                    server._gathered.notify_all()
+                    server._gathered.wait_for(lambda: server.max_in_flight >= server.gather, timeout=10)
                 try:
                     time.sleep(server.delay)
                     status, payload = (

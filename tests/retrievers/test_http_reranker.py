@@ -66,7 +66,7 @@ def test_texts_go_in_batches_of_batch_size():
 
 
 def test_no_more_than_max_workers_requests_are_in_flight():
-    with RerankServer(delay=0.15) as server:
+    with RerankServer(delay=0.15, gather=3) as server:
         reranker(server.url, batch_size=1, max_workers=3).rerank_texts("rank fusion", TEXTS)
     assert (len(server.requests), server.max_in_flight) == (10, 3)
 
@@ -276,9 +276,9 @@ def test_the_score_protocol_sends_one_request_per_text_and_returns_its_scores_in
 def test_the_score_protocol_keeps_at_most_max_parallelism_requests_in_flight_10_by_default():
     from .rerank_services import ScoreServer
 
-    with ScoreServer(delay=0.1) as server:
+    with ScoreServer(delay=0.1, gather=10) as server:
         reranker(server.url, protocol="score").rerank_texts("rank fusion", MANY)
-    with ScoreServer(delay=0.1) as narrow:
+    with ScoreServer(delay=0.1, gather=3) as narrow:
         reranker(narrow.url, protocol="score", max_parallelism=3).rerank_texts("rank fusion", MANY)
     assert (server.max_in_flight, narrow.max_in_flight) == (10, 3)
     assert "model" not in server.requests[0]["body"]  # no model named: none sent
