@@ -23,11 +23,17 @@ CAPACITY = 256  # distinct filters kept per chunk set: a mask is one byte per ro
 
 
 class FilterMasks:
-    """``documents(f)``: the boolean mask over the documents; ``rows(f)``: over the chunk rows. Both read-only."""
+    """``documents(f)``: the boolean mask over the documents; ``rows(f)``: over the chunk rows. Both read-only.
 
-    def __init__(self, columns: MetadataColumns, document_index: np.ndarray, capacity: int = CAPACITY):
+    ``by_row``: the columns hold one row per chunk (chunks with their own fields, ``ChunkSet.filters_by_row``);
+    then a document is in ``documents(f)`` when any of its chunks matches, and ``rows(f)`` is exact per chunk.
+    """
+
+    def __init__(self, columns: MetadataColumns, document_index: np.ndarray, capacity: int = CAPACITY,
+                 by_row: bool = False):
         self._columns = columns
         self._document_index = document_index
+        self._by_row = by_row
         self._capacity = capacity
         self._kept: OrderedDict[Filter, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._lock = threading.Lock()  # the children of a parallel node ask from several threads
@@ -44,8 +50,13 @@ class FilterMasks:
             if found is not None:
                 self._kept.move_to_end(node)
                 return found
-        documents = document_mask(node, self._columns)  # raises a FilterError for a filter that misfits the corpus
-        rows = documents[self._document_index]
+        found = document_mask(node, self._columns)  # raises a FilterError for a filter that misfits the corpus
+        if self._by_row:
+            rows = found
+            documents = np.zeros(int(self._document_index.max()) + 1, dtype=bool)
+            documents[self._document_index[rows]] = True
+        else:
+            documents, rows = found, found[self._document_index]
         documents.flags.writeable = rows.flags.writeable = False
         with self._lock:
             self._kept[node] = (documents, rows)

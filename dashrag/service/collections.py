@@ -91,7 +91,7 @@ class TreeCollection:
     def _retrieved(self, scored: ScoredChunk) -> RetrievedChunk:
         return RetrievedChunk(chunk_id=str(scored.chunk.id), text=scored.chunk.text, source_id=scored.document_id,
                               collection_name=self.name, retrieval_score=self.calibration(scored.score),
-                              metadata=scored.chunk.metadata)
+                              metadata=scored.chunk.all_metadata)
 
     def fields(self) -> list[dict[str, Any]]:
         """The metadata fields of the tree's documents (``filters/fields.py``), from the loaded chunk set."""

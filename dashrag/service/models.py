@@ -160,7 +160,7 @@ class BuildRequest(BaseModel):
     name: str = Field(pattern=NAME_PATTERN, description="The new tree's (collection's) name: a folder name.")
     config: dict[str, Any] = Field(description="The tree's config {component, params}.")
     corpus_path: str = Field(min_length=1, description="A corpus folder or corpus.jsonl under the data root.")
-    chunker: dict[str, Any] | None = Field(None, description="A chunker config (default: recursive 2000/200).")
+    chunker: dict[str, Any] | None = Field(None, description="A chunker config (default: structure-aware 2000/200).")
     overwrite: bool = False
 
 
