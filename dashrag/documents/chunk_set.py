@@ -174,6 +174,14 @@ class ChunkSet:
     def category_names(self) -> list[str]:
         return sorted({name for cats in self.document_categories for name in cats})
 
+    def fields_by_document(self) -> list[tuple[str, Metadata]]:
+        """``(document id, fields)`` of each chunk with its own fields, in chunk order."""
+        if not self.chunk_fields:
+            return []
+        rows = self.rows_of(list(self.chunk_fields))
+        return [(self.document_ids[n], self.chunk_fields[i])
+                for i, n in zip(self.chunk_fields, self.document_index[rows].tolist())]
+
     @property
     def filters_by_row(self) -> bool:
         """Whether filters hold per chunk row: some chunk has its own fields (a page, a section), so two chunks

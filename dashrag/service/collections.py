@@ -97,7 +97,8 @@ class TreeCollection:
         """The metadata fields of the tree's documents (``filters/fields.py``), from the loaded chunk set."""
         from dashrag.filters.fields import field_summaries
 
-        return field_summaries(self.retriever.require_infra().chunks.document_metadata)
+        chunks = self.retriever.require_infra().chunks
+        return field_summaries(chunks.document_metadata, chunk_fields=chunks.fields_by_document())
 
     def filter_warnings(self, restriction: Restriction | None) -> list[str]:
         """The filter's fields that no document of this tree has (``Restriction.warnings``)."""

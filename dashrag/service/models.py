@@ -49,7 +49,8 @@ class ContextChunk(BaseModel):
     collection_name: str
     retrieval_score: float | None = Field(description="Calibrated to [0, 1] per collection; null: not scored.")
     rerank_score: float | None
-    metadata: dict[str, Any] = Field(default_factory=dict, description="The document's metadata.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description=(
+        "The document's metadata and the chunk's own fields (page, section)."))
 
 
 class TraceNode(BaseModel):
@@ -108,9 +109,20 @@ class ComponentSchema(BaseModel):
     type: str | None = None
 
 
+class CitedPlace(BaseModel):
+    """Where a kept chunk's text is in the user's files (docs/documents.md)."""
+
+    source_id: str
+    path: str | None = Field(None, description="The file, relative to the folder the tree was read from.")
+    page: int | None = Field(None, description="The PDF page (1-based) the chunk's text starts on.")
+    section: str | None = Field(None, description="The heading path of the chunk's section (Methods › Sampling).")
+
+
 class RetrieveResponse(BaseModel):
     context_chunks: list[ContextChunk]
     citations: list[str]
+    cited_places: list[CitedPlace] = Field(default_factory=list, description=(
+        "Each kept chunk's file, page and section (null where it has none), each place once, in context order."))
     low_confidence: bool
     reranker: str = Field(description="The reranker used, or 'none' (then rerank_score = retrieval_score).")
     empty_reason: str | None = Field(None, description=(
@@ -271,7 +283,8 @@ class QueryChunk(BaseModel):
     text: str
     score: float
     source: str
-    metadata: dict[str, Any] = Field(default_factory=dict, description="The document's metadata.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description=(
+        "The document's metadata and the chunk's own fields (page, section)."))
 
 
 class TreeQueryResponse(BaseModel):

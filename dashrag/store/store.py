@@ -193,6 +193,18 @@ class Store:
             raise self._failed(exc) from None
         return total, [SourceDocument(id=r[0], title=r[1] or "", text="", metadata=dict(r[2] or {})) for r in rows]
 
+    def chunk_fields(self) -> list[tuple[str, dict[str, Any]]]:
+        """``(document id, fields)`` of each chunk with its own fields (page, section), in id order."""
+        if not self.has_chunk_fields_column():
+            return []
+        try:
+            with Session(self.engine) as session:
+                rows = session.execute(select(ChunkRow.document_id, ChunkRow.fields)
+                                       .where(ChunkRow.fields.is_not(None)).order_by(ChunkRow.id)).all()
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from None
+        return [(r[0], dict(r[1])) for r in rows if r[1]]
+
     def read_chunk_set(self) -> ChunkSet:
         try:
             with Session(self.engine) as session:
