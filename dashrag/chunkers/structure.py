@@ -12,23 +12,33 @@ Each chunk records where it starts: ``page`` (PDFs, 1-based) and ``section`` (th
 ``Methods › Sampling``; documents with headings), its own fields beside its document's metadata. A document
 without structure (a BEIR abstract, a ``.txt`` file) is one segment, cut exactly as
 ``RecursiveCharacterChunker`` cuts it, and records nothing.
+
+``contextual`` (off by default; measured in docs/documents.md, *Contextual chunks*) begins each chunk's
+text with ``Title › Section`` (contextual chunk headers): what is indexed and embedded then names the
+document and the section even for a chunk cut from the middle of one.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Iterable, Mapping
 
 from pydantic import Field
 
 from dashrag.chunkers.base import Chunker, LocatedSpan, SizedChunkParams
 from dashrag.chunkers.recursive_character import Span, pack, split_pieces
 from dashrag.core.registry import register
-from dashrag.documents.model import SourceDocument
-from dashrag.documents.structure import PAGE_BREAK, structure_of
+from dashrag.documents.model import Chunk, SourceDocument
+from dashrag.documents.structure import PAGE_BREAK, SECTION_SEPARATOR, structure_of
 
 
 class StructureChunkParams(SizedChunkParams):
     separators: list[str] = Field(default_factory=lambda: ["\n\n", "\n", ". ", " ", ""],
                                   description="Inside a section or page too long for one chunk: the boundaries to "
                                               "cut at, largest first; '' cuts anywhere.")
+    contextual: bool = Field(False, description=(
+        "Begin every chunk's text (what is indexed, embedded and shown) with its document's title and section "
+        "path, so a chunk cut from the middle of a long section still names what it is about."))
 
 
 def segments(text: str, boundaries: list[int]) -> list[Span]:
@@ -85,6 +95,21 @@ def cut(text: str, groups: list[tuple[int, int, int]], params: StructureChunkPar
     },
 )
 class StructureChunker(Chunker[StructureChunkParams]):
+    def chunk(self, documents: Iterable[SourceDocument]) -> list[Chunk]:
+        """The chunks; with ``contextual``, each text begins with its context line (:func:`context_line`). Its
+        ``start``/``end`` still locate the document's own text, so such a chunk's offsets are not its text's
+        (neighbour windows then join chunks with the separator instead of trimming their overlap)."""
+        documents = list(documents)
+        chunks = super().chunk(documents)
+        if not self.params.contextual:
+            return chunks
+        titles = {d.id: d.title or _title(d.metadata) for d in documents}
+        out = []
+        for c in chunks:
+            line = context_line(titles[c.document_id], c.fields.get("section"))
+            out.append(replace(c, text=f"{line}\n\n{c.text}") if line else c)
+        return out
+
     def spans(self, text: str) -> list[Span]:
         """A text without a document (no structure known): the recursive character chunker's spans."""
         p = self.params
@@ -97,6 +122,21 @@ class StructureChunker(Chunker[StructureChunkParams]):
         groups = sections_with_bodies(text, segments(text, structure.boundaries), set(structure.heading_starts))
         return [(start, end, structure.fields_at(_first_visible(text, where, end)))
                 for start, end, where in cut(text, groups, self.params)]
+
+
+def context_line(title: str, section: Any) -> str:
+    """``Title › Methods › Sampling``: the document's title then the section path, the title once (a Markdown
+    file's first heading is usually its title); empty when the chunk has neither."""
+    parts = [title] if title else []
+    if isinstance(section, str) and section:
+        path = section.split(SECTION_SEPARATOR)
+        parts += path[1:] if parts and path[0] == title else path
+    return SECTION_SEPARATOR.join(parts)
+
+
+def _title(metadata: Mapping[str, Any]) -> str:
+    title = metadata.get("title")
+    return title if isinstance(title, str) else ""
 
 
 def _first_visible(text: str, start: int, end: int) -> int:

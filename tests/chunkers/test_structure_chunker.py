@@ -70,3 +70,18 @@ def test_a_text_without_structure_is_cut_as_the_recursive_chunker_cuts_it(text, 
     document = [SourceDocument("d", text, metadata={"file_type": "txt"})]
     mine, theirs = chunker(size, size // 4).chunk(document), recursive(size, size // 4).chunk(document)
     assert [(c.start, c.end, c.text) for c in mine] == [(c.start, c.end, c.text) for c in theirs]
+
+
+def test_contextual_chunks_begin_with_the_title_and_section_path():
+    text = "# Guide\n\n## Methods\n\n" + "mice were sampled. " * 8 + "\n\n## Results\n\nthey ran"
+    document = SourceDocument("g.md", text, metadata={"file_type": "md", "title": "Guide"})
+    contextual = build_component({"component": "StructureChunker",
+                                  "params": {"chunk_size": 80, "chunk_overlap": 0, "contextual": True}})
+    plain = chunker(80, 0).chunk([document])
+    chunks = contextual.chunk([document])
+    assert [c.text for c in chunks] == [f"Guide › {c.fields['section'].split(' › ', 1)[1]}\n\n{c.text}"
+                                        for c in plain]  # the title once, though it is the first heading too
+    assert chunks[-1].text == "Guide › Results\n\n## Results\n\nthey ran"
+    assert [(c.start, c.end, c.fields) for c in chunks] == [(c.start, c.end, c.fields) for c in plain]
+    untitled = contextual.chunk([SourceDocument("t.txt", "plain text", metadata={"file_type": "txt"})])
+    assert [c.text for c in untitled] == ["plain text"]  # no title, no section: nothing to add
