@@ -67,7 +67,8 @@ def test_a_field_no_document_has_is_a_warning_above_no_results_and_hits_show_the
     warning = page.locator(".answer-warnings li")
     warning.wait_for()
     assert warning.inner_text() == ("Warning: the filter's field 'yaer' ($.yaer) is in no document, so it matches "
-                                    "nothing; the fields are: file_type, lang, modified, path, section, sha256, title, year")
+                                    "nothing; the fields are: file_type, lang, modified, path, section, sha256, "
+                                    "title, year")
     box.fill('{"year": 2024}')
     expect(search).to_be_enabled()
     search.click()
