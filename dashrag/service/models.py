@@ -186,6 +186,19 @@ class JobAccepted(BaseModel):
     job_id: str
 
 
+class FileLeftOut(BaseModel):
+    file: str = Field(description="The file, relative to the corpus folder.")
+    why: str = Field(description="Why it was left out (docs/documents.md, 'Bad files never stop a folder').")
+
+
+class FileOutcomes(BaseModel):
+    """What a build made of each file of its folder corpus (uploaded files, a folder under the data root)."""
+
+    read: list[str] = Field(description="The ids (paths) of the documents read.")
+    skipped: list[FileLeftOut] = Field(description="Files left out on purpose: an unknown type, an empty file.")
+    failed: list[FileLeftOut] = Field(description="Files of a known type that could not be read.")
+
+
 class JobStatus(BaseModel):
     id: str
     status: Literal["queued", "running", "done", "failed", "cancelled"]
@@ -203,6 +216,8 @@ class JobStatus(BaseModel):
     counts: dict[str, int] | None = Field(None, description=(
         "A finished document update: how many documents were added, replaced, skipped and removed; a finished "
         "sync: added, replaced, removed, unchanged and failed."))
+    files: FileOutcomes | None = Field(None, description=(
+        "A finished build of a folder corpus: each file read, skipped or failed, with why; null otherwise."))
     warnings: list[str] = Field(default_factory=list, description=(
         "A done job's warnings: the change is published, but something was left behind (an old store that "
         "could not be removed; the next save removes it)."))

@@ -16,6 +16,26 @@ const seconds = (s) => `${Math.round(s)} s`;
 // The job's state, kept in view (fixed to the window's corner) while it runs, so a build started at the bottom of
 // a long form is watched without scrolling: the stage in the page's language with its counts, the time since it
 // started, the stage's estimate once its counter moved, a cancel button; a failed build in red with its error.
+// What the build made of each file of its folder: the ones left out first (with why), then the ones read.
+function FileOutcomes({ files, t }) {
+  const rows = [
+    ...files.failed.map((f) => ({ file: f.file, outcome: 'failed', text: t('fileFailed', { why: f.why }) })),
+    ...files.skipped.map((f) => ({ file: f.file, outcome: 'skipped', text: t('fileSkipped', { why: f.why }) })),
+    ...files.read.map((file) => ({ file, outcome: 'read', text: t('fileRead') })),
+  ];
+  return (
+    <details className="job-files" open={files.failed.length + files.skipped.length > 0}>
+      <summary>{t('filesSummary', { read: files.read.length, skipped: files.skipped.length,
+        failed: files.failed.length })}</summary>
+      <ul>
+        {rows.map((r) => (
+          <li key={`${r.outcome}:${r.file}`} data-outcome={r.outcome}><code>{r.file}</code> {r.text}</li>
+        ))}
+      </ul>
+    </details>
+  );
+}
+
 export function JobStatus({ job, t, lang, onCancel, onQuery, onClose }) {
   const running = job.status === 'queued' || job.status === 'running';
   const stage = job.stage && STAGES.includes(job.stage) ? t(`stage_${STAGES.indexOf(job.stage)}`) : job.stage;
@@ -41,6 +61,7 @@ export function JobStatus({ job, t, lang, onCancel, onQuery, onClose }) {
           <button type="button" onClick={() => onQuery(job.tree)}>{t('goQuery')}</button>
         </p>
       )}
+      {job.status === 'done' && job.files && <FileOutcomes files={job.files} t={t} />}
       <div className="buttons">
         {running && <button type="button" className="cancel" onClick={onCancel}>{t('cancelBuild')}</button>}
         {!running && <button type="button" onClick={onClose}>{t('closeStatus')}</button>}
