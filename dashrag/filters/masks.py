@@ -50,13 +50,13 @@ class FilterMasks:
             if found is not None:
                 self._kept.move_to_end(node)
                 return found
-        found = document_mask(node, self._columns)  # raises a FilterError for a filter that misfits the corpus
+        matched = document_mask(node, self._columns)  # raises a FilterError for a filter that misfits the corpus
         if self._by_row:
-            rows = found
+            rows = matched
             documents = np.zeros(int(self._document_index.max()) + 1, dtype=bool)
             documents[self._document_index[rows]] = True
         else:
-            documents, rows = found, found[self._document_index]
+            documents, rows = matched, matched[self._document_index]
         documents.flags.writeable = rows.flags.writeable = False
         with self._lock:
             self._kept[node] = (documents, rows)

@@ -25,7 +25,7 @@ from dashrag.errors import DashragError, FilterError
 from dashrag.service import citations as cite
 from dashrag.service import complexity, gates, packing
 from dashrag.service.collections import Collection, CollectionRegistry, RetrievedChunk
-from dashrag.service.models import ContextChunk, RetrieveRequest, RetrieveResponse, TraceNode
+from dashrag.service.models import CitedPlace, ContextChunk, RetrieveRequest, RetrieveResponse, TraceNode
 from dashrag.service.rerank import TextReranker
 from dashrag.service.rewrite import QueryRewriter, RewriteOutcome
 
@@ -155,7 +155,8 @@ class RetrievePipeline:
              packed_chars=sum(len(c.text) for c in kept), citations=sources)
         step_ms["total"] = ms_since(started)
         trace = step_node("retrieve", request.query, step_ms["total"], kept, nodes) if request.trace else None
-        response = RetrieveResponse(context_chunks=kept, citations=sources, cited_places=places,
+        response = RetrieveResponse(context_chunks=kept, citations=sources,
+                                    cited_places=[CitedPlace.model_validate(p) for p in places],
                                     low_confidence=cite.low_confidence(kept),
                                     reranker=self.reranker_name,
                                     trace=None if trace is None else TraceNode.model_validate(trace),
