@@ -4,7 +4,13 @@ heading holding markup stays text). Real server, Chromium."""
 
 from __future__ import annotations
 
+import pytest
+from playwright.sync_api import expect
+
+import dashrag
+from tests.cli.test_documents_structure import make_folder
 from tests.fixtures.documents import write_docx, write_pdf, write_scanned_pdf
+from tests.web.conftest import serving
 
 HOSTILE = '<img src=x onerror="window.hacked=1">Results'
 
@@ -34,3 +40,40 @@ def test_uploaded_files_outcomes_then_hits_show_their_file_page_and_section(page
     origins = page.locator(".results > li .result-from").all_inner_texts()
     assert sorted(origins) == sorted(["From: report.pdf · p. 3", f"From: notes.docx · Methods › {HOSTILE}"])
     assert page.locator(".results img").count() == 0 and page.evaluate("window.hacked") is None
+
+
+@pytest.fixture(scope="module")
+def folder_server(tmp_path_factory):
+    """A server whose data root holds a folder ``docs``, and a tree built from it."""
+    root = tmp_path_factory.mktemp("folder-server")
+    (root / "data").mkdir()
+    folder = make_folder(root / "data" / "docs")
+    dashrag.build_tree("keyword", folder, root / "trees" / "docs")
+    with serving(root / "trees", data_root=root / "data") as url:
+        yield url, folder
+
+
+def test_the_documents_panel_syncs_a_tree_with_its_server_folder(browser, folder_server, problems):
+    url, folder = folder_server
+    write_docx(folder / "new.docx", [("h1", "Okapi"), ("h2", "Saturation"), ("p", "okapi saturation of terms")])
+    (folder / "guide.md").unlink()
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        problems.watch(page)
+        page.goto(url + "/")
+        page.get_by_role("button", name="Query saved trees").click()
+        page.locator('li[data-tree="docs"]').get_by_role("button", name="Documents").click()
+        panel = page.locator('.documents-panel[data-tree="docs"]')
+        panel.get_by_label("Folder (under the server data root)").fill("docs")
+        panel.get_by_role("button", name="Sync", exact=True).click()
+        counts = panel.locator(".documents-sync .documents-counts")
+        counts.wait_for(timeout=120_000)
+        assert counts.inner_text() == "1 added, 0 replaced, 1 removed, 3 unchanged, 0 failed."
+        expect(panel.locator(".documents-count")).to_contain_text("4 documents")
+        assert sorted(panel.locator("tr[data-document]").evaluate_all("rs => rs.map(r => r.dataset.document)")) == \
+            ["new.docx", "notes.docx", "page.html", "report.pdf"]
+        assert problems.found == [], problems.found
+    finally:
+        context.close()
