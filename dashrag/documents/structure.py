@@ -1,8 +1,8 @@
 """Where a converted document's pages and sections start, read back from its text.
 
 The converters keep a file's structure inside its one text (docs/documents.md): a form feed between PDF
-pages (as ``pdftotext`` writes) and Markdown ATX headings (``## Methods``) for DOCX heading styles, HTML
-``h1``-``h6`` and Markdown files. So the structure is a pure function of the text and the document's
+pages and PPTX slides (as ``pdftotext`` writes) and Markdown ATX headings (``## Methods``) for DOCX heading
+styles, HTML ``h1``-``h6``, slide titles and Markdown files. So the structure is a pure function of the text and the document's
 ``file_type``: nothing beside the text is stored, and a sync or an update finds the same structure as a
 rebuild.
 
@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-PAGED_TYPES = frozenset({"pdf"})
-HEADED_TYPES = frozenset({"md", "docx", "html"})
+PAGED_TYPES = frozenset({"pdf", "pptx"})  # a PPTX's pages are its slides
+HEADED_TYPES = frozenset({"md", "docx", "html", "pptx"})  # a slide's title is a heading
 PAGE_BREAK = "\f"
 SECTION_SEPARATOR = " › "
 
@@ -71,6 +71,7 @@ def _page_starts(text: str) -> tuple[int, ...]:
 
 def _headings(text: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Every ATX heading outside a fenced code block, with its path (the enclosing headings' texts)."""
+    text = text.replace(PAGE_BREAK, "\n")  # a page's first line starts a line (same offsets)
     fenced = _fenced_ranges(text)
     starts: list[int] = []
     paths: list[str] = []

@@ -170,7 +170,7 @@ export function DocumentsPanel({ api, name, t, lang, onChanged, onQuery, onClose
       <form className="documents-add" onSubmit={add}>
         <h3>{t('docsAdd')}</h3>
         <label>{t('docsFiles')}{' '}
-          <input type="file" multiple accept=".jsonl,.txt,.md,.markdown,.pdf,.docx,.html,.htm,.xhtml" onChange={(e) => setFiles([...e.target.files])} />
+          <input type="file" multiple accept=".jsonl,.txt,.md,.markdown,.pdf,.docx,.pptx,.html,.htm,.xhtml" onChange={(e) => setFiles([...e.target.files])} />
         </label>
         <label htmlFor="documents-metadata">{t('docsMetadataLabel')}</label>
         <textarea id="documents-metadata" rows="3" value={metadataText} placeholder={t('docsMetadataPlaceholder')}

@@ -146,7 +146,7 @@ export function IndexPanel({ api, catalog, tree, valid, problems, t, lang, onBui
         <input type="text" value={corpusPath} onChange={(e) => setCorpusPath(e.target.value)} placeholder={t('corpusPlaceholder')} />
       </label>
       <label>{t('corpusFiles')}{' '}
-        <input type="file" multiple accept=".jsonl,.txt,.md,.markdown,.pdf,.docx,.html,.htm,.xhtml" onChange={(e) => setFiles([...e.target.files])} />
+        <input type="file" multiple accept=".jsonl,.txt,.md,.markdown,.pdf,.docx,.pptx,.html,.htm,.xhtml" onChange={(e) => setFiles([...e.target.files])} />
       </label>
       <label>{t('chunker')}{' '}
         <select value={chunker ? chunker.component : ''}

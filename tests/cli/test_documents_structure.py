@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import invoke
-from tests.fixtures.documents import html_page, write_docx, write_pdf
+from tests.fixtures.documents import html_page, write_docx, write_pdf, write_pptx
 
 QUERIES = ["okapi saturation", "sampled mice", "fusion of rankings", "page three zebrafish", "results tables"]
 
@@ -125,3 +125,14 @@ def test_a_store_older_than_chunk_fields_takes_them_on_its_next_update(tmp_path)
     result = invoke("add", tree, "--corpus", more)
     assert result.exit_code == 0, result.output
     assert [where(h) for h in hits(tree, "okapi")] == [("guide.md", None, "Guide › Okapi"), ("plain.txt", None, None)]
+
+
+def test_a_pptx_deck_cites_its_slide_as_page_and_its_slide_title_as_section(tmp_path):
+    folder = tmp_path / "slides"
+    folder.mkdir()
+    write_pptx(folder / "deck.pptx", [("Okapi BM25", ["term saturation"]), ("Fusion", ["reciprocal rank fusion"])])
+    tree = tmp_path / "tree"
+    result = invoke("index", "keyword", "--corpus", folder, "--out", tree)
+    assert result.exit_code == 0 and "read 1 documents, skipped 0, failed 0" in result.output, result.output
+    assert [where(h) for h in hits(tree, "reciprocal rank fusion")] == [("deck.pptx", 2, "Fusion")]
+    assert hits(tree, "okapi", "--filter", '{"file_type": "pptx"}')[0]["metadata"]["pages"] == 2

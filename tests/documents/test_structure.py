@@ -36,3 +36,9 @@ def test_documents_without_a_structured_type_have_none():
         structure = structure_of("# 1 reason\fmore", metadata)
         assert structure.fields_at(5) == {} and structure.boundaries == []
     assert structure_of("# heading\fpage", {"file_type": "pdf"}).heading_starts == ()
+
+
+def test_a_heading_right_after_a_page_break_is_a_heading():
+    text = "## Okapi\n\nterms\f## Fusion\n\nranks"
+    structure = structure_of(text, {"file_type": "pptx"})
+    assert structure.fields_at(text.index("ranks")) == {"page": 2, "section": "Fusion"}
