@@ -2,9 +2,9 @@
 
 The converters keep a file's structure inside its one text (docs/documents.md): a form feed between PDF
 pages and PPTX slides (as ``pdftotext`` writes) and Markdown ATX headings (``## Methods``) for DOCX heading
-styles, HTML ``h1``-``h6``, slide titles and Markdown files. So the structure is a pure function of the text and the document's
-``file_type``: nothing beside the text is stored, and a sync or an update finds the same structure as a
-rebuild.
+styles, HTML ``h1``-``h6``, slide titles and Markdown files. So the structure is a pure function of the text
+and the document's ``file_type``: nothing beside the text is stored, and a sync or an update finds the same
+structure as a rebuild.
 
 Which documents have which marks is decided by ``file_type`` (what the folder read records), not guessed
 from the text: a BEIR abstract or a ``.txt`` file beginning ``# 1 reason`` has no headings, and a form feed
