@@ -49,20 +49,27 @@ def segments(text: str, boundaries: list[int]) -> list[Span]:
     return [(a, b) for a, b in parts if b > a]
 
 
-def sections_with_bodies(text: str, parts: list[Span], heading_starts: set[int]) -> list[tuple[int, int, int]]:
+def sections_with_bodies(text: str, parts: list[Span], heading_starts: set[int],
+                         page_starts: set[int]) -> list[tuple[int, int, int]]:
     """``(start, body, end)`` per segment that has text under its heading: a segment that is a heading alone
     (``# Methods`` right above ``## Sampling``) joins the next one, whose text it introduces; ``body`` is where
-    that next segment starts (what the chunk's section is read at: ``Methods › Sampling``)."""
+    that next segment starts (what the chunk's section is read at: ``Methods › Sampling``). Never across a page
+    break: a slide holding only its title stays a chunk of its own page."""
     groups: list[tuple[int, int, int]] = []
-    pending: int | None = None
+    pending: Span | None = None  # the headings alone waiting for their text
     for start, end in parts:
+        if pending is not None and start in page_starts:
+            groups.append((pending[0], pending[0], pending[1]))
+            pending = None
         line_end = text.find("\n", start, end)
         heading_alone = start in heading_starts and (line_end < 0 or not text[line_end:end].strip())
         if heading_alone and end < len(text):
-            pending = start if pending is None else pending
+            pending = (start if pending is None else pending[0], end)
             continue
-        groups.append((start if pending is None else pending, start, end))
+        groups.append((start if pending is None else pending[0], start, end))
         pending = None
+    if pending is not None:
+        groups.append((pending[0], pending[0], pending[1]))
     return groups
 
 
@@ -119,7 +126,8 @@ class StructureChunker(Chunker[StructureChunkParams]):
         structure = structure_of(text, document.metadata)
         if not structure.page_starts and not structure.heading_starts:
             return [(s, e, {}) for s, e in self.spans(text)]
-        groups = sections_with_bodies(text, segments(text, structure.boundaries), set(structure.heading_starts))
+        groups = sections_with_bodies(text, segments(text, structure.boundaries), set(structure.heading_starts),
+                                      set(structure.page_starts))
         return [(start, end, structure.fields_at(_first_visible(text, where, end)))
                 for start, end, where in cut(text, groups, self.params)]
 

@@ -49,14 +49,16 @@ structured = st.lists(st.sampled_from(["# A\n\n", "## B\n\n", "text here. ", "mo
 
 
 @settings(max_examples=120, deadline=None)
-@given(structured, st.sampled_from(["md", "pdf", "txt", None]), st.integers(10, 80))
+@given(structured, st.sampled_from(["md", "pdf", "pptx", "txt", None]), st.integers(10, 80))
 def test_chunks_lie_in_the_text_in_order_within_one_page_and_size(text, file_type, size):
     metadata = {} if file_type is None else {"file_type": file_type}
     chunks = chunker(size, size // 5).chunk([SourceDocument("d", text, metadata=metadata)])
     assert all(text[c.start:c.end] == c.text and c.end - c.start <= size for c in chunks)
+    covered = {i for c in chunks for i in range(c.start, c.end)}
+    assert {i for i, ch in enumerate(text) if not ch.isspace()} <= covered  # no text is lost
     assert [c.position for c in chunks] == list(range(len(chunks)))
     assert all(a.start < b.start for a, b in zip(chunks, chunks[1:]))
-    if file_type == "pdf":
+    if file_type in ("pdf", "pptx"):
         assert all("\f" not in c.text for c in chunks)
         assert all(c.fields["page"] == text.count("\f", 0, c.start + len(c.text) - len(c.text.lstrip())) + 1
                    for c in chunks)
