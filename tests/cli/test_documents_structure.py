@@ -91,6 +91,7 @@ def answers(tree: Path) -> list:
             for q in QUERIES] + [[where(h) for h in hits(tree, "okapi fusion", "--filter", '{"page": 1}')]]
 
 
+@pytest.mark.slow  # two indexes and a sync of a folder of converted files: about 10 s here
 def test_a_synced_tree_answers_as_a_fresh_index_pages_and_sections_included(tmp_path):
     folder = make_folder(tmp_path / "docs")
     tree = tmp_path / "tree"

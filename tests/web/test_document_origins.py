@@ -15,6 +15,7 @@ from tests.web.conftest import serving
 HOSTILE = '<img src=x onerror="window.hacked=1">Results'
 
 
+@pytest.mark.slow  # a build job of uploaded files in a real browser: about 15 s here
 def test_uploaded_files_outcomes_then_hits_show_their_file_page_and_section(page, tmp_path):
     pdf = write_pdf(tmp_path / "report.pdf", [["Okapi ranking"], ["fusion of rankings"], ["zebrafish were sampled"]])
     docx = write_docx(tmp_path / "notes.docx", [("h1", "Methods"), ("h2", HOSTILE), ("p", "zebrafish tanks counted")])
@@ -53,6 +54,7 @@ def folder_server(tmp_path_factory):
         yield url, folder
 
 
+@pytest.mark.slow  # a server of its own and a sync job in a real browser: about 30 s here
 def test_the_documents_panel_syncs_a_tree_with_its_server_folder(browser, folder_server, problems):
     url, folder = folder_server
     write_docx(folder / "new.docx", [("h1", "Okapi"), ("h2", "Saturation"), ("p", "okapi saturation of terms")])
