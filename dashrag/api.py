@@ -39,8 +39,8 @@ if TYPE_CHECKING:  # a folder's converters and settings load when a sync runs, n
     from dashrag.documents.converters.result import ReadLimits
     from dashrag.documents.sync import SyncPlan
 
-DEFAULT_CHUNKER: dict[str, Any] = {
-    "component": "RecursiveCharacterChunker",
+DEFAULT_CHUNKER: dict[str, Any] = {  # cuts a text without pages or headings as RecursiveCharacterChunker would
+    "component": "StructureChunker",
     "params": {"chunk_size": 2000, "chunk_overlap": 200},
 }
 
@@ -68,7 +68,7 @@ def _check_external_store(store_url: str, corpus: Corpus, chunk_set: ChunkSet) -
 
 
 def chunk_corpus(corpus: Corpus, chunker: dict | None) -> ChunkSet:
-    """The corpus cut by ``chunker`` (default: recursive 2000/200 characters)."""
+    """The corpus cut by ``chunker`` (default: structure-aware, 2000/200 characters)."""
     from dashrag.chunkers.base import Chunker  # building chunks; loading a saved tree does not
 
     return ChunkSet(build_as(chunker or DEFAULT_CHUNKER, Chunker, "chunker").chunk(corpus.documents))

@@ -7,6 +7,7 @@ methods, so importing dashrag stays fast.
 
 import dashrag.chunkers.character  # noqa: F401
 import dashrag.chunkers.recursive_character  # noqa: F401
+import dashrag.chunkers.structure  # noqa: F401
 import dashrag.chunkers.token  # noqa: F401
 import dashrag.chunkers.whole_document  # noqa: F401
 import dashrag.embeddings.e5_small  # noqa: F401

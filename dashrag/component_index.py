@@ -37,6 +37,7 @@ INDEX: dict[str, str] = {
     "SentenceTransformerCrossEncoderRetriever": "dashrag.retrievers.cross_encoder",
     "SentenceTransformerEmbedding": "dashrag.embeddings.sentence_transformer",
     "SequentialRetriever": "dashrag.retrievers.sequential",
+    "StructureChunker": "dashrag.chunkers.structure",
     "TFIDFRetriever": "dashrag.retrievers.tfidf",
     "TFIDFVectorizerModel": "dashrag.vectorizers.bag_of_words",
     "TokenChunker": "dashrag.chunkers.token",

@@ -7,7 +7,7 @@ back into the original text).
 
 from __future__ import annotations
 
-from typing import Iterable, TypeVar
+from typing import Any, Iterable, TypeVar
 
 from pydantic import Field
 
@@ -33,19 +33,27 @@ class SizedChunkParams(ComponentParams):
                   _overlap_smaller),)
 
 
+LocatedSpan = tuple[int, int, dict[str, Any]]  # start, end, the chunk's own fields (page, section)
+
+
 class Chunker(ConfigObject[P]):
     def spans(self, text: str) -> list[tuple[int, int]]:
         raise NotImplementedError
+
+    def located_spans(self, document: SourceDocument, text: str) -> list[LocatedSpan]:
+        """The spans of ``text`` (``document``'s full text), each with the fields the chunk records about where
+        it is; a chunker that knows nothing of a document's structure records none."""
+        return [(s, e, {}) for s, e in self.spans(text)]
 
     def chunk(self, documents: Iterable[SourceDocument]) -> list[Chunk]:
         """Chunks of every document; ids are consecutive integers in corpus order."""
         chunks: list[Chunk] = []
         for doc in documents:
             text = full_text(doc)
-            spans = [(s, e) for s, e in self.spans(text) if text[s:e].strip()]
-            for position, (start, end) in enumerate(spans):
-                chunks.append(Chunk(id=len(chunks), document_id=doc.id, position=position,
-                                    text=text[start:end], start=start, end=end, metadata=doc.metadata))
+            spans = [span for span in self.located_spans(doc, text) if text[span[0]:span[1]].strip()]
+            for position, (start, end, fields) in enumerate(spans):
+                chunks.append(Chunk(id=len(chunks), document_id=doc.id, position=position, text=text[start:end],
+                                    start=start, end=end, metadata=doc.metadata, fields=fields))
         return chunks
 
 

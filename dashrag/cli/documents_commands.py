@@ -43,6 +43,18 @@ def _documents(folder: Path, store_url: str | None) -> Iterator[SourceDocument]:
         store.close()
 
 
+def _chunk_fields(folder: Path, store_url: str | None) -> list[tuple[str, dict]]:
+    """The chunks' own fields (page, section) with their documents' ids."""
+    from dashrag.core.saved_tree import saved_store_url
+    from dashrag.store.store import Store
+
+    store = Store(saved_store_url(folder, store_url), read_only=True)
+    try:
+        return store.chunk_fields()
+    finally:
+        store.close()
+
+
 @app.command()
 @user_errors
 def documents(folder: Path = FOLDER, as_json: bool = typer.Option(False, "--json", help="Print JSON lines."),
@@ -65,7 +77,8 @@ def fields(folder: Path = FOLDER, as_json: bool = typer.Option(False, "--json", 
     most frequent values (one JSON line each with --json)."""
     from dashrag.filters.fields import field_summaries
 
-    summaries = field_summaries([document.metadata for document in _documents(folder, store)])
+    summaries = field_summaries([document.metadata for document in _documents(folder, store)],
+                                chunk_fields=_chunk_fields(folder, store))
     if as_json:
         for field in summaries:
             say(json_line(field))

@@ -169,7 +169,7 @@ def eval_command(
     plot: Path | None = typer.Option(None, help="Write a PNG of the per-node metrics here."),
     top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", min=0, help=TOP_K_HELP),
     chunker: str | None = typer.Option(
-        None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."
+        None, help="A chunker name or JSON (default: StructureChunker 2000/200: pages and sections, then by size)."
     ),
     workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
     batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, min=1, help="Queries per retrieve_batch call."),
@@ -254,7 +254,7 @@ def tune_command(
     plot: Path | None = typer.Option(None, help="Write a PNG of the metric against each parameter here."),
     top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", min=0, help=TOP_K_HELP),
     chunker: str | None = typer.Option(
-        None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."
+        None, help="A chunker name or JSON (default: StructureChunker 2000/200: pages and sections, then by size)."
     ),
     workdir: Path | None = typer.Option(None, help="Store and caches (default: .dashrag-work/<dataset name>)."),
     train_split: str = typer.Option("train", help="The split the search runs on."),

@@ -33,7 +33,7 @@ def index(
     ),
     out: Path = typer.Option(..., "--out", help="Folder to save the built retriever in."),
     chunker: str | None = typer.Option(
-        None, help="A chunker name or JSON (default: RecursiveCharacterChunker 2000/200)."
+        None, help="A chunker name or JSON (default: StructureChunker 2000/200: pages and sections, then by size)."
     ),
     store: str | None = typer.Option(None, help="SQLAlchemy URL of the store (default: an SQLite file inside --out)."),
     cache_dir: Path | None = typer.Option(

@@ -7,7 +7,7 @@ visible), JSON escapes every control character.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from dashrag.cli.safe_text import json_line, markup_safe, plain
 
@@ -18,7 +18,9 @@ if TYPE_CHECKING:  # rich is imported by the table, not by JSON output
 
 
 def print_table(console: Console, query: str, chunks: Sequence[ScoredChunk], width: int = 90) -> None:
-    """The hits as a table; a ``metadata`` column (the document's, as JSON) when any hit has metadata."""
+    """The hits as a table; a ``from`` column (path, page, section: where the text is in the user's files) when
+    any hit has one of them, and a ``metadata`` column (the document's and the chunk's, as JSON) when any hit has
+    metadata."""
     from rich.table import Table
 
     table = Table(title=f"“{markup_safe(query)}”", show_lines=False)
@@ -26,16 +28,31 @@ def print_table(console: Console, query: str, chunks: Sequence[ScoredChunk], wid
     table.add_column("score", justify="right")
     table.add_column("document#pos")
     table.add_column("text")
-    with_metadata = any(c.chunk.metadata for c in chunks)
+    with_origin = any(origin(c.chunk.all_metadata) for c in chunks)
+    if with_origin:
+        table.add_column("from")
+    with_metadata = any(c.chunk.all_metadata for c in chunks)
     if with_metadata:
         table.add_column("metadata")
     for rank, c in enumerate(chunks, 1):
         snippet = " ".join(c.chunk.text.split())
         snippet = snippet if len(snippet) <= width else snippet[: width - 1] + "…"
-        metadata = [plain(json_line(dict(c.chunk.metadata)) if c.chunk.metadata else "")] if with_metadata else []
+        fields = c.chunk.all_metadata
+        where = [plain(origin(fields))] if with_origin else []
+        metadata = [plain(json_line(dict(fields)) if fields else "")] if with_metadata else []
         table.add_row(str(rank), f"{c.score:.4f}", plain(f"{c.document_id}#{c.chunk.position}"), plain(snippet),
-                      *metadata)
+                      *where, *metadata)
     console.print(table)
+
+
+def origin(metadata: Mapping[str, Any]) -> str:
+    """Where a hit's text is, for a person: ``report.pdf, p. 3, Methods › Sampling`` (the parts it has)."""
+    parts = [str(metadata["path"])] if isinstance(metadata.get("path"), str) else []
+    if isinstance(metadata.get("page"), int):
+        parts.append(f"p. {metadata['page']}")
+    if isinstance(metadata.get("section"), str):
+        parts.append(metadata["section"])
+    return ", ".join(parts)
 
 
 def print_rows(console: Console, title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

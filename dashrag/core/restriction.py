@@ -97,4 +97,7 @@ class Restriction:
         (kept by the chunk set, so what a leaf derives from it can be kept with it)."""
         if self.only_filter is not None:
             return chunks.filter_masks.rows(self.only_filter)
-        return self.document_mask(chunks)[chunks.document_index]
+        mask = self.document_mask(chunks)[chunks.document_index]
+        if self.filter is not None and chunks.filters_by_row:  # the document mask holds where any chunk matches
+            mask &= chunks.filter_masks.rows(self.filter)
+        return mask

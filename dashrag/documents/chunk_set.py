@@ -34,9 +34,11 @@ class StoredChunks(Sequence[Chunk]):
     (docs/performance.md). What is kept is the rows as read; a Chunk, once made, is kept too.
     """
 
-    def __init__(self, rows: Sequence[StoredRow], metadata: Mapping[str, Metadata]):
+    def __init__(self, rows: Sequence[StoredRow], metadata: Mapping[str, Metadata],
+                 fields: Mapping[int, Metadata] | None = None):
         self._rows = rows
         self._metadata = metadata
+        self._fields = fields or {}
         self._made: list[Chunk | None] = [None] * len(rows)
 
     def __len__(self) -> int:
@@ -55,7 +57,8 @@ class StoredChunks(Sequence[Chunk]):
         if chunk is None:
             i, document_id, position, text, start, end = self._rows[row]
             chunk = self._made[row] = Chunk(id=i, document_id=document_id, position=position, text=text, start=start,
-                                            end=end, metadata=self._metadata.get(document_id, {}))
+                                            end=end, metadata=self._metadata.get(document_id, {}),
+                                            fields=self._fields.get(i, {}))
         return chunk
 
     @property
@@ -74,16 +77,17 @@ class ChunkSet:
         file unchanged since the save that computed it), so it is not re-hashed."""
         ordered = sorted(chunks, key=lambda c: c.id)
         self._set_up(ordered, [c.id for c in ordered], [c.document_id for c in ordered],
-                     {c.document_id: c.metadata for c in reversed(ordered)}, fingerprint)
+                     {c.document_id: c.metadata for c in reversed(ordered)}, fingerprint,
+                     {c.id: c.fields for c in ordered if c.fields})
 
     @classmethod
     def from_rows(cls, rows: Sequence[StoredRow], metadata: Mapping[str, Metadata],
-                  fingerprint: str | None = None) -> ChunkSet:
-        """A store's rows (ascending ids) and its documents' metadata; the Chunk objects are made as they are
-        read (:class:`StoredChunks`)."""
-        chunks = StoredChunks(rows, metadata)
+                  fingerprint: str | None = None, fields: Mapping[int, Metadata] | None = None) -> ChunkSet:
+        """A store's rows (ascending ids), its documents' metadata and the chunks' own fields (by chunk id, only
+        the chunks that have any); the Chunk objects are made as they are read (:class:`StoredChunks`)."""
+        chunks = StoredChunks(rows, metadata, fields)
         chunk_set = cls.__new__(cls)
-        chunk_set._set_up(chunks, chunks.column(0), chunks.column(1), metadata, fingerprint)
+        chunk_set._set_up(chunks, chunks.column(0), chunks.column(1), metadata, fingerprint, fields or {})
         return chunk_set
 
     def rows_without(self, document_ids: Iterable[str]) -> np.ndarray:
@@ -100,10 +104,14 @@ class ChunkSet:
         metadata = {d: self.document_metadata[n] for d, n in self._document_number.items()}
         metadata.update({c.document_id: c.metadata for c in reversed(added)})
         new_rows = [(c.id, c.document_id, c.position, c.text, c.start, c.end) for c in added]
-        return ChunkSet.from_rows([rows[r] for r in kept_rows.tolist()] + new_rows, metadata)
+        kept = [rows[r] for r in kept_rows.tolist()]
+        fields = {r[0]: self.chunk_fields[r[0]] for r in kept if r[0] in self.chunk_fields}
+        fields.update({c.id: c.fields for c in added if c.fields})
+        return ChunkSet.from_rows(kept + new_rows, metadata, fields=fields)
 
     def _set_up(self, chunks: Sequence[Chunk], ids: list[int], document_of_row: list[str],
-                metadata: Mapping[str, Metadata], fingerprint: str | None) -> None:
+                metadata: Mapping[str, Metadata], fingerprint: str | None,
+                chunk_fields: Mapping[int, Metadata]) -> None:
         if fingerprint is not None:
             self.__dict__["fingerprint"] = fingerprint  # the cached_property's own slot
         if not chunks:
@@ -121,6 +129,7 @@ class ChunkSet:
                                           count=len(document_of_row))
         self.document_sizes = np.bincount(self.document_index, minlength=len(doc_ids))
         self.document_metadata: list[Metadata] = [metadata.get(d, {}) for d in self.document_ids]
+        self.chunk_fields: Mapping[int, Metadata] = chunk_fields  # by chunk id; only chunks with fields
 
     @cached_property
     def document_categories(self) -> list[dict[str, tuple[str, ...]]]:
@@ -165,38 +174,61 @@ class ChunkSet:
     def category_names(self) -> list[str]:
         return sorted({name for cats in self.document_categories for name in cats})
 
+    def fields_by_document(self) -> list[tuple[str, Metadata]]:
+        """``(document id, fields)`` of each chunk with its own fields, in chunk order."""
+        if not self.chunk_fields:
+            return []
+        rows = self.rows_of(list(self.chunk_fields))
+        return [(self.document_ids[n], self.chunk_fields[i])
+                for i, n in zip(self.chunk_fields, self.document_index[rows].tolist())]
+
+    @property
+    def filters_by_row(self) -> bool:
+        """Whether filters hold per chunk row: some chunk has its own fields (a page, a section), so two chunks
+        of one document may answer a filter differently. Otherwise per document (one row per document in the
+        columns: what a corpus without structure costs)."""
+        return bool(self.chunk_fields)
+
     @cached_property
     def metadata_columns(self) -> MetadataColumns:
-        """The documents' metadata as typed columns (built once), what filter masks are computed over."""
+        """The metadata as typed columns (built once), what filter masks are computed over: one row per
+        document, or per chunk row when chunks have their own fields (:attr:`filters_by_row`)."""
         from dashrag.filters.columns import MetadataColumns
 
-        return MetadataColumns(self.document_metadata)
+        if not self.filters_by_row:
+            return MetadataColumns(self.document_metadata)
+        own = self.chunk_fields
+        return MetadataColumns([{**self.document_metadata[n], **own[i]} if i in own else self.document_metadata[n]
+                                for i, n in zip(self.ids.tolist(), self.document_index.tolist())])
 
     @cached_property
     def filter_masks(self) -> FilterMasks:
         """The masks of the filters asked of this chunk set, each computed once (``filters/masks.py``)."""
         from dashrag.filters.masks import FilterMasks
 
-        return FilterMasks(self.metadata_columns, self.document_index)
+        return FilterMasks(self.metadata_columns, self.document_index, by_row=self.filters_by_row)
 
     @cached_property
     def fingerprint(self) -> str:
-        """sha256 over every chunk's id, document, position, offsets, text and metadata.
+        """sha256 over every chunk's id, document, position, offsets, text, metadata and own fields.
 
         Each chunk is one JSON line ``[id, document, position, start, end, text, categories(, others)]``.
         The metadata enters as its categories (what stores written before metadata held), then the
         other fields only where there are any, so a corpus of categories has the fingerprint it had.
         The line is written field by field, the metadata's part once per document (the same bytes as
-        ``json.dumps`` of the whole record: an update re-hashes a large corpus, docs/updating.md).
+        ``json.dumps`` of the whole record: an update re-hashes a large corpus, docs/updating.md). A chunk's own
+        fields (page, section) end its line as ``{"chunk": [[name, value], ...]}``, only where it has any.
         """
         encode = json.JSONEncoder(ensure_ascii=False).encode
         tails: dict[str, str] = {}
         digest = hashlib.sha256()
+        own = self.chunk_fields
         for i, document_id, position, text, start, end in self._fingerprint_rows():
             tail = tails.get(document_id)
             if tail is None:
                 tail = tails[document_id] = _metadata_tail(encode, self._metadata_of(document_id))
-            line = f"[{i}, {encode(document_id)}, {position}, {start}, {end}, {encode(text)}, {tail}]\n"
+            fields = f", {encode({'chunk': sorted(own[i].items())})}" if i in own else ""
+            line = f"[{i}, {encode(document_id)}, {position}, {start}, {end}, {encode(text)}, {tail}{fields}]\n"
             digest.update(line.encode("utf-8"))
         return digest.hexdigest()
 

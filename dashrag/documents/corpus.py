@@ -27,6 +27,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +109,20 @@ class Corpus:
             raise CorpusError(f"{folder}: the corpus is empty (no readable file; {len(outcome.skipped)} skipped, "
                               f"{len(outcome.failed)} failed)")
         return cls(tuple(outcome.documents), tuple(outcome.skipped) + tuple(unknown), tuple(outcome.failed))
+
+    def file_outcomes(self, folder: str | Path) -> dict[str, Any]:
+        """What became of each file of ``folder`` (the folder this corpus was read from): ``read`` (the ids of the
+        documents read), ``skipped`` and ``failed`` (each ``{"file", "why"}``), the file relative to the folder and
+        the folder's own path written nowhere (a service shows these to clients that must not learn it)."""
+        prefix = f"{Path(folder)}{os.sep}"
+
+        def outcome(line: str) -> dict[str, str]:
+            shown = line.replace(prefix, "")
+            file, _, why = shown.partition(": ")
+            return {"file": file, "why": why}
+
+        return {"read": [d.id for d in self.documents], "skipped": [outcome(line) for line in self.skipped],
+                "failed": [outcome(line) for line in self.failed]}
 
     def summary(self) -> str:
         """One line: how many documents were read, and files skipped and failed (what every face prints)."""

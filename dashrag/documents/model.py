@@ -88,6 +88,16 @@ class Chunk:
     start: int = 0
     end: int = 0
     metadata: Metadata = field(default_factory=dict)  # its document's
+    fields: Metadata = field(default_factory=dict)  # its own: where in the document it starts (page, section)
+
+    @property
+    def all_metadata(self) -> Metadata:
+        """Its document's metadata with its own fields over it: what a hit shows and a filter tests.
+
+        Why two parts: the document's metadata is stored once per document (a 300-page PDF's ``path`` is not
+        repeated 900 times), a chunk's ``page`` and ``section`` once per chunk (docs/documents.md).
+        """
+        return {**self.metadata, **self.fields} if self.fields else self.metadata
 
 
 @dataclass(frozen=True)
@@ -117,8 +127,8 @@ class ScoredChunk:
         return replace(self, score=float(score), source=source, provenance=merged)
 
     def to_json(self, include_text: bool = True, include_metadata: bool = False) -> dict[str, Any]:
-        """The hit as JSON; ``include_metadata``: with its document's metadata (what answers to users carry;
-        traces leave it out, every node would repeat it)."""
+        """The hit as JSON; ``include_metadata``: with its document's metadata and its own fields (page,
+        section: what answers to users carry; traces leave it out, every node would repeat it)."""
         out: dict[str, Any] = {
             "chunk_id": self.chunk.id,
             "document_id": self.chunk.document_id,
@@ -129,7 +139,7 @@ class ScoredChunk:
         if include_text:
             out["text"] = self.chunk.text
         if include_metadata:
-            out["metadata"] = dict(self.chunk.metadata)
+            out["metadata"] = dict(self.chunk.all_metadata)
         if self.provenance:
             out["provenance"] = dict(self.provenance)
         return out

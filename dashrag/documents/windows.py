@@ -219,6 +219,7 @@ def _as_scored_chunk(w: ChunkWindow, lookup: NeighbourLookup, separator: str) ->
         start=chunks[0].start,
         end=chunks[-1].end,
         metadata=best.chunk.metadata,
+        fields=chunks[0].fields,  # where the window's text starts
     )
     provenance = {
         **best.provenance,

@@ -13,7 +13,7 @@ offer.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from dashrag.filters.ast import And, Filter, Not, Or
@@ -45,19 +45,35 @@ def unknown_field_warnings(node: Filter, columns: MetadataColumns) -> list[str]:
             for field, path in first.items() if field not in columns.fields]
 
 
-def field_summaries(metadata: Sequence[Mapping[str, Any]], examples: int = EXAMPLES) -> list[dict[str, Any]]:
+def field_summaries(metadata: Sequence[Mapping[str, Any]], examples: int = EXAMPLES,
+                    chunk_fields: Iterable[tuple[str, Mapping[str, Any]]] = ()) -> list[dict[str, Any]]:
     """Per field (by name): ``types`` (number, date, string, bool; ``list`` when some value is a list),
-    ``documents`` (how many have it, null aside) and ``values`` (the most frequent, at most ``examples``)."""
+    ``documents`` (how many have it, null aside) and ``values`` (the most frequent, at most ``examples``).
+
+    ``chunk_fields``: ``(document id, fields)`` of each chunk with its own fields (page, section), filterable
+    like the documents' metadata; such a field's ``documents`` counts the documents with a chunk that has it."""
     kinds: dict[str, set[str]] = {}
     counts: dict[str, int] = Counter()
     values: dict[str, Counter[tuple[str, Any]]] = {}  # by kind too: True and 1 are equal keys
-    for fields in metadata:
+    holders: dict[str, set[str]] = {}
+
+    def gather(fields: Mapping[str, Any]) -> Iterator[tuple[str, bool]]:
         for name, raw in fields.items():
             items = raw if isinstance(raw, list) else [raw]
             found = [value for value in map(comparable, items) if value is not None]
             held = kinds.setdefault(name, set())
             held.update({v.kind for v in found} | ({"list"} if isinstance(raw, list) else set()))
-            counts[name] += any(item is not None for item in items)
             values.setdefault(name, Counter()).update((v.kind, v.raw) for v in found)
+            yield name, any(item is not None for item in items)
+
+    for fields in metadata:
+        for name, present in gather(fields):
+            counts[name] += present
+    for document_id, fields in chunk_fields:
+        for name, present in gather(fields):
+            if present:
+                holders.setdefault(name, set()).add(document_id)
+    for name, documents in holders.items():
+        counts[name] = max(counts[name], len(documents))
     return [{"name": name, "types": sorted(kinds[name]), "documents": counts[name],
              "values": [raw for (_, raw), _ in values[name].most_common(examples)]} for name in sorted(kinds)]

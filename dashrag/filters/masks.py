@@ -33,12 +33,17 @@ MAX_NODES = 16_384  # filter nodes kept per chunk set, all filters together (see
 
 
 class FilterMasks:
-    """``documents(f)``: the boolean mask over the documents; ``rows(f)``: over the chunk rows. Both read-only."""
+    """``documents(f)``: the boolean mask over the documents; ``rows(f)``: over the chunk rows. Both read-only.
+
+    ``by_row``: the columns hold one row per chunk (chunks with their own fields, ``ChunkSet.filters_by_row``);
+    then a document is in ``documents(f)`` when any of its chunks matches, and ``rows(f)`` is exact per chunk.
+    """
 
     def __init__(self, columns: MetadataColumns, document_index: np.ndarray, capacity: int = CAPACITY,
-                 max_nodes: int = MAX_NODES):
+                 max_nodes: int = MAX_NODES, by_row: bool = False):
         self._columns = columns
         self._document_index = document_index
+        self._by_row = by_row
         self._capacity = capacity
         self._max_nodes = max_nodes
         self._kept: OrderedDict[Filter, tuple[np.ndarray, np.ndarray, int]] = OrderedDict()
@@ -57,8 +62,13 @@ class FilterMasks:
             if found is not None:
                 self._kept.move_to_end(node)
                 return found[0], found[1]
-        documents = document_mask(node, self._columns)  # raises a FilterError for a filter that misfits the corpus
-        rows = documents[self._document_index]
+        matched = document_mask(node, self._columns)  # raises a FilterError for a filter that misfits the corpus
+        if self._by_row:
+            rows = matched
+            documents = np.zeros(int(self._document_index.max()) + 1, dtype=bool)
+            documents[self._document_index[rows]] = True
+        else:
+            documents, rows = matched, matched[self._document_index]
         documents.flags.writeable = rows.flags.writeable = False
         nodes = node_count(node)
         with self._lock:

@@ -323,5 +323,5 @@ def payload_of(chunks: ChunkSet, row: int) -> dict[str, Any]:
     """What an engine stores beside a chunk's vector: enough to filter and to answer without the store."""
     chunk = chunks.chunks[row]
     return {"chunk_id": int(chunk.id), "source_id": chunk.document_id, "text": chunk.text,
-            "categories": {k: list(v) for k, v in normalise_categories(chunk.metadata).items()},
-            "metadata": dict(chunk.metadata), "filterable": filter_payload(chunk.metadata)}
+            "categories": {k: list(v) for k, v in normalise_categories(chunk.all_metadata).items()},
+            "metadata": dict(chunk.all_metadata), "filterable": filter_payload(chunk.all_metadata)}

@@ -65,7 +65,7 @@ class SavedTree(Source):
     def search(self, query: str, k: int, filters: Filters | None) -> list[Hit]:
         chunks, _ = self._loaded().retrieve(query, top_k=k, filters=filters)
         return [Hit(text=c.chunk.text, score=float(c.score), document_id=c.chunk.document_id,
-                    chunk_id=str(c.chunk.id), metadata=dict(c.chunk.metadata)) for c in chunks]
+                    chunk_id=str(c.chunk.id), metadata=dict(c.chunk.all_metadata)) for c in chunks]
 
 
 class ServiceCollection(Source):

@@ -30,7 +30,7 @@ def _tree(registry: CollectionRegistry, name: str) -> TreeCollection:
 def _hit(rank: int, scored: ScoredChunk) -> dict[str, Any]:
     return {"rank": rank, "document_id": scored.document_id, "chunk_id": scored.chunk.id,
             "position": scored.chunk.position, "score": scored.score, "text": scored.chunk.text,
-            "metadata": dict(scored.chunk.metadata)}
+            "metadata": dict(scored.chunk.all_metadata)}
 
 
 def _answer(registry: CollectionRegistry, query: str, tree: str, top_k: int | None,

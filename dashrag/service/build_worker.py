@@ -22,12 +22,20 @@ def _cap_memory(memory_mb: int | None) -> None:
 
 
 def _build(task: dict[str, Any], progress: Any) -> dict[str, Any]:
-    from dashrag.api import build_tree
+    """The build; a folder corpus (uploaded files, a folder under the data root) also answers what became of
+    each of its files (``Corpus.file_outcomes``: the page lists them)."""
+    from pathlib import Path
 
-    report = build_tree(task["config"], task["corpus"], task["out"], name=task["name"], chunker=task["chunker"],
+    from dashrag.api import build_tree
+    from dashrag.documents.corpus import Corpus
+
+    progress("reading the corpus")
+    corpus = Corpus.from_path(task["corpus"])
+    report = build_tree(task["config"], corpus, task["out"], name=task["name"], chunker=task["chunker"],
                         cache_dir=task["cache_dir"], overwrite=task.get("overwrite", False),
                         progress=progress)
-    return {"documents": report.documents, "chunks": report.chunks}
+    files = corpus.file_outcomes(task["corpus"]) if Path(task["corpus"]).is_dir() else None
+    return {"documents": report.documents, "chunks": report.chunks, "files": files}
 
 
 def _update(task: dict[str, Any], progress: Any) -> dict[str, Any]:

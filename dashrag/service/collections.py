@@ -91,13 +91,14 @@ class TreeCollection:
     def _retrieved(self, scored: ScoredChunk) -> RetrievedChunk:
         return RetrievedChunk(chunk_id=str(scored.chunk.id), text=scored.chunk.text, source_id=scored.document_id,
                               collection_name=self.name, retrieval_score=self.calibration(scored.score),
-                              metadata=scored.chunk.metadata)
+                              metadata=scored.chunk.all_metadata)
 
     def fields(self) -> list[dict[str, Any]]:
         """The metadata fields of the tree's documents (``filters/fields.py``), from the loaded chunk set."""
         from dashrag.filters.fields import field_summaries
 
-        return field_summaries(self.retriever.require_infra().chunks.document_metadata)
+        chunks = self.retriever.require_infra().chunks
+        return field_summaries(chunks.document_metadata, chunk_fields=chunks.fields_by_document())
 
     def filter_warnings(self, restriction: Restriction | None) -> list[str]:
         """The filter's fields that no document of this tree has (``Restriction.warnings``)."""

@@ -74,6 +74,7 @@ class Job:
     error: str | None = None
     cleanup: list[Path] = field(default_factory=list)
     counts: dict[str, int] | None = None
+    files: dict[str, Any] | None = None  # a done build of a folder: each file read, skipped or failed
     warnings: list[str] = field(default_factory=list)  # a done job's: published, but something was left behind
     updating: bool = False  # a document update of a saved tree, not a build
     stage: str | None = None
@@ -123,7 +124,8 @@ class Job:
         return {"id": self.id, "status": self.status, "progress": self.progress, "message": self.message,
                 "tree": self.tree if self.status == "done" else None, "error": self.error,
                 "stage": self.stage, "done": self.done, "total": self.total, "elapsed_s": round(elapsed, 3),
-                "stage_eta_s": self.stage_eta_s(), "counts": self.counts, "warnings": self.warnings}
+                "stage_eta_s": self.stage_eta_s(), "counts": self.counts, "files": self.files,
+                "warnings": self.warnings}
 
 
 #: What a job leaves in the trees folder while it runs, and a killed service leaves behind: job folders beside
@@ -230,7 +232,8 @@ class BuildJobs:
                 "out": str(target if in_place else staging), "name": job.tree, "chunker": chunker,
                 "cache_dir": str(self.cache_dir or work), "overwrite": in_place}
         try:
-            run_in_worker(task, self.limits, job.enter, job.check_cancel)
+            result = run_in_worker(task, self.limits, job.enter, job.check_cancel)
+            job.files = result.get("files")
             job.enter("publishing")
             if not in_place:
                 self._publish(staging, job.tree, overwrite)

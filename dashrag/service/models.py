@@ -49,7 +49,8 @@ class ContextChunk(BaseModel):
     collection_name: str
     retrieval_score: float | None = Field(description="Calibrated to [0, 1] per collection; null: not scored.")
     rerank_score: float | None
-    metadata: dict[str, Any] = Field(default_factory=dict, description="The document's metadata.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description=(
+        "The document's metadata and the chunk's own fields (page, section)."))
 
 
 class TraceNode(BaseModel):
@@ -108,9 +109,20 @@ class ComponentSchema(BaseModel):
     type: str | None = None
 
 
+class CitedPlace(BaseModel):
+    """Where a kept chunk's text is in the user's files (docs/documents.md)."""
+
+    source_id: str
+    path: str | None = Field(None, description="The file, relative to the folder the tree was read from.")
+    page: int | None = Field(None, description="The PDF page (1-based) the chunk's text starts on.")
+    section: str | None = Field(None, description="The heading path of the chunk's section (Methods › Sampling).")
+
+
 class RetrieveResponse(BaseModel):
     context_chunks: list[ContextChunk]
     citations: list[str]
+    cited_places: list[CitedPlace] = Field(default_factory=list, description=(
+        "Each kept chunk's file, page and section (null where it has none), each place once, in context order."))
     low_confidence: bool
     reranker: str = Field(description="The reranker used, or 'none' (then rerank_score = retrieval_score).")
     empty_reason: str | None = Field(None, description=(
@@ -160,7 +172,7 @@ class BuildRequest(BaseModel):
     name: str = Field(pattern=NAME_PATTERN, description="The new tree's (collection's) name: a folder name.")
     config: dict[str, Any] = Field(description="The tree's config {component, params}.")
     corpus_path: str = Field(min_length=1, description="A corpus folder or corpus.jsonl under the data root.")
-    chunker: dict[str, Any] | None = Field(None, description="A chunker config (default: recursive 2000/200).")
+    chunker: dict[str, Any] | None = Field(None, description="A chunker config (default: structure-aware 2000/200).")
     overwrite: bool = False
 
 
@@ -172,6 +184,19 @@ class SyncRequest(BaseModel):
 
 class JobAccepted(BaseModel):
     job_id: str
+
+
+class FileLeftOut(BaseModel):
+    file: str = Field(description="The file, relative to the corpus folder.")
+    why: str = Field(description="Why it was left out (docs/documents.md, 'Bad files never stop a folder').")
+
+
+class FileOutcomes(BaseModel):
+    """What a build made of each file of its folder corpus (uploaded files, a folder under the data root)."""
+
+    read: list[str] = Field(description="The ids (paths) of the documents read.")
+    skipped: list[FileLeftOut] = Field(description="Files left out on purpose: an unknown type, an empty file.")
+    failed: list[FileLeftOut] = Field(description="Files of a known type that could not be read.")
 
 
 class JobStatus(BaseModel):
@@ -192,6 +217,8 @@ class JobStatus(BaseModel):
     counts: dict[str, int] | None = Field(None, description=(
         "A finished document update: how many documents were added, replaced, skipped and removed; a finished "
         "sync: added, replaced, removed, unchanged and failed."))
+    files: FileOutcomes | None = Field(None, description=(
+        "A finished build of a folder corpus: each file read, skipped or failed, with why; null otherwise."))
     warnings: list[str] = Field(default_factory=list, description=(
         "A done job's warnings: the change is published, but something was left behind (an old store that "
         "could not be removed; the next save removes it)."))
@@ -272,7 +299,8 @@ class QueryChunk(BaseModel):
     text: str
     score: float
     source: str
-    metadata: dict[str, Any] = Field(default_factory=dict, description="The document's metadata.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description=(
+        "The document's metadata and the chunk's own fields (page, section)."))
 
 
 class TreeQueryResponse(BaseModel):

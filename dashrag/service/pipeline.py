@@ -25,7 +25,7 @@ from dashrag.errors import DashragError, FilterError
 from dashrag.service import citations as cite
 from dashrag.service import complexity, gates, packing
 from dashrag.service.collections import Collection, CollectionRegistry, RetrievedChunk
-from dashrag.service.models import ContextChunk, RetrieveRequest, RetrieveResponse, TraceNode
+from dashrag.service.models import CitedPlace, ContextChunk, RetrieveRequest, RetrieveResponse, TraceNode
 from dashrag.service.rerank import TextReranker
 from dashrag.service.rewrite import QueryRewriter, RewriteOutcome
 
@@ -150,11 +150,14 @@ class RetrievePipeline:
         budget_chars = packing.char_budget(budget)
         kept = packing.pack(confident, budget_chars, lambda c: c.text)
         sources = cite.citations(c.source_id for c in kept)
+        places = cite.cited_places((c.source_id, c.metadata) for c in kept)
         note("assemble", request.query, t, kept, budget_chars=budget_chars,
              packed_chars=sum(len(c.text) for c in kept), citations=sources)
         step_ms["total"] = ms_since(started)
         trace = step_node("retrieve", request.query, step_ms["total"], kept, nodes) if request.trace else None
-        response = RetrieveResponse(context_chunks=kept, citations=sources, low_confidence=cite.low_confidence(kept),
+        response = RetrieveResponse(context_chunks=kept, citations=sources,
+                                    cited_places=[CitedPlace.model_validate(p) for p in places],
+                                    low_confidence=cite.low_confidence(kept),
                                     reranker=self.reranker_name,
                                     trace=None if trace is None else TraceNode.model_validate(trace),
                                     empty_reason=None if kept else self._empty_reason(merged, reranked, confident),

@@ -43,6 +43,9 @@ class ChunkRow(Base):
     text: Mapped[str] = mapped_column(Text)
     start: Mapped[int] = mapped_column(Integer)
     end: Mapped[int] = mapped_column(Integer)
+    # the chunk's own fields (page, section), beside its document's metadata; null for most chunks. A store
+    # written before chunks had fields has no such column: its chunks have none (store.py, sqlite_reader.py)
+    fields: Mapped[dict | None] = mapped_column("fields", JSON(none_as_null=True), nullable=True, default=None)
 
 
 class RetrieverRecord(Base):

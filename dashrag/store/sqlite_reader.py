@@ -25,6 +25,8 @@ DOCUMENT_CATEGORIES = "SELECT id, categories FROM documents"  # a store written 
 DOCUMENT_METADATA = "SELECT id, metadata FROM documents"
 DOCUMENT_COLUMNS = "SELECT name FROM pragma_table_info('documents')"
 CHUNKS = 'SELECT id, document_id, position, text, start, "end" FROM chunks ORDER BY id'
+CHUNK_COLUMNS = "SELECT name FROM pragma_table_info('chunks')"
+CHUNK_FIELDS = "SELECT id, fields FROM chunks WHERE fields IS NOT NULL"  # few chunks have any: read apart
 
 
 def sqlite_url(path: Path) -> str:
@@ -67,13 +69,15 @@ def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None) -> ChunkSe
         select = DOCUMENT_METADATA if "metadata" in columns else DOCUMENT_CATEGORIES
         metadata = {d: _json_object(m) for d, m in connection.execute(select)}
         rows = connection.execute(CHUNKS).fetchall()
+        with_fields = any(name == "fields" for (name,) in connection.execute(CHUNK_COLUMNS))
+        fields = {i: _json_object(f) for i, f in connection.execute(CHUNK_FIELDS)} if with_fields else {}
     except (sqlite3.Error, ValueError, AttributeError, TypeError) as exc:
         raise PersistenceError(f"cannot read the store {path}: {exc.__class__.__name__}: {exc}") from None
     finally:
         connection.close()
     if not rows:
         raise PersistenceError(f"the store {path} holds no chunks")
-    return ChunkSet.from_rows(rows, metadata, fingerprint)
+    return ChunkSet.from_rows(rows, metadata, fingerprint, {i: f for i, f in fields.items() if f})
 
 
 def read_chunk_set(url: str, fingerprint: str | None = None) -> ChunkSet:

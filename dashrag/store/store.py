@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from sqlalchemy import create_engine, delete, func, insert, inspect, select, update
+from sqlalchemy import create_engine, delete, func, insert, inspect, null, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -140,6 +140,10 @@ class Store:
             if not self.has_metadata_column():  # a store written before metadata: its categories were all of it
                 session.execute(text("ALTER TABLE documents ADD COLUMN metadata JSON"))
                 session.execute(text("UPDATE documents SET metadata = categories"))
+            with_fields = self.has_chunk_fields_column()
+            if not with_fields and any(c.fields for c in chunks):  # a store older than chunk fields
+                session.execute(text("ALTER TABLE chunks ADD COLUMN fields JSON"))
+                with_fields = True
             for start in range(0, len(gone), _IN_LIST):
                 batch = list(gone[start:start + _IN_LIST])
                 session.execute(delete(ChunkRow).where(ChunkRow.document_id.in_(batch)))
@@ -148,7 +152,7 @@ class Store:
             if documents:
                 session.execute(insert(DocumentRow), _document_rows(documents, 0 if after is None else after + 1))
             if chunks:
-                session.execute(insert(ChunkRow), _chunk_rows(chunks))
+                session.execute(insert(ChunkRow), _chunk_rows(chunks, with_fields))
             session.execute(update(StoreInfo).where(StoreInfo.key == "fingerprint").values(value=fingerprint))
             session.execute(update(RetrieverRecord).values(corpus_fingerprint=fingerprint))
 
@@ -170,6 +174,10 @@ class Store:
         """False for a store written before documents had metadata (its categories stand in for it)."""
         columns = inspect(self.engine).get_columns(DocumentRow.__tablename__)
         return any(column["name"] == "metadata" for column in columns)
+
+    def has_chunk_fields_column(self) -> bool:
+        """False for a store written before chunks had their own fields (page, section)."""
+        return any(column["name"] == "fields" for column in inspect(self.engine).get_columns(ChunkRow.__tablename__))
 
     def _metadata_column(self) -> Any:
         return DocumentRow.metadata_ if self.has_metadata_column() else DocumentRow.categories
@@ -207,14 +215,27 @@ class Store:
             raise self._failed(exc) from None
         return total, [SourceDocument(id=r[0], title=r[1] or "", text="", metadata=dict(r[2] or {})) for r in rows]
 
+    def chunk_fields(self) -> list[tuple[str, dict[str, Any]]]:
+        """``(document id, fields)`` of each chunk with its own fields (page, section), in id order."""
+        if not self.has_chunk_fields_column():
+            return []
+        try:
+            with Session(self.engine) as session:
+                rows = session.execute(select(ChunkRow.document_id, ChunkRow.fields)
+                                       .where(ChunkRow.fields.is_not(None)).order_by(ChunkRow.id)).all()
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from None
+        return [(r[0], dict(r[1])) for r in rows if r[1]]
+
     def read_chunk_set(self) -> ChunkSet:
         try:
             with Session(self.engine) as session:
                 self._one_snapshot(session)
                 metadata = {d: dict(m or {})
                             for d, m in session.execute(select(DocumentRow.id, self._metadata_column()))}
+                fields = ChunkRow.fields if self.has_chunk_fields_column() else null()
                 rows = session.execute(select(ChunkRow.id, ChunkRow.document_id, ChunkRow.position, ChunkRow.text,
-                                              ChunkRow.start, ChunkRow.end).order_by(ChunkRow.id)).all()
+                                              ChunkRow.start, ChunkRow.end, fields).order_by(ChunkRow.id)).all()
         except SQLAlchemyError as exc:
             raise self._failed(exc) from None
         except (AttributeError, TypeError, ValueError) as exc:  # rows of the wrong shape (a foreign database)
@@ -223,7 +244,7 @@ class Store:
         if not rows:
             raise PersistenceError(f"the store {self.display_url} holds no chunks")
         return ChunkSet(Chunk(id=r[0], document_id=r[1], position=r[2], text=r[3], start=r[4], end=r[5],
-                              metadata=metadata.get(r[1], {})) for r in rows)
+                              metadata=metadata.get(r[1], {}), fields=dict(r[6] or {})) for r in rows)
 
     def _one_snapshot(self, session: Session) -> None:
         """On PostgreSQL, the reads of ``session`` see one snapshot (REPEATABLE READ; the default READ
@@ -267,9 +288,12 @@ def _document_rows(documents: Sequence[SourceDocument], first_ordinal: int) -> l
             for i, d in enumerate(documents)]
 
 
-def _chunk_rows(chunks: Iterable[Chunk]) -> list[dict[str, Any]]:
+def _chunk_rows(chunks: Iterable[Chunk], with_fields: bool = True) -> list[dict[str, Any]]:
+    """The chunks' rows; ``with_fields``: the store has the ``fields`` column (null for a chunk without any;
+    a store older than chunk fields takes the rows of a corpus without structure as they are)."""
     return [{"id": c.id, "document_id": c.document_id, "position": c.position, "text": c.text,
-             "start": c.start, "end": c.end} for c in chunks]
+             "start": c.start, "end": c.end, **({"fields": dict(c.fields) or None} if with_fields else {})}
+            for c in chunks]
 
 
 def write_temporary_store(folder: Path, documents: Sequence[SourceDocument], chunks: Iterable[Chunk],

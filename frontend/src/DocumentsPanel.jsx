@@ -68,6 +68,9 @@ export function DocumentsPanel({ api, name, t, lang, onChanged, onQuery, onClose
   const [confirming, setConfirming] = useState(null);
   const [removeFailure, setRemoveFailure] = useState(null);
   const [removed, setRemoved] = useState(null);
+  const [syncPath, setSyncPath] = useState('');
+  const [syncJob, setSyncJob] = useState(null);
+  const [syncFailure, setSyncFailure] = useState(null);
 
   const load = useCallback(() => api.get(`${base}?offset=${offset}&limit=${PAGE}`).then(
     (body) => { setPage(body); setListFailure(null); }, setListFailure), [api, base, offset]);
@@ -103,6 +106,30 @@ export function DocumentsPanel({ api, name, t, lang, onChanged, onQuery, onClose
       setAddFailure(error);
     }
   };
+
+  // A tree read from a folder under the server's data root brought in line with it (POST /trees/{name}/sync):
+  // new files added, changed ones replaced, gone ones removed, as `dashrag sync` does (docs/documents.md).
+  const sync = async (event) => {
+    event.preventDefault();
+    setSyncFailure(null);
+    setSyncJob(null);
+    try {
+      const started = await api.post(`/trees/${encodeURIComponent(name)}/sync`, { corpus_path: syncPath.trim() });
+      let state = { id: started.job_id, status: 'queued', progress: 0, tree: name };
+      setSyncJob(state);
+      while (state.status === 'queued' || state.status === 'running') {
+        await sleep(400);
+        state = await api.get(`/jobs/${encodeURIComponent(started.job_id)}`);
+        setSyncJob(state);
+      }
+      if (state.status === 'done') { load(); onChanged(); }
+    } catch (error) {
+      setSyncFailure(error);
+    }
+  };
+  const syncRunning = syncJob && (syncJob.status === 'queued' || syncJob.status === 'running');
+  const shownSync = syncJob && UPDATE_STAGES[syncJob.stage] ? { ...syncJob, stage: t(UPDATE_STAGES[syncJob.stage]) }
+    : syncJob;
 
   const remove = async () => {
     const id = confirming;
@@ -143,7 +170,7 @@ export function DocumentsPanel({ api, name, t, lang, onChanged, onQuery, onClose
       <form className="documents-add" onSubmit={add}>
         <h3>{t('docsAdd')}</h3>
         <label>{t('docsFiles')}{' '}
-          <input type="file" multiple accept=".jsonl,.txt,.md" onChange={(e) => setFiles([...e.target.files])} />
+          <input type="file" multiple accept=".jsonl,.txt,.md,.markdown,.pdf,.docx,.pptx,.html,.htm,.xhtml" onChange={(e) => setFiles([...e.target.files])} />
         </label>
         <label htmlFor="documents-metadata">{t('docsMetadataLabel')}</label>
         <textarea id="documents-metadata" rows="3" value={metadataText} placeholder={t('docsMetadataPlaceholder')}
@@ -158,6 +185,21 @@ export function DocumentsPanel({ api, name, t, lang, onChanged, onQuery, onClose
           <p className="documents-counts" role="status">{t('docsCounts', job.counts)}</p>
         )}
         {addFailure && <Failure error={addFailure} t={t} />}
+      </form>
+
+      <form className="documents-sync" onSubmit={sync}>
+        <h3>{t('docsSync')}</h3>
+        <label htmlFor="documents-sync-path">{t('docsSyncPath')}</label>{' '}
+        <input id="documents-sync-path" type="text" value={syncPath} placeholder={t('corpusPlaceholder')}
+          aria-describedby="documents-sync-help" onChange={(e) => setSyncPath(e.target.value)} />
+        {' '}<button type="submit" disabled={!syncPath.trim() || syncRunning}>{t('docsSyncButton')}</button>
+        <p className="help" id="documents-sync-help">{t('docsSyncHelp')}</p>
+        {syncJob && <JobStatus job={shownSync} t={t} lang={lang} onQuery={onQuery} onClose={() => setSyncJob(null)}
+          onCancel={() => api.post(`/jobs/${encodeURIComponent(syncJob.id)}/cancel`, {}).then(setSyncJob, setSyncFailure)} />}
+        {syncJob && syncJob.status === 'done' && syncJob.counts && (
+          <p className="documents-counts" role="status">{t('docsSyncCounts', syncJob.counts)}</p>
+        )}
+        {syncFailure && <Failure error={syncFailure} t={t} />}
       </form>
 
       <form className="documents-remove" onSubmit={(e) => { e.preventDefault(); askRemove(removeId.trim()); }}>

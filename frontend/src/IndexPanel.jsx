@@ -14,6 +14,26 @@ const STAGES = ['reading the corpus', 'chunking', 'storing', 'fitting', 'embeddi
 
 const seconds = (s) => `${Math.round(s)} s`;
 
+// What the build made of each file of its folder: the ones left out first (with why), then the ones read.
+function FileOutcomes({ files, t }) {
+  const rows = [
+    ...files.failed.map((f) => ({ file: f.file, outcome: 'failed', text: t('fileFailed', { why: f.why }) })),
+    ...files.skipped.map((f) => ({ file: f.file, outcome: 'skipped', text: t('fileSkipped', { why: f.why }) })),
+    ...files.read.map((file) => ({ file, outcome: 'read', text: t('fileRead') })),
+  ];
+  return (
+    <details className="job-files" open={files.failed.length + files.skipped.length > 0}>
+      <summary>{t('filesSummary', { read: files.read.length, skipped: files.skipped.length,
+        failed: files.failed.length })}</summary>
+      <ul>
+        {rows.map((r) => (
+          <li key={`${r.outcome}:${r.file}`} data-outcome={r.outcome}><code>{r.file}</code> {r.text}</li>
+        ))}
+      </ul>
+    </details>
+  );
+}
+
 // The job's state, kept in view (fixed to the window's corner) while it runs, so a build started at the bottom of
 // a long form is watched without scrolling: the stage in the page's language with its counts, the time since it
 // started, the stage's estimate once its counter moved, a cancel button; a failed build in red with its error.
@@ -47,6 +67,7 @@ export function JobStatus({ job, t, lang, onCancel, onQuery, onClose }) {
           <button type="button" onClick={() => onQuery(job.tree)}>{t('goQuery')}</button>
         </p>
       )}
+      {job.status === 'done' && job.files && <FileOutcomes files={job.files} t={t} />}
       <div className="buttons">
         {running && <button type="button" className="cancel" onClick={onCancel}>{t('cancelBuild')}</button>}
         {!running && <button type="button" onClick={onClose}>{t('closeStatus')}</button>}
@@ -131,7 +152,7 @@ export function IndexPanel({ api, catalog, tree, valid, problems, t, lang, onBui
         <input type="text" value={corpusPath} onChange={(e) => setCorpusPath(e.target.value)} placeholder={t('corpusPlaceholder')} />
       </label>
       <label>{t('corpusFiles')}{' '}
-        <input type="file" multiple accept=".jsonl,.txt,.md" onChange={(e) => setFiles([...e.target.files])} />
+        <input type="file" multiple accept=".jsonl,.txt,.md,.markdown,.pdf,.docx,.pptx,.html,.htm,.xhtml" onChange={(e) => setFiles([...e.target.files])} />
       </label>
       <label>{t('chunker')}{' '}
         <select value={chunker ? chunker.component : ''}

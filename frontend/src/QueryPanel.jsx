@@ -7,6 +7,16 @@ import { TraceNode } from './Trace';
 const mergesByRank = (trace) => trace && trace.component === 'ParallelRetriever'
   && (trace.params?.merge_strategy ?? 'round_robin') === 'round_robin';
 
+// Where a hit's text is in the user's files: "report.pdf · p. 3 · Methods › Sampling" (the parts it has).
+function origin(metadata) {
+  if (!metadata) return '';
+  const parts = [];
+  if (typeof metadata.path === 'string') parts.push(metadata.path);
+  if (Number.isInteger(metadata.page)) parts.push(`p. ${metadata.page}`);
+  if (typeof metadata.section === 'string') parts.push(metadata.section);
+  return parts.join(' · ');
+}
+
 function Results({ answer, catalog, t, lang, shared }) {
   if (answer.error) return <Failure error={answer.error} t={t} />;
   return (
@@ -31,6 +41,7 @@ function Results({ answer, catalog, t, lang, shared }) {
                 {' · '}<span>{t('document')} {c.title ? `${c.title} ` : ''}<code>{String(c.document_id)}</code>#{c.position}</span>
                 {shared && shared.has(String(c.document_id)) && <span className="shared-badge">{t('sharedResult')}</span>}
               </div>
+              {origin(c.metadata) && <p className="result-from">{t('from')} {origin(c.metadata)}</p>}
               {c.metadata && Object.keys(c.metadata).length > 0 && (
                 <p className="result-metadata">{t('metadata')} <code>{JSON.stringify(c.metadata)}</code></p>
               )}

@@ -51,6 +51,9 @@ def test_fields_lists_each_field_with_types_counts_and_values(tree):
     assert {f["name"] for f in fields if f["documents"] == 8} == FILE_FIELDS  # every file gives them
     assert [f for f in fields if f["name"] not in FILE_FIELDS] == [
         {"name": "published", "types": ["date"], "documents": 1, "values": ["2019-02-01"]},
+        {"name": "section", "types": ["string"], "documents": 5,  # the chunks' own: five Markdown files' headings
+         "values": ["BM25", "Dense retrieval", "Hybrid search and rank fusion", "Reranking",
+                    "Tokenization, stop words and stemming"]},
         {"name": "tags", "types": ["list", "string"], "documents": 1, "values": ["sparse", "bm25"]},
         {"name": "year", "types": ["number"], "documents": 2, "values": [2024, 2019]}]
 

@@ -47,7 +47,7 @@ def test_documents_carry_the_text_the_metadata_and_the_score_of_the_trees_answer
     assert [d.metadata["chunk_id"] for d in documents] == [str(c.chunk.id) for c in chunks]
     top = documents[0]
     assert isinstance(top, Document) and top.page_content == chunks[0].chunk.text
-    assert top.metadata == {**chunks[0].chunk.metadata, "kind": "lexical", "document_id": "bm25.md",
+    assert top.metadata == {**chunks[0].chunk.all_metadata, "kind": "lexical", "document_id": "bm25.md",
                             "chunk_id": str(chunks[0].chunk.id), "score": pytest.approx(chunks[0].score)}
     assert top.metadata["path"] == "bm25.md"  # the file's own fields ride along (docs/documents.md)
 

@@ -21,7 +21,7 @@ def test_nodes_carry_the_text_the_metadata_and_the_score_of_the_trees_answer(not
     top = nodes[0]
     assert isinstance(top.node, TextNode) and top.node.text == chunks[0].chunk.text
     assert top.score == pytest.approx(chunks[0].score) and top.node.node_id == str(chunks[0].chunk.id)
-    assert top.node.metadata == {**chunks[0].chunk.metadata, "kind": "lexical", "document_id": "bm25.md",
+    assert top.node.metadata == {**chunks[0].chunk.all_metadata, "kind": "lexical", "document_id": "bm25.md",
                                  "chunk_id": str(chunks[0].chunk.id)}
     assert top.node.metadata["path"] == "bm25.md"  # the file's own fields ride along (docs/documents.md)
     assert top.node.relationships[NodeRelationship.SOURCE].node_id == "bm25.md"

@@ -26,6 +26,8 @@ CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "no_chunk": ("get_chunk", {"tree": "kw", "chunk_id": 10**9}),
     "filtered_out": ("retrieve", {"query": QUERY, "tree": "kw", "filters": {"lang": {"$exists": True}}}),
     "bad_filter": ("retrieve", {"query": QUERY, "tree": "kw", "filters": {"lang": {"$gtee": 1}}}),
+    "by_section": ("retrieve", {"query": "keyword and dense rankings", "tree": "kw",
+                                "filters": {"section": "Hybrid search and rank fusion"}}),
 }
 
 

@@ -94,6 +94,13 @@ def test_get_chunk_and_get_document_return_the_hit(answers):
     assert first["text"] in [c["text"] for c in document["chunks"]]
 
 
+def test_retrieve_shows_and_filters_the_file_and_section_of_each_hit(answers):
+    first = answers["retrieve"]["results"][0]["metadata"]
+    assert (first["path"], first["section"]) == ("bm25.md", "BM25")
+    assert [(h["metadata"]["path"], h["metadata"]["section"]) for h in answers["by_section"]["results"]] == [
+        ("hybrid_search.md", "Hybrid search and rank fusion")]
+
+
 def test_retrieve_applies_the_metadata_filter(answers):
     assert answers["filtered_out"]["results"] == []  # no document of the example corpus has a lang field
 
@@ -101,7 +108,7 @@ def test_retrieve_applies_the_metadata_filter(answers):
 def test_a_filter_on_a_field_no_document_has_says_so_in_warnings(answers):
     assert answers["filtered_out"]["warnings"] == [
         "the filter's field 'lang' ($.lang.$exists) is in no document, so it matches nothing; "
-        "the fields are: file_type, modified, path, sha256, title"]  # what every file of a folder gives
+        "the fields are: file_type, modified, path, section, sha256, title"]  # what every file of a folder gives
     assert answers["retrieve"]["warnings"] == []
 
 

@@ -141,7 +141,7 @@ def test_the_retrieve_pipelines_search_step_records_the_filter(http):
 
 
 MISSPELT = ("the filter's field 'yaer' ($.yaer.$gte) is in no document, so it matches nothing; the fields are: "
-            "file_type, lang, modified, path, published, reviewed, sha256, tags, title, year")
+            "file_type, lang, modified, path, published, reviewed, section, sha256, tags, title, year")
 
 
 @pytest.mark.slow
@@ -168,8 +168,10 @@ def test_the_fields_route_lists_each_field_with_its_types_count_and_values(http)
     response = http.get("/trees/kw/fields")
     assert response.status_code == 200, response.text
     fields = {f["name"]: f for f in response.json()["fields"]}
-    assert sorted(fields) == ["file_type", "lang", "modified", "path", "published", "reviewed", "sha256", "tags",
-                              "title", "year"]  # the posted documents' fields and the folder files' own
+    assert sorted(fields) == ["file_type", "lang", "modified", "path", "published", "reviewed", "section", "sha256",
+                              "tags", "title", "year"]  # the posted documents' fields, the folder files' own and
+    # the Markdown files' chunks' sections
+    assert fields["section"]["documents"] == 5 and "BM25" in fields["section"]["values"]
     assert fields["year"] == {"name": "year", "types": ["number"], "documents": 2, "values": [2009, 2023]}
     assert fields["tags"]["types"] == ["list", "string"] and fields["tags"]["values"][0] == "sparse"
     assert fields["published"]["types"] == ["date"]

@@ -138,8 +138,9 @@ def test_the_confidence_filter_drops_exactly_the_chunks_reranked_below_it(trees_
 def test_an_empty_context_is_a_200_with_low_confidence(client):
     answer = retrieve(client, query="zyxwvut qqqqq")
     assert answer.status_code == 200
-    assert answer.json() | {"trace": None} == {"context_chunks": [], "citations": [], "low_confidence": True,
-                                               "reranker": "none", "trace": None, "warnings": [],
+    assert answer.json() | {"trace": None} == {"context_chunks": [], "citations": [], "cited_places": [],
+                                               "low_confidence": True, "reranker": "none", "trace": None,
+                                               "warnings": [],
                                                "empty_reason": "the collections returned no chunks for this query"}
 
 

@@ -68,3 +68,27 @@ def test_a_load_reads_the_documents_metadata_from_an_index_not_through_their_tex
         connection.execute("DROP INDEX ix_documents_id_metadata")  # a store written before the index
     assert "COVERING INDEX ix_documents_id_metadata" in plan, plan
     assert read_chunk_set(sqlite_url(path)).fingerprint == chunks.fingerprint
+
+
+def test_chunk_fields_read_back_the_same_through_sqlite3_and_the_store(tmp_path, example_corpus):
+    """A corpus with structure (the examples' Markdown headings): both readers give each chunk its own fields and
+    the fingerprint the writer computed; the fields listing reads them per document."""
+    from dashrag.chunkers.structure import StructureChunker
+
+    chunks = ChunkSet(StructureChunker({"chunk_size": 200, "chunk_overlap": 20}).chunk(example_corpus.documents))
+    assert chunks.chunk_fields  # the .md files' sections
+    path = tmp_path / "s.sqlite"
+    store = Store(sqlite_url(path))
+    store.write_corpus(example_corpus.documents, chunks.chunks, chunks.fingerprint)
+    try:
+        through_store = store.read_chunk_set()
+        listed = store.chunk_fields()
+    finally:
+        store.close()
+    for read in (read_chunk_set(sqlite_url(path)), through_store):
+        assert read.fingerprint == chunks.fingerprint
+        assert [dict(c.fields) for c in read.chunks] == [dict(c.fields) for c in chunks.chunks]
+        assert [c.all_metadata for c in read.chunks] == [c.all_metadata for c in chunks.chunks]
+    assert listed == [(c.document_id, dict(c.fields)) for c in chunks.chunks if c.fields]
+    with sqlite3.connect(path) as connection:  # a chunk without fields stores SQL NULL, not the JSON 'null'
+        assert connection.execute("SELECT count(*) FROM chunks WHERE fields = 'null'").fetchone() == (0,)

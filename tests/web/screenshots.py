@@ -205,7 +205,7 @@ def documents_screens(url: str, browser, out: Path) -> None:
     page.get_by_role("button", name="Query saved trees").click()
     page.locator('li[data-tree="notes"]').get_by_role("button", name="Documents").click()
     panel = page.locator(".documents-panel")
-    panel.get_by_label("Files (.txt, .md, or one corpus.jsonl)").set_input_files([
+    panel.get_by_label("Files (.txt, .md, .pdf, .docx, .pptx, .html, or one corpus.jsonl)").set_input_files([
         {"name": "notas.txt", "mimeType": "text/plain", "buffer": "Recuperación dispersa con BM25.".encode()},
         {"name": "notizen.txt", "mimeType": "text/plain", "buffer": b"Dichte Vektoren und BM25."}])
     panel.get_by_label("Metadata for every file (JSON object, optional)").fill('{"lang": "es", "year": 2024}')

@@ -51,7 +51,7 @@ def test_the_trees_fields_are_offered_and_a_click_adds_one(page, tagged):
     chip = page.locator('.filter-fields .field-chip[data-field="year"]')
     chip.wait_for()
     assert page.locator(".filter-fields .field-chip").evaluate_all("cs => cs.map(c => c.dataset.field)") == \
-        ["file_type", "lang", "modified", "path", "sha256", "title", "year"]
+        ["file_type", "lang", "modified", "path", "section", "sha256", "title", "year"]
     assert "number" in chip.inner_text()
     box.fill('{"lang": "es"}')
     chip.click()
@@ -67,7 +67,8 @@ def test_a_field_no_document_has_is_a_warning_above_no_results_and_hits_show_the
     warning = page.locator(".answer-warnings li")
     warning.wait_for()
     assert warning.inner_text() == ("Warning: the filter's field 'yaer' ($.yaer) is in no document, so it matches "
-                                    "nothing; the fields are: file_type, lang, modified, path, sha256, title, year")
+                                    "nothing; the fields are: file_type, lang, modified, path, section, sha256, "
+                                    "title, year")
     box.fill('{"year": 2024}')
     expect(search).to_be_enabled()
     search.click()

@@ -15,6 +15,7 @@ from pathlib import Path
 from dashrag.documents.converters.docx import convert_docx
 from dashrag.documents.converters.html import convert_html
 from dashrag.documents.converters.pdf import convert_pdf
+from dashrag.documents.converters.pptx import convert_pptx
 from dashrag.documents.converters.result import ConversionFailed, Converted, ReadLimits
 from dashrag.documents.converters.text import convert_text
 
@@ -34,6 +35,7 @@ _TYPES = (
     (FileType("pdf", convert_pdf, True), (".pdf",)),
     (FileType("docx", convert_docx, True), (".docx",)),
     (FileType("html", convert_html, True), (".html", ".htm", ".xhtml")),
+    (FileType("pptx", convert_pptx, True), (".pptx",)),
 )
 BY_SUFFIX: dict[str, FileType] = {suffix: kind for kind, suffixes in _TYPES for suffix in suffixes}
 FILE_TYPES: dict[str, FileType] = {kind.name: kind for kind, _ in _TYPES}
