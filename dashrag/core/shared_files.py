@@ -15,12 +15,19 @@ removes the shared folders that neither the new manifest nor the previous one na
 grace rule as snapshots (``persistence``). A shared folder appears by rename of a complete staging
 folder: a killed save leaves none half-written, and a folder already there with other bytes (edited
 by hand) is replaced from the source rather than trusted.
+
+Between saved folders side by side (the trees of one ``--trees`` folder, a user's saves in one directory), a
+file is shared on disk too: a new shared folder hard-links a sibling's copy of the same file instead of
+writing it again (:func:`_sibling_copy`). Each tree still names and checks every byte it uses and stays
+whole on its own (deleting one tree unlinks only its names), and only a sibling file this user owns whose
+checksum is verified is linked; on another filesystem, or where links are refused, the file is copied.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -86,6 +93,31 @@ def _matches(folder: Path, files: dict[str, SharedFile]) -> bool:
     return True
 
 
+def _sibling_copy(target: Path, name: str, record: SharedFile) -> Path | None:
+    """The same file in the shared store of a saved folder beside this one (``../*/models/<digest>/name``):
+    a plain file this user owns, of the recorded size and checksum (a file another user owns could be changed
+    in place under our name); None when there is none."""
+    saved_folder = target.parent.parent
+    pattern = f"*/{SHARED_FOLDER}/{target.name}/{name}"
+    for candidate in sorted(saved_folder.parent.glob(pattern)):
+        if candidate.parents[2] == saved_folder or candidate.is_symlink() or not candidate.is_file():
+            continue
+        status = candidate.stat()
+        if status.st_uid == os.getuid() and status.st_size == record.bytes and file_sha256(candidate) == record.sha256:
+            return candidate
+    return None
+
+
+def _link_or_copy(sibling: Path | None, source: Path, destination: Path) -> None:
+    if sibling is not None:
+        try:
+            os.link(sibling, destination)
+            return
+        except OSError:  # another filesystem, a filesystem without links, a link refused: a copy is as good
+            pass
+    shutil.copyfile(source, destination)
+
+
 def share_files(node_dir: Path, label: str, source: Path, names: Sequence[str]) -> Path:
     """Store ``names`` of ``source`` once in the saved folder's shared store and reference them from the node.
 
@@ -107,7 +139,7 @@ def share_files(node_dir: Path, label: str, source: Path, names: Sequence[str]) 
 
         with atomic_directory(target) as staging:
             for name in names:
-                shutil.copyfile(Path(source) / name, staging / name)
+                _link_or_copy(_sibling_copy(target, name, files[name]), Path(source) / name, staging / name)
     from dashrag.core.persistence import atomic_write_json
 
     reference = SharedReference(digest=digest, files=files)

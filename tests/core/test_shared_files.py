@@ -79,6 +79,19 @@ def test_both_dense_nodes_load_the_one_model(indexed):
     assert hits and loaded.get_children()[1].embedding.documents_embedded == 0
 
 
+def test_a_tree_indexed_beside_it_shares_the_model_on_disk(indexed):
+    """Two trees of one folder (a service's --trees, a user's saves side by side): the model is on disk once."""
+    config = indexed.parent.parent / "one_dense.json"
+    config.write_text(json.dumps(dense_config(top_k=5)))
+    beside = indexed.parent / "one_dense"
+    result = dashrag_cli("index", config, "--corpus", EXAMPLE_CORPUS, "--out", beside)
+    assert result.returncode == 0, result.stderr
+    (mine,), (theirs,) = beside.rglob("query_encoder.weights"), indexed.rglob("query_encoder.weights")
+    assert mine.stat().st_ino == theirs.stat().st_ino
+    answered = dashrag_cli("query", beside, QUERY, "--json")
+    assert answered.returncode == 0 and json.loads(answered.stdout)["results"], answered.stderr
+
+
 def test_an_update_keeps_one_copy_and_the_same_shared_folder(indexed, tmp_path):
     folder = copy_of(indexed, tmp_path / "two_dense")
     before = read_manifest(folder)["shared"]

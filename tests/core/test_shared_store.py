@@ -6,6 +6,7 @@ next save keeps, a tampered file refused and healed by the next save from its so
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,30 @@ def test_a_reference_whose_digest_does_not_match_its_files_is_refused_at_save(tm
     with pytest.raises(PersistenceError, match="the digest does not match the files it lists"):
         write_saved_folder(tmp_path / "saved", forged, FIELDS)
     assert not (tmp_path / "saved" / "dashrag.json").exists()
+
+
+def test_saved_folders_side_by_side_share_a_file_on_disk_and_each_stays_whole(tmp_path, model):
+    first, second = tmp_path / "trees" / "first", tmp_path / "trees" / "second"
+    write_saved_folder(first, nodes_sharing(model), FIELDS)
+    write_saved_folder(second, nodes_sharing(model), FIELDS)
+    (digest,) = [p.name for p in (second / "models").iterdir()]
+    for name in ("graph.onnx", "weights.bin"):
+        mine, theirs = second / "models" / digest / name, first / "models" / digest / name
+        assert mine.stat().st_ino == theirs.stat().st_ino and mine.stat().st_nlink == 2  # one copy on disk
+    assert read_manifest(second)["shared"] == read_manifest(first)["shared"]
+    shutil.rmtree(first)  # deleting a tree unlinks its names only
+    (loaded, _) = load_shared(second)
+    assert (loaded / "weights.bin").read_bytes() == (model / "weights.bin").read_bytes()
+
+
+def test_a_sibling_file_edited_in_place_is_not_linked_but_copied_from_the_source(tmp_path, model):
+    first, second = tmp_path / "trees" / "first", tmp_path / "trees" / "second"
+    write_saved_folder(first, nodes_sharing(model), FIELDS)
+    (edited,) = (first / "models").glob("*/weights.bin")
+    data = bytearray(edited.read_bytes())
+    data[3] ^= 1
+    edited.write_bytes(bytes(data))
+    write_saved_folder(second, nodes_sharing(model), FIELDS)
+    (mine,) = (second / "models").glob("*/weights.bin")
+    assert mine.stat().st_ino != edited.stat().st_ino
+    assert mine.read_bytes() == (model / "weights.bin").read_bytes() and len(load_shared(second)) == 2
