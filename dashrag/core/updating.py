@@ -3,12 +3,12 @@
 ``update_documents(root, add, remove)`` plans the change (``documents/changes.py``: the
 resulting documents and chunk set, kept chunks first), cuts the new documents with the
 tree's own chunker (recorded when it was built), writes the resulting corpus to a *new*
-store file beside the old one (an external database instead keeps the change for the save to
-commit: ``store/external_change.py``) (a byte copy of it changed by the change alone, in one
+store file beside the old one (a byte copy of it changed by the change alone, in one
 transaction: named by the new fingerprint, so the old tree's store is untouched until a
-save switches the folder to the new one), injects the new
-infrastructure and lets every node bring its state along
-(:meth:`~dashrag.core.component.ConfigObject.apply_change`, children first).
+save switches the folder to the new one), injects the new infrastructure and lets every
+node bring its state along (:meth:`~dashrag.core.component.ConfigObject.apply_change`,
+children first). A store in an external database (PostgreSQL) is not copied: the change is
+kept in the infrastructure for the save to commit (``store/external_change.py``).
 
 Nothing is written into a saved folder here: ``save`` (or ``dashrag.update``, which
 loads, changes and saves under the folder's save lock) publishes the change atomically.
