@@ -12,7 +12,6 @@ does not import this module); they are re-exported here.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import time
 from collections.abc import Iterable
@@ -27,6 +26,7 @@ from dashrag.core.persistence import read_manifest, read_pending_manifest, save_
 from dashrag.core.progress import Progress, no_progress
 from dashrag.core.retriever import Retriever
 from dashrag.core.saved_tree import discard_unpublished_store, load, save, store_filename
+from dashrag.core.shared_files import file_sha256
 from dashrag.documents.changes import UpdateReport
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.corpus import Corpus
@@ -347,7 +347,7 @@ def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, st
     found = {}
     for rel, path in by_path.items():
         try:
-            found[rel] = FileState(_file_sha256(path), sidecar.get(rel, {}))
+            found[rel] = FileState(file_sha256(path), sidecar.get(rel, {}))
         except OSError as exc:  # unreadable now: left out like any bad file (a stored version is kept)
             outcome.failed.append(f"{path}: cannot be read ({exc.strerror})")
     plan = plan_sync(_stored_metadata(tree, store_url), found)
@@ -361,11 +361,6 @@ def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, st
     report = UpdateReport() if nothing_to_do else update_tree(tree, add=outcome.documents, remove=plan.removed,
                                                                progress=progress, store_url=store_url)
     return SyncReport(plan, report, tuple(outcome.skipped), tuple(outcome.failed))
-
-
-def _file_sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _stored_metadata(tree: Path, store_url: str | None) -> dict[str, Any]:

@@ -39,7 +39,6 @@ the folder byte-identical whatever they find.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -55,7 +54,13 @@ from typing import Any, Callable, Iterator, Literal, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from dashrag.core.shared_files import SHARED_FOLDER, SHARED_PATH_PATTERN, digests_of, references_in
+from dashrag.core.shared_files import (
+    SHARED_FOLDER,
+    SHARED_PATH_PATTERN,
+    digests_of,
+    file_sha256,
+    references_in,
+)
 from dashrag.errors import PersistenceError, excerpt
 
 try:
@@ -179,14 +184,6 @@ def file_stat(path: Path) -> list[int]:
     other inodes and times: each sends the load back to the full checksum."""
     stat = Path(path).stat()
     return [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class FileRecord(BaseModel):
@@ -385,7 +382,7 @@ def write_saved_folder(
             atomic_write_json(partial / SNAPSHOT_MARK, {"format": FORMAT_NAME, "written_by": "dashrag"})
             write_nodes(partial)
             files = {
-                p.relative_to(partial).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size}
+                p.relative_to(partial).as_posix(): {"sha256": file_sha256(p), "bytes": p.stat().st_size}
                 for p in sorted(partial.rglob("*")) if p.is_file() and p.name != SNAPSHOT_MARK
             }
             shared = {rel: record.model_dump() for rel, record in references_in(partial).items()}
@@ -525,7 +522,7 @@ def verify_snapshot(folder: Path, manifest: dict[str, Any], full: bool = False) 
                                        "(truncated or edited)")
             if unchanged_since_save(path, stats.get(rel)):
                 continue
-            if _sha256(path) != expected["sha256"]:
+            if file_sha256(path) != expected["sha256"]:
                 raise PersistenceError(f"{path}: state file checksum differs from the manifest (edited or corrupted)")
         except FileNotFoundError:
             raise PersistenceError(f"{path}: state file missing") from None
@@ -548,7 +545,7 @@ def _verify_shared(folder: Path, manifest: dict[str, Any], full: bool) -> None:
                                        "(truncated or edited)")
             if unchanged_since_save(path, stats.get(rel)):
                 continue
-            if _sha256(path) != expected["sha256"]:
+            if file_sha256(path) != expected["sha256"]:
                 raise PersistenceError(f"{path}: shared model file checksum differs from the manifest "
                                        "(edited or corrupted); save the tree again from its source, or rebuild it")
         except FileNotFoundError:

@@ -9,13 +9,13 @@ import uuid
 from urllib.parse import quote
 
 import pytest
-from sqlalchemy import create_engine, text
 
 import dashrag
 from dashrag.documents.corpus import Corpus
 from dashrag.errors import ConfigError
 from dashrag.service.settings import load_settings
 from tests.conftest import EXAMPLE_CORPUS
+from tests.fixtures.postgres import run_sql
 from tests.service.conftest import KEYWORD, make_client
 from tests.service.test_trees_api import wait_for
 
@@ -23,28 +23,18 @@ NEW = {"id": "notes/sparse.txt", "text": "Sparse retrieval with inverted indexes
 QUERY = {"query": "sparse inverted indexes", "top_k": 5}
 
 
-def _sql(url: str, statement: str) -> list:
-    engine = create_engine(url, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as connection:
-            result = connection.execute(text(statement))
-            return list(result.all()) if result.returns_rows else []
-    finally:
-        engine.dispose()
-
-
 @pytest.fixture
 def pg_store(pg_url):
     name = f"served_{uuid.uuid4().hex[:12]}"
-    _sql(pg_url, f"CREATE DATABASE {name}")
+    run_sql(pg_url, f"CREATE DATABASE {name}")
     yield pg_url.rsplit("/", 1)[0] + f"/{name}"
-    _sql(pg_url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    run_sql(pg_url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def test_a_tree_on_postgresql_is_served_and_its_documents_change_over_http(tmp_path, pg_store):
     trees = tmp_path / "trees"
     dashrag.build_tree(KEYWORD, Corpus.from_folder(EXAMPLE_CORPUS), trees / "kw", store_url=pg_store)
-    stored = {row[0] for row in _sql(pg_store, "SELECT id FROM documents")}
+    stored = {row[0] for row in run_sql(pg_store, "SELECT id FROM documents")}
     with make_client(trees_dir=trees, tree_stores={"kw": pg_store}) as client:
         assert client.post("/trees/kw/query", json=QUERY).status_code == 200
         accepted = client.post("/trees/kw/documents", json={"documents": [NEW]})
@@ -53,13 +43,13 @@ def test_a_tree_on_postgresql_is_served_and_its_documents_change_over_http(tmp_p
         assert status["status"] == "done", status
         chunks = client.post("/trees/kw/query", json=QUERY).json()["chunks"]
         assert chunks[0]["document_id"] == NEW["id"]
-        assert {row[0] for row in _sql(pg_store, "SELECT id FROM documents")} == stored | {NEW["id"]}
+        assert {row[0] for row in run_sql(pg_store, "SELECT id FROM documents")} == stored | {NEW["id"]}
         gone = sorted(stored)[0]
         removed = client.delete(f"/trees/kw/documents/{quote(gone, safe='')}")
         assert removed.status_code == 200 and removed.json()["removed"] == 1, removed.text
         listed = client.get("/trees/kw/documents", params={"limit": 500}).json()
         assert {d["id"] for d in listed["documents"]} == stored - {gone} | {NEW["id"]}
-    assert {row[0] for row in _sql(pg_store, "SELECT id FROM documents")} == stored - {gone} | {NEW["id"]}
+    assert {row[0] for row in run_sql(pg_store, "SELECT id FROM documents")} == stored - {gone} | {NEW["id"]}
 
 
 def test_a_store_url_with_a_password_is_refused_naming_the_tree(tmp_path):

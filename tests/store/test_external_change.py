@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from sqlalchemy import create_engine, text
 
 import dashrag
 from dashrag.core.persistence import PENDING_MANIFEST_NAME, read_manifest
@@ -38,29 +37,20 @@ from tests.core.test_updating import (
     rebuilt_answers,
     steps,
 )
+from tests.fixtures.postgres import run_sql
 
 TREE = bm25("okapi")
-
-
-def _sql(url: str, statement: str) -> list:
-    engine = create_engine(url, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as connection:
-            result = connection.execute(text(statement))
-            return list(result.all()) if result.returns_rows else []
-    finally:
-        engine.dispose()
 
 
 def _database(server: str, template: str | None = None) -> str:
     """A new database on the server (a copy of ``template`` when given); its URL."""
     name = f"store_{uuid.uuid4().hex[:12]}"
-    _sql(server, f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
+    run_sql(server, f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
     return server.rsplit("/", 1)[0] + f"/{name}"
 
 
 def _drop(server: str, url: str) -> None:
-    _sql(server, f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
+    run_sql(server, f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
 
 
 @pytest.fixture
