@@ -20,24 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_documents_quality import RENDER, SCIFACT, subset
+from bench_documents_quality import RENDER, SCIFACT, ndcg, subset
 
-import dashrag
 from dashrag.documents.corpus import Corpus
 from dashrag.evaluation.beir import load_split
-from dashrag.evaluation.metrics import evaluate
-from dashrag.evaluation.runs import run_from_results
-
-
-def ndcg(corpus: Corpus, preset: str, chunker: dict, queries: dict[str, str], qrels: dict, workdir: Path) -> float:
-    tree = dashrag.build(preset, corpus, workdir, chunker=chunker)
-    try:
-        run = run_from_results({q: tree.retrieve(text, top_k=100)[0] for q, text in queries.items()})
-    finally:
-        tree.close()
-    plain = {q: {d.rsplit(".", 1)[0] if d.endswith(tuple(RENDER)) else d: s for d, s in scores.items()}
-             for q, scores in run.items()}
-    return evaluate(qrels, plain, "ndcg@10").mean["ndcg@10"]
 
 
 def main() -> None:

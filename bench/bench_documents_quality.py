@@ -71,8 +71,9 @@ def render_html(doc: SourceDocument, path: Path) -> None:
 RENDER = {"pdf": render_pdf, "docx": render_docx, "html": render_html}
 
 
-def ndcg(corpus: Corpus, preset: str, queries: dict[str, str], qrels: dict, workdir: Path) -> float:
-    tree = dashrag.build(preset, corpus, workdir, chunker=CHUNKER)
+def ndcg(corpus: Corpus, preset: str, chunker: dict, queries: dict[str, str], qrels: dict, workdir: Path) -> float:
+    """nDCG@10 of ``preset`` built over ``corpus`` with ``chunker``; a rendered file's hit counts as its document."""
+    tree = dashrag.build(preset, corpus, workdir, chunker=chunker)
     try:
         run = run_from_results({q: tree.retrieve(text, top_k=100)[0] for q, text in queries.items()})
     finally:
@@ -114,7 +115,7 @@ def main() -> None:
             print(kind, figures["render_s"][kind], figures["read"][kind], flush=True)
         for preset in args.preset:
             figures["ndcg@10"][preset] = {
-                name: round(ndcg(corpus, preset, queries, qrels, root / f"w-{preset}-{name}"), 4)
+                name: round(ndcg(corpus, preset, CHUNKER, queries, qrels, root / f"w-{preset}-{name}"), 4)
                 for name, corpus in corpora.items()}
             print(preset, figures["ndcg@10"][preset], flush=True)
     figures["load_average_after"] = os.getloadavg()
