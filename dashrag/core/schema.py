@@ -27,6 +27,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from dashrag.core.component import ConfigObject
+from dashrag.core.digest import digest
 from dashrag.core.params import ALIASES_KEY, RULES_KEY
 from dashrag.core.registry import aliases_of, all_components, get_component, render_index
 from dashrag.core.translations import component_texts
@@ -202,8 +203,24 @@ def component_schema(cls: type[ConfigObject]) -> dict[str, Any]:
     rules = [rule.to_schema() for rule in cls.SCHEMA.RULES]
     if rules:
         result[RULES_KEY] = rules
-    Draft202012Validator.check_schema(result)
+    _check_once(result)
     return result
+
+
+_CHECKED: set[str] = set()  # digests of the schemas this process has already held to the metaschema
+
+
+def _check_once(schema: dict[str, Any]) -> None:
+    """Hold a generated schema to the Draft 2020-12 metaschema, once per distinct schema in a process.
+
+    The check walks the whole metaschema (about 50 ms a component); every app start lists all components'
+    schemas (the service's component list), so checking each again would cost most of a start. The same content
+    gives the same digest, so a schema that changed (a component registered later widens ``x-accepts``) is
+    checked anew."""
+    key = digest(schema)
+    if key not in _CHECKED:
+        Draft202012Validator.check_schema(schema)
+        _CHECKED.add(key)
 
 
 FILTER_SCHEMA_FILE = "schemas/filter.schema.json"  # the metadata filter language (dashrag/filters/schema.py)

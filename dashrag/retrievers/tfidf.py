@@ -14,11 +14,10 @@ scikit-learn's ``pairwise_distances``, as DashAI does (score ``1 - distance``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import Field
-from sklearn.feature_extraction.text import TfidfTransformer
 
 from dashrag.core.params import ComponentParams, ComponentSpec, compatibility_field, component_field, spec, top_k_field
 from dashrag.core.persistence import load_array, load_sparse, save_array, save_sparse
@@ -27,6 +26,10 @@ from dashrag.core.retriever import UnitRetriever
 from dashrag.documents.changes import CorpusChange
 from dashrag.errors import PersistenceError
 from dashrag.scoring.distances import DistanceMetric, distances, scores_from_distances
+
+if TYPE_CHECKING:  # scikit-learn (with scipy.stats and pandas) is imported where a tree weighs, not by every
+    # process that lists the components (`dashrag serve`'s start, a build worker, the CLI)
+    from sklearn.feature_extraction.text import TfidfTransformer
 
 
 class TFIDFParams(ComponentParams):
@@ -64,6 +67,8 @@ class TFIDFParams(ComponentParams):
 )
 class TFIDFRetriever(UnitRetriever[TFIDFParams]):
     def _transformer(self, idf: np.ndarray | None = None) -> TfidfTransformer:
+        from sklearn.feature_extraction.text import TfidfTransformer
+
         p = self.params
         transformer = TfidfTransformer(norm=p.norm, use_idf=p.use_idf, sublinear_tf=p.sublinear_tf,
                                        smooth_idf=p.smooth_idf)

@@ -15,6 +15,22 @@ def test_schema_is_valid_draft_2020_12(name):
     Draft202012Validator.check_schema(component_schema(get_component(name)))
 
 
+def test_a_schema_is_held_to_the_metaschema_whether_or_not_one_was_checked_before():
+    """The metaschema check runs once per distinct schema in a process (an app start lists every component's):
+    a schema already seen passes without a second walk, but one that differs, even by a value, is checked."""
+    from jsonschema.exceptions import SchemaError
+
+    from dashrag.core.schema import _check_once
+
+    good = component_schema(get_component("BM25Retriever"))
+    _check_once(good)
+    _check_once(good)
+    bad = {**good, "properties": {**good["properties"], "top_k": {"type": "integer", "minimum": "one"}}}
+    for _ in range(2):  # refused each time: a refused schema is never remembered as checked
+        with pytest.raises(SchemaError):
+            _check_once(bad)
+
+
 def _registry(schemas):
     """The generated schemas by ``$id``: a nested component's params ``$ref`` its own component's schema."""
     from referencing import Registry, Resource
