@@ -20,6 +20,7 @@ import time
 import tomllib
 import zipfile
 from importlib.metadata import distribution
+from importlib.util import cache_from_source
 from pathlib import Path
 
 import httpx
@@ -61,7 +62,10 @@ def closure(requirements: list[Requirement]) -> set[str]:
 
 def link_distributions(names: set[str], site: Path) -> None:
     """Links each file of each distribution into ``site`` (file by file: namespace packages such as
-    ``opentelemetry`` hold files of several distributions, of which only some are the core's)."""
+    ``opentelemetry`` hold files of several distributions, of which only some are the core's), each module with its
+    compiled bytecode where the shared environment has it, as ``pip install`` leaves it: without it every process
+    in the new environment compiled torch, scipy and the rest from source again (where ``PYTHONDONTWRITEBYTECODE``
+    is set nothing keeps the result), seconds of CPU a command (docs/testing.md)."""
     for name in names:
         dist = distribution(name)
         base = Path(str(dist.locate_file("")))
@@ -69,9 +73,15 @@ def link_distributions(names: set[str], site: Path) -> None:
             source, target = base / relative, site / relative
             if str(relative).startswith("..") or "__pycache__" in relative.parts or not source.is_file():
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if not target.exists():
-                target.symlink_to(source)
+            link(source, target)
+            if source.suffix == ".py" and Path(cache_from_source(str(source))).is_file():
+                link(Path(cache_from_source(str(source))), Path(cache_from_source(str(target))))
+
+
+def link(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        target.symlink_to(source)
 
 
 def checkout_files() -> list[str]:
