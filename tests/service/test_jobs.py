@@ -75,6 +75,9 @@ def test_a_failed_build_names_its_stage_and_the_error(trees_copy, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the agentic preset's credential
     agentic = json.loads((REPO / "components" / "agentic.json").read_text())
     agentic["params"]["llm_model"]["params"]["api_base"] = "http://127.0.0.1:9/v1"  # nothing listens there
+    # its keyword child only: the build fails where the LLM is first asked, after its children are fitted; the
+    # preset's dense child added a model load and an embedding (10 s of CPU) before that moment, nothing to the check
+    agentic["params"]["children"] = [json.loads((REPO / "components" / "keyword.json").read_text())]
     allowed = {"allow_credentials": ["OPENAI_API_KEY"], "allow_endpoints": ["http://127.0.0.1:9/v1"]}
     with make_client(trees_dir=trees_copy, data_root=REPO / "examples", **allowed) as client:
         job = client.post("/trees", json={"name": "bad", "config": agentic, "corpus_path": "corpus"}).json()
