@@ -7,7 +7,7 @@ first test that needs it; under pytest-xdist the seconds add up the workers' tim
 ``--cpu`` reads the CPU seconds the test run recorded instead (``tests/fixtures/cpu_time.py``): on shared
 cores they say what a test costs, where its wall time also says how busy the machine was.
 
-    python scripts/test_durations.py before.xml [after.xml] [--slowest 20] [--cpu]
+    python scripts/test_durations.py before.xml [after.xml] [--slowest 20] [--cpu] [--workers]
 
 docs/testing.md holds the tables this prints.
 """
@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-CPU_PROPERTY = "cpu_s"  # tests/fixtures/cpu_time.py
+CPU_PROPERTY, WORKER_PROPERTY, ENDED_PROPERTY = "cpu_s", "worker", "ended_s"  # tests/fixtures/cpu_time.py
 
 
 def test_times(junit_xml: Path, cpu: bool = False) -> dict[str, float]:
@@ -76,17 +76,43 @@ def slowest_table(times: dict[str, float], n: int) -> str:
     return "\n".join(rows)
 
 
+def worker_table(junit_xml: Path) -> str:
+    """Each pytest-xdist worker's tests, CPU seconds and when its last test ended (seconds after the first test of
+    the run ended): a worker that ends long before the other left a core idle at the end (``--dist loadfile``
+    sends a whole file to one worker)."""
+    workers: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    first = None
+    for case in ET.parse(junit_xml).getroot().iter("testcase"):
+        recorded = {p.get("name"): p.get("value") for p in case.iter("property")}
+        if ENDED_PROPERTY not in recorded:
+            continue
+        ended = float(recorded[ENDED_PROPERTY])
+        first = ended if first is None else min(first, ended)
+        row = workers[recorded.get(WORKER_PROPERTY, "?")]
+        row[0] += 1
+        row[1] += float(recorded.get(CPU_PROPERTY) or 0.0)
+        row[2] = max(row[2], ended)
+    rows = ["| worker | tests | CPU s | last test ended (s) |", "|---|---:|---:|---:|"]
+    rows += [f"| {name} | {count:.0f} | {cpu:.0f} | {last - (first or last):.0f} |"
+             for name, (count, cpu, last) in sorted(workers.items())]
+    return "\n".join(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("junit_xml", nargs="+", type=Path, help="one run, or two (before, after)")
     parser.add_argument("--slowest", type=int, default=20, help="how many of the slowest tests to list (last run)")
     parser.add_argument("--cpu", action="store_true", help="CPU seconds (recorded by the tests) instead of wall")
+    parser.add_argument("--workers", action="store_true", help="also each xdist worker's timeline (last run)")
     args = parser.parse_args()
     runs = [test_times(path, args.cpu) for path in args.junit_xml]
     labels = ["before", "after"] if len(runs) == 2 else [path.stem for path in args.junit_xml]
     print(directory_table(runs, labels))
     print()
     print(slowest_table(runs[-1], args.slowest))
+    if args.workers:
+        print()
+        print(worker_table(args.junit_xml[-1]))
 
 
 if __name__ == "__main__":
