@@ -70,3 +70,48 @@ def test_uploaded_pdf_and_docx_files_build_a_tree_that_finds_them(tmp_path):
     best = hits["chunks"][0]
     assert best["document_id"] == "report.pdf"
     assert best["metadata"]["file_type"] == "pdf" and best["metadata"]["pages"] == 2
+
+
+def _markdown_folder(folder):
+    folder.mkdir(parents=True)
+    (folder / "bm25.md").write_text("# BM25\n\nokapi saturation of term frequency", encoding="utf-8")
+    (folder / "gone.txt").write_text("sparse postings of a file that will be deleted", encoding="utf-8")
+    return folder
+
+
+@pytest.mark.slow  # a build job and a sync job in worker processes: about 11 s here
+def test_a_tree_built_from_a_data_root_folder_records_it_and_syncs_with_it_unnamed(tmp_path):
+    data, trees = tmp_path / "data", tmp_path / "trees"
+    folder = _markdown_folder(data / "team" / "docs")
+    with make_client(trees_dir=trees, data_root=data) as client:
+        built = client.post("/trees", json={"name": "docs", "config": KEYWORD, "corpus_path": "team/../team/docs"})
+        assert built.status_code == 202, built.text
+        assert wait_for(client, built.json()["job_id"])["status"] == "done"
+        listed = {t["name"]: t for t in client.get("/trees").json()}
+        assert listed["docs"]["source_folder"] == "team/docs"  # relative to the data root, normalised
+        assert str(tmp_path) not in client.get("/trees").text
+        (folder / "gone.txt").unlink()
+        (folder / "new.md").write_text("# Fusion\n\nreciprocal rank fusion", encoding="utf-8")
+        accepted = client.post("/trees/docs/sync", json={})
+        assert accepted.status_code == 202, accepted.text
+        status = wait_for(client, accepted.json()["job_id"])
+        assert status["counts"] == {"added": 1, "replaced": 0, "removed": 1, "unchanged": 1, "failed": 0}, status
+        assert client.post("/trees/docs/reload").json()["source_folder"] == "team/docs"  # kept by the update's save
+    assert dashrag.api.source_folder_of(trees / "docs") == "team/docs"
+
+
+def test_a_sync_without_a_folder_of_a_tree_that_records_none_usable_is_422(tmp_path):
+    data, trees = tmp_path / "data", tmp_path / "trees"
+    data.mkdir()
+    outside = _markdown_folder(tmp_path / "elsewhere")
+    dashrag.build_tree("keyword", outside, trees / "outside", source_folder=outside)  # as `dashrag index` records
+    dashrag.build_tree("keyword", outside, trees / "none")
+    with make_client(trees_dir=trees, data_root=data) as client:
+        before = folder_digest(trees)
+        assert [t["source_folder"] for t in client.get("/trees").json()] == [None, None]  # no server path shown
+        for name in ("outside", "none"):
+            response = client.post(f"/trees/{name}/sync", json={})
+            assert response.status_code == 422, response.text
+            assert f"the tree {name!r} records no folder under the data root" in response.text
+            assert str(tmp_path) not in response.text
+    assert folder_digest(trees) == before

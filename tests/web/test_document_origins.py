@@ -45,17 +45,18 @@ def test_uploaded_files_outcomes_then_hits_show_their_file_page_and_section(page
 
 @pytest.fixture(scope="module")
 def folder_server(tmp_path_factory):
-    """A server whose data root holds a folder ``docs``, and a tree built from it."""
+    """A server whose data root holds a folder ``docs``, and a tree built from it that records it (absolute, as
+    ``dashrag index`` does: the service offers it relative to its data root)."""
     root = tmp_path_factory.mktemp("folder-server")
     (root / "data").mkdir()
     folder = make_folder(root / "data" / "docs")
-    dashrag.build_tree("keyword", folder, root / "trees" / "docs")
+    dashrag.build_tree("keyword", folder, root / "trees" / "docs", source_folder=folder.resolve())
     with serving(root / "trees", data_root=root / "data") as url:
         yield url, folder
 
 
 @pytest.mark.slow  # a server of its own and a sync job in a real browser: about 30 s here
-def test_the_documents_panel_syncs_a_tree_with_its_server_folder(browser, folder_server, problems):
+def test_the_documents_panel_syncs_a_tree_with_the_server_folder_it_was_built_from(browser, folder_server, problems):
     url, folder = folder_server
     write_docx(folder / "new.docx", [("h1", "Okapi"), ("h2", "Saturation"), ("p", "okapi saturation of terms")])
     (folder / "guide.md").unlink()
@@ -68,7 +69,9 @@ def test_the_documents_panel_syncs_a_tree_with_its_server_folder(browser, folder
         page.get_by_role("button", name="Query saved trees").click()
         page.locator('li[data-tree="docs"]').get_by_role("button", name="Documents").click()
         panel = page.locator('.documents-panel[data-tree="docs"]')
-        panel.get_by_label("Folder (under the server data root)").fill("docs")
+        expect(panel.get_by_label("Folder (under the server data root)")).to_have_value("docs")  # offered, not typed
+        assert panel.locator(".documents-sync-source").inner_text().startswith("The tree was built from docs,")
+        assert str(folder.parent) not in panel.inner_text()
         panel.get_by_role("button", name="Sync", exact=True).click()
         counts = panel.locator(".documents-sync .documents-counts")
         counts.wait_for(timeout=120_000)
