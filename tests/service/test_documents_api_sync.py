@@ -115,3 +115,37 @@ def test_a_sync_without_a_folder_of_a_tree_that_records_none_usable_is_422(tmp_p
             assert f"the tree {name!r} records no folder under the data root" in response.text
             assert str(tmp_path) not in response.text
     assert folder_digest(trees) == before
+
+
+@pytest.mark.slow  # a build job converting 13 files in worker processes: about 10 s here
+def test_a_data_root_folder_of_every_format_and_every_bad_file_builds_and_names_each_outcome(tmp_path, monkeypatch):
+    from tests.documents.test_folder import make_bad_files, make_good_folder
+    from tests.fixtures.documents import html_page, write_pptx
+
+    data, trees = tmp_path / "data", tmp_path / "trees"
+    folder = data / "mixed"
+    folder.mkdir(parents=True)
+    make_good_folder(folder)  # pdf, docx, html, md, txt
+    make_bad_files(folder)  # encrypted, scanned and corrupt PDFs, a corrupt DOCX, a zip bomb, an unknown extension
+    write_pptx(folder / "deck.pptx", [("Okapi BM25", ["term saturation"])])
+    sentence = "Le caf\u00e9 est une boisson tr\u00e8s r\u00e9pandue, pr\u00e9par\u00e9e \u00e0 partir de graines."
+    latin = html_page("Caf\u00e9", [sentence, sentence]).replace('charset="utf-8"', 'charset="x-no-such-encoding"')
+    (folder / "latin.html").write_bytes(latin.encode("latin-1"))
+    monkeypatch.setenv("DASHRAG_MAX_UNPACKED_MB", "2")  # the build worker inherits it: the bomb unpacks to 3 MiB
+    with make_client(trees_dir=trees, data_root=data) as client:
+        accepted = client.post("/trees", json={"name": "mixed", "config": KEYWORD, "corpus_path": "mixed"})
+        assert accepted.status_code == 202, accepted.text
+        status = wait_for(client, accepted.json()["job_id"])
+        assert status["status"] == "done", status
+        files = status["files"]
+        assert sorted(files["read"]) == ["bm25.md", "deck.pptx", "latin.html", "notes.docx", "plain.txt",
+                                         "report.pdf", "web/page.html"]
+        assert files["skipped"] == [{"file": "photo.jpg", "why": "unknown file type '.jpg'"}]
+        why = {f["file"]: f["why"] for f in files["failed"]}
+        assert sorted(why) == ["bomb.docx", "broken.docx", "broken.pdf", "locked.pdf", "scan.pdf"]
+        assert "encrypted" in why["locked.pdf"] and "no text layer" in why["scan.pdf"]
+        assert "not a readable PDF" in why["broken.pdf"] and "not a valid DOCX" in why["broken.docx"]
+        assert "more than the cap of 2 MiB" in why["bomb.docx"]
+        assert str(tmp_path) not in accepted.text + str(status)
+        hits = client.post("/trees/mixed/query", json={"query": "boisson graines", "top_k": 1}).json()["chunks"]
+        assert hits[0]["document_id"] == "latin.html" and "Le caf\u00e9" in hits[0]["text"]
