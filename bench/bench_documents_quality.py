@@ -121,7 +121,7 @@ class TokenMemo:
             memo.embedded += len(missing)
             return np.stack([memo.vectors[key] for key in keys]).astype(np.float32)
 
-        SentenceTransformerBacked._embed = embed  # type: ignore[method-assign]
+        SentenceTransformerBacked._embed = embed  # type: ignore[method-assign, assignment]
         try:
             yield
         finally:
