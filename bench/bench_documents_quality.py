@@ -11,18 +11,32 @@ chunk per document as the SciFact benches), the test queries run, and a file's i
 mapped back to its ``_id``. The subset: every document judged in the test split, then the corpus in
 order up to ``--documents`` (the whole corpus is 5183; the rendering is the slow part on shared cores).
 
-    .venv/bin/python bench/bench_documents_quality.py [--documents 1000] [--preset keyword] [--json OUT]
+Embedding is what a dense preset (``hybrid``) costs: four corpora of the same abstracts. The project's
+embedding cache (embeddings/cache.py) is keyed by the chunk set's fingerprint (ids and metadata included),
+so no converted corpus hits the JSONL one. A sentence-transformers model reads only a text's token ids
+(truncated to its ``max_seq_length``), so the vectors of two texts with the same token ids are the same
+vector: while documents are embedded here, a text whose token ids (by the model's own tokenizer) equal an
+already embedded text's takes that vector instead of a second forward pass (``TokenMemo``;
+``--no-token-memo`` embeds every corpus in full). How many texts each corpus really embedded is in the
+output (``embedded``): the share of converted texts that differ, as the model reads them, from the JSONL.
+
+    flock /tmp/team/bench.lock nice .venv/bin/python bench/bench_documents_quality.py \
+        [--documents 1000] [--preset keyword hybrid] [--no-token-memo] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import numpy as np
 
 import dashrag
 from dashrag.documents.corpus import Corpus
@@ -71,6 +85,49 @@ def render_html(doc: SourceDocument, path: Path) -> None:
 RENDER = {"pdf": render_pdf, "docx": render_docx, "html": render_html}
 
 
+class TokenMemo:
+    """Document vectors by token ids: a text the model reads as an already embedded one reuses its vector.
+
+    Installed over ``SentenceTransformerBacked._embed`` for documents only (queries are embedded as they are);
+    ``asked``/``embedded`` count texts since the last ``take_counts``."""
+
+    def __init__(self) -> None:
+        self.vectors: dict[tuple[int, ...], np.ndarray] = {}
+        self.asked = self.embedded = 0
+
+    def take_counts(self) -> dict[str, int]:
+        counts = {"asked": self.asked, "embedded": self.embedded}
+        self.asked = self.embedded = 0
+        return counts
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        from dashrag.embeddings.sentence_transformer import SentenceTransformerBacked
+
+        original = SentenceTransformerBacked._embed
+        memo = self
+
+        def embed(model: SentenceTransformerBacked, texts: list[str], is_query: bool) -> np.ndarray:
+            if is_query:
+                return original(model, texts, is_query)
+            loaded = model.model()
+            ids = loaded.tokenizer(texts, truncation=True, max_length=loaded.max_seq_length)["input_ids"]
+            keys = [tuple(row) for row in ids]
+            missing = {key: text for key, text in zip(keys, texts) if key not in memo.vectors}
+            if missing:
+                for key, vector in zip(missing, original(model, list(missing.values()), is_query)):
+                    memo.vectors[key] = vector
+            memo.asked += len(texts)
+            memo.embedded += len(missing)
+            return np.stack([memo.vectors[key] for key in keys]).astype(np.float32)
+
+        SentenceTransformerBacked._embed = embed  # type: ignore[method-assign, assignment]
+        try:
+            yield
+        finally:
+            SentenceTransformerBacked._embed = original  # type: ignore[method-assign]
+
+
 def ndcg(corpus: Corpus, preset: str, chunker: dict, queries: dict[str, str], qrels: dict, workdir: Path) -> float:
     """nDCG@10 of ``preset`` built over ``corpus`` with ``chunker``; a rendered file's hit counts as its document."""
     tree = dashrag.build(preset, corpus, workdir, chunker=chunker)
@@ -88,6 +145,8 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=1000)
     parser.add_argument("--preset", nargs="+", default=["keyword"])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--no-token-memo", action="store_true",
+                        help="embed every corpus in full (no vector reused across texts of the same token ids)")
     args = parser.parse_args()
     split = load_split(SCIFACT, "test")
     judged = {d for judgements in split.qrels.values() for d in judgements}
@@ -97,7 +156,8 @@ def main() -> None:
     qrels = {q: j for q, j in qrels.items() if j}
     queries = {q: split.queries[q] for q in qrels}
     figures: dict = {"documents": len(documents), "queries": len(queries), "load_average": os.getloadavg(),
-                     "render_s": {}, "read": {}, "ndcg@10": {}}
+                     "render_s": {}, "read": {}, "ndcg@10": {}, "build_and_query_s": {}, "embedded": {}}
+    memo = TokenMemo()
     with tempfile.TemporaryDirectory(prefix="bench-documents-") as tmp:
         root = Path(tmp)
         corpora = {"jsonl": Corpus(tuple(documents))}
@@ -114,10 +174,17 @@ def main() -> None:
                                      "summary": corpora[kind].summary()}
             print(kind, figures["render_s"][kind], figures["read"][kind], flush=True)
         for preset in args.preset:
-            figures["ndcg@10"][preset] = {
-                name: round(ndcg(corpus, preset, CHUNKER, queries, qrels, root / f"w-{preset}-{name}"), 4)
-                for name, corpus in corpora.items()}
-            print(preset, figures["ndcg@10"][preset], flush=True)
+            scores, seconds, embedded = {}, {}, {}
+            with memo.installed() if not args.no_token_memo else contextlib.nullcontext():
+                for name, corpus in corpora.items():
+                    started = time.perf_counter()
+                    scores[name] = round(ndcg(corpus, preset, CHUNKER, queries, qrels, root / f"w-{preset}-{name}"), 4)
+                    seconds[name] = round(time.perf_counter() - started, 1)
+                    embedded[name] = memo.take_counts()
+                    print(preset, name, scores[name], seconds[name], "s", embedded[name], flush=True)
+            figures["ndcg@10"][preset], figures["build_and_query_s"][preset] = scores, seconds
+            if any(counts["asked"] for counts in embedded.values()):
+                figures["embedded"][preset] = embedded
     figures["load_average_after"] = os.getloadavg()
     print(json.dumps(figures, indent=1))
     if args.json:

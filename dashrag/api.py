@@ -173,6 +173,7 @@ def build_tree(
     cache_dir: str | Path | None = None,
     overwrite: bool = False,
     progress: Progress = no_progress,
+    source_folder: str | Path | None = None,
 ) -> BuildReport:
     """Build ``config`` on ``corpus`` and save it in ``out``: the one build of every face.
 
@@ -181,7 +182,9 @@ def build_tree(
     then does the save switch ``out``'s manifest (atomically, under the folder's save lock), so a kill
     at any moment leaves the previous tree (or none) loadable, and a failure leaves no file of this
     build behind (nor ``out`` itself when the build created it). ``progress`` hears each stage; raising
-    from it stops the build (a cancel).
+    from it stops the build (a cancel). ``source_folder``: the folder of files ``corpus`` was read from, as the
+    face wants it recorded in the manifest (the CLI: absolute; the service: relative to its data root), so a
+    later sync that names no folder reads it (:func:`source_folder_of`, docs/documents.md).
     """
     start = time.perf_counter()
     root = construct_tree(config)
@@ -197,7 +200,7 @@ def build_tree(
     try:
         with save_lock(out):  # the temporary store lives under the lock: a save that finds one, finds it abandoned
             record_id = _build_into(root, corpus, chunk_set, out, name, chunker, store_url, cache_dir, overwrite,
-                                    progress)
+                                    progress, None if source_folder is None else str(source_folder))
     except BaseException:
         if created:  # a failed first build leaves no folder (its caches, its lock) where there was none
             shutil.rmtree(out, ignore_errors=True)
@@ -207,7 +210,7 @@ def build_tree(
 
 def _build_into(root: Retriever, corpus: Corpus, chunk_set: ChunkSet, out: Path, name: str | None,
                 chunker: dict | None, store_url: str | None, cache_dir: str | Path | None, overwrite: bool,
-                progress: Progress) -> int:
+                progress: Progress, source_folder: str | None) -> int:
     """build_tree's writing part: the temporary store, the fit, the record, the save."""
     from dashrag.store.store import Store  # SQLAlchemy: only building writes a store
 
@@ -223,7 +226,8 @@ def _build_into(root: Retriever, corpus: Corpus, chunk_set: ChunkSet, out: Path,
     try:
         progress("fitting", 0, len(chunk_set))
         infra = Infra(env_path=Path(cache_dir) if cache_dir else out, chunks=chunk_set, store_url=store_url,
-                      workdir=out, overwrite=overwrite, progress=progress, chunker=chunker_config(chunker))
+                      workdir=out, overwrite=overwrite, progress=progress, chunker=chunker_config(chunker),
+                      source_folder=source_folder)
         _fit(root, infra)
         try:
             record_store = Store(store_url)
@@ -363,6 +367,13 @@ def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, st
     return SyncReport(plan, report, tuple(outcome.skipped), tuple(outcome.failed))
 
 
+def source_folder_of(tree: str | Path) -> str | None:
+    """The folder of files the saved tree in ``tree`` was built from, as its build recorded it (the manifest's
+    ``source_folder``: absolute from the CLI, relative to the data root from the service); None when it records
+    none (built from JSONL, from uploads, or before the field existed)."""
+    return read_manifest(Path(tree)).get("source_folder")
+
+
 def _stored_metadata(tree: Path, store_url: str | None) -> dict[str, Any]:
     """The saved tree's documents' metadata by id (what a sync compares the folder with)."""
     root = load(tree, store_url)
@@ -374,4 +385,4 @@ def _stored_metadata(tree: Path, store_url: str | None) -> dict[str, Any]:
 
 
 __all__ = ["BuildReport", "SyncReport", "UpdateReport", "build", "build_tree", "chunk_corpus", "construct_tree", "load",
-           "prepare_corpus", "save", "sync_tree", "update", "update_tree"]
+           "prepare_corpus", "save", "source_folder_of", "sync_tree", "update", "update_tree"]

@@ -56,6 +56,7 @@ def index(
     """Chunk a corpus, store it, build and fit the tree, and save it."""
     import dashrag
     from dashrag.api import build_tree, construct_tree
+    from dashrag.documents.corpus import is_folder_of_files
     from dashrag.store.store import Store
 
     raw = resolve_config(config)
@@ -71,11 +72,12 @@ def index(
     say(documents.summary())
     created = not out.exists()
     create_output_folder(out, "--out")
+    source = corpus.resolve() if is_folder_of_files(corpus) else None  # what `dashrag sync TREE` reads
     with shown_progress(console, "building") as progress:
         try:
             report = build_tree(root, documents, out, name=config if not config.lstrip().startswith("{") else None,
                                 chunker=chunker_spec, store_url=store, cache_dir=cache_dir, overwrite=overwrite,
-                                progress=progress)
+                                progress=progress, source_folder=source)
         except BaseException:
             if created:  # a failed build leaves no --out where there was none
                 shutil.rmtree(out, ignore_errors=True)

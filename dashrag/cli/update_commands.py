@@ -19,7 +19,7 @@ from dashrag.cli.index_commands import STRICT_HELP
 from dashrag.cli.progress_lines import shown_progress
 from dashrag.core.persistence import cleanup_warnings
 from dashrag.documents.changes import UpdateReport
-from dashrag.errors import ConfigError
+from dashrag.errors import ConfigError, CorpusError
 
 logger = logging.getLogger(__name__)
 
@@ -93,11 +93,28 @@ def remove(
     _say_report(tree, report, warned)
 
 
+def recorded_folder(tree: Path) -> Path:
+    """The folder ``dashrag sync TREE`` reads when given none: the one the tree's build recorded (absolute, from
+    ``dashrag index``). One a service recorded is relative to its data root, which this command does not know:
+    an error, never a guess (a sync of the wrong folder would remove every document whose file is not in it)."""
+    from dashrag.api import source_folder_of
+
+    recorded = source_folder_of(tree)
+    if recorded is None:
+        raise CorpusError(f"{tree}: the tree records no folder of files it was built from (built from JSONL, "
+                          "uploaded files, or before dashrag recorded it): name the folder, dashrag sync TREE FOLDER")
+    if not Path(recorded).is_absolute():
+        raise CorpusError(f"{tree}: the tree records the folder {recorded!r} relative to the data root of the "
+                          "service that built it: name the folder, dashrag sync TREE FOLDER")
+    return Path(recorded)
+
+
 @app.command("sync")
 @user_errors
 def sync(
     tree: Path = typer.Argument(..., help="A folder written by `dashrag index` from a folder of files."),
-    folder: Path = typer.Argument(..., help="The folder of files to bring the tree in line with."),
+    folder: Path | None = typer.Argument(None, help=(
+        "The folder of files to bring the tree in line with (default: the folder the tree was built from).")),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be added, replaced and removed; "
                                  "read and write nothing."),
     strict: bool = typer.Option(False, "--strict", help=(
@@ -110,6 +127,9 @@ def sync(
     removed (docs/documents.md)."""
     from dashrag.api import sync_tree
 
+    if folder is None:
+        folder = recorded_folder(tree)
+        say(f"folder: {folder} (the folder {tree} was built from)")
     with console.status("syncing the tree"):
         report = sync_tree(tree, folder, dry_run=dry_run, strict=strict, follow_symlinks=follow_symlinks,
                            store_url=store)

@@ -31,7 +31,9 @@ class Infra:
     ``chunks`` (recorded in a saved folder, so an update cuts new documents the same way; None: not
     known, a folder saved before it was recorded); ``store_change``: an update of an external store
     (``store_url`` a database, not a file in the folder) that the next save commits before it switches the
-    folder to the new tree (store/external_change.py; None: the store holds ``chunks``)."""
+    folder to the new tree (store/external_change.py; None: the store holds ``chunks``); ``source_folder``: the
+    folder of files the corpus was read from, as the face that built the tree recorded it (the manifest's
+    ``source_folder``, kept by every save, so ``dashrag sync TREE`` and the page's Sync know it; None: none)."""
 
     env_path: Path
     chunks: ChunkSet
@@ -42,6 +44,7 @@ class Infra:
     progress: Progress = no_progress
     chunker: dict[str, Any] | None = None
     store_change: StoreChange | None = None
+    source_folder: str | None = None
 
     @property
     def folder(self) -> Path:

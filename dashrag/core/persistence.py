@@ -210,6 +210,10 @@ class Manifest(BaseModel):
     corpus_fingerprint: str = Field(min_length=1, max_length=128)
     store: str | None = None
     saved_at: str | None = None
+    source_folder: str | None = Field(None, min_length=1, max_length=4096, description=(
+        "The folder of files the tree was built from, which a sync reads when it is given none (docs/documents.md):"
+        " absolute when the CLI built it, relative to the data root when the service did; absent: not built from"
+        " a folder of files"))
     snapshot: str = Field(pattern=SNAPSHOT_NAME_PATTERN)
     files: dict[str, FileRecord]
     shared: dict[str, FileRecord] = Field(default_factory=dict, description=(

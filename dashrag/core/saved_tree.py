@@ -100,6 +100,7 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
                 "store_stat": store_stat,  # a load that finds the store file unchanged trusts the fingerprint
                 "chunker": infra.chunker,
                 "saved_at": datetime.now(UTC).isoformat(),
+                **({"source_folder": infra.source_folder} if infra.source_folder is not None else {}),
             }, stale, None if infra.store_change is None else _committing(folder, infra.store_change))
         except BaseException:
             if placed is not None:
@@ -217,7 +218,8 @@ def load(folder: str | Path, store_url: str | None = None, *, full_check: bool =
         chunker = manifest.get("chunker")
         if chunker is not None and not isinstance(chunker, dict):
             raise PersistenceError(f"{folder}: the manifest's 'chunker' is not a component config")
-        root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=url, workdir=folder, chunker=chunker))
+        root.inject_infra(Infra(env_path=folder, chunks=chunk_set, store_url=url, workdir=folder, chunker=chunker,
+                                source_folder=manifest.get("source_folder")))
         try:
             for path, node in reversed(list(root.iter_nodes())):  # children before their parents
                 node_dir = snapshot / "nodes" / node_dirname(path)

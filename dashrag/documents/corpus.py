@@ -44,6 +44,13 @@ if TYPE_CHECKING:  # the converters (pydantic-settings) load when a folder is re
 SIDECAR_NAME = "metadata.jsonl"
 
 
+def is_folder_of_files(path: str | Path) -> bool:
+    """Whether :meth:`Corpus.from_path` reads ``path`` as a user's folder of files (a folder without a BEIR
+    ``corpus.jsonl[.gz]``): the corpora a sync can follow, whose folder a build records (docs/documents.md)."""
+    path = Path(path)
+    return path.is_dir() and not any((path / name).is_file() for name in ("corpus.jsonl", "corpus.jsonl.gz"))
+
+
 def full_text(document: SourceDocument) -> str:
     return f"{document.title}\n\n{document.text}" if document.title else document.text
 
@@ -77,10 +84,10 @@ class Corpus:
         path = Path(path)
         if not path.exists():
             raise CorpusError(f"{path}: no such file or folder")
-        if path.is_dir():
-            if any((path / name).is_file() for name in ("corpus.jsonl", "corpus.jsonl.gz")):
-                return cls.from_beir(path)
+        if is_folder_of_files(path):
             return cls.from_folder(path, follow_symlinks=follow_symlinks, limits=limits, strict=strict)
+        if path.is_dir():
+            return cls.from_beir(path)
         return cls.from_jsonl(path)
 
     @classmethod

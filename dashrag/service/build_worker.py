@@ -33,7 +33,7 @@ def _build(task: dict[str, Any], progress: Any) -> dict[str, Any]:
     corpus = Corpus.from_path(task["corpus"])
     report = build_tree(task["config"], corpus, task["out"], name=task["name"], chunker=task["chunker"],
                         cache_dir=task["cache_dir"], overwrite=task.get("overwrite", False),
-                        progress=progress)
+                        progress=progress, source_folder=task.get("source_folder"))
     files = corpus.file_outcomes(task["corpus"]) if Path(task["corpus"]).is_dir() else None
     return {"documents": report.documents, "chunks": report.chunks, "files": files}
 

@@ -210,7 +210,9 @@ class BuildJobs:
         return job
 
     def submit(self, job_id: str, name: str, root: Retriever, corpus: Path, chunker: dict | None, overwrite: bool,
-               cleanup: list[Path] = ()) -> Job:  # type: ignore[assignment]
+               cleanup: list[Path] = (), source_folder: str | None = None) -> Job:  # type: ignore[assignment]
+        """A build job; ``source_folder``: the corpus folder relative to the data root, recorded in the manifest
+        for later syncs (service/source_folders.py; None: uploaded files, a JSONL corpus)."""
         with self._lock:
             pending = self._pending()
             busy = any(j.tree == name for j in pending)
@@ -219,10 +221,11 @@ class BuildJobs:
                 raise NameTaken(f"a tree named {name!r} {'is being built' if busy else 'exists'}"
                                 + ("" if busy else "; send overwrite: true to replace it"))
             job = self._admit(Job(job_id, name, cleanup=list(cleanup)))
-        self._pool.submit(self._run, job, root, corpus, chunker, overwrite)
+        self._pool.submit(self._run, job, root, corpus, chunker, overwrite, source_folder)
         return job
 
-    def _run(self, job: Job, root: Retriever, corpus_path: Path, chunker: dict | None, overwrite: bool) -> None:
+    def _run(self, job: Job, root: Retriever, corpus_path: Path, chunker: dict | None, overwrite: bool,
+             source_folder: str | None) -> None:
         target = self.registry.folder_of(job.tree)
         work, staging = target.parent / f".work-{job.id}", target.parent / f".building-{job.id}"
         # a saved tree is overwritten in place: build_tree switches its manifest last, so queries are answered
@@ -230,7 +233,7 @@ class BuildJobs:
         in_place = overwrite and (target / MANIFEST_NAME).is_file()
         task = {"kind": "build", "config": root.to_config(), "corpus": str(corpus_path),
                 "out": str(target if in_place else staging), "name": job.tree, "chunker": chunker,
-                "cache_dir": str(self.cache_dir or work), "overwrite": in_place}
+                "cache_dir": str(self.cache_dir or work), "overwrite": in_place, "source_folder": source_folder}
         try:
             result = run_in_worker(task, self.limits, job.enter, job.check_cancel)
             job.files = result.get("files")

@@ -165,6 +165,9 @@ class TreeInfo(BaseModel):
     documents: int
     saved_at: str | None
     calibration: dict[str, Any]
+    source_folder: str | None = Field(None, description=(
+        "The folder of files under the data root the tree was built from (relative to it): what a sync without "
+        "a corpus_path reads; null when none is recorded or it lies outside the data root (docs/documents.md)."))
 
 
 class BuildRequest(BaseModel):
@@ -178,8 +181,9 @@ class BuildRequest(BaseModel):
 
 class SyncRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    corpus_path: str = Field(min_length=1, description=(
-        "The folder of files under the data root to bring the tree in line with (docs/documents.md)."))
+    corpus_path: str | None = Field(None, min_length=1, description=(
+        "The folder of files under the data root to bring the tree in line with (docs/documents.md); omitted: "
+        "the folder the tree was built from (its source_folder)."))
 
 
 class JobAccepted(BaseModel):

@@ -55,7 +55,9 @@ function DocumentRows({ page, t, onRemove }) {
   );
 }
 
-export function DocumentsPanel({ api, name, t, lang, onChanged, onQuery, onClose }) {
+// sourceFolder: the folder under the data root the tree was built from (GET /trees' source_folder), offered in
+// the Sync box so that a sync needs no typing; '' when the tree records none (built from uploads or JSONL).
+export function DocumentsPanel({ api, name, t, lang, sourceFolder, onChanged, onQuery, onClose }) {
   const base = `/trees/${encodeURIComponent(name)}/documents`;
   const [offset, setOffset] = useState(0);
   const [page, setPage] = useState(null);
@@ -68,7 +70,7 @@ export function DocumentsPanel({ api, name, t, lang, onChanged, onQuery, onClose
   const [confirming, setConfirming] = useState(null);
   const [removeFailure, setRemoveFailure] = useState(null);
   const [removed, setRemoved] = useState(null);
-  const [syncPath, setSyncPath] = useState('');
+  const [syncPath, setSyncPath] = useState(sourceFolder);
   const [syncJob, setSyncJob] = useState(null);
   const [syncFailure, setSyncFailure] = useState(null);
 
@@ -76,6 +78,7 @@ export function DocumentsPanel({ api, name, t, lang, onChanged, onQuery, onClose
     (body) => { setPage(body); setListFailure(null); }, setListFailure), [api, base, offset]);
   useEffect(() => { load(); }, [load]);
   useEffect(() => { setOffset(0); setJob(null); setRemoved(null); setConfirming(null); }, [name]);
+  useEffect(() => { setSyncPath(sourceFolder); }, [name, sourceFolder]);
 
   const { metadata, problem } = parseMetadata(metadataText, t);
   const jsonlChosen = files.some((f) => /\.jsonl(\.gz)?$/.test(f.name));
@@ -193,7 +196,10 @@ export function DocumentsPanel({ api, name, t, lang, onChanged, onQuery, onClose
         <input id="documents-sync-path" type="text" value={syncPath} placeholder={t('corpusPlaceholder')}
           aria-describedby="documents-sync-help" onChange={(e) => setSyncPath(e.target.value)} />
         {' '}<button type="submit" disabled={!syncPath.trim() || syncRunning}>{t('docsSyncButton')}</button>
-        <p className="help" id="documents-sync-help">{t('docsSyncHelp')}</p>
+        <p className="help" id="documents-sync-help">
+          {sourceFolder && <span className="documents-sync-source">{t('docsSyncSource', { folder: sourceFolder })} </span>}
+          {t('docsSyncHelp')}
+        </p>
         {syncJob && <JobStatus job={shownSync} t={t} lang={lang} onQuery={onQuery} onClose={() => setSyncJob(null)}
           onCancel={() => api.post(`/jobs/${encodeURIComponent(syncJob.id)}/cancel`, {}).then(setSyncJob, setSyncFailure)} />}
         {syncJob && syncJob.status === 'done' && syncJob.counts && (

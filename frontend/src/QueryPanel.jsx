@@ -223,6 +223,7 @@ export function QueryPanel({ api, catalog, t, lang, trees, refreshTrees, chosen 
       </section>
       {managing && trees.some((tree) => tree.name === managing) && (
         <DocumentsPanel api={api} name={managing} t={t} lang={lang} onChanged={refreshTrees}
+          sourceFolder={trees.find((tree) => tree.name === managing).source_folder || ''}
           onQuery={(name) => { setFirst(name); setManaging(null); }} onClose={() => setManaging(null)} />
       )}
       <form className="query-form" onSubmit={run}>

@@ -58,23 +58,35 @@ def test_strict_makes_a_metadata_line_naming_no_document_an_error_and_writes_not
 
 
 @pytest.mark.slow
-def test_index_reads_a_folder_of_every_format_and_names_each_bad_file(tmp_path):
+def test_index_reads_a_folder_of_every_format_and_names_each_bad_file(tmp_path, monkeypatch):
     import json
 
     from tests.cli.conftest import invoke
     from tests.documents.test_folder import make_bad_files, make_good_folder
+    from tests.fixtures.documents import html_page, write_pptx
 
     folder = tmp_path / "docs"
     folder.mkdir()
     make_good_folder(folder)
     make_bad_files(folder)
+    write_pptx(folder / "deck.pptx", [("Okapi BM25", ["term saturation"]), ("Fusion", ["reciprocal rank fusion"])])
+    sentence = "Le caf\u00e9 est une boisson tr\u00e8s r\u00e9pandue, pr\u00e9par\u00e9e \u00e0 partir de graines."
+    latin = html_page("Caf\u00e9", [sentence, sentence]).replace('charset="utf-8"', 'charset="x-no-such-encoding"')
+    (folder / "latin.html").write_bytes(latin.encode("latin-1"))  # an encoding no one declares: read from its bytes
     out = tmp_path / "idx"
+    monkeypatch.setenv("DASHRAG_MAX_UNPACKED_MB", "2")  # the bomb unpacks to 3 MiB
     result = invoke("index", "keyword", "--corpus", folder, "--out", out)
     assert result.exit_code == 0, result.output
-    assert "read 5 documents, skipped 1, failed 5" in result.stdout
+    assert "read 7 documents, skipped 1, failed 5" in result.stdout
     warnings = result.stderr.splitlines()
     for name in ("locked.pdf", "scan.pdf", "broken.pdf", "broken.docx", "bomb.docx", "photo.jpg"):
         assert sum(name in line for line in warnings) == 1, (name, result.stderr)
+    assert "bomb.docx: unpacks to 3 MiB, more than the cap of 2 MiB" in result.stderr
+    cafe = json.loads(invoke("query", out, "boisson graines", "--json").stdout)["results"][0]
+    assert (cafe["document_id"], cafe["metadata"]["file_type"]) == ("latin.html", "html")
+    assert "Le caf\u00e9 est une boisson" in cafe["text"]
+    slide = json.loads(invoke("query", out, "reciprocal rank fusion", "--json").stdout)["results"][0]
+    assert (slide["document_id"], slide["metadata"]["page"], slide["metadata"]["section"]) == ("deck.pptx", 2, "Fusion")
     hits = invoke("query", out, "okapi ranking", "--json")
     assert hits.exit_code == 0, hits.output
     best = json.loads(hits.stdout)["results"][0]

@@ -86,6 +86,39 @@ def test_sync_counts_what_changed_and_answers_as_a_fresh_index(synced_pair, tmp_
 
 
 @pytest.mark.slow
+def test_sync_without_a_folder_reads_the_one_the_tree_was_built_from(synced_pair, tmp_path, monkeypatch):
+    tree, folder = synced_pair
+    monkeypatch.chdir(tmp_path / "docs")  # the recorded folder is absolute: any working folder will do
+    result = invoke("sync", tree)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [f"folder: {folder.resolve()} (the folder {tree} was built from)",
+                                          f"updated {tree}: 1 added, 1 replaced, 1 removed, 3 unchanged, 0 failed"]
+    (folder / "later.md").write_text("# Later\n\nadded after the first sync", encoding="utf-8")
+    again = invoke("sync", tree)  # the update's save kept the record
+    assert again.stdout.splitlines()[-1] == f"updated {tree}: 1 added, 0 replaced, 0 removed, 5 unchanged, 0 failed"
+
+
+def test_sync_without_a_folder_of_a_tree_that_records_none_or_a_relative_one_is_one_error_line(tmp_path):
+    import dashrag
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "bm25.md").write_text("# BM25\n\nokapi saturation", encoding="utf-8")
+    jsonl = tmp_path / "corpus.jsonl"
+    jsonl.write_text(json.dumps({"_id": "d1", "text": "okapi saturation"}) + "\n", encoding="utf-8")
+    assert invoke("index", "keyword", "--corpus", jsonl, "--out", tmp_path / "from-jsonl").exit_code == 0
+    dashrag.build_tree("keyword", folder, tmp_path / "from-service", source_folder="docs")  # as the service records
+    for tree, why in (("from-jsonl", "records no folder of files it was built from"),
+                      ("from-service", "records the folder 'docs' relative to the data root")):
+        before = folder_digest(tmp_path / tree)
+        result = invoke("sync", tmp_path / tree)
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        assert result.stderr.startswith(f"error: {tmp_path / tree}: the tree {why}"), result.stderr
+        assert "dashrag sync TREE FOLDER" in result.stderr
+        assert folder_digest(tmp_path / tree) == before
+
+
+@pytest.mark.slow
 def test_a_changed_file_that_no_longer_reads_is_named_and_kept_as_it_was(synced_pair):
     tree, folder = synced_pair
     (folder / "report.pdf").write_bytes(b"%PDF-1.4 truncated by a bad copy")

@@ -28,6 +28,9 @@ CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "bad_filter": ("retrieve", {"query": QUERY, "tree": "kw", "filters": {"lang": {"$gtee": 1}}}),
     "by_section": ("retrieve", {"query": "keyword and dense rankings", "tree": "kw",
                                 "filters": {"section": "Hybrid search and rank fusion"}}),
+    "files": ("retrieve", {"query": "zebrafish sampled", "tree": "files", "top_k": 10}),
+    "pdf_pages": ("retrieve", {"query": "zebrafish sampled", "tree": "files", "top_k": 10,
+                               "filters": {"$and": [{"file_type": "pdf"}, {"page": {"$lte": 3}}]}}),
 }
 
 

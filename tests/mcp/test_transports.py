@@ -63,7 +63,7 @@ def test_tools_are_listed_with_descriptions_and_schemas(answers):
 
 def test_list_trees_names_each_tree(answers):
     trees = {t["name"]: t for t in answers["list_trees"]["trees"]}
-    assert set(trees) == {"kw", "scifact"}
+    assert set(trees) == {"kw", "scifact", "files"}
     assert trees["kw"]["root_component"] == "BM25Retriever"
     assert trees["scifact"]["documents"] == 400 and trees["scifact"]["chunks"] == 400
 
@@ -99,6 +99,16 @@ def test_retrieve_shows_and_filters_the_file_and_section_of_each_hit(answers):
     assert (first["path"], first["section"]) == ("bm25.md", "BM25")
     assert [(h["metadata"]["path"], h["metadata"]["section"]) for h in answers["by_section"]["results"]] == [
         ("hybrid_search.md", "Hybrid search and rank fusion")]
+
+
+def test_hits_of_files_carry_their_path_page_and_section_and_filter_by_file_type_and_page(answers):
+    def where(hit):
+        return hit["metadata"]["path"], hit["metadata"].get("page"), hit["metadata"].get("section")
+
+    places = [where(h) for h in answers["files"]["results"]]
+    assert places[:2] == [("report.pdf", 3, None), ("notes.docx", None, "Methods › Sampling")]
+    assert ("report.pdf", 4, None) in places  # what the filter below leaves out
+    assert [where(h) for h in answers["pdf_pages"]["results"]] == [("report.pdf", 3, None)]
 
 
 def test_retrieve_applies_the_metadata_filter(answers):

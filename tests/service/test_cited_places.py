@@ -43,3 +43,15 @@ def test_page_and_section_filter_both_query_routes(client):
     assert response.status_code == 200, response.text
     assert [(c["document_id"], c["metadata"]["section"]) for c in response.json()["chunks"]] == [
         ("notes.docx", "Methods › Results")]
+
+
+def test_file_type_and_page_filters_hold_on_both_query_routes(client):
+    query = {"query": "zebrafish sampled okapi fusion", "top_k": 20}
+    unfiltered = client.post("/trees/docs/query", json=query).json()["chunks"]
+    assert {c["metadata"]["file_type"] for c in unfiltered} > {"pdf"}  # the filter has something to leave out
+    pdfs = client.post("/trees/docs/query", json={**query, "filters": {"file_type": "pdf"}}).json()["chunks"]
+    assert pdfs and {c["metadata"]["file_type"] for c in pdfs} == {"pdf"}
+    answer = retrieve(client, query["query"], filters={"$and": [{"file_type": "pdf"}, {"page": {"$lte": 3}}]})
+    assert {(p["path"], p["page"]) for p in answer["cited_places"]} <= {("report.pdf", 1), ("report.pdf", 2),
+                                                                         ("report.pdf", 3)}
+    assert answer["cited_places"]

@@ -35,6 +35,7 @@ from dashrag.service.models import (
 from dashrag.service.pipeline import StepFailure
 from dashrag.service.routes import errors, invalid
 from dashrag.service.routes.trees import _corpus_under_root, _tree, refused_jobs, room_for_job, too_many, write_uploads
+from dashrag.service.source_folders import offered_source
 from dashrag.service.state import Service, service_of
 
 router = APIRouter(route_class=StrictJSONRoute)
@@ -149,7 +150,8 @@ async def add_documents(name: str, request: Request) -> JobAccepted:
     return JobAccepted(job_id=job.id)
 
 
-SYNC_RESPONSES = {**errors(401, 404, 409, 429, 503), **invalid("A body without a folder under the data root.")}
+SYNC_RESPONSES = {**errors(401, 404, 409, 429, 503), **invalid(
+    "A folder not under the data root, or none given for a tree that records none.")}
 
 
 @router.post("/trees/{name}/sync", status_code=202, response_model=JobAccepted, responses=SYNC_RESPONSES)
@@ -159,7 +161,14 @@ def sync_tree(name: str, body: SyncRequest, request: Request) -> JobAccepted:
     counts when done. Files that cannot be read are left out (the server's log names them)."""
     service = service_of(request)
     _saved_tree(service, name)
-    source = _corpus_under_root(service, body.corpus_path)
+    folder = body.corpus_path
+    if folder is None:
+        folder = offered_source(_tree(service, name).manifest.get("source_folder"), service.settings.data_root)
+        if folder is None:
+            raise RequestValidationError([{"loc": ["body", "corpus_path"], "type": "missing",
+                                           "msg": f"the tree {name!r} records no folder under the data root it was "
+                                                  "built from: send corpus_path"}])
+    source = _corpus_under_root(service, folder)
     if not source.is_dir():
         raise RequestValidationError([{"loc": ["body", "corpus_path"], "type": "value_error",
                                        "msg": "a sync reads a folder of files, not one file"}])

@@ -42,6 +42,7 @@ from dashrag.service.models import (
 )
 from dashrag.service.pipeline import StepFailure, safe_message
 from dashrag.service.routes import errors, invalid
+from dashrag.service.source_folders import offered_source, recorded_source
 from dashrag.service.state import Service, service_of
 from dashrag.service.trust import validate_client_config
 
@@ -81,7 +82,15 @@ def _config_errors(exc: ConfigError, where: tuple[str, ...]) -> RequestValidatio
 @router.get("/trees", response_model=list[TreeInfo], responses=errors(401, 503))
 def list_trees(request: Request) -> list[dict[str, Any]]:
     """The saved trees served as collections."""
-    return [tree.info() for tree in service_of(request).registry.trees()]
+    service = service_of(request)
+    return [tree_info(service, tree) for tree in service.registry.trees()]
+
+
+def tree_info(service: Service, tree: TreeCollection) -> dict[str, Any]:
+    """A served tree's :class:`TreeInfo`: its collection's own, and the folder of files it was built from as a
+    client names it (relative to the data root; service/source_folders.py)."""
+    return {**tree.info(),
+            "source_folder": offered_source(tree.manifest.get("source_folder"), service.settings.data_root)}
 
 
 @router.post("/trees/validate", response_model=Validation, responses={**errors(401, 413, 503),
@@ -120,6 +129,7 @@ async def build_tree(request: Request) -> JobAccepted:
     job_id = service.jobs.new_job_id()
     content_type = request.headers.get("content-type", "")
     cleanup: list[Path] = []
+    source: str | None = None  # uploads leave no folder to sync with
     room_for_job(service, request)
     if content_type.startswith("multipart/form-data"):
         body, corpus = await _multipart(request, service, job_id)
@@ -127,6 +137,8 @@ async def build_tree(request: Request) -> JobAccepted:
     else:
         body = await run_in_threadpool(_json_body, await request.body())  # off the event loop (json_body.py)
         corpus = _corpus_under_root(service, body.corpus_path)
+        data_root = service.settings.data_root  # set: _corpus_under_root refuses a path without one
+        source = recorded_source(corpus, data_root) if data_root is not None else None
     try:
         # the one validation of this build, with what it reaches (docs/security.md): a model folder outside the
         # data root is refused before it is looked at
@@ -139,7 +151,7 @@ async def build_tree(request: Request) -> JobAccepted:
         _remove(cleanup)
         raise _config_errors(exc, ("body", "config")) from None
     with refused_jobs(cleanup):
-        job = service.jobs.submit(job_id, body.name, root, corpus, chunker, body.overwrite, cleanup)
+        job = service.jobs.submit(job_id, body.name, root, corpus, chunker, body.overwrite, cleanup, source)
     return JobAccepted(job_id=job.id)
 
 
@@ -334,7 +346,7 @@ def reload_tree(name: str, request: Request) -> dict[str, Any]:
             or not (service.registry.folder_of(name) / "dashrag.json").is_file():
         raise HTTPException(404, f"no saved tree named {name!r}")
     try:
-        return service.registry.load_tree(name).info()
+        return tree_info(service, service.registry.load_tree(name))
     except DashragError as exc:
         raise StepFailure("load", str(exc)) from None
 
