@@ -49,9 +49,20 @@ def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_wh
     assert dense_model == report["model_reference"]
     assert (choice["shipped"] == "learned") == (dense_model == str((tmp_path / "model").resolve()))
     assert (choice["shipped"] == "learned") == (choice["learned"] > choice["base"])
-    assert report["model_card"]["plan"]["estimated_after_training_s"]["choose"] > 0  # the budget counts it
-    assert "final" not in report["model_card"]["plan"]["estimated_after_training_s"]  # no --final-eval asked
+    estimated = report["model_card"]["plan"]["estimated_after_training_s"]
+    assert estimated["choose"] > 0  # the budget counts it
+    assert "final" not in estimated  # no --final-eval asked
+    assert "dev figures" not in estimated and report["model_card"]["figures"]["dev_pool"] is None
+    assert set(choice["dense_alone"]) == {"base", "learned"}
+    assert all(0 <= figure <= 1 for figure in choice["dense_alone"].values())
+    assert "the dense model alone on the held-out pseudo-queries" in result.stdout
+    assert report["timings"]["embed_base_s"] > 0
+    # each model embedded the corpus once, into the cache: the choice and the dense figures re-embedded nothing
+    sidecars = [json.loads(p.read_text(encoding="utf-8")) for p in (tmp_path / "work" / "embeddings").glob("*.json")]
+    assert len(sidecars) == 2
+    assert str((tmp_path / "model").resolve()) in {s["embedding"]["params"]["model"] for s in sidecars}
     assert (tmp_path / "model").is_dir()
+
 
 
 def test_an_llm_with_judged_data_is_refused(tmp_path, tiny_scifact):
