@@ -93,11 +93,11 @@ export function LearnPanel({ api, name, t }) {
           {running && (
             <button type="button" className="cancel"
               onClick={() => api.post(`/jobs/${encodeURIComponent(job.id)}/cancel`, {}).then(setJob, setFailure)}>
-              {t('cancelBuild')}
+              {t('learnCancel')}
             </button>
           )}
           {job.error && <Failure summary={t('learnFailed')} detail={job.error} t={t} />}
-          {job.status === 'cancelled' && <p>{t('jobCancelled')}</p>}
+          {job.status === 'cancelled' && <p>{t('learnCancelled')}</p>}
           {job.status === 'done' && job.report && <LearnReport report={job.report} t={t} />}
         </div>
       )}
