@@ -123,17 +123,17 @@ def main() -> None:
             args.json.write_text(json.dumps(figures, indent=2), encoding="utf-8")
         return
     data = columns(args.batch_size, args.steps, args.seed)
-    results = {}
+    medians: dict[str, float] = {}
+    results: dict[str, dict[str, object]] = {}
     for name in args.recipes.split(","):
         max_seq_length, negative = RECIPES[name]
         seconds = time_recipe(data, max_seq_length, negative, args.batch_size, args.steps)
-        results[name] = {"median_s_per_step": round(statistics.median(seconds), 3),
-                         "steps_s": [round(s, 3) for s in seconds]}
-        print(f"{name:12} {results[name]['median_s_per_step']:7.2f} s/step  {results[name]['steps_s']}", flush=True)
-    base = results.get("triples-256", {}).get("median_s_per_step")
-    if base:
-        for name, figures in results.items():
-            print(f"{name:12} x{base / figures['median_s_per_step']:.2f} steps per second of triples-256")
+        medians[name] = round(statistics.median(seconds), 3)
+        results[name] = {"median_s_per_step": medians[name], "steps_s": [round(s, 3) for s in seconds]}
+        print(f"{name:12} {medians[name]:7.2f} s/step  {results[name]['steps_s']}", flush=True)
+    if "triples-256" in medians:
+        for name, median in medians.items():
+            print(f"{name:12} x{medians['triples-256'] / median:.2f} steps per second of triples-256")
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
 

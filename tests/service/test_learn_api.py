@@ -66,6 +66,7 @@ def test_refusals_name_what_is_wrong_before_any_work(trees):
         assert unknown.status_code == 404
         stray = httpx.post(f"{server.url}/trees/docs/learn", json={"epochs": 3}, timeout=60)
         assert stray.status_code == 422 and "epochs" in stray.text
-        outside = httpx.post(f"{server.url}/trees/docs/learn", json={"corpus_path": "../x"}, timeout=60)
+        outside = httpx.post(f"{server.url}/trees/docs/learn", json={"corpus_path": "../x", "time_budget_minutes": 5},
+                             timeout=60)
         assert outside.status_code == 422 and "corpus_path" in outside.text and str(trees) not in outside.text
     assert not (trees / ".learned-nope").exists()
