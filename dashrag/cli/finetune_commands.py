@@ -28,7 +28,8 @@ from dashrag.core.persistence import atomic_write_json
 from dashrag.errors import ConfigError, ConfigIssue, PersistenceError
 
 DATASET_HELP = "A BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv."
-STEP_NAMES = {"mine": "mining hard negatives", "train": "training", "embed": "embedding the corpus",
+STEP_NAMES = {"mine": "mining hard negatives", "embed base": "embedding (base model)", "train": "training",
+              "embed": "embedding the corpus",
               "tune": "tuning the tree", "final": "final evaluation"}
 
 
@@ -268,6 +269,9 @@ def pipeline_command(
                         f"best {tuning['best']['values']} nDCG@10 {tuning['best']['ndcg@10']:.4f}")
     if report["choice"] is not None:
         say(f"wrote the {report['choice']['shipped']} tree: {report['choice']['reason']}")
+        dense = report["choice"]["dense_alone"]
+        say(f"the dense model alone on the held-out pseudo-queries: base {dense['base']:.4f}, "
+            f"learned {dense['learned']:.4f} nDCG@10")
     if report["final"] is not None:
         print_wide(console, per_node_table(report["final"]))
     steps = " · ".join(f"{name[:-2]} {seconds:.0f}s" for name, seconds in report["timings"].items())

@@ -177,10 +177,14 @@ def train_embedding(
     allowance: Allowance = Allowance(),
     later: LaterSteps = lambda rates: {},
     announce: Callable[[TrainingPlan], None] = lambda plan: None,
+    dev_figures: bool = True,
 ) -> dict[str, Any]:
     """Train from ``base`` on ``data`` within ``allowance``, write the model folder ``out`` with its card;
     return the card. Before training: measure the step and encoding rates, plan (``later`` estimates the
-    caller's steps after training from the rates), and ``announce`` the plan."""
+    caller's steps after training from the rates), and ``announce`` the plan. ``dev_figures=False`` leaves
+    the dev pool's figures out (card ``dev_pool`` None, nothing budgeted for them): for a caller that
+    measures the base and the trained model itself, on vectors it computes anyway (the ``--corpus``
+    pipeline: the whole corpus, from the embedding cache)."""
     from datasets import Dataset
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from sentence_transformers.losses import MultipleNegativesRankingLoss
@@ -202,7 +206,7 @@ def train_embedding(
     rates = measure_rates(model, loss, all_columns, hyper.batch_size, all_columns["positive"],
                           list(data.fit.queries.values()), steps=allowance.probe_steps, seed=hyper.seed)
     timings["probe_s"] = time.perf_counter() - began
-    estimates = {"dev figures": dev_figure_seconds(data, rates), **later(rates)}
+    estimates = {**({"dev figures": dev_figure_seconds(data, rates)} if dev_figures else {}), **later(rates)}
     plan = plan_training(pairs, costs=Costs(spent_s=time.perf_counter() - allowance.started, step_s=rates.step_s,
                                             after_training_s=estimates),
                          budget_s=allowance.budget_s, batch_size=hyper.batch_size, epochs=hyper.epochs,
@@ -210,7 +214,7 @@ def train_embedding(
                          seed=hyper.seed)
     announce(plan)
     began = time.perf_counter()
-    dev_base = pool_figures(model, data)
+    dev_base = pool_figures(model, data) if dev_figures else None
     timings["dev_s"] = time.perf_counter() - began
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dashrag-finetune-") as scratch:
@@ -226,7 +230,7 @@ def train_embedding(
         output = without_printed_logs(trainer).train()
     timings["train_s"] = time.perf_counter() - began
     began = time.perf_counter()
-    dev_tuned = pool_figures(model, data)
+    dev_tuned = pool_figures(model, data) if dev_figures else None
     timings["dev_s"] += time.perf_counter() - began
     card = {
         "kind": "embedding",

@@ -85,10 +85,18 @@ class PseudoQueries:
         return [LLMQueryWriter(self.llm, self.llm_sample, settings.hyper.seed, deadline)]
 
     def prepare(self, settings: PipelineSettings, progress: Progress) -> LearnedFrom:
-        return UnjudgedData(prepare_corpus_training_data(
+        """The pseudo-query data, mined; then the corpus embedded by the base model into the embedding cache
+        (nothing to do when a tree on the base model already did it): the keep-the-base step's base tree and
+        the base's dense figures read those vectors, and the time it took counts as spent before the plan."""
+        prepared = prepare_corpus_training_data(
             settings.dataset, workdir=settings.workdir, sources=self.sources,
             held_out_fraction=self.held_out_fraction, dev_fraction=settings.dev_fraction, seed=settings.hyper.seed,
-            first_stage=settings.first_stage, progress=progress, writers=self.writers(settings)))
+            first_stage=settings.first_stage, progress=progress, writers=self.writers(settings))
+        began = time.perf_counter()
+        embed_corpus(embedding_config(base_model_path(settings)), settings.dataset, settings.workdir, progress,
+                     step="embed base")
+        prepared.data.timings["embed_base_s"] = time.perf_counter() - began
+        return UnjudgedData(prepared)
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,7 @@ class JudgedData:
     """Judged training data: the tuned tree ships as is (its dev slice was judged by people)."""
 
     data: TrainingData
+    dev_figures = True  # the trainer's dev-pool figures (a few hundred documents): the card's base/fine-tuned figures
 
     def choose(self, settings: PipelineSettings, bm25: dict[str, Any], learned: dict[str, Any],
                infra: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -110,6 +119,10 @@ class UnjudgedData:
     """Pseudo-query training data: the tuned tree ships only when it beats the base on the held-out slice."""
 
     prepared: CorpusTrainingData
+    # No dev-pool figures in the trainer: its pool is most of the corpus here (a pseudo-query's top 5 over
+    # thousands of dev queries), encoded twice; the choice scores both dense models on the whole corpus instead,
+    # from the vectors the embedding cache already holds (docs/finetuning.md).
+    dev_figures = False
 
     @property
     def data(self) -> TrainingData:
@@ -117,20 +130,26 @@ class UnjudgedData:
 
     def choose(self, settings: PipelineSettings, bm25: dict[str, Any], learned: dict[str, Any],
                infra: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        from dashrag.finetuning.keep_base import LEARNED, compare_on_held_out
+        """The keep-the-base rule on the hybrids, and the two dense models alone on the same held-out queries
+        (what the report says of the model; nothing is chosen on it). Every corpus vector is read from the
+        embedding cache: the base's embedded before training, the learned model's by the embed step."""
+        from dashrag.finetuning.keep_base import LEARNED, compare_on_held_out, held_out_score
 
-        base = hybrid_config(str(resolve_embedding_base(settings.base).source.path), bm25)
-        choice = compare_on_held_out(base, learned, self.prepared.held_out, infra)
-        report = {**choice.to_json(), "held_out_queries": len(self.prepared.held_out),
+        base = hybrid_config(base_model_path(settings), bm25)
+        held_out = self.prepared.held_out
+        choice = compare_on_held_out(base, learned, held_out, infra)
+        dense_alone = {name: round(held_out_score(dense_child(tree), held_out, infra), 6)
+                       for name, tree in (("base", base), ("learned", learned))}
+        report = {**choice.to_json(), "held_out_queries": len(held_out), "dense_alone": dense_alone,
                   "sources": list(self.prepared.sources), "written": self.prepared.written}
         return (learned if choice.shipped == LEARNED else base), report
 
     def choice_cost(self, rates: Rates, fit_s: float, rank_s: float) -> dict[str, float]:
-        """The keep-the-base step's estimate: the corpus embedded by the base model (the model trained runs at
-        the same rate), then both trees fitted and every held-out query ranked and encoded by each."""
+        """The keep-the-base step's estimate: both hybrids fitted (their corpus vectors are cached: no document is
+        embedded) and every held-out query ranked and encoded by each, then encoded again by each dense model
+        alone."""
         held_out = len(self.prepared.held_out)
-        return {"choose": len(self.data.documents) * rates.document_s
-                + 2 * (fit_s + held_out * (rank_s + rates.query_s))}
+        return {"choose": 2 * (fit_s + held_out * (rank_s + rates.query_s)) + 2 * held_out * rates.query_s}
 
 
 LearnedFrom = JudgedData | UnjudgedData
@@ -172,6 +191,21 @@ def model_reference(model_dir: Path) -> str:
         return str(absolute)
 
 
+def embedding_config(model: str) -> dict[str, Any]:
+    """The embedding of the hybrid's dense child: one config, so every step keys the embedding cache alike."""
+    return {"component": "SentenceTransformerEmbedding", "params": {"model": model}}
+
+
+def base_model_path(settings: PipelineSettings) -> str:
+    return str(resolve_embedding_base(settings.base).source.path)
+
+
+def dense_child(hybrid: dict[str, Any]) -> dict[str, Any]:
+    """The dense retriever of a ``hybrid_config`` tree."""
+    child: dict[str, Any] = hybrid["params"]["children"][1]
+    return child
+
+
 def hybrid_config(model: str, bm25: dict[str, Any]) -> dict[str, Any]:
     """BM25 (the first stage's params) and the fine-tuned dense child, fused by min-max (relative score)."""
     keyword = copy.deepcopy(bm25)
@@ -182,8 +216,7 @@ def hybrid_config(model: str, bm25: dict[str, Any]) -> dict[str, Any]:
             "children": [
                 keyword,
                 {"component": "DenseEmbeddingRetriever",
-                 "params": {"top_k": 100, "similarity_metric": "cosine",
-                            "embedding": {"component": "SentenceTransformerEmbedding", "params": {"model": model}}}},
+                 "params": {"top_k": 100, "similarity_metric": "cosine", "embedding": embedding_config(model)}},
             ],
             "merge_strategy": "relative_score",
             "weights": [0.5, 1.0],
@@ -221,8 +254,10 @@ def check_settings(settings: PipelineSettings) -> dict[str, Any]:
     return bm25
 
 
-def embed_corpus(config: dict[str, Any], dataset: Path, workdir: Path, progress: Progress) -> Any:
-    """Chunk and store the corpus (documents whole), embed it with the dense child into the cache."""
+def embed_corpus(embedding_config: dict[str, Any], dataset: Path, workdir: Path, progress: Progress,
+                 step: str = "embed") -> Any:
+    """Chunk and store the corpus (documents whole), embed it with ``embedding_config`` into the embedding cache
+    (read from it when there already); the stored corpus's infrastructure."""
     import dashrag
     from dashrag.api import prepare_corpus
     from dashrag.core.factory import build_as
@@ -230,9 +265,9 @@ def embed_corpus(config: dict[str, Any], dataset: Path, workdir: Path, progress:
     from dashrag.embeddings.cache import document_vectors
 
     infra = prepare_corpus(dashrag.Corpus.from_path(dataset), workdir, WHOLE_DOCUMENTS)
-    embedding = build_as(config["params"]["children"][1]["params"]["embedding"], EmbeddingModel, "embedding")
-    progress("embed", 0, len(infra.chunks))
-    document_vectors(embedding, infra.chunks, infra.env_path, on_block=lambda d, n: progress("embed", d, n))
+    embedding = build_as(embedding_config, EmbeddingModel, "embedding")
+    progress(step, 0, len(infra.chunks))
+    document_vectors(embedding, infra.chunks, infra.env_path, on_block=lambda d, n: progress(step, d, n))
     embedding.close()
     return infra
 
@@ -311,15 +346,18 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
     began = time.perf_counter()
     learned_from = settings.learn_from.prepare(settings, progress)
     data = learned_from.data
-    timings["mine_s"] = time.perf_counter() - began
+    if "embed_base_s" in data.timings:
+        timings["embed_base_s"] = data.timings["embed_base_s"]
+    timings["mine_s"] = time.perf_counter() - began - timings.get("embed_base_s", 0.0)
     began = time.perf_counter()
     card = train_embedding(data, settings.model_dir, base=settings.base, hyper=settings.hyper,
                            device=settings.device, progress=progress, allowance=allowance,
-                           later=later_steps(settings, learned_from), announce=announce)
+                           later=later_steps(settings, learned_from), announce=announce,
+                           dev_figures=learned_from.dev_figures)
     timings["train_s"] = time.perf_counter() - began
     config = hybrid_config(model_reference(settings.model_dir), bm25)
     began = time.perf_counter()
-    infra = embed_corpus(config, settings.dataset, settings.workdir, progress)
+    infra = embed_corpus(dense_child(config)["params"]["embedding"], settings.dataset, settings.workdir, progress)
     timings["embed_s"] = time.perf_counter() - began
     began = time.perf_counter()
     params, grid_note = tuning_grid(settings, card["plan"], timings["embed_s"], time.perf_counter() - started)

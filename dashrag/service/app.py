@@ -31,7 +31,7 @@ from dashrag.service.mcp_route import mcp_route
 from dashrag.service.middleware import OriginGuard, RequestMiddleware
 from dashrag.service.openapi_document import for_generators
 from dashrag.service.pipeline import NoCollection, StepFailure
-from dashrag.service.routes import documents, meta, retrieve, trees
+from dashrag.service.routes import documents, learn, meta, retrieve, trees
 from dashrag.service.settings import ServiceSettings
 from dashrag.service.state import build_service
 from dashrag.web import routes as web_routes
@@ -76,9 +76,9 @@ def create_app(settings: ServiceSettings | None = None, static_dir: Path | None 
     app.state.service = service
     guarded = [Depends(require_token)] if settings.auth_token_var else []  # the OpenAPI shows auth only when on
     app.include_router(meta.open_router, tags=["meta"])
-    guarded_routers = (meta.router, retrieve.router, trees.router, documents.router,
+    guarded_routers = (meta.router, retrieve.router, trees.router, documents.router, learn.router,
                        web_routes.router)  # web: GET /presets
-    for router, tag in zip(guarded_routers, ("meta", "retrieval", "trees", "documents", "web")):
+    for router, tag in zip(guarded_routers, ("meta", "retrieval", "trees", "documents", "learning", "web")):
         app.include_router(router, dependencies=guarded, tags=[tag])
     api_routes = [r for router in (meta.open_router, *guarded_routers)
                   for r in router.routes if isinstance(r, APIRoute)]

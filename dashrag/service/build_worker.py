@@ -1,4 +1,4 @@
-"""The worker process of one build, update or sync job (run by :mod:`dashrag.service.build_process`).
+"""The worker process of one build, update, sync or learn job (run by :mod:`dashrag.service.build_process`).
 
 It reads its task as JSON on stdin, caps its own address space first (``RLIMIT_AS``), sends its
 output to stderr so that stdout carries only its JSON lines (``{"progress": [stage, done, total]}``,
@@ -59,7 +59,31 @@ def _sync(task: dict[str, Any], progress: Any) -> dict[str, Any]:
     return {"changed": bool(report.update and report.update.changed), "counts": report.counts(), "warnings": warned}
 
 
-WORK = {"build": _build, "update": _update, "sync": _sync}
+#: The learn job's stages (``finetune pipeline --corpus``'s steps), as the job shows them.
+LEARN_STAGES = {"mine": "learning: mining hard negatives", "embed base": "learning: embedding with the base model",
+                "train": "learning: training", "embed": "learning: embedding with the learned model",
+                "tune": "learning: tuning the tree"}
+
+
+def _learn(task: dict[str, Any], progress: Any) -> dict[str, Any]:
+    """``finetune pipeline --corpus`` on the tree's stored documents or a folder under the data root
+    (docs/finetuning.md); its summary (no server path) is the job's report."""
+    from pathlib import Path
+
+    from dashrag.finetuning.documents_job import DOCUMENTS_FILE, learn_from_documents, stored_documents_file
+    from dashrag.finetuning.embedding_trainer import EmbeddingHyperparameters
+
+    work = Path(task["work"])
+    progress("reading the corpus")
+    corpus = (Path(task["source"]) if task["source"] is not None
+              else stored_documents_file(Path(task["folder"]), task.get("store_url"), work / DOCUMENTS_FILE))
+    hyper = EmbeddingHyperparameters(max_seq_length=task["max_seq_length"], batch_size=task["batch_size"])
+    return learn_from_documents(corpus, Path(task["out"]), work, time_budget_s=task["time_budget_s"],
+                                max_steps=task["max_steps"], hyper=hyper,
+                                progress=lambda step, done, total: progress(LEARN_STAGES.get(step, step), done, total))
+
+
+WORK = {"build": _build, "update": _update, "sync": _sync, "learn": _learn}
 
 
 def perform(task: dict[str, Any], progress: Any) -> dict[str, Any]:

@@ -54,6 +54,10 @@ STAGE_SPANS: dict[str, tuple[float, float]] = {
     "saving": (0.85, 0.95), "exporting the query encoder": (0.85, 0.85), "publishing": (0.95, 0.99),
     "loading": (0.0, 0.1), "updating": (0.1, 0.85),  # ``update_tree``'s stages (a document update job)
     "hashing the folder": (0.0, 0.02), "reading files": (0.02, 0.1),  # ``sync_tree``'s own, before the update
+    # a learn job's (build_worker.LEARN_STAGES): training takes most of the time budget
+    "learning: mining hard negatives": (0.02, 0.1), "learning: embedding with the base model": (0.1, 0.2),
+    "learning: training": (0.2, 0.7), "learning: embedding with the learned model": (0.7, 0.8),
+    "learning: tuning the tree": (0.8, 0.97),
 }
 
 
@@ -77,6 +81,7 @@ class Job:
     files: dict[str, Any] | None = None  # a done build of a folder: each file read, skipped or failed
     warnings: list[str] = field(default_factory=list)  # a done job's: published, but something was left behind
     updating: bool = False  # a document update of a saved tree, not a build
+    learning: bool = False  # learning from a saved tree's documents (submit_learn): the tree itself is untouched
     stage: str | None = None
     done: int = 0
     total: int | None = None
@@ -86,6 +91,7 @@ class Job:
     finished: float | None = None
     cancel_requested: bool = False
     upload_bytes: int = 0  # what its uploaded corpus holds on disk until it ends (the queued-upload budget)
+    report: dict[str, Any] | None = None  # a done learn job's: which tree it chose and why (documents_job.summary)
 
     def enter(self, stage: str, done: int = 0, total: int | None = None) -> None:
         self.check_cancel()
@@ -125,7 +131,7 @@ class Job:
                 "tree": self.tree if self.status == "done" else None, "error": self.error,
                 "stage": self.stage, "done": self.done, "total": self.total, "elapsed_s": round(elapsed, 3),
                 "stage_eta_s": self.stage_eta_s(), "counts": self.counts, "files": self.files,
-                "warnings": self.warnings}
+                "warnings": self.warnings, "report": self.report}
 
 
 #: What a job leaves in the trees folder while it runs, and a killed service leaves behind: job folders beside
@@ -215,7 +221,7 @@ class BuildJobs:
         for later syncs (service/source_folders.py; None: uploaded files, a JSONL corpus)."""
         with self._lock:
             pending = self._pending()
-            busy = any(j.tree == name for j in pending)
+            busy = any(j.tree == name and not j.learning for j in pending)  # learning reads, never writes, the tree
             exists = (self.registry.folder_of(name) / MANIFEST_NAME).is_file()
             if busy or (exists and not overwrite):
                 raise NameTaken(f"a tree named {name!r} {'is being built' if busy else 'exists'}"
@@ -277,7 +283,7 @@ class BuildJobs:
 
     def _submit_change(self, job_id: str, name: str, task: dict[str, Any], cleanup: list[Path]) -> Job:
         with self._lock:
-            if any(j.tree == name and j.status in ("queued", "running") and not j.updating
+            if any(j.tree == name and j.status in ("queued", "running") and not j.updating and not j.learning
                    for j in self._jobs.values()):
                 raise NameTaken(f"the tree {name!r} is being built")
             job = self._admit(Job(job_id, name, cleanup=list(cleanup), updating=True))
@@ -305,6 +311,38 @@ class BuildJobs:
         finally:
             for path in job.cleanup:
                 shutil.rmtree(path, ignore_errors=True)
+
+    def submit_learn(self, job_id: str, name: str, task: dict[str, Any]) -> Job:
+        """Learn from the saved tree ``name``'s documents (or ``task["source"]``, a folder under the data root) as a
+        job (docs/finetuning.md): ``finetune pipeline --corpus`` in a worker, its model folder, preset and report
+        written to ``learned_folder(name)``. One learn job per tree at a time (they would write the same folder)."""
+        with self._lock:
+            if any(j.tree == name and j.status in ("queued", "running") and j.learning for j in self._jobs.values()):
+                raise NameTaken(f"the tree {name!r} is already learning from its documents")
+            job = self._admit(Job(job_id, name, learning=True))
+        self._pool.submit(self._run_learn, job, task)
+        return job
+
+    def learned_folder(self, name: str) -> Path:
+        """Where a learn job on the tree ``name`` writes: hidden beside the trees (never listed or served)."""
+        target = self.registry.folder_of(name)
+        return target.parent / f".learned-{target.name}"
+
+    def _run_learn(self, job: Job, task: dict[str, Any]) -> None:
+        work = self.registry.folder_of(job.tree).parent / f".work-{job.id}"
+        try:
+            task = {**task, "kind": "learn", "folder": str(self.registry.folder_of(job.tree)),
+                    "store_url": self.registry.store_of(job.tree), "work": str(work),
+                    "out": str(self.learned_folder(job.tree))}
+            job.report = run_in_worker(task, self.limits, job.enter, job.check_cancel)
+            job.end("done", f"learned from {job.tree}'s documents: the {job.report['shipped']} tree chosen")
+        except Cancelled as exc:
+            job.end("cancelled", str(exc))
+        except Exception as exc:  # a failed run is a job state; the tree is untouched
+            logger.warning("learn job %s failed: %s", job.id, type(exc).__name__, exc_info=logger.isEnabledFor(10))
+            job.end("failed", f"learning failed during {job.stage or 'the start'}", safe_message(exc))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
     def remove_documents(self, name: str, document_ids: list[str]) -> dict[str, int]:
         """Remove documents from the saved tree ``name`` now (no embedding: a request, not a job), then swap

@@ -186,6 +186,20 @@ class SyncRequest(BaseModel):
         "the folder the tree was built from (its source_folder)."))
 
 
+class LearnRequest(BaseModel):
+    """Learn from a saved tree's documents without judgements (``finetune pipeline --corpus``, docs/finetuning.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    corpus_path: str | None = Field(None, min_length=1, description=(
+        "A folder or corpus.jsonl under the data root to learn from; null: the tree's own stored documents."))
+    time_budget_minutes: float = Field(30.0, gt=0, le=24 * 60, description=(
+        "Wall time of the whole run; training gets what the measured costs of the other steps leave. At most four "
+        "fifths of the service's job time limit (build_timeout_sec)."))
+    max_steps: int | None = Field(None, ge=1, description="At most this many training steps.")
+    max_seq_length: int = Field(256, ge=8, le=512, description="Tokens read per text while training.")
+    batch_size: int = Field(32, ge=2, le=256, description="Pairs per training batch (the in-batch negatives).")
+
+
 class JobAccepted(BaseModel):
     job_id: str
 
@@ -226,6 +240,9 @@ class JobStatus(BaseModel):
     warnings: list[str] = Field(default_factory=list, description=(
         "A done job's warnings: the change is published, but something was left behind (an old store that "
         "could not be removed; the next save removes it)."))
+    report: dict[str, Any] | None = Field(None, description=(
+        "A done learn job (POST /trees/{name}/learn): the tree it chose (shipped: base or learned) and why, the "
+        "held-out pseudo-query figures, the training plan, the tuning and the time (docs/finetuning.md)."))
 
 
 class DocumentIn(BaseModel):

@@ -1,6 +1,7 @@
 import React, { useCallback, useEffect, useState } from 'react';
 import { Failure } from './Failure';
 import { JobStatus } from './IndexPanel';
+import { LearnPanel } from './LearnPanel';
 import { describeFailure } from './i18n';
 
 // A saved tree's documents (docs/web.md, docs/updating.md): a page of them at a time (GET
@@ -207,6 +208,8 @@ export function DocumentsPanel({ api, name, t, lang, sourceFolder, onChanged, on
         )}
         {syncFailure && <Failure error={syncFailure} t={t} />}
       </form>
+
+      <LearnPanel api={api} name={name} t={t} />
 
       <form className="documents-remove" onSubmit={(e) => { e.preventDefault(); askRemove(removeId.trim()); }}>
         <h3>{t('docsRemoveTitle')}</h3>

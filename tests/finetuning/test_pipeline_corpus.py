@@ -49,9 +49,43 @@ def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_wh
     assert dense_model == report["model_reference"]
     assert (choice["shipped"] == "learned") == (dense_model == str((tmp_path / "model").resolve()))
     assert (choice["shipped"] == "learned") == (choice["learned"] > choice["base"])
-    assert report["model_card"]["plan"]["estimated_after_training_s"]["choose"] > 0  # the budget counts it
-    assert "final" not in report["model_card"]["plan"]["estimated_after_training_s"]  # no --final-eval asked
+    estimated = report["model_card"]["plan"]["estimated_after_training_s"]
+    assert estimated["choose"] > 0  # the budget counts it
+    assert "final" not in estimated  # no --final-eval asked
+    assert "dev figures" not in estimated and report["model_card"]["figures"]["dev_pool"] is None
+    assert set(choice["dense_alone"]) == {"base", "learned"}
+    assert all(0 <= figure <= 1 for figure in choice["dense_alone"].values())
+    assert "the dense model alone on the held-out pseudo-queries" in result.stdout
+    assert report["timings"]["embed_base_s"] > 0
+    # each model embedded the corpus once, into the cache: the choice and the dense figures re-embedded nothing
+    sidecars = [json.loads(p.read_text(encoding="utf-8")) for p in (tmp_path / "work" / "embeddings").glob("*.json")]
+    assert len(sidecars) == 2
+    assert str((tmp_path / "model").resolve()) in {s["embedding"]["params"]["model"] for s in sidecars}
     assert (tmp_path / "model").is_dir()
+
+
+
+@pytest.mark.slow
+def test_where_learning_cannot_help_the_pipeline_writes_the_base_tree(tmp_path):
+    """Five documents on five unrelated topics: the base hybrid already ranks every held-out pseudo-query's own
+    document first (nDCG@10 1.0), so no trained model can beat it and the preset written is the base tree."""
+    from tests.finetuning.test_keep_base import TOPICS
+
+    corpus = tmp_path / "topics.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": name, "title": f"All about the {name} topic", "text": text}) + "\n"
+                              for name, text in TOPICS.items()), encoding="utf-8")
+    result = run_cli("finetune", "pipeline", "--corpus", corpus, "--out", tmp_path / "mine.json",
+                     "--model-dir", tmp_path / "model", "--workdir", tmp_path / "work", "--json",
+                     tmp_path / "report.json", "--held-out-fraction", "0.2", "--max-steps", "2", *TINY)
+    assert result.exit_code == 0, result.output
+    choice = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["choice"]
+    assert choice["base"] == pytest.approx(1.0)
+    assert choice["shipped"] == "base" and "the base is kept" in choice["reason"]
+    assert "wrote the base tree" in result.stdout
+    preset = json.loads((tmp_path / "mine.json").read_text(encoding="utf-8"))
+    model = preset["params"]["children"][1]["params"]["embedding"]["params"]["model"]
+    assert model != str((tmp_path / "model").resolve())  # the base model, not the one trained
+    assert (tmp_path / "model").is_dir()  # trained all the same: the model is there to inspect
 
 
 def test_an_llm_with_judged_data_is_refused(tmp_path, tiny_scifact):

@@ -150,6 +150,10 @@ def test_a_generated_client_calls_every_operation(client_package, server):
     listed = call(api, "documents.list_documents", "from_upload", client=client, limit=2)
     assert listed.total == 10 and len(listed.documents) == 2
     call(api, "documents.remove_document", "from_upload", "new.md", client=client)
+    learning = call(api, "learning.learn_from_documents", "from_upload", client=client, body=models.LearnRequest(
+        time_budget_minutes=5, max_steps=1, max_seq_length=64, batch_size=8))  # accepted, then cancelled: no training
+    assert call(api, "trees.cancel_job", learning.job_id, client=client).status.value in ("queued", "running",
+                                                                                          "cancelled")
     assert call(api, "meta.filter_schema_route", client=client).to_dict()["$defs"]
     fields = {f.name for f in call(api, "documents.list_fields", "from_upload", client=client).fields}
     assert {"path", "file_type"} <= fields  # no metadata given: the uploaded files' own fields
