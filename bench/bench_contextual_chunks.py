@@ -7,7 +7,7 @@ run, the hits pooled per document (a document's best chunk) and nDCG@10 taken. A
 is one chunk (the header adds the title once more); at a small size an abstract is several chunks and only the
 first holds the title, unless the header puts it into every one.
 
-    flock /tmp/team/bench.lock nice .venv/bin/python bench/bench_contextual_chunks.py \
+    nice .venv/bin/python bench/bench_contextual_chunks.py \
         [--documents 5183] [--formats html pdf] [--chunk-size 2000 300] [--preset keyword] [--json OUT]
 """
 

@@ -20,7 +20,7 @@ already embedded text's takes that vector instead of a second forward pass (``To
 ``--no-token-memo`` embeds every corpus in full). How many texts each corpus really embedded is in the
 output (``embedded``): the share of converted texts that differ, as the model reads them, from the JSONL.
 
-    flock /tmp/team/bench.lock nice .venv/bin/python bench/bench_documents_quality.py \
+    nice .venv/bin/python bench/bench_documents_quality.py \
         [--documents 1000] [--preset keyword hybrid] [--no-token-memo] [--json OUT]
 """
 

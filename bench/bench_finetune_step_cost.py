@@ -18,8 +18,8 @@ two-child ``ParallelRetriever`` (BM25 at two ``k1``: no model, the same fusion a
 the pipeline's fusion weights on the ``--corpus`` dev slice of SciFact's pseudo-queries. Run under the
 team's lock, one at a time:
 
-    PYTHONPATH=. flock /tmp/team/bench.lock nice .venv/bin/python bench/bench_finetune_step_cost.py [--steps 2]
-    PYTHONPATH=. flock /tmp/team/bench.lock nice .venv/bin/python bench/bench_finetune_step_cost.py --fusion
+    PYTHONPATH=. nice .venv/bin/python bench/bench_finetune_step_cost.py [--steps 2]
+    PYTHONPATH=. nice .venv/bin/python bench/bench_finetune_step_cost.py --fusion
 """
 
 from __future__ import annotations
