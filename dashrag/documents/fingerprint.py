@@ -25,6 +25,8 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
 from dashrag.documents.model import Metadata, normalise_categories
 
 SEQUENTIAL = 1  # the schemes, named by the saved-folder format version whose manifests use them
@@ -74,8 +76,13 @@ def scheme_of_format(format_version: int) -> int:
 
 
 def _digest_sum(lines: Iterable[bytes]) -> int:
-    sha256, from_bytes = hashlib.sha256, int.from_bytes
-    return sum(from_bytes(sha256(line).digest(), "big") for line in lines)
+    """The sum of the lines' sha256 digests as integers: each digest cut into eight 32-bit words, each word
+    summed down the lines in uint64 (no overflow below 2**32 lines), the eight sums then put together (a
+    quarter faster than a Python integer per line, docs/scale.md)."""
+    sha256 = hashlib.sha256
+    digests = b"".join([sha256(line).digest() for line in lines])
+    words = np.frombuffer(digests, dtype=">u4").reshape(-1, 8).sum(axis=0, dtype=np.uint64)
+    return sum(int(word) << (32 * (7 - j)) for j, word in enumerate(words.tolist()))
 
 
 def _hex(total: int) -> str:
