@@ -105,36 +105,62 @@ class ChunkSet:
         fingerprint_ = self._changed_fingerprint(kept_rows, added)
         if not isinstance(self.chunks, StoredChunks):
             return ChunkSet([self.chunks[r] for r in kept_rows.tolist()] + list(added), fingerprint_)
-        rows = self.chunks.rows
-        metadata = {d: self.document_metadata[n] for d, n in self._document_number.items()}
-        metadata.update({c.document_id: c.metadata for c in reversed(added)})
-        new_rows = [(c.id, c.document_id, c.position, c.text, c.start, c.end) for c in added]
-        kept = [rows[r] for r in kept_rows.tolist()]
-        fields = {r[0]: self.chunk_fields[r[0]] for r in kept if r[0] in self.chunk_fields}
+        kept_numbers = np.unique(self.document_index[kept_rows]).tolist()  # ascending: their order of appearance
+        renumbered = np.full(len(self.document_ids), -1, dtype=np.int64)
+        renumbered[kept_numbers] = np.arange(len(kept_numbers))
+        document_ids = [self.document_ids[n] for n in kept_numbers]
+        metadata = [self.document_metadata[n] for n in kept_numbers]
+        joined: dict[str, int] = {}
+        for c in added:
+            if c.document_id not in joined:
+                joined[c.document_id] = len(document_ids)
+                document_ids.append(c.document_id)
+                metadata.append(c.metadata)
+        document_index = np.concatenate([renumbered[self.document_index[kept_rows]],
+                                         np.array([joined[c.document_id] for c in added], dtype=np.int64)])
+        ids = np.concatenate([self.ids[kept_rows], np.array([c.id for c in added], dtype=np.int64)])
+        stored = self.chunks.rows
+        rows = [stored[r] for r in kept_rows.tolist()] + [_row(c) for c in added]
+        fields = dict(self.chunk_fields)
+        if fields:
+            for gone in np.setdiff1d(self.ids, ids[:len(kept_rows)], assume_unique=True).tolist():
+                fields.pop(gone, None)
         fields.update({c.id: c.fields for c in added if c.fields})
-        return ChunkSet.from_rows(kept + new_rows, metadata, fingerprint_, fields)
+        chunk_set = ChunkSet.__new__(ChunkSet)
+        chunk_set._take(StoredChunks(rows, dict(zip(document_ids, metadata)), fields), ids, document_ids,
+                        document_index, metadata, fingerprint_, fields, ADDITIVE)
+        return chunk_set
 
     def _set_up(self, chunks: Sequence[Chunk], ids: list[int], document_of_row: list[str],
                 metadata: Mapping[str, Metadata], fingerprint: str | None,
                 chunk_fields: Mapping[int, Metadata], scheme: int) -> None:
+        doc_ids: dict[str, int] = {}
+        for d in document_of_row:
+            doc_ids.setdefault(d, len(doc_ids))
+        document_index = np.fromiter(map(doc_ids.__getitem__, document_of_row), dtype=np.int64,
+                                     count=len(document_of_row))
+        self._take(chunks, np.fromiter(ids, dtype=np.int64, count=len(ids)), list(doc_ids), document_index,
+                   [metadata.get(d, {}) for d in doc_ids], fingerprint, chunk_fields, scheme)
+
+    def _take(self, chunks: Sequence[Chunk], ids: np.ndarray, document_ids: list[str], document_index: np.ndarray,
+              document_metadata: list[Metadata], fingerprint: str | None, chunk_fields: Mapping[int, Metadata],
+              scheme: int) -> None:
+        """Hold the chunks and their arrays: ``ids`` ascending, ``document_ids`` in order of first appearance and
+        ``document_index`` each row's number among them (what an update derives from the old set's arrays)."""
         self.fingerprint_scheme = _checked_scheme(scheme)
         if fingerprint is not None:
             self.__dict__["fingerprint"] = fingerprint  # the cached_property's own slot
         if not chunks:
             raise CorpusError("the corpus has no chunks (no document had any text)")
         self.chunks: Sequence[Chunk] = chunks
-        self.ids = np.fromiter(ids, dtype=np.int64, count=len(ids))
-        if len(ids) > 1 and not bool(np.all(self.ids[1:] > self.ids[:-1])):  # in id order: unique iff increasing
+        self.ids = ids
+        if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):  # in id order: unique iff increasing
             raise CorpusError("chunk ids are not unique")
-        doc_ids: dict[str, int] = {}
-        for d in document_of_row:
-            doc_ids.setdefault(d, len(doc_ids))
-        self._document_number = doc_ids
-        self.document_ids: list[str] = list(doc_ids)
-        self.document_index = np.fromiter(map(doc_ids.__getitem__, document_of_row), dtype=np.int64,
-                                          count=len(document_of_row))
-        self.document_sizes = np.bincount(self.document_index, minlength=len(doc_ids))
-        self.document_metadata: list[Metadata] = [metadata.get(d, {}) for d in self.document_ids]
+        self._document_number = dict(zip(document_ids, range(len(document_ids))))
+        self.document_ids: list[str] = document_ids
+        self.document_index = document_index
+        self.document_sizes = np.bincount(document_index, minlength=len(document_ids))
+        self.document_metadata: list[Metadata] = document_metadata
         self.chunk_fields: Mapping[int, Metadata] = chunk_fields  # by chunk id; only chunks with fields
 
     @cached_property

@@ -132,3 +132,9 @@ def test_an_updates_chunk_set_is_the_kept_chunks_then_the_new_ones(docs, more, g
             assert list(after.chunks) == expected
             assert after.fingerprint_scheme == ADDITIVE
             assert after.fingerprint == _reference_additive(expected)  # shifted by the change, or hashed whole
+            rebuilt = ChunkSet(expected)  # its arrays as a chunk set made from scratch has them
+            assert after.ids.tolist() == rebuilt.ids.tolist() and after.document_ids == rebuilt.document_ids
+            assert after.document_index.tolist() == rebuilt.document_index.tolist()
+            assert after.document_sizes.tolist() == rebuilt.document_sizes.tolist()
+            assert after.document_metadata == rebuilt.document_metadata
+            assert [after.at(c.document_id, c.position) for c in expected] == expected
