@@ -100,8 +100,9 @@ class ChunkSet:
 
     def changed(self, kept_rows: np.ndarray, added: Sequence[Chunk]) -> ChunkSet:
         """The chunk set of an update: the rows ``kept_rows`` (ascending, every row of the documents they keep:
-        :meth:`rows_without`) then ``added`` (ids above every one here). A set read from a store stays rows (no chunk is made for the kept ones). Its fingerprint is
-        additive, shifted from this one's by the chunks that changed where this one's is additive too."""
+        :meth:`rows_without`) then ``added`` (ids above every one here). A set read from a store stays rows (no
+        chunk is made for the kept ones). Its fingerprint is additive, shifted from this one's by the chunks that
+        changed where this one's is additive too."""
         fingerprint_ = self._changed_fingerprint(kept_rows, added)
         if not isinstance(self.chunks, StoredChunks):
             return ChunkSet([self.chunks[r] for r in kept_rows.tolist()] + list(added), fingerprint_)
