@@ -69,7 +69,10 @@ except ImportError:  # pragma: no cover - Windows: no reader lock, loads rely on
     fcntl = None  # type: ignore[assignment]
 
 FORMAT_NAME = "dashrag-saved-retriever"
-FORMAT_VERSION = 1
+#: 2: the corpus fingerprint is additive (documents/fingerprint.py: an update hashes what it changed); a folder of
+#: format 1 (fingerprinted sequentially) still loads and is verified as it was, and its first update saves format 2
+#: (a save writes the format of its chunk set's fingerprint: :data:`FORMAT_VERSION` for an additive one).
+FORMAT_VERSION = 2
 MANIFEST_NAME = "dashrag.json"
 #: The manifest of a save that commits an external store's change before it switches ``MANIFEST_NAME``
 #: (store/external_change.py): written first, so a kill after the commit rolls forward on load.

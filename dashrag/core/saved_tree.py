@@ -35,6 +35,7 @@ from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
 from dashrag.core.persistence import (
+    FORMAT_VERSION,
     MANIFEST_NAME,
     PENDING_MANIFEST_NAME,
     atomic_write_json,
@@ -49,6 +50,7 @@ from dashrag.core.persistence import (
     write_saved_folder,
 )
 from dashrag.core.retriever import Retriever
+from dashrag.documents.fingerprint import ADDITIVE, scheme_of_format
 from dashrag.errors import ConfigError, PersistenceError, excerpt
 from dashrag.store.sqlite_reader import read_chunk_set, sqlite_url
 
@@ -61,6 +63,13 @@ STORE_FILE_PATTERN = re.compile(r"store-[0-9a-f]{1,64}\.sqlite")
 
 def store_filename(fingerprint: str) -> str:
     return f"store-{fingerprint[:16]}.sqlite"
+
+
+def saved_format_version(scheme: int) -> int:
+    """The format version a save writes for a chunk set fingerprinted under ``scheme``: the current one, or 1 for
+    a format-1 folder loaded and saved again unchanged (its fingerprint is still the sequential one that its store,
+    its engines' records and its embedding cache are named by; the first update migrates it)."""
+    return FORMAT_VERSION if scheme == ADDITIVE else 1
 
 
 def save(root: ConfigObject, folder: str | Path) -> Path:
@@ -94,6 +103,7 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
 
         try:
             write_saved_folder(folder, write_nodes, {
+                "format_version": saved_format_version(infra.chunks.fingerprint_scheme),
                 "config": root.to_config(),
                 "corpus_fingerprint": infra.chunks.fingerprint,
                 "store": store_ref,
@@ -199,11 +209,13 @@ def load(folder: str | Path, store_url: str | None = None, *, full_check: bool =
         url = store_url if store_url is not None else _store_in_folder(folder, manifest.get("store"))
         unchanged = (store_url is None and not full_check
                      and unchanged_since_save(folder / manifest["store"], manifest.get("store_stat")))
-        # read-only; an SQLite file through sqlite3 (docs/performance.md)
-        chunk_set = read_chunk_set(url, manifest["corpus_fingerprint"] if unchanged else None)
+        # read-only; an SQLite file through sqlite3 (docs/performance.md); fingerprinted as the manifest's was
+        chunk_set = read_chunk_set(url, manifest["corpus_fingerprint"] if unchanged else None,
+                                   scheme_of_format(manifest["format_version"]))
         if chunk_set.fingerprint != manifest["corpus_fingerprint"]:
             pending = read_pending_manifest(folder) if store_url is not None else None
-            if pending is None or pending["corpus_fingerprint"] != chunk_set.fingerprint:
+            if pending is None or pending["corpus_fingerprint"] != chunk_set.fingerprint_under(
+                    scheme_of_format(pending["format_version"])):
                 raise PersistenceError(
                     f"{folder}: saved for corpus {manifest['corpus_fingerprint'][:12]}, but the store holds corpus "
                     f"{chunk_set.fingerprint[:12]} (a folder saved for another corpus)"
@@ -211,6 +223,7 @@ def load(folder: str | Path, store_url: str | None = None, *, full_check: bool =
             # an update committed its external store and was stopped before it switched the manifest: its
             # pending manifest is the tree the store holds (store/external_change.py)
             manifest, snapshot = pending, verify_snapshot(folder, pending, full_check)
+            chunk_set = chunk_set.with_fingerprint_scheme(scheme_of_format(pending["format_version"]))
         try:
             root = build_as(manifest["config"], Retriever, "retriever")
         except ConfigError as exc:

@@ -8,13 +8,14 @@ being loaded against the corpus it was built on.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import copy
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, overload
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, overload
 
 import numpy as np
 
+from dashrag.documents.fingerprint import ADDITIVE, SCHEMES, chunk_lines, shifted
+from dashrag.documents.fingerprint import fingerprint as fingerprint_of
 from dashrag.documents.model import Chunk, Metadata, normalise_categories
 from dashrag.errors import CorpusError, UnknownChunkError
 
@@ -72,22 +73,24 @@ class StoredChunks(Sequence[Chunk]):
 
 
 class ChunkSet:
-    def __init__(self, chunks: Iterable[Chunk], fingerprint: str | None = None):
+    def __init__(self, chunks: Iterable[Chunk], fingerprint: str | None = None, scheme: int = ADDITIVE):
         """``fingerprint``: the set's fingerprint where it is already known (a load that found the store
-        file unchanged since the save that computed it), so it is not re-hashed."""
+        file unchanged since the save that computed it), so it is not re-hashed; ``scheme``: how it is
+        computed (``documents/fingerprint.py``; a folder of format 1 was fingerprinted sequentially)."""
         ordered = sorted(chunks, key=lambda c: c.id)
         self._set_up(ordered, [c.id for c in ordered], [c.document_id for c in ordered],
                      {c.document_id: c.metadata for c in reversed(ordered)}, fingerprint,
-                     {c.id: c.fields for c in ordered if c.fields})
+                     {c.id: c.fields for c in ordered if c.fields}, scheme)
 
     @classmethod
     def from_rows(cls, rows: Sequence[StoredRow], metadata: Mapping[str, Metadata],
-                  fingerprint: str | None = None, fields: Mapping[int, Metadata] | None = None) -> ChunkSet:
+                  fingerprint: str | None = None, fields: Mapping[int, Metadata] | None = None,
+                  scheme: int = ADDITIVE) -> ChunkSet:
         """A store's rows (ascending ids), its documents' metadata and the chunks' own fields (by chunk id, only
         the chunks that have any); the Chunk objects are made as they are read (:class:`StoredChunks`)."""
         chunks = StoredChunks(rows, metadata, fields)
         chunk_set = cls.__new__(cls)
-        chunk_set._set_up(chunks, chunks.column(0), chunks.column(1), metadata, fingerprint, fields or {})
+        chunk_set._set_up(chunks, chunks.column(0), chunks.column(1), metadata, fingerprint, fields or {}, scheme)
         return chunk_set
 
     def rows_without(self, document_ids: Iterable[str]) -> np.ndarray:
@@ -96,39 +99,69 @@ class ChunkSet:
         return np.flatnonzero(~np.isin(self.document_index, numbers)).astype(np.int64)
 
     def changed(self, kept_rows: np.ndarray, added: Sequence[Chunk]) -> ChunkSet:
-        """The chunk set of an update: the rows ``kept_rows`` (ascending) then ``added`` (ids above every one
-        here). A set read from a store stays rows (no chunk is made for the kept ones)."""
+        """The chunk set of an update: the rows ``kept_rows`` (ascending, every row of the documents they keep:
+        :meth:`rows_without`) then ``added`` (ids above every one here). A set read from a store stays rows (no
+        chunk is made for the kept ones). Its fingerprint is additive, shifted from this one's by the chunks that
+        changed where this one's is additive too."""
+        fingerprint_ = self._changed_fingerprint(kept_rows, added)
         if not isinstance(self.chunks, StoredChunks):
-            return ChunkSet([self.chunks[r] for r in kept_rows.tolist()] + list(added))
-        rows = self.chunks.rows
-        metadata = {d: self.document_metadata[n] for d, n in self._document_number.items()}
-        metadata.update({c.document_id: c.metadata for c in reversed(added)})
-        new_rows = [(c.id, c.document_id, c.position, c.text, c.start, c.end) for c in added]
-        kept = [rows[r] for r in kept_rows.tolist()]
-        fields = {r[0]: self.chunk_fields[r[0]] for r in kept if r[0] in self.chunk_fields}
+            return ChunkSet([self.chunks[r] for r in kept_rows.tolist()] + list(added), fingerprint_)
+        kept_numbers = np.unique(self.document_index[kept_rows]).tolist()  # ascending: their order of appearance
+        renumbered = np.full(len(self.document_ids), -1, dtype=np.int64)
+        renumbered[kept_numbers] = np.arange(len(kept_numbers))
+        document_ids = [self.document_ids[n] for n in kept_numbers]
+        metadata = [self.document_metadata[n] for n in kept_numbers]
+        joined: dict[str, int] = {}
+        for c in added:
+            if c.document_id not in joined:
+                joined[c.document_id] = len(document_ids)
+                document_ids.append(c.document_id)
+                metadata.append(c.metadata)
+        document_index = np.concatenate([renumbered[self.document_index[kept_rows]],
+                                         np.array([joined[c.document_id] for c in added], dtype=np.int64)])
+        ids = np.concatenate([self.ids[kept_rows], np.array([c.id for c in added], dtype=np.int64)])
+        stored = self.chunks.rows
+        rows = [stored[r] for r in kept_rows.tolist()] + [_row(c) for c in added]
+        fields = dict(self.chunk_fields)
+        if fields:
+            for gone in np.setdiff1d(self.ids, ids[:len(kept_rows)], assume_unique=True).tolist():
+                fields.pop(gone, None)
         fields.update({c.id: c.fields for c in added if c.fields})
-        return ChunkSet.from_rows(kept + new_rows, metadata, fields=fields)
+        chunk_set = ChunkSet.__new__(ChunkSet)
+        chunk_set._take(StoredChunks(rows, dict(zip(document_ids, metadata)), fields), ids, document_ids,
+                        document_index, metadata, fingerprint_, fields, ADDITIVE)
+        return chunk_set
 
     def _set_up(self, chunks: Sequence[Chunk], ids: list[int], document_of_row: list[str],
                 metadata: Mapping[str, Metadata], fingerprint: str | None,
-                chunk_fields: Mapping[int, Metadata]) -> None:
+                chunk_fields: Mapping[int, Metadata], scheme: int) -> None:
+        doc_ids: dict[str, int] = {}
+        for d in document_of_row:
+            doc_ids.setdefault(d, len(doc_ids))
+        document_index = np.fromiter(map(doc_ids.__getitem__, document_of_row), dtype=np.int64,
+                                     count=len(document_of_row))
+        self._take(chunks, np.fromiter(ids, dtype=np.int64, count=len(ids)), list(doc_ids), document_index,
+                   [metadata.get(d, {}) for d in doc_ids], fingerprint, chunk_fields, scheme)
+
+    def _take(self, chunks: Sequence[Chunk], ids: np.ndarray, document_ids: list[str], document_index: np.ndarray,
+              document_metadata: list[Metadata], fingerprint: str | None, chunk_fields: Mapping[int, Metadata],
+              scheme: int) -> None:
+        """Hold the chunks and their arrays: ``ids`` ascending, ``document_ids`` in order of first appearance and
+        ``document_index`` each row's number among them (what an update derives from the old set's arrays)."""
+        self.fingerprint_scheme = _checked_scheme(scheme)
         if fingerprint is not None:
             self.__dict__["fingerprint"] = fingerprint  # the cached_property's own slot
         if not chunks:
             raise CorpusError("the corpus has no chunks (no document had any text)")
         self.chunks: Sequence[Chunk] = chunks
-        self.ids = np.fromiter(ids, dtype=np.int64, count=len(ids))
-        if len(ids) > 1 and not bool(np.all(self.ids[1:] > self.ids[:-1])):  # in id order: unique iff increasing
+        self.ids = ids
+        if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):  # in id order: unique iff increasing
             raise CorpusError("chunk ids are not unique")
-        doc_ids: dict[str, int] = {}
-        for d in document_of_row:
-            doc_ids.setdefault(d, len(doc_ids))
-        self._document_number = doc_ids
-        self.document_ids: list[str] = list(doc_ids)
-        self.document_index = np.fromiter(map(doc_ids.__getitem__, document_of_row), dtype=np.int64,
-                                          count=len(document_of_row))
-        self.document_sizes = np.bincount(self.document_index, minlength=len(doc_ids))
-        self.document_metadata: list[Metadata] = [metadata.get(d, {}) for d in self.document_ids]
+        self._document_number = dict(zip(document_ids, range(len(document_ids))))
+        self.document_ids: list[str] = document_ids
+        self.document_index = document_index
+        self.document_sizes = np.bincount(document_index, minlength=len(document_ids))
+        self.document_metadata: list[Metadata] = document_metadata
         self.chunk_fields: Mapping[int, Metadata] = chunk_fields  # by chunk id; only chunks with fields
 
     @cached_property
@@ -210,45 +243,61 @@ class ChunkSet:
 
     @cached_property
     def fingerprint(self) -> str:
-        """sha256 over every chunk's id, document, position, offsets, text, metadata and own fields.
+        """The set's fingerprint under its scheme (``documents/fingerprint.py``: one JSON line per chunk, hashed
+        in order for format-1 folders, summed as digests otherwise)."""
+        return fingerprint_of(self._lines(self._fingerprint_rows()), self.fingerprint_scheme)
 
-        Each chunk is one JSON line ``[id, document, position, start, end, text, categories(, others)]``.
-        The metadata enters as its categories (what stores written before metadata held), then the
-        other fields only where there are any, so a corpus of categories has the fingerprint it had.
-        The line is written field by field, the metadata's part once per document (the same bytes as
-        ``json.dumps`` of the whole record: an update re-hashes a large corpus, docs/updating.md). A chunk's own
-        fields (page, section) end its line as ``{"chunk": [[name, value], ...]}``, only where it has any.
-        """
-        encode = json.JSONEncoder(ensure_ascii=False).encode
-        tails: dict[str, str] = {}
-        digest = hashlib.sha256()
-        own = self.chunk_fields
-        for i, document_id, position, text, start, end in self._fingerprint_rows():
-            tail = tails.get(document_id)
-            if tail is None:
-                tail = tails[document_id] = _metadata_tail(encode, self._metadata_of(document_id))
-            fields = f", {encode({'chunk': sorted(own[i].items())})}" if i in own else ""
-            line = f"[{i}, {encode(document_id)}, {position}, {start}, {end}, {encode(text)}, {tail}{fields}]\n"
-            digest.update(line.encode("utf-8"))
-        return digest.hexdigest()
+    def fingerprint_under(self, scheme: int) -> str:
+        """The fingerprint under ``scheme`` (another scheme's is computed: a whole pass over the chunks)."""
+        return self.fingerprint if scheme == self.fingerprint_scheme else fingerprint_of(
+            self._lines(self._fingerprint_rows()), scheme)
+
+    def with_fingerprint_scheme(self, scheme: int) -> ChunkSet:
+        """This chunk set fingerprinted under ``scheme`` (the same chunks, not copied)."""
+        if scheme == self.fingerprint_scheme:
+            return self
+        other = copy.copy(self)
+        other.__dict__.pop("fingerprint", None)
+        other.fingerprint_scheme = _checked_scheme(scheme)
+        return other
+
+    def _lines(self, rows: Iterable[StoredRow]) -> Iterator[bytes]:
+        return chunk_lines(rows, self._metadata_of, self.chunk_fields)
 
     def _fingerprint_rows(self) -> Iterable[StoredRow]:
         if isinstance(self.chunks, StoredChunks):
             return self.chunks.rows
-        return ((c.id, c.document_id, c.position, c.text, c.start, c.end) for c in self.chunks)
+        return (_row(c) for c in self.chunks)
+
+    def _rows_at(self, rows: np.ndarray) -> Iterable[StoredRow]:
+        if isinstance(self.chunks, StoredChunks):
+            stored = self.chunks.rows
+            return (stored[r] for r in rows.tolist())
+        return (_row(self.chunks[r]) for r in rows.tolist())
+
+    def _changed_fingerprint(self, kept_rows: np.ndarray, added: Sequence[Chunk]) -> str | None:
+        """The additive fingerprint of :meth:`changed`'s result from this one's: the digests of the chunks that
+        left and joined (O(change)). None when this set's fingerprint is sequential: the new set is hashed whole,
+        once (a format-1 folder's first update)."""
+        if self.fingerprint_scheme != ADDITIVE:
+            return None
+        gone = np.setdiff1d(np.arange(len(self.chunks), dtype=np.int64), kept_rows, assume_unique=True)
+        metadata = {c.document_id: c.metadata for c in reversed(added)}
+        joined = chunk_lines(map(_row, added), metadata.__getitem__, {c.id: c.fields for c in added if c.fields})
+        return shifted(self.fingerprint, self._lines(self._rows_at(gone)), joined)
 
     def _metadata_of(self, document_id: str) -> Metadata:
         return self.document_metadata[self._document_number[document_id]]
 
 
-def _metadata_tail(encode: Any, metadata: Metadata) -> str:
-    """A fingerprint line's metadata fields: the categories, then the other fields where there are any."""
-    if not metadata:
-        return "[]"
-    categories = normalise_categories(metadata)
-    tail = encode(sorted((k, list(v)) for k, v in categories.items()))
-    others = {k: v for k, v in metadata.items() if k not in categories or not isinstance(v, (list, tuple))}
-    return f"{tail}, {encode(sorted(others.items()))}" if others else tail
+def _row(chunk: Chunk) -> StoredRow:
+    return chunk.id, chunk.document_id, chunk.position, chunk.text, chunk.start, chunk.end
+
+
+def _checked_scheme(scheme: int) -> int:
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown fingerprint scheme {scheme!r} (one of {SCHEMES})")
+    return scheme
 
 
 def _shown(ids: list[Any]) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from dashrag.documents.chunk_set import ChunkSet
+from dashrag.documents.fingerprint import ADDITIVE
 from dashrag.errors import PersistenceError
 
 SQLITE_PREFIX = "sqlite:///"
@@ -57,9 +58,10 @@ def _json_object(raw: str | None) -> dict[str, Any]:
     return dict(json.loads(raw) or {})
 
 
-def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None) -> ChunkSet:
+def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None, scheme: int = ADDITIVE) -> ChunkSet:
     """The chunk set stored in the SQLite file ``path``, opened read-only; ``fingerprint``: its known
-    fingerprint (the file is unchanged since a save computed it), taken instead of re-hashing."""
+    fingerprint (the file is unchanged since a save computed it), taken instead of re-hashing; ``scheme``: the
+    fingerprint's (``documents/fingerprint.py``: the saved folder's format version says which)."""
     try:
         connection = sqlite3.connect(read_only_uri(path), uri=True)
     except sqlite3.Error as exc:
@@ -77,19 +79,19 @@ def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None) -> ChunkSe
         connection.close()
     if not rows:
         raise PersistenceError(f"the store {path} holds no chunks")
-    return ChunkSet.from_rows(rows, metadata, fingerprint, {i: f for i, f in fields.items() if f})
+    return ChunkSet.from_rows(rows, metadata, fingerprint, {i: f for i, f in fields.items() if f}, scheme)
 
 
-def read_chunk_set(url: str, fingerprint: str | None = None) -> ChunkSet:
+def read_chunk_set(url: str, fingerprint: str | None = None, scheme: int = ADDITIVE) -> ChunkSet:
     """The chunk set of the store at ``url``: through ``sqlite3`` for an SQLite file, else through the Store
     (``fingerprint``: see :func:`read_sqlite_chunk_set`; only an SQLite file's is taken)."""
     path = sqlite_path(url)
     if path is not None:
-        return read_sqlite_chunk_set(path, fingerprint)
+        return read_sqlite_chunk_set(path, fingerprint, scheme)
     from dashrag.store.store import Store, read_only_url
 
     store = Store(read_only_url(url), read_only=True)
     try:
-        return store.read_chunk_set()
+        return store.read_chunk_set(scheme)
     finally:
         store.close()

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql import text
 
 from dashrag.documents.chunk_set import ChunkSet
+from dashrag.documents.fingerprint import ADDITIVE
 from dashrag.documents.model import Chunk, SourceDocument, normalise_categories
 from dashrag.errors import PersistenceError, excerpt
 from dashrag.store.models import Base, ChunkRow, DocumentRow, RetrieverRecord, StoreInfo
@@ -227,7 +228,8 @@ class Store:
             raise self._failed(exc) from None
         return [(r[0], dict(r[1])) for r in rows if r[1]]
 
-    def read_chunk_set(self) -> ChunkSet:
+    def read_chunk_set(self, scheme: int = ADDITIVE) -> ChunkSet:
+        """The stored chunk set, fingerprinted under ``scheme`` (``documents/fingerprint.py``)."""
         try:
             with Session(self.engine) as session:
                 self._one_snapshot(session)
@@ -243,8 +245,9 @@ class Store:
                                    f"({type(exc).__name__})") from None
         if not rows:
             raise PersistenceError(f"the store {self.display_url} holds no chunks")
-        return ChunkSet(Chunk(id=r[0], document_id=r[1], position=r[2], text=r[3], start=r[4], end=r[5],
-                              metadata=metadata.get(r[1], {}), fields=dict(r[6] or {})) for r in rows)
+        return ChunkSet((Chunk(id=r[0], document_id=r[1], position=r[2], text=r[3], start=r[4], end=r[5],
+                               metadata=metadata.get(r[1], {}), fields=dict(r[6] or {})) for r in rows),
+                        scheme=scheme)
 
     def _one_snapshot(self, session: Session) -> None:
         """On PostgreSQL, the reads of ``session`` see one snapshot (REPEATABLE READ; the default READ

@@ -302,18 +302,22 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         if not kept.has_sorted_indices:  # (counts a fit or an update made are sorted: this is a check)
             kept.sort_indices()
         occurring = np.bincount(kept.indices, minlength=len(vocabulary)) > 0
-        old_terms = self.vocabulary  # column order
-        terms = sorted({t for t, present in zip(old_terms, occurring) if present} | {t for ts in new_terms for t in ts})
-        column = {t: i for i, t in enumerate(terms)}
-        # a kept term keeps its place relative to the others (both orders are sorted), so remapping the kept
-        # rows' columns keeps every row's columns ascending: no re-sort, no column selection over the corpus
-        moved = np.array([column.get(t, -1) for t in old_terms], dtype=kept.indices.dtype)
-        kept = sp.csr_matrix((kept.data, moved[kept.indices], kept.indptr), shape=(kept.shape[0], len(terms)))
+        joining = {t for ts in new_terms for t in ts}
+        if bool(occurring.all()) and all(t in vocabulary for t in joining):
+            column = vocabulary  # no term leaves or joins (an add of a few documents, mostly): the columns stay
+        else:
+            old_terms = self.vocabulary  # column order
+            terms = sorted({t for t, present in zip(old_terms, occurring) if present} | joining)
+            column = {t: i for i, t in enumerate(terms)}
+            # a kept term keeps its place relative to the others (both orders are sorted), so remapping the kept
+            # rows' columns keeps every row's columns ascending: no re-sort, no column selection over the corpus
+            moved = np.array([column.get(t, -1) for t in old_terms], dtype=kept.indices.dtype)
+            kept = sp.csr_matrix((kept.data, moved[kept.indices], kept.indptr), shape=(kept.shape[0], len(terms)))
         rows = [Counter(column[t] for t in ts) for ts in new_terms]
         added = sp.csr_matrix((np.array([n for r in rows for n in r.values()], dtype=old.dtype),
                                np.array([c for r in rows for c in r], dtype=kept.indices.dtype),
                                np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(kept.indptr.dtype)),
-                              shape=(len(rows), len(terms)))
+                              shape=(len(rows), len(column)))
         added.sort_indices()
         counts = sp.vstack([kept, added], format="csr")
         self._vocabulary = column

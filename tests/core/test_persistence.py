@@ -79,7 +79,8 @@ def test_newer_format_version_is_refused(saved):
     manifest["format_version"] = persistence.FORMAT_VERSION + 1
     manifest_path.write_text(json.dumps(manifest))
     before = tree_digest(folder)
-    with pytest.raises(PersistenceError, match="format version 2; this dashrag reads versions 1..1"):
+    newest = persistence.FORMAT_VERSION
+    with pytest.raises(PersistenceError, match=f"format version {newest + 1}; this dashrag reads versions 1..{newest}"):
         dashrag.load(folder)
     assert tree_digest(folder) == before
 

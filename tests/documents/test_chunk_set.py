@@ -4,6 +4,7 @@ from hypothesis import strategies as st
 
 from dashrag.chunkers.recursive_character import RecursiveCharacterChunker
 from dashrag.documents.chunk_set import ChunkSet
+from dashrag.documents.fingerprint import ADDITIVE, SEQUENTIAL
 from dashrag.errors import UnknownChunkError
 
 
@@ -50,14 +51,13 @@ def _chunks(docs):
             for i, (text, meta) in enumerate(docs)]
 
 
-def _reference_fingerprint(chunks) -> str:
-    """The fingerprint as docs define it: sha256 over one JSON line per chunk (json.dumps of the record)."""
-    import hashlib
+def _reference_lines(chunks) -> list[bytes]:
+    """One JSON line per chunk, as docs define it (json.dumps of the record)."""
     import json
 
     from dashrag.documents.model import normalise_categories
 
-    digest = hashlib.sha256()
+    lines = []
     for c in chunks:
         categories = normalise_categories(c.metadata)
         record = [c.id, c.document_id, c.position, c.start, c.end, c.text,
@@ -65,13 +65,30 @@ def _reference_fingerprint(chunks) -> str:
         others = {k: v for k, v in c.metadata.items() if k not in categories or not isinstance(v, (list, tuple))}
         if others:
             record.append(sorted(others.items()))
-        digest.update(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
-    return digest.hexdigest()
+        if c.fields:
+            record.append({"chunk": sorted(c.fields.items())})
+        lines.append(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+    return lines
 
 
-def _stored(chunks) -> ChunkSet:
+def _reference_fingerprint(chunks) -> str:
+    """The sequential fingerprint (saved-folder format 1): sha256 over the lines in chunk order."""
+    import hashlib
+
+    return hashlib.sha256(b"".join(_reference_lines(chunks))).hexdigest()
+
+
+def _reference_additive(chunks) -> str:
+    """The additive fingerprint (format 2): the sum of the lines' sha256 as integers, modulo 2**256."""
+    import hashlib
+
+    total = sum(int(hashlib.sha256(line).hexdigest(), 16) for line in _reference_lines(chunks))
+    return f"{total % 2**256:064x}"
+
+
+def _stored(chunks, scheme=ADDITIVE) -> ChunkSet:
     return ChunkSet.from_rows([(c.id, c.document_id, c.position, c.text, c.start, c.end) for c in chunks],
-                              {c.document_id: c.metadata for c in chunks})
+                              {c.document_id: c.metadata for c in chunks}, scheme=scheme)
 
 
 @pytest.mark.slow
@@ -79,7 +96,21 @@ def _stored(chunks) -> ChunkSet:
 @given(docs=documents)
 def test_fingerprint_is_the_json_lines_hash_whether_made_from_chunks_or_store_rows(docs):
     chunks = _chunks(docs)
-    assert ChunkSet(chunks).fingerprint == _reference_fingerprint(chunks) == _stored(chunks).fingerprint
+    assert (ChunkSet(chunks, scheme=SEQUENTIAL).fingerprint == _reference_fingerprint(chunks)
+            == _stored(chunks, SEQUENTIAL).fingerprint)
+    assert ChunkSet(chunks).fingerprint == _reference_additive(chunks) == _stored(chunks).fingerprint
+
+
+def test_a_chunk_set_is_fingerprinted_additively_unless_told_otherwise(chunk_set):
+    from dataclasses import replace
+
+    chunks = list(chunk_set.chunks)
+    renumbered = [replace(c, id=len(chunks) - 1 - c.id) for c in chunks]  # each line holds its chunk's id
+    assert chunk_set.fingerprint == _reference_additive(chunks)
+    assert ChunkSet(renumbered).fingerprint != chunk_set.fingerprint
+    assert chunk_set.fingerprint_under(SEQUENTIAL) == _reference_fingerprint(chunks) != chunk_set.fingerprint
+    legacy = chunk_set.with_fingerprint_scheme(SEQUENTIAL)
+    assert legacy.fingerprint == _reference_fingerprint(chunks) and legacy.chunks is chunk_set.chunks
 
 
 @settings(max_examples=60, deadline=None)
@@ -93,9 +124,17 @@ def test_an_updates_chunk_set_is_the_kept_chunks_then_the_new_ones(docs, more, g
     new = [replace(c, id=1000 + c.id, document_id=f"new{c.document_id}") for c in _chunks(more)]
     removed = [f"doc{i}" for i in gone]
     kept_rows = np.array([r for r, c in enumerate(chunks) if c.document_id not in removed], dtype=np.int64)
-    for before in (ChunkSet(chunks), _stored(chunks)):
-        assert before.rows_without(removed).tolist() == kept_rows.tolist()
-        after = before.changed(kept_rows, new)
-        expected = [chunks[r] for r in kept_rows] + new
-        assert list(after.chunks) == expected
-        assert after.fingerprint == _reference_fingerprint(expected)
+    expected = [chunks[r] for r in kept_rows] + new
+    for scheme in (ADDITIVE, SEQUENTIAL):  # a format-1 set's update is fingerprinted additively, whole
+        for before in (ChunkSet(chunks, scheme=scheme), _stored(chunks, scheme)):
+            assert before.rows_without(removed).tolist() == kept_rows.tolist()
+            after = before.changed(kept_rows, new)
+            assert list(after.chunks) == expected
+            assert after.fingerprint_scheme == ADDITIVE
+            assert after.fingerprint == _reference_additive(expected)  # shifted by the change, or hashed whole
+            rebuilt = ChunkSet(expected)  # its arrays as a chunk set made from scratch has them
+            assert after.ids.tolist() == rebuilt.ids.tolist() and after.document_ids == rebuilt.document_ids
+            assert after.document_index.tolist() == rebuilt.document_index.tolist()
+            assert after.document_sizes.tolist() == rebuilt.document_sizes.tolist()
+            assert after.document_metadata == rebuilt.document_metadata
+            assert [after.at(c.document_id, c.position) for c in expected] == expected

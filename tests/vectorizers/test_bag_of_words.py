@@ -119,3 +119,25 @@ def test_a_malformed_stop_word_file_is_a_persistence_error(tmp_path):
     (tmp_path / "stop_words.json").write_text('{"the": 1}')
     with pytest.raises(PersistenceError, match="stop_words.json: not a list of words"):
         build_component(vec.to_config()).load_state(tmp_path)
+
+
+@pytest.mark.parametrize("added, removed", [
+    (["runners running fast", "cafe noir"], []),  # every term known, none leaves: the columns stay as they are
+    (["a brand new word"], ["doc3"]),  # terms join, and the removed document's only terms leave
+    ([], ["doc1"]),
+])
+def test_updated_counts_are_a_fit_on_the_resulting_texts(added, removed):
+    from dashrag.documents.changes import plan_change
+    from dashrag.documents.chunk_set import ChunkSet
+    from dashrag.documents.model import Chunk, SourceDocument
+
+    chunks = ChunkSet(Chunk(id=i, document_id=f"doc{i}", position=0, text=t) for i, t in enumerate(DOCS))
+    new = [SourceDocument(id=f"new{i}", text=t) for i, t in enumerate(added)]
+    change = plan_change({f"doc{i}": SourceDocument(id=f"doc{i}", text=t) for i, t in enumerate(DOCS)}, chunks, new,
+                         removed, lambda docs: [Chunk(id=0, document_id=d.id, position=0, text=d.text) for d in docs])
+    vec = make(stemmer="english")
+    vec.apply_change(change)
+    fitted = make(stemmer="english")
+    expected = fitted.fit_transform(change.new.texts)
+    assert vec.vocabulary == fitted.vocabulary
+    assert (vec.current_counts() != expected).nnz == 0 and vec.current_counts().has_sorted_indices
