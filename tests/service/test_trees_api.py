@@ -69,7 +69,7 @@ def test_a_tree_is_built_from_a_path_under_the_data_root_as_a_job_and_served(tre
         assert status | {"message": "", "elapsed_s": 0, "files": None} == {
             "id": accepted.json()["job_id"], "status": "done", "progress": 1.0, "message": "", "tree": "fresh",
             "error": None, "stage": "publishing", "done": 0, "total": None, "elapsed_s": 0, "stage_eta_s": None,
-            "counts": None, "files": None, "warnings": []}
+            "counts": None, "files": None, "warnings": [], "report": None}
         assert status["files"] == {"read": files, "skipped": [], "failed": []}  # each file of the folder, read
         assert "fresh" in [t["name"] for t in client.get("/trees").json()]
         query = "how does BM25 saturate term frequency"
