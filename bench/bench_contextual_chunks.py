@@ -20,10 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_documents_quality import RENDER, SCIFACT, ndcg, subset
+from bench_documents_quality import RENDER, ndcg, scifact_subset
 
 from dashrag.documents.corpus import Corpus
-from dashrag.evaluation.beir import load_split
 
 
 def main() -> None:
@@ -34,13 +33,7 @@ def main() -> None:
     parser.add_argument("--preset", default="keyword")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    split = load_split(SCIFACT, "test")
-    judged = {d for judgements in split.qrels.values() for d in judgements}
-    documents = subset(Corpus.from_beir(SCIFACT).documents, judged, args.documents)
-    in_subset = {d.id for d in documents}
-    qrels = {q: {d: r for d, r in j.items() if d in in_subset} for q, j in split.qrels.items()}
-    qrels = {q: j for q, j in qrels.items() if j}
-    queries = {q: split.queries[q] for q in qrels}
+    documents, queries, qrels = scifact_subset(args.documents)
     figures: dict = {"documents": len(documents), "queries": len(queries), "preset": args.preset,
                      "load_average": os.getloadavg(), "ndcg@10": {}}
     with tempfile.TemporaryDirectory(prefix="bench-contextual-") as tmp:

@@ -54,10 +54,18 @@ PAGE = ("<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>
         "<footer><p>Copyright 2026 Example Press. Terms of use. Privacy policy.</p></footer></body></html>")
 
 
-def subset(documents: tuple[SourceDocument, ...], judged: set[str], size: int) -> list[SourceDocument]:
-    chosen = [d for d in documents if d.id in judged]
-    chosen += [d for d in documents if d.id not in judged][: max(0, size - len(chosen))]
-    return chosen
+def scifact_subset(size: int) -> tuple[list[SourceDocument], dict[str, str], dict[str, dict[str, int]]]:
+    """SciFact's judged test documents first, then others up to ``size``; the test queries with a judged document in
+    it, and their judgements restricted to it."""
+    split = load_split(SCIFACT, "test")
+    judged = {d for judgements in split.qrels.values() for d in judgements}
+    everything = Corpus.from_beir(SCIFACT).documents
+    documents = [d for d in everything if d.id in judged]
+    documents += [d for d in everything if d.id not in judged][: max(0, size - len(documents))]
+    in_subset = {d.id for d in documents}
+    qrels = {q: {d: r for d, r in j.items() if d in in_subset} for q, j in split.qrels.items()}
+    qrels = {q: j for q, j in qrels.items() if j}
+    return documents, {q: split.queries[q] for q in qrels}, qrels
 
 
 def render_pdf(doc: SourceDocument, path: Path) -> None:
@@ -148,13 +156,7 @@ def main() -> None:
     parser.add_argument("--no-token-memo", action="store_true",
                         help="embed every corpus in full (no vector reused across texts of the same token ids)")
     args = parser.parse_args()
-    split = load_split(SCIFACT, "test")
-    judged = {d for judgements in split.qrels.values() for d in judgements}
-    documents = subset(Corpus.from_beir(SCIFACT).documents, judged, args.documents)
-    in_subset = {d.id for d in documents}
-    qrels = {q: {d: r for d, r in j.items() if d in in_subset} for q, j in split.qrels.items()}
-    qrels = {q: j for q, j in qrels.items() if j}
-    queries = {q: split.queries[q] for q in qrels}
+    documents, queries, qrels = scifact_subset(args.documents)
     figures: dict = {"documents": len(documents), "queries": len(queries), "load_average": os.getloadavg(),
                      "render_s": {}, "read": {}, "ndcg@10": {}, "build_and_query_s": {}, "embedded": {}}
     memo = TokenMemo()
