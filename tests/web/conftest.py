@@ -168,20 +168,29 @@ def problems() -> PageProblems:
     return PageProblems()
 
 
-@pytest.fixture()
-def page(browser, server, problems):
-    """A fresh page on the served web app in English; fails the test on any console error or failed request."""
-    context = browser.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000}, locale="en-US")
-    opened = context.new_page()
-    opened.set_default_timeout(20_000)
-    problems.watch(opened)
-    opened.goto(server.url + "/")
-    opened.get_by_role("button", name="Choose the root component").wait_for()
+@contextmanager
+def watched_page(browser: Any, problems: PageProblems, *, accept_downloads: bool = False) -> Iterator[Any]:
+    """A fresh page in English at 1400x1000 in a context of its own; any console error or failed request fails the
+    test when the block ends, and the context is closed whatever happens."""
+    context = browser.new_context(accept_downloads=accept_downloads, viewport={"width": 1400, "height": 1000},
+                                  locale="en-US")
     try:
+        opened = context.new_page()
+        opened.set_default_timeout(20_000)
+        problems.watch(opened)
         yield opened
         assert problems.found == [], problems.found
     finally:
         context.close()
+
+
+@pytest.fixture()
+def page(browser, server, problems):
+    """A fresh page on the served web app in English; fails the test on any console error or failed request."""
+    with watched_page(browser, problems, accept_downloads=True) as opened:
+        opened.goto(server.url + "/")
+        opened.get_by_role("button", name="Choose the root component").wait_for()
+        yield opened
 
 
 def preset(name: str) -> dict:

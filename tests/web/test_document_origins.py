@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 import dashrag
 from tests.cli.test_documents_structure import make_folder
 from tests.fixtures.documents import html_page, write_docx, write_pdf, write_scanned_pdf
-from tests.web.conftest import serving
+from tests.web.conftest import serving, watched_page
 
 HOSTILE = '<img src=x onerror="window.hacked=1">Results'
 
@@ -68,11 +68,7 @@ def test_the_documents_panel_syncs_a_tree_with_the_server_folder_it_was_built_fr
     url, folder = folder_server
     write_docx(folder / "new.docx", [("h1", "Okapi"), ("h2", "Saturation"), ("p", "okapi saturation of terms")])
     (folder / "guide.md").unlink()
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
-    try:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        problems.watch(page)
+    with watched_page(browser, problems) as page:
         page.goto(url + "/")
         page.get_by_role("button", name="Query saved trees").click()
         page.locator('li[data-tree="docs"]').get_by_role("button", name="Documents").click()
@@ -87,6 +83,3 @@ def test_the_documents_panel_syncs_a_tree_with_the_server_folder_it_was_built_fr
         expect(panel.locator(".documents-count")).to_contain_text("4 documents")
         assert sorted(panel.locator("tr[data-document]").evaluate_all("rs => rs.map(r => r.dataset.document)")) == \
             ["new.docx", "notes.docx", "page.html", "report.pdf"]
-        assert problems.found == [], problems.found
-    finally:
-        context.close()

@@ -10,7 +10,7 @@ import pytest
 
 import dashrag
 from tests.conftest import EXAMPLE_CORPUS
-from tests.web.conftest import serving
+from tests.web.conftest import serving, watched_page
 
 HOSTILE = '<img src=x onerror="window.hacked=1">Okapi'
 
@@ -32,11 +32,7 @@ def learn_server(tmp_path_factory):
 
 @pytest.mark.slow  # a training job (one step, 64 tokens) in a real browser: a minute or two on shared cores
 def test_the_learn_form_runs_the_job_and_shows_which_tree_it_kept_and_why(browser, learn_server, problems):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
-    try:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        problems.watch(page)
+    with watched_page(browser, problems) as page:
         page.goto(learn_server + "/")
         page.get_by_role("button", name="Query saved trees").click()
         page.locator('li[data-tree="docs"]').get_by_role("button", name="Documents").click()
@@ -59,6 +55,3 @@ def test_the_learn_form_runs_the_job_and_shows_which_tree_it_kept_and_why(browse
         report.locator("summary").click()
         assert report.locator("li").count() >= 2  # the plan's reasons, in words
         assert page.locator(".documents-panel img").count() == 0 and page.evaluate("window.hacked") is None
-        assert problems.found == [], problems.found
-    finally:
-        context.close()

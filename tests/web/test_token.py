@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.web.conftest import serving
+from tests.web.conftest import serving, watched_page
 
 TOKEN_VAR = "DASHRAG_WEB_TEST_TOKEN"
 TOKEN = "web-test-token-0b7e"
@@ -20,15 +20,8 @@ def guarded_url(tmp_path_factory):
 
 @pytest.fixture()
 def guarded(browser, guarded_url, problems):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
-    opened = context.new_page()
-    opened.set_default_timeout(20_000)
-    problems.watch(opened)
-    try:
+    with watched_page(browser, problems) as opened:
         yield opened
-        assert problems.found == [], problems.found
-    finally:
-        context.close()
 
 
 def refusal(page):
