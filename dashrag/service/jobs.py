@@ -83,6 +83,8 @@ class Job:
     updating: bool = False  # a document update of a saved tree, not a build
     learning: bool = False  # learning from a saved tree's documents (submit_learn): the tree itself is untouched
     stage: str | None = None
+    stages: list[str] = field(default_factory=list)  # every stage entered, in order: a client polling slower
+    # than a stage lasts still learns that it ran
     done: int = 0
     total: int | None = None
     started: float = field(default_factory=time.monotonic)
@@ -98,6 +100,7 @@ class Job:
         now, new_stage = time.monotonic(), stage != self.stage
         if new_stage:
             self.stage, self.stage_started = stage, now
+            self.stages.append(stage)
         if new_stage or done != self.done:
             self.reported = now
         self.done, self.total = done, total
@@ -129,7 +132,7 @@ class Job:
         elapsed = (self.finished or time.monotonic()) - self.started
         return {"id": self.id, "status": self.status, "progress": self.progress, "message": self.message,
                 "tree": self.tree if self.status == "done" else None, "error": self.error,
-                "stage": self.stage, "done": self.done, "total": self.total, "elapsed_s": round(elapsed, 3),
+                "stage": self.stage, "stages": self.stages, "done": self.done, "total": self.total, "elapsed_s": round(elapsed, 3),
                 "stage_eta_s": self.stage_eta_s(), "counts": self.counts, "files": self.files,
                 "warnings": self.warnings, "report": self.report}
 

@@ -227,6 +227,9 @@ class JobStatus(BaseModel):
     stage: str | None = Field(description="The build's stage now (reading the corpus, chunking, storing, fitting, "
                                           "loading the embedding model, embedding chunks, saving, exporting the "
                                           "query encoder, publishing); null while queued.")
+    stages: list[str] = Field(default_factory=list, description=(
+        "Every stage the job has entered, in order: a client that polls less often than a stage lasts still "
+        "sees that it ran."))
     done: int = Field(description="What is finished of the stage (documents chunked, chunks embedded).")
     total: int | None = Field(description="How much the stage has; null when it is not counted.")
     elapsed_s: float = Field(description="Seconds since the job was accepted (until it ended).")
