@@ -13,6 +13,11 @@ if [ ! -x /usr/bin/chromium ]; then
         echo "warning: /usr/bin/chromium is missing and cannot be installed here: tests/web will fail" >&2
     fi
 fi
+# dashrag's and the tests' bytecode, compiled once into their (git-ignored) __pycache__ folders: where
+# PYTHONDONTWRITEBYTECODE is set (this machine, many CI images) Python writes none, so every process a test starts
+# (a CLI command, `dashrag serve`, a build job's worker, each xdist worker) would compile the same modules again
+# (docs/testing.md, "Fourth pass: CLI, core and the rest"). Nothing is written outside the checkout.
+.venv/bin/python -m compileall -q dashrag tests component_services >/dev/null
 export LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # Two pytest-xdist workers (docs/testing.md), a test file's tests on one worker so that its module fixtures
 # are built once. The user's own -n / --numprocesses / -p no:xdist wins; so does their --dist (given last).

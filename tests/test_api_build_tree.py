@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import random
-import signal
 import subprocess
 import sys
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,6 +13,7 @@ import pytest
 import dashrag
 from dashrag.api import build_tree
 from dashrag.store.store import Store, sqlite_url
+from tests.fixtures.save_phases import BUILD_PHASES, first_write_after, kill_in_phase
 
 TFIDF = {"component": "TFIDFRetriever", "params": {"top_k": 3}}
 BM25 = {"component": "BM25Retriever", "params": {"top_k": 3}}
@@ -97,27 +95,21 @@ def test_a_cancelled_overwrite_keeps_the_previous_tree(tmp_path, example_corpus,
 
 @pytest.mark.slow
 def test_a_kill_at_any_moment_of_an_overwrite_leaves_the_old_or_the_new_tree(tmp_path, example_corpus):
-    """SIGKILL `dashrag index --overwrite` at moments spread over its run: every later load answers as the
-    tree before or the tree after (the record is written into the new store before the manifest switches)."""
+    """SIGKILL `dashrag index --overwrite` once in each phase of its run: every later load answers as the tree
+    before or the tree after (the record is written into the new store before the manifest switches)."""
     folder = tmp_path / "tree"
     build_tree(TFIDF, example_corpus, folder)
     before = answer(folder)
     command = [sys.executable, "-m", "dashrag.cli.main", "index", json.dumps(BM25), "--corpus",
                str(example_corpus_path()), "--out", str(folder), "--overwrite"]
-    started = time.perf_counter()
-    subprocess.run(command, check=True, capture_output=True)
-    full_run = time.perf_counter() - started
+    start = partial(subprocess.Popen, command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    before_write_s = first_write_after(start, folder) / 2
     after = answer(folder)
-    build_tree(TFIDF, example_corpus, folder)  # back to the old tree for the kills
     assert after != before
-    rng = random.Random(7)
-    for _ in range(6):
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.3, 1.0) * full_run)
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait()
-        now = answer(folder)
-        assert now in (before, after)
+    for phase in BUILD_PHASES:  # one kill in each phase of the build's save (tests/fixtures/save_phases.py)
+        build_tree(TFIDF, example_corpus, folder)  # the old tree again
+        killed_in = kill_in_phase(start, folder, phase, before_write_s)
+        assert answer(folder) in (before, after), f"killed {killed_in}: a mix of the old and the new tree"
 
 
 def example_corpus_path() -> Path:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.cli.conftest import invoke
 from tests.conftest import EXAMPLE_CORPUS, REPO, folder_digest
 from tests.fixtures.filesystem import immutable, small_tmpfs
 
@@ -39,10 +40,22 @@ def one_error_line(result) -> str:
     return lines[0]
 
 
+# The trees the commands under test read are built in this process (the same `dashrag index`, through typer's
+# runner): only the command a test is about runs in a process of its own (docs/testing.md, "Fourth pass").
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("saved") / "kw"
-    assert dashrag("index", "keyword", "--corpus", EXAMPLE_CORPUS, "--out", out).returncode == 0
+    result = invoke("index", "keyword", "--corpus", EXAMPLE_CORPUS, "--out", out)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def scifact_keyword(tmp_path_factory, scifact_subset_file) -> Path:
+    """A keyword tree of the first 400 SciFact documents (about 1.5 MB of store), for the full-disk tests."""
+    out = tmp_path_factory.mktemp("scifact_keyword") / "kw"
+    result = invoke("index", "keyword", "--corpus", scifact_subset_file, "--out", out)
+    assert result.exit_code == 0, result.output
     return out
 
 
@@ -152,11 +165,9 @@ def test_add_into_an_immutable_folder_is_one_error_line_and_changes_nothing(tree
 
 
 @pytest.mark.slow
-def test_add_on_a_nearly_full_disk_is_one_error_line_and_leaves_no_new_store(scifact_dir, scifact_subset_file,
-                                                                             tmp_path):
+def test_add_on_a_nearly_full_disk_is_one_error_line_and_leaves_no_new_store(scifact_dir, scifact_keyword, tmp_path):
     """A tmpfs with about 2 MB free once the tree is on it: the update's store fits, its state does not."""
-    built = tmp_path / "built"
-    assert dashrag("index", "keyword", "--corpus", scifact_subset_file, "--out", built).returncode == 0
+    built = scifact_keyword
     with gzip.open(scifact_dir / "corpus.jsonl.gz", "rt", encoding="utf-8") as corpus:
         lines = [line for _, line in zip(range(500), corpus)][400:]
     (tmp_path / "more.jsonl").write_text("".join(lines), encoding="utf-8")
@@ -188,10 +199,10 @@ def test_index_overwrite_over_an_immutable_old_store_is_one_error_line_and_leave
 
 
 @pytest.mark.slow
-def test_index_overwrite_on_a_full_disk_is_one_error_line_and_leaves_no_tmp(scifact_subset_file, tmp_path):
+def test_index_overwrite_on_a_full_disk_is_one_error_line_and_leaves_no_tmp(scifact_subset_file, scifact_keyword,
+                                                                           tmp_path):
     """About 2.3 MB free: the build's temporary store (1.5 MB) fits, its copy under the store's name does not."""
-    built = tmp_path / "built"
-    assert dashrag("index", "keyword", "--corpus", scifact_subset_file, "--out", built).returncode == 0
+    built = scifact_keyword
     size_kb = sum(p.stat().st_size for p in built.rglob("*") if p.is_file()) // 1024
     with small_tmpfs(tmp_path / "disk", f"{size_kb + 2300}k") as disk:
         shutil.copytree(built, disk / "kw")

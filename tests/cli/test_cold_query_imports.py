@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tests.cli.conftest import invoke
 from tests.conftest import EXAMPLE_CORPUS, REPO
 
 # Modules a saved keyword (BM25) tree never needs to answer a query.
@@ -34,11 +35,10 @@ def dashrag_process(*args: str, report) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def keyword_folder(tmp_path_factory):
+    """Built in this process (the same `dashrag index`): only the query under test needs a cold process."""
     out = tmp_path_factory.mktemp("cold") / "kw"
-    built = subprocess.run([sys.executable, "-m", "dashrag.cli.main", "index", "keyword", "--corpus",
-                            str(EXAMPLE_CORPUS), "--out", str(out)], capture_output=True, text=True, cwd=REPO,
-                           timeout=300)
-    assert built.returncode == 0, built.stderr
+    built = invoke("index", "keyword", "--corpus", EXAMPLE_CORPUS, "--out", out)
+    assert built.exit_code == 0, built.output
     return out
 
 
@@ -65,10 +65,8 @@ def test_keyword_query_imports_only_the_components_of_its_tree(keyword_folder, t
 def test_a_tfidf_query_may_import_scikit_learn_it_uses(tmp_path):
     """The other side of the rule: a tree that needs scikit-learn at query time gets it."""
     out = tmp_path / "tfidf"
-    built = subprocess.run([sys.executable, "-m", "dashrag.cli.main", "index", '{"component": "TFIDFRetriever"}',
-                            "--corpus", str(EXAMPLE_CORPUS), "--out", str(out)], capture_output=True, text=True,
-                           cwd=REPO, timeout=300)
-    assert built.returncode == 0, built.stderr
+    built = invoke("index", '{"component": "TFIDFRetriever"}', "--corpus", EXAMPLE_CORPUS, "--out", out)
+    assert built.exit_code == 0, built.output
     report = tmp_path / "modules.json"
     answered = dashrag_process("query", str(out), "rank fusion", "--json", report=report)
     assert json.loads(answered.stdout)["results"]

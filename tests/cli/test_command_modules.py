@@ -14,6 +14,7 @@ import typer
 
 from dashrag.cli.command_modules import CommandModule, LazyCommands
 from dashrag.cli.main import COMMANDS, app
+from tests.cli.conftest import invoke
 from tests.conftest import EXAMPLE_CORPUS, REPO
 
 
@@ -56,11 +57,9 @@ with open(sys.argv[1], "w") as out:
 
 @pytest.mark.slow
 def test_dashrag_query_imports_no_other_command_module(tmp_path):
-    tree = tmp_path / "tree"
-    built = subprocess.run([sys.executable, "-m", "dashrag.cli.main", "index", "keyword", "--corpus",
-                            str(EXAMPLE_CORPUS), "--out", str(tree)], capture_output=True, text=True, cwd=REPO,
-                           timeout=300)
-    assert built.returncode == 0, built.stderr
+    tree = tmp_path / "tree"  # built in this process: only the query needs a fresh one
+    built = invoke("index", "keyword", "--corpus", EXAMPLE_CORPUS, "--out", tree)
+    assert built.exit_code == 0, built.output
     report = tmp_path / "modules.json"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     answered = subprocess.run([sys.executable, "-c", DRIVER, str(report), "query", str(tree), "rank fusion", "--json"],

@@ -13,7 +13,7 @@ import typer
 
 from dashrag.cli.main import app
 from dashrag.core.registry import all_components
-from tests.conftest import EXAMPLE_CORPUS, REPO
+from tests.conftest import REPO
 
 WIDTH = 80
 ENTRY_POINT = Path(sys.executable).parent / "dashrag"  # the installed command, as a user runs it
@@ -112,11 +112,3 @@ def test_schema_of_a_name_begun_suggests_the_component():
     result = dashrag("schema", "BM25")
     assert result.returncode == 2
     assert result.stderr.startswith("error: component: unknown component 'BM25'; did you mean 'BM25Retriever'")
-
-
-@pytest.mark.slow
-def test_index_of_a_dense_tree_prints_no_library_progress_bar(tmp_path):
-    result = dashrag("index", "semantic", "--corpus", EXAMPLE_CORPUS, "--out", tmp_path / "t")
-    assert result.returncode == 0, result.stderr
-    assert result.stderr == "" and "Loading weights" not in result.stdout
-    assert result.stdout.splitlines()[-1].startswith("indexed ")

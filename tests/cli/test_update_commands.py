@@ -7,12 +7,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ import pytest
 from tests.cli.conftest import error_line, invoke
 from tests.conftest import EXAMPLE_CORPUS, folder_digest
 from tests.fixtures.filesystem import immutable
+from tests.fixtures.save_phases import PHASES, first_write_after, kill_in_phase
 
 TFIDF = '{"component": "TFIDFRetriever"}'
 QUERY = "sparse inverted index postings"
@@ -117,21 +118,17 @@ def test_sigkill_at_any_moment_of_add_leaves_the_old_or_the_new_tree(scifact_sub
     old = state(base)
     complete = tmp_path / "complete"
     shutil.copytree(base, complete)
-    started = time.monotonic()
-    assert _dashrag("add", complete, "--corpus", tmp_path / "more.jsonl").wait(timeout=300) == 0
-    duration = time.monotonic() - started
+    before_write_s = first_write_after(partial(_dashrag, "add", complete, "--corpus", tmp_path / "more.jsonl"),
+                                       complete) / 2
     new = state(complete)
     assert new != old
-    rng = random.Random(23)
-    for attempt in range(8):
+    for attempt, phase in enumerate(PHASES):  # one kill in each phase of the save (tests/fixtures/save_phases.py)
         victim = tmp_path / f"victim-{attempt}"
         shutil.copytree(base, victim)
-        process = _dashrag("add", victim, "--corpus", tmp_path / "more.jsonl")
-        time.sleep(rng.uniform(0.0, duration))
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=60)
+        killed_in = kill_in_phase(partial(_dashrag, "add", victim, "--corpus", tmp_path / "more.jsonl"), victim,
+                                  phase, before_write_s)
         now = state(victim)
-        assert now in (old, new), f"attempt {attempt}: a mix of the old and the new tree"
+        assert now in (old, new), f"killed {killed_in}: a mix of the old and the new tree"
         # the killed update can be run again, and it completes to the new tree
         assert _dashrag("add", victim, "--corpus", tmp_path / "more.jsonl").wait(timeout=300) == 0
         assert state(victim) == new

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
-import signal
 import subprocess
 import sys
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ import pytest
 from tests.cli.conftest import invoke
 from tests.conftest import folder_digest
 from tests.fixtures.documents import write_docx, write_pdf
+from tests.fixtures.save_phases import PHASES, first_write_after, kill_in_phase
 
 QUERIES = ["okapi ranking saturation", "dense embeddings vectors", "fusion of rankings", "sparse postings",
            "cancer cells", "protein expression in mice"]
@@ -171,19 +170,13 @@ def test_sigkill_at_any_moment_of_sync_leaves_the_old_or_the_new_tree(scifact_su
     old = answers(base)
     complete = tmp_path / "complete"
     shutil.copytree(base, complete)
-    started = time.monotonic()
-    assert _sync_process(complete, folder).wait(timeout=300) == 0
-    duration = time.monotonic() - started
+    before_write_s = first_write_after(partial(_sync_process, complete, folder), complete) / 2
     new = answers(complete)
     assert new != old
-    rng = random.Random(35)
-    for attempt in range(5):
+    for attempt, phase in enumerate(PHASES):  # one kill in each phase of the save (tests/fixtures/save_phases.py)
         victim = tmp_path / f"victim-{attempt}"
         shutil.copytree(base, victim)
-        process = _sync_process(victim, folder)
-        time.sleep(rng.uniform(0.0, duration))
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=60)
-        assert answers(victim) in (old, new), f"attempt {attempt}: a mix of the old and the new tree"
+        killed_in = kill_in_phase(partial(_sync_process, victim, folder), victim, phase, before_write_s)
+        assert answers(victim) in (old, new), f"killed {killed_in}: a mix of the old and the new tree"
         assert _sync_process(victim, folder).wait(timeout=300) == 0  # run again, it completes
         assert answers(victim) == new

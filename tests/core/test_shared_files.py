@@ -40,15 +40,31 @@ def folder_bytes(folder: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def indexed(tmp_path_factory) -> Path:
-    """``dashrag index`` of the two-dense tree over the example corpus, in a fresh process (nothing cached)."""
+def index_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """``dashrag index`` of the two-dense tree over the example corpus, in a fresh process (nothing cached): the
+    finished process and the folder it wrote."""
     base = tmp_path_factory.mktemp("shared")
     config = base / "two_dense.json"
     config.write_text(json.dumps(TWO_DENSE))
     out = base / "trees" / "two_dense"
     result = dashrag_cli("index", config, "--corpus", EXAMPLE_CORPUS, "--out", out)
     assert result.returncode == 0, result.stderr
-    return out
+    return result, out
+
+
+@pytest.fixture(scope="module")
+def indexed(index_run) -> Path:
+    return index_run[1]
+
+
+def test_a_dense_index_prints_no_library_progress_bar(index_run):
+    """The libraries under a dense build (sentence-transformers' encode, transformers' weight loading) print
+    nothing of their own: stderr stays empty, stdout ends with dashrag's one summary line. (This index loads and
+    exports the model and embeds the corpus in a fresh process: the test that ran `dashrag index semantic` for
+    it alone, in tests/cli/test_help.py, was folded in here, docs/testing.md "Fourth pass".)"""
+    result, _ = index_run
+    assert result.stderr == "" and "Loading weights" not in result.stdout
+    assert result.stdout.splitlines()[-1].startswith("indexed ")
 
 
 def copy_of(folder: Path, target: Path) -> Path:
