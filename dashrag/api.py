@@ -188,6 +188,9 @@ def build_tree(
     """
     start = time.perf_counter()
     root = construct_tree(config)
+    missing = root.missing_module_to_save()
+    if missing is not None:  # the faces name its extra (extras.missing_extra), as when the save imports it
+        raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
     if not isinstance(corpus, Corpus):
         progress("reading the corpus")
         corpus = Corpus.from_path(corpus)

@@ -234,6 +234,7 @@ def test_a_dense_index_missing_onnxruntime_names_the_extra_not_a_traceback(venv_
         assert job.status_code == 202
         status = wait_for(url, job.json()["job_id"])
     assert status["status"] == "failed" and "pip install 'dashrag[dense]'" in status["error"], status
+    assert "loading the embedding model" not in status["stages"], status  # refused before any embedding
 
 
 def wait_for(url: str, job_id: str) -> dict:

@@ -47,6 +47,10 @@ class ConfigObject(Generic[P]):
     SCHEMA: ClassVar[type[ComponentParams]] = NoParams
     META: ClassVar[ComponentMeta]
     component_name: ClassVar[str]
+    # Optional libraries this node's save imports (a sentence-transformers model's ONNX export: onnxruntime).
+    # build_tree looks for them before it chunks and fits, so a missing one fails a build in a second, naming
+    # its extra, not after the corpus was embedded (missing_module_to_save).
+    SAVE_IMPORTS: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -186,6 +190,16 @@ class ConfigObject(Generic[P]):
         for _, child in self.nested_objects():
             child.release_replaced()
         self._release_replaced()
+
+    def missing_module_to_save(self) -> str | None:
+        """The first of this subtree's ``SAVE_IMPORTS`` that cannot be imported, else None."""
+        from importlib.util import find_spec
+
+        for _, node in self.iter_nodes():
+            for module in node.SAVE_IMPORTS:
+                if find_spec(module) is None:
+                    return module
+        return None
 
     def save_state(self, folder: Path) -> None:
         """Write this node's fitted state (``.npy``/``.json`` only) into ``folder``."""

@@ -197,6 +197,8 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
     it embeds queries with that export on onnxruntime (no torch), documents always with torch.
     """
 
+    SAVE_IMPORTS = ("onnxruntime",)  # the export (_exported) runs it: a build fails before embedding without it
+
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._source: ModelSource | None = None

@@ -7,12 +7,16 @@ does), and a pickle-free save: the vocabulary is written as a JSON list of terms
 column order (and the stop words as a JSON list), from which the analysis is rebuilt
 exactly.
 
-Query time needs no scikit-learn when every term is one word (the word analyzer,
-1-grams, no accent stripping: every preset): lower-casing, scikit-learn's token
-pattern, the saved stop words, stemming and a dict lookup are the whole analysis
-(:class:`WordSteps`), and importing scikit-learn would cost a loaded keyword tree
-most of its start-up (bench/bench_cold_query.py). Other settings build the
-scikit-learn vectorizer from the saved vocabulary when first needed.
+Neither the fit nor a query needs scikit-learn when every term is one word (the word
+analyzer, 1-grams, no accent stripping: every preset): lower-casing, scikit-learn's token
+pattern, the stop words (a copy of scikit-learn's English list), stemming and a dict
+lookup are the whole analysis (:class:`WordSteps`), and importing scikit-learn would cost
+a loaded keyword tree most of its start-up (bench/bench_cold_query.py) and a keyword build
+job's worker process most of its CPU. Such a fit without document-frequency cut-offs or a
+feature cap (accent stripping keeps scikit-learn's preprocessor) counts the terms itself
+(:meth:`BagOfWordsConverter._fit_words`), giving scikit-learn's matrix array for array.
+Other settings use scikit-learn's vectorizer (built from the saved vocabulary when a
+loaded tree first needs it).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from dashrag.core.params import ComponentParams, Rule, compatibility_field, less
 from dashrag.core.persistence import atomic_write_json, load_json, load_sparse, save_sparse
 from dashrag.core.registry import register
 from dashrag.errors import PersistenceError, RetrievalError
+from dashrag.vectorizers.english_stop_words import ENGLISH_STOP_WORDS
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -52,10 +57,9 @@ COUNTS_SHAPE = f"{COUNTS}.shape.npy"
 
 
 def english_stop_words() -> frozenset[str]:
-    """scikit-learn's English stop words (what ``stop_words="english"`` removes at fit time)."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS)
+    """scikit-learn's English stop words (what ``stop_words="english"`` removes at fit time), from the copy that
+    spares importing scikit-learn."""
+    return ENGLISH_STOP_WORDS
 
 
 def _fractions_in_order(params: BagOfWordsParams) -> str | None:
@@ -266,6 +270,11 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         return self._vectorizer
 
     def fit_transform(self, texts: list[str]) -> sp.csr_matrix:
+        steps = self.single_word_steps()
+        if steps is not None and self.prunes_nothing():
+            self._vocabulary, counts = self._fit_words(texts, steps)
+            self._vectorizer, self._analyze, self._counts = None, None, counts
+            return counts
         vectorizer = self._make()
         try:
             counts = vectorizer.fit_transform(texts).tocsr()
@@ -274,6 +283,44 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         self._vectorizer, self._vocabulary, self._analyze = vectorizer, dict(vectorizer.vocabulary_), None
         self._counts = counts
         return counts
+
+    def _fit_words(self, texts: list[str], steps: WordSteps) -> tuple[dict[str, int], sp.csr_matrix]:
+        """scikit-learn's ``CountVectorizer.fit_transform`` for single-word terms and no pruning, without importing
+        scikit-learn (1.8 s of CPU, most of a keyword build job): the same vocabulary and the same matrix, array for
+        array (tests/vectorizers/test_fit_without_scikit_learn.py), so a tree built either way is the same bytes.
+
+        scikit-learn numbers the terms as they first occur, counts each text's terms, sorts each row by that
+        number, then renumbers the columns in the terms' sorted order without re-sorting the rows; so here a
+        row's entries stay ordered by the terms' first occurrence and the columns are the sorted terms. Each
+        distinct word is analysed once (stop words, one stemming call), as :meth:`_transform_words` does."""
+        import scipy.sparse as sp
+
+        tokens = [steps.tokenize(steps.preprocess(text)) for text in texts]
+        flat = list(chain.from_iterable(tokens))
+        code_of_word = {word: code for code, word in enumerate(dict.fromkeys(flat))}  # in order of first occurrence
+        kept = [w for w in code_of_word if w not in steps.stop]
+        stems = steps.stem(kept) if steps.stem else kept
+        first_of_term: dict[str, int] = {}  # term → its number in order of first occurrence
+        for stem in stems:
+            first_of_term.setdefault(stem, len(first_of_term))
+        if not first_of_term:
+            raise RetrievalError(f"{self.component_name}: cannot build a vocabulary "
+                                 "(empty vocabulary; perhaps the documents only contain stop words)")
+        n_terms = len(first_of_term)
+        first_of_code = np.full(len(code_of_word) + 1, -1, dtype=np.int64)
+        first_of_code[[code_of_word[w] for w in kept]] = [first_of_term[s] for s in stems]
+        firsts = first_of_code[np.fromiter(map(code_of_word.__getitem__, flat), dtype=np.int64, count=len(flat))]
+        text_of_token = np.repeat(np.arange(len(texts), dtype=np.int64), [len(t) for t in tokens])
+        known = firsts >= 0
+        pairs, counts = np.unique(text_of_token[known] * n_terms + firsts[known], return_counts=True)
+        terms = sorted(first_of_term)
+        column_of_first = np.empty(n_terms, dtype=np.int64)
+        column_of_first[[first_of_term[t] for t in terms]] = np.arange(n_terms)
+        index_type = np.int32 if pairs.size <= np.iinfo(np.int32).max else np.int64  # as scikit-learn chooses
+        indptr = np.searchsorted(pairs, np.arange(len(texts) + 1, dtype=np.int64) * n_terms).astype(index_type)
+        indices = column_of_first[pairs % n_terms].astype(index_type)
+        matrix = sp.csr_matrix((counts.astype(np.float32), indices, indptr), shape=(len(texts), n_terms))
+        return {term: column for column, term in enumerate(terms)}, matrix
 
     # -- living trees (docs/updating.md) ---------------------------------------------
     def prunes_nothing(self) -> bool:

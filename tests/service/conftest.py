@@ -110,6 +110,18 @@ class LoopbackServer:
         self.socket.close()
 
 
+@pytest.fixture(scope="session")
+def served_by_default(trees_dir) -> Iterator[tuple[str, list[str]]]:
+    """``dashrag serve --trees`` over the session's trees with the default settings, as a user starts it: its URL
+    and its log lines up to "running on". One process for the tests that only read it (its start's log lines,
+    queries), in tests/service/test_server.py and test_interpreter.py: each start is about 4 s of CPU. A test
+    that sets other variables starts its own (``dashrag_serve``)."""
+    from tests.service.test_server import dashrag_serve
+
+    with dashrag_serve(trees_dir) as started:
+        yield started
+
+
 @pytest.fixture
 def loopback_server(trees_dir) -> Iterator[LoopbackServer]:
     with LoopbackServer(create_app(ServiceSettings(trees_dir=trees_dir))) as server:

@@ -77,3 +77,26 @@ def test_a_build_within_the_limits_is_built_in_its_worker(trees_copy):
     status, listed = build(trees_copy, EXAMPLE_CORPUS.parent, KEYWORD, "corpus", build_memory_mb=2048,
                            build_timeout_sec=120)
     assert status["status"] == "done" and "big" in listed, status
+
+
+def test_a_dense_build_without_onnxruntime_is_refused_before_its_model_loads(tmp_path, monkeypatch):
+    """Its save exports the model to ONNX (onnxruntime): the job's build looks for the library first, so a user
+    without the dense extra hears which extra to install in a second, not after the corpus was embedded. The
+    worker's own build (``perform``), in this process with onnxruntime unimportable; the installed case, through
+    ``dashrag serve`` and the CLI: tests/test_wheel.py."""
+    import sys
+
+    from dashrag.extras import missing_extra
+    from dashrag.service.build_worker import perform
+    from tests.conftest import EXAMPLE_CORPUS, REPO
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime fails, find_spec finds nothing
+    semantic = json.loads((REPO / "components" / "semantic.json").read_text())
+    stages: list[str] = []
+    task = {"kind": "build", "corpus": str(EXAMPLE_CORPUS), "config": semantic, "out": str(tmp_path / "s"),
+            "name": "s", "chunker": None, "cache_dir": str(tmp_path / "cache")}
+    with pytest.raises(ModuleNotFoundError) as refused:
+        perform(task, lambda stage, done=0, total=None: stages.append(stage))
+    assert refused.value.name == "onnxruntime"
+    assert "pip install 'dashrag[dense]' (missing: onnxruntime)" in str(missing_extra(refused.value, "this tree"))
+    assert stages == ["reading the corpus"] and not (tmp_path / "s").exists()

@@ -18,7 +18,6 @@ import pytest
 
 from dashrag.service import json_body
 from dashrag.service.models import TreeQueryResponse
-from tests.service.test_server import dashrag_serve
 
 QUERIES = ["retrieval", "vector search", "evaluation metrics", "chunk size"]
 
@@ -36,13 +35,13 @@ def tuned_interpreter(seen: list[str]) -> tuple[float, int]:
     return float(match.group(1)), int(match.group(2))
 
 
-def test_dashrag_serve_freezes_its_loaded_heap_and_hands_the_gil_over_every_millisecond(trees_dir):
-    with dashrag_serve(trees_dir) as (url, seen):
-        switch_ms, frozen = tuned_interpreter(seen)
-        # the heap frozen once the trees are loaded: the imports alone are tens of thousands of objects
-        assert switch_ms == 1.0 and frozen > 20_000
-        # queries still answer (a frozen object is still freed by reference counting, and found by lookups)
-        answer = httpx.post(f"{url}/trees/kw/query", json={"query": "bm25", "top_k": 2})
+def test_dashrag_serve_freezes_its_loaded_heap_and_hands_the_gil_over_every_millisecond(served_by_default):
+    url, seen = served_by_default
+    switch_ms, frozen = tuned_interpreter(seen)
+    # the heap frozen once the trees are loaded: the imports alone are tens of thousands of objects
+    assert switch_ms == 1.0 and frozen > 20_000
+    # queries still answer (a frozen object is still freed by reference counting, and found by lookups)
+    answer = httpx.post(f"{url}/trees/kw/query", json={"query": "bm25", "top_k": 2})
     assert answer.status_code == 200 and answer.json()["chunks"][0]["document_id"] == "bm25.md"
 
 

@@ -92,10 +92,10 @@ def announced_server(command: list[str], env: dict[str, str], cwd=None) -> Itera
 
 
 @pytest.mark.slow
-def test_dashrag_serve_starts_on_a_free_port_and_serves_the_trees(trees_dir):
-    with dashrag_serve(trees_dir) as (url, seen):
-        assert json.loads(seen[-1])["level"] == "INFO"  # structured logs
-        answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "kw"})
+def test_dashrag_serve_starts_on_a_free_port_and_serves_the_trees(served_by_default):
+    url, seen = served_by_default
+    assert json.loads(seen[-1])["level"] == "INFO"  # structured logs
+    answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "kw"})
     assert answer.status_code == 200 and answer.json()["citations"] == ["bm25.md"]
 
 
@@ -104,9 +104,9 @@ def blas_threads_logged(seen: list[str]) -> str:
 
 
 @pytest.mark.slow
-def test_dashrag_serve_runs_blas_on_one_thread_by_default(trees_dir):
-    with dashrag_serve(trees_dir) as (_, seen):
-        assert blas_threads_logged(seen) == "BLAS threads: openblas 1"
+def test_dashrag_serve_runs_blas_on_one_thread_by_default(served_by_default):
+    _, seen = served_by_default
+    assert blas_threads_logged(seen) == "BLAS threads: openblas 1"
 
 
 @pytest.mark.slow
