@@ -31,6 +31,9 @@ DOCUMENT_CATEGORIES = "SELECT id, categories FROM documents"  # a store written 
 DOCUMENT_METADATA = "SELECT id, metadata FROM documents"
 DOCUMENT_COLUMNS = "SELECT name FROM pragma_table_info('documents')"
 CHUNKS = 'SELECT id, document_id, position, start, "end" FROM chunks ORDER BY id'  # the texts: below, when shown
+CHUNK_COLUMNS_INDEX = "ix_chunks_columns"  # store.CHUNK_COLUMNS_INDEX: named, as SQLite estimates it no smaller
+CHUNKS_FROM_INDEX = CHUNKS.replace("FROM chunks", f"FROM chunks INDEXED BY {CHUNK_COLUMNS_INDEX}")
+INDEXES = "SELECT name FROM sqlite_master WHERE type = 'index'"
 CHUNK_TEXTS = "SELECT id, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))"  # one query per batch
 CHUNK_TEXTS_AFTER = "SELECT id, text FROM chunks WHERE id > ? ORDER BY id LIMIT ?"  # every text, a page at a time
 TEXT_PAGE = 2000
@@ -117,7 +120,8 @@ def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None, scheme: in
         columns = {name for (name,) in texts.execute(DOCUMENT_COLUMNS)}
         select = DOCUMENT_METADATA if "metadata" in columns else DOCUMENT_CATEGORIES
         metadata = {d: _json_object(m) for d, m in texts.execute(select)}
-        rows = texts.execute(CHUNKS)
+        indexed = any(name == CHUNK_COLUMNS_INDEX for (name,) in texts.execute(INDEXES))
+        rows = texts.execute(CHUNKS_FROM_INDEX if indexed else CHUNKS)
         with_fields = any(name == "fields" for (name,) in texts.execute(CHUNK_COLUMNS))
         fields = {i: _json_object(f) for i, f in texts.execute(CHUNK_FIELDS)} if with_fields else {}
         if not rows:

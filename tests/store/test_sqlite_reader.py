@@ -8,7 +8,14 @@ from dashrag.chunkers.recursive_character import RecursiveCharacterChunker
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.errors import PersistenceError
 from dashrag.store.models import ChunkRow, DocumentRow
-from dashrag.store.sqlite_reader import CHUNKS, DOCUMENT_CATEGORIES, DOCUMENT_METADATA, read_chunk_set, sqlite_path
+from dashrag.store.sqlite_reader import (
+    CHUNKS,
+    CHUNKS_FROM_INDEX,
+    DOCUMENT_CATEGORIES,
+    DOCUMENT_METADATA,
+    read_chunk_set,
+    sqlite_path,
+)
 from dashrag.store.store import Store, sqlite_url
 
 
@@ -68,6 +75,18 @@ def test_a_load_reads_the_documents_metadata_from_an_index_not_through_their_tex
         connection.execute("DROP INDEX ix_documents_id_metadata")  # a store written before the index
     assert "COVERING INDEX ix_documents_id_metadata" in plan, plan
     assert read_chunk_set(sqlite_url(path)).fingerprint == chunks.fingerprint
+
+
+def test_a_load_reads_the_chunks_columns_from_an_index_not_through_their_texts(store_file):
+    """A load leaves the chunks' texts in the store; its read of every chunk's other columns is answered from the
+    covering index a new store gets (store.CHUNK_COLUMNS_INDEX); a store written before it reads the same."""
+    path, chunks = store_file
+    with sqlite3.connect(path) as connection:
+        plan = " ".join(str(step[-1]) for step in connection.execute(f"EXPLAIN QUERY PLAN {CHUNKS_FROM_INDEX}"))
+        connection.execute("DROP INDEX ix_chunks_columns")  # a store written before the index
+    assert "COVERING INDEX ix_chunks_columns" in plan, plan
+    read = read_chunk_set(sqlite_url(path))
+    assert read.fingerprint == chunks.fingerprint and read.texts == chunks.texts
 
 
 def test_chunk_fields_read_back_the_same_through_sqlite3_and_the_store(tmp_path, example_corpus):
