@@ -132,7 +132,8 @@ class Job:
         elapsed = (self.finished or time.monotonic()) - self.started
         return {"id": self.id, "status": self.status, "progress": self.progress, "message": self.message,
                 "tree": self.tree if self.status == "done" else None, "error": self.error,
-                "stage": self.stage, "stages": self.stages, "done": self.done, "total": self.total, "elapsed_s": round(elapsed, 3),
+                "stage": self.stage, "stages": self.stages, "done": self.done, "total": self.total,
+                "elapsed_s": round(elapsed, 3),
                 "stage_eta_s": self.stage_eta_s(), "counts": self.counts, "files": self.files,
                 "warnings": self.warnings, "report": self.report}
 
