@@ -158,8 +158,9 @@ def query_figures(one, batch, texts: list[str]) -> dict[str, Any]:
 
 def dashrag_query(folder: Path, texts: list[str], store: str | None = None) -> dict[str, Any]:
     tree, load_s = timed_load(lambda f: dashrag_load(f, store), folder)
+    loaded = {f"{name}_after_load": value for name, value in memory_now().items()}  # before any query
     figures = query_figures(lambda q: tree.retrieve(q), lambda qs: tree.retrieve_batch(qs), texts)
-    return {"load_s": load_s, **figures}
+    return {"load_s": load_s, **loaded, **figures}
 
 
 def bm25s_query(folder: Path, texts: list[str]) -> dict[str, Any]:
@@ -363,11 +364,13 @@ def compare_updates(size: int, baseline: Path, work: Path, repeats: int = 3) -> 
         child("dashrag", "build", code, corpus=corpus, folder=work / f"tree-{name}")
     for kind in ("load", "add", "remove"):
         seconds: dict[str, list[float]] = {name: [] for name in sides}
+        memory: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
         for _ in range(repeats):
             for name, code in sides.items():
                 if kind == "load":
                     figures = child("dashrag", "query", code, folder=work / f"tree-{name}", queries=3)
                     seconds[name].append(round(figures["load_s"], 3))
+                    memory[name].append({k: v for k, v in figures.items() if k.endswith("_after_load")})
                     continue
                 copy = work / f"{name}-{kind}"
                 shutil.copytree(work / f"tree-{name}", copy)
@@ -376,6 +379,7 @@ def compare_updates(size: int, baseline: Path, work: Path, repeats: int = 3) -> 
                 shutil.rmtree(copy)
         print(json.dumps({"documents": size, "change": kind, "seconds": seconds,
                           "ratio_of_best": round(min(seconds["this"]) / min(seconds["baseline"]), 3),
+                          **({"memory_after_load_mib": memory} if kind == "load" else {}),
                           "load_average": round(os.getloadavg()[0], 2)}), flush=True)
 
 

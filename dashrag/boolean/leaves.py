@@ -184,8 +184,9 @@ class ClauseRunner:
             base_allowed = None if base is None else base.row_mask(self.chunks)
             _, everywhere = self.text_index.search(clause.text, clause.case_sensitive, self.texts, base_allowed)
             best = max(best, float(everywhere.max(initial=0.0)))
-        found = [ScoredChunk(self.chunks.chunks[r], float(v), "text", {"bm25": float(s)})
-                 for r, s, v in zip(rows.tolist(), scores.tolist(), divided_by(scores, best).tolist())]
+        found = [ScoredChunk(c, float(v), "text", {"bm25": float(s)})
+                 for c, s, v in zip(self.chunks.chunks_at(rows.tolist()), scores.tolist(),
+                                    divided_by(scores, best).tolist())]
         self.clauses.append({"clause": serialise(clause), "kind": "text", "matches": len(found)})
         return found
 

@@ -4,20 +4,24 @@ Leaves score "rows" (0..n-1, the order of the chunk ids); this class maps rows t
 chunk ids and back, finds a chunk by ``(document_id, position)`` for window
 expansion, and fingerprints the whole set so a saved retriever can tell it is
 being loaded against the corpus it was built on.
+
+A set read from a store keeps its chunks as columns and reads a chunk's text from the
+store when the chunk is shown, in one batch per answer (:class:`StoredChunks`,
+docs/scale.md "Texts left in the store").
 """
 
 from __future__ import annotations
 
 import copy
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, overload
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Protocol, Sequence, overload
 
 import numpy as np
 
 from dashrag.documents.fingerprint import ADDITIVE, SCHEMES, chunk_lines, shifted
 from dashrag.documents.fingerprint import fingerprint as fingerprint_of
 from dashrag.documents.model import Chunk, Metadata, normalise_categories
-from dashrag.errors import CorpusError, UnknownChunkError
+from dashrag.errors import CorpusError, PersistenceError, UnknownChunkError
 
 if TYPE_CHECKING:  # the filter language is imported by the first filter
     from dashrag.filters.columns import MetadataColumns
@@ -27,23 +31,61 @@ if TYPE_CHECKING:  # the filter language is imported by the first filter
 StoredRow = tuple[int, str, int, str, int, int]  # a store's chunk row: id, document id, position, text, start, end
 
 
-class StoredChunks(Sequence[Chunk]):
-    """A store's chunk rows read as :class:`Chunk` objects, each made when it is first read.
+class ChunkTexts(Protocol):
+    """Where the texts of a store's chunks are read when they are shown (docs/scale.md, "Texts left in the store").
 
-    Why: a cold query reads every row of the store but shows ten chunks; making a frozen
-    Chunk for each of SciFact's 5,183 rows was a fifth of loading its keyword tree
-    (docs/performance.md). What is kept is the rows as read; a Chunk, once made, is kept too.
+    Why: a load that read every chunk's text made one Python string per chunk, most of a worker's private memory
+    and of a load's time, for a query that shows ten. A loaded chunk set keeps what scoring and filtering need
+    (ids, documents, positions, offsets, metadata) and asks its store for the texts of the chunks it shows.
     """
 
-    def __init__(self, rows: Sequence[StoredRow], metadata: Mapping[str, Metadata],
-                 fields: Mapping[int, Metadata] | None = None):
-        self._rows = rows
-        self._metadata = metadata
-        self._fields = fields or {}
-        self._made: list[Chunk | None] = [None] * len(rows)
+    def texts_of(self, ids: Sequence[int]) -> Mapping[int, str]:
+        """The texts of the chunks ``ids`` (ids the store lacks are left out), read in one batch."""
+        ...
+
+    def all_texts(self) -> Iterator[tuple[int, str]]:
+        """``(id, text)`` of every chunk of the store, ascending ids (a refit, a fingerprint's whole pass)."""
+        ...
+
+
+class HeldTexts:
+    """:class:`ChunkTexts` held in memory (chunks made in this process: an update's new ones, a test's rows)."""
+
+    def __init__(self, texts: Mapping[int, str]):
+        self._texts = dict(texts)
+
+    def texts_of(self, ids: Sequence[int]) -> Mapping[int, str]:
+        return {i: self._texts[i] for i in ids if i in self._texts}
+
+    def all_texts(self) -> Iterator[tuple[int, str]]:
+        return iter(sorted(self._texts.items()))
+
+
+class StoredChunks(Sequence[Chunk]):
+    """A store's chunks as columns, read as :class:`Chunk` objects with their texts from ``texts``.
+
+    Why columns: one Python row per chunk (with its text) was most of a load and of each service worker's
+    private memory at 100,000 documents (docs/scale.md); a query shows ten chunks. A Chunk is made when it is
+    read; :meth:`at_rows` reads the texts of many in one batch, which every reader that shows several uses.
+    ``held``: texts known here (an update's new chunks, whose store is not written yet), by chunk id.
+    """
+
+    def __init__(self, ids: np.ndarray, document_ids: Sequence[str], document_index: np.ndarray,
+                 positions: np.ndarray, starts: np.ndarray, ends: np.ndarray, document_metadata: Sequence[Metadata],
+                 fields: Mapping[int, Metadata], texts: ChunkTexts, held: Mapping[int, str] | None = None):
+        self.ids = ids
+        self.document_ids = document_ids
+        self.document_index = document_index
+        self.positions = positions
+        self.starts = starts
+        self.ends = ends
+        self._document_metadata = document_metadata
+        self._fields = fields
+        self.texts = texts
+        self.held: Mapping[int, str] = held or {}
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self.ids)
 
     @overload
     def __getitem__(self, row: int) -> Chunk: ...
@@ -53,23 +95,59 @@ class StoredChunks(Sequence[Chunk]):
 
     def __getitem__(self, row: int | slice) -> Chunk | list[Chunk]:
         if isinstance(row, slice):
-            return [self[i] for i in range(*row.indices(len(self)))]
-        chunk = self._made[row]
-        if chunk is None:
-            i, document_id, position, text, start, end = self._rows[row]
-            chunk = self._made[row] = Chunk(id=i, document_id=document_id, position=position, text=text, start=start,
-                                            end=end, metadata=self._metadata.get(document_id, {}),
-                                            fields=self._fields.get(i, {}))
-        return chunk
+            return self.at_rows(range(*row.indices(len(self))))
+        if not -len(self) <= row < len(self):
+            raise IndexError(f"chunk row {row} out of range")
+        return self.at_rows([row % len(self)])[0]
 
-    @property
-    def rows(self) -> Sequence[StoredRow]:
-        """The rows as read (what a fingerprint hashes, without making chunks)."""
-        return self._rows
+    def __iter__(self) -> Iterator[Chunk]:
+        for row, text in enumerate(self.all_texts()):
+            yield self._chunk(row, text)
 
-    def column(self, index: int) -> list[Any]:
-        """One field of every row (0 the ids, 1 the document ids, ...), without making chunks."""
-        return [r[index] for r in self._rows]
+    def at_rows(self, rows: Iterable[int]) -> list[Chunk]:
+        """The chunks of ``rows``, their texts read in one batch."""
+        rows = list(rows)
+        return [self._chunk(r, t) for r, t in zip(rows, self.texts_at(rows))]
+
+    def texts_at(self, rows: Sequence[int]) -> list[str]:
+        """The texts of ``rows``, in order: those held here, the others in one read of the store."""
+        ids = self.ids[np.asarray(rows, dtype=np.int64)].tolist() if len(rows) else []
+        missing = [i for i in ids if i not in self.held]
+        read = self.texts.texts_of(missing) if missing else {}
+        lacking = [i for i in missing if i not in read]
+        if lacking:
+            raise PersistenceError(f"the store lacks the text of chunk(s) {_shown(lacking)}")
+        return [self.held[i] if i in self.held else read[i] for i in ids]
+
+    def all_texts(self) -> Iterator[str]:
+        """Every chunk's text in row order, streamed from the store (which may hold chunks this set left out:
+        the old store of an update, read before the new one is written)."""
+        stored = self.texts.all_texts()
+        for i in self.ids.tolist():
+            if i in self.held:
+                yield self.held[i]
+                continue
+            for found, text in stored:
+                if found == i:
+                    yield text
+                    break
+                if found > i:
+                    raise PersistenceError(f"the store lacks the text of chunk {i}")
+            else:
+                raise PersistenceError(f"the store lacks the text of chunk {i}")
+
+    def rows_of_texts(self, rows: Sequence[int], texts: Iterable[str]) -> Iterator[StoredRow]:
+        """The store rows of ``rows`` given their texts (what a fingerprint hashes, without making chunks)."""
+        for r, text in zip(rows, texts):
+            yield (int(self.ids[r]), self.document_ids[self.document_index[r]], int(self.positions[r]), text,
+                   int(self.starts[r]), int(self.ends[r]))
+
+    def _chunk(self, row: int, text: str) -> Chunk:
+        i = int(self.ids[row])
+        number = int(self.document_index[row])
+        return Chunk(id=i, document_id=self.document_ids[number], position=int(self.positions[row]), text=text,
+                     start=int(self.starts[row]), end=int(self.ends[row]),
+                     metadata=self._document_metadata[number], fields=self._fields.get(i, {}))
 
 
 class ChunkSet:
@@ -78,19 +156,37 @@ class ChunkSet:
         file unchanged since the save that computed it), so it is not re-hashed; ``scheme``: how it is
         computed (``documents/fingerprint.py``; a folder of format 1 was fingerprinted sequentially)."""
         ordered = sorted(chunks, key=lambda c: c.id)
-        self._set_up(ordered, [c.id for c in ordered], [c.document_id for c in ordered],
-                     {c.document_id: c.metadata for c in reversed(ordered)}, fingerprint,
-                     {c.id: c.fields for c in ordered if c.fields}, scheme)
+        document_ids, document_index = _numbered([c.document_id for c in ordered])
+        first_metadata = {c.document_id: c.metadata for c in reversed(ordered)}
+        self._take(ordered, np.fromiter((c.id for c in ordered), dtype=np.int64, count=len(ordered)), document_ids,
+                   document_index, [first_metadata[d] for d in document_ids], fingerprint,
+                   {c.id: c.fields for c in ordered if c.fields}, scheme)
 
     @classmethod
     def from_rows(cls, rows: Sequence[StoredRow], metadata: Mapping[str, Metadata],
                   fingerprint: str | None = None, fields: Mapping[int, Metadata] | None = None,
                   scheme: int = ADDITIVE) -> ChunkSet:
-        """A store's rows (ascending ids), its documents' metadata and the chunks' own fields (by chunk id, only
-        the chunks that have any); the Chunk objects are made as they are read (:class:`StoredChunks`)."""
-        chunks = StoredChunks(rows, metadata, fields)
+        """A store's rows with their texts (ascending ids), its documents' metadata and the chunks' own fields (by
+        chunk id, only the chunks that have any); the texts are held (:class:`HeldTexts`)."""
+        return cls.from_columns([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                                [r[4] for r in rows], [r[5] for r in rows], metadata,
+                                HeldTexts({r[0]: r[3] for r in rows}), fingerprint, fields, scheme)
+
+    @classmethod
+    def from_columns(cls, ids: Sequence[int], document_of_row: Sequence[str], positions: Sequence[int],
+                     starts: Sequence[int], ends: Sequence[int], metadata: Mapping[str, Metadata], texts: ChunkTexts,
+                     fingerprint: str | None = None, fields: Mapping[int, Metadata] | None = None,
+                     scheme: int = ADDITIVE) -> ChunkSet:
+        """A store's chunks as columns (ascending ids) without their texts, which ``texts`` gives when a chunk is
+        shown (:class:`StoredChunks`); its documents' metadata and the chunks' own fields as in :meth:`from_rows`."""
+        document_ids, document_index = _numbered(document_of_row)
+        document_metadata = [metadata.get(d, {}) for d in document_ids]
+        fields = fields or {}
+        chunks = StoredChunks(_int64(ids), document_ids, document_index, _int64(positions), _int64(starts),
+                              _int64(ends), document_metadata, fields, texts)
         chunk_set = cls.__new__(cls)
-        chunk_set._set_up(chunks, chunks.column(0), chunks.column(1), metadata, fingerprint, fields or {}, scheme)
+        chunk_set._take(chunks, chunks.ids, document_ids, document_index, document_metadata, fingerprint, fields,
+                        scheme)
         return chunk_set
 
     def rows_without(self, document_ids: Iterable[str]) -> np.ndarray:
@@ -100,11 +196,13 @@ class ChunkSet:
 
     def changed(self, kept_rows: np.ndarray, added: Sequence[Chunk]) -> ChunkSet:
         """The chunk set of an update: the rows ``kept_rows`` (ascending, every row of the documents they keep:
-        :meth:`rows_without`) then ``added`` (ids above every one here). A set read from a store stays rows (no
-        chunk is made for the kept ones). Its fingerprint is additive, shifted from this one's by the chunks that
-        changed where this one's is additive too."""
+        :meth:`rows_without`) then ``added`` (ids above every one here). A set read from a store stays columns
+        whose texts the old store gives (the kept chunks keep their ids; the added ones' texts are held). Its
+        fingerprint is additive, shifted from this one's by the chunks that changed where this one's is additive
+        too."""
         fingerprint_ = self._changed_fingerprint(kept_rows, added)
-        if not isinstance(self.chunks, StoredChunks):
+        stored = self.chunks
+        if not isinstance(stored, StoredChunks):
             return ChunkSet([self.chunks[r] for r in kept_rows.tolist()] + list(added), fingerprint_)
         kept_numbers = np.unique(self.document_index[kept_rows]).tolist()  # ascending: their order of appearance
         renumbered = np.full(len(self.document_ids), -1, dtype=np.int64)
@@ -118,30 +216,24 @@ class ChunkSet:
                 document_ids.append(c.document_id)
                 metadata.append(c.metadata)
         document_index = np.concatenate([renumbered[self.document_index[kept_rows]],
-                                         np.array([joined[c.document_id] for c in added], dtype=np.int64)])
-        ids = np.concatenate([self.ids[kept_rows], np.array([c.id for c in added], dtype=np.int64)])
-        stored = self.chunks.rows
-        rows = [stored[r] for r in kept_rows.tolist()] + [_row(c) for c in added]
+                                         _int64([joined[c.document_id] for c in added])])
+        ids = np.concatenate([self.ids[kept_rows], _int64([c.id for c in added])])
         fields = dict(self.chunk_fields)
-        if fields:
-            for gone in np.setdiff1d(self.ids, ids[:len(kept_rows)], assume_unique=True).tolist():
-                fields.pop(gone, None)
+        gone = np.setdiff1d(self.ids, ids[:len(kept_rows)], assume_unique=True).tolist()
+        for i in gone if fields else []:
+            fields.pop(i, None)
         fields.update({c.id: c.fields for c in added if c.fields})
+        left = set(gone)
+        held = {i: t for i, t in stored.held.items() if i not in left}
+        held.update({c.id: c.text for c in added})
+        chunks = StoredChunks(ids, document_ids, document_index,
+                              np.concatenate([stored.positions[kept_rows], _int64([c.position for c in added])]),
+                              np.concatenate([stored.starts[kept_rows], _int64([c.start for c in added])]),
+                              np.concatenate([stored.ends[kept_rows], _int64([c.end for c in added])]),
+                              metadata, fields, stored.texts, held)
         chunk_set = ChunkSet.__new__(ChunkSet)
-        chunk_set._take(StoredChunks(rows, dict(zip(document_ids, metadata)), fields), ids, document_ids,
-                        document_index, metadata, fingerprint_, fields, ADDITIVE)
+        chunk_set._take(chunks, ids, document_ids, document_index, metadata, fingerprint_, fields, ADDITIVE)
         return chunk_set
-
-    def _set_up(self, chunks: Sequence[Chunk], ids: list[int], document_of_row: list[str],
-                metadata: Mapping[str, Metadata], fingerprint: str | None,
-                chunk_fields: Mapping[int, Metadata], scheme: int) -> None:
-        doc_ids: dict[str, int] = {}
-        for d in document_of_row:
-            doc_ids.setdefault(d, len(doc_ids))
-        document_index = np.fromiter(map(doc_ids.__getitem__, document_of_row), dtype=np.int64,
-                                     count=len(document_of_row))
-        self._take(chunks, np.fromiter(ids, dtype=np.int64, count=len(ids)), list(doc_ids), document_index,
-                   [metadata.get(d, {}) for d in doc_ids], fingerprint, chunk_fields, scheme)
 
     def _take(self, chunks: Sequence[Chunk], ids: np.ndarray, document_ids: list[str], document_index: np.ndarray,
               document_metadata: list[Metadata], fingerprint: str | None, chunk_fields: Mapping[int, Metadata],
@@ -151,7 +243,7 @@ class ChunkSet:
         self.fingerprint_scheme = _checked_scheme(scheme)
         if fingerprint is not None:
             self.__dict__["fingerprint"] = fingerprint  # the cached_property's own slot
-        if not chunks:
+        if not len(chunks):
             raise CorpusError("the corpus has no chunks (no document had any text)")
         self.chunks: Sequence[Chunk] = chunks
         self.ids = ids
@@ -169,15 +261,39 @@ class ChunkSet:
         return [normalise_categories(m) for m in self.document_metadata]
 
     @cached_property
-    def _row_of_position(self) -> dict[tuple[str, int], int]:
-        return {(c.document_id, c.position): row for row, c in enumerate(self.chunks)}
+    def positions(self) -> np.ndarray:
+        """Each row's position in its document."""
+        if isinstance(self.chunks, StoredChunks):
+            return self.chunks.positions
+        return _int64([c.position for c in self.chunks])
+
+    @cached_property
+    def _rows_by_position(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows ordered by document number then position, and where each document's rows begin there."""
+        order = np.lexsort((self.positions, self.document_index))
+        return order, np.concatenate([[0], np.cumsum(self.document_sizes)[:-1]]).astype(np.int64)
 
     def __len__(self) -> int:
         return len(self.chunks)
 
     @property
     def texts(self) -> list[str]:
+        """Every chunk's text, in row order (a refit's input: read from the store in one pass)."""
+        if isinstance(self.chunks, StoredChunks):
+            return list(self.chunks.all_texts())
         return [c.text for c in self.chunks]
+
+    def chunks_at(self, rows: Iterable[int]) -> list[Chunk]:
+        """The chunks of ``rows``, in order; a stored set reads their texts in one batch (never one per chunk)."""
+        if isinstance(self.chunks, StoredChunks):
+            return self.chunks.at_rows(rows)
+        return [self.chunks[r] for r in rows]
+
+    def texts_at(self, rows: Iterable[int]) -> list[str]:
+        """The texts of ``rows``, in order, read as :meth:`chunks_at` reads them."""
+        if isinstance(self.chunks, StoredChunks):
+            return self.chunks.texts_at(list(rows))
+        return [self.chunks[r].text for r in rows]
 
     def rows_of(self, chunk_ids: Sequence[int]) -> np.ndarray:
         """Rows of the given chunk ids; unknown ids are an error that lists them."""
@@ -192,11 +308,28 @@ class ChunkSet:
         return rows
 
     def by_id(self, chunk_id: int) -> Chunk:
-        return self.chunks[int(self.rows_of([chunk_id])[0])]
+        return self.chunks_at(self.rows_of([chunk_id]).tolist())[0]
+
+    def row_at(self, document_id: str, position: int) -> int | None:
+        """The row of the chunk at ``position`` of ``document_id``; None when there is none."""
+        number = self._document_number.get(document_id)
+        if number is None:
+            return None
+        order, first = self._rows_by_position
+        rows = order[first[number]:first[number] + self.document_sizes[number]]
+        found = int(np.searchsorted(self.positions[rows], position))
+        if found < len(rows) and self.positions[rows[found]] == position:
+            return int(rows[found])
+        return None
 
     def at(self, document_id: str, position: int) -> Chunk | None:
-        row = self._row_of_position.get((document_id, position))
-        return None if row is None else self.chunks[row]
+        return self.at_positions([(document_id, position)])[0]
+
+    def at_positions(self, addresses: Sequence[tuple[str, int]]) -> list[Chunk | None]:
+        """The chunks at ``(document id, position)`` addresses (None where there is none), read in one batch."""
+        rows = [self.row_at(d, p) for d, p in addresses]
+        made = iter(self.chunks_at([r for r in rows if r is not None]))
+        return [None if r is None else next(made) for r in rows]
 
     def document_size(self, document_id: str) -> int:
         """How many chunks the document has (0 for an unknown document)."""
@@ -266,13 +399,14 @@ class ChunkSet:
 
     def _fingerprint_rows(self) -> Iterable[StoredRow]:
         if isinstance(self.chunks, StoredChunks):
-            return self.chunks.rows
+            return self.chunks.rows_of_texts(range(len(self.chunks)), self.chunks.all_texts())
         return (_row(c) for c in self.chunks)
 
     def _rows_at(self, rows: np.ndarray) -> Iterable[StoredRow]:
+        """The rows ``rows`` with their texts (the store's read once for all of them)."""
         if isinstance(self.chunks, StoredChunks):
-            stored = self.chunks.rows
-            return (stored[r] for r in rows.tolist())
+            wanted = rows.tolist()
+            return self.chunks.rows_of_texts(wanted, self.chunks.texts_at(wanted))
         return (_row(self.chunks[r]) for r in rows.tolist())
 
     def _changed_fingerprint(self, kept_rows: np.ndarray, added: Sequence[Chunk]) -> str | None:
@@ -292,6 +426,19 @@ class ChunkSet:
 
 def _row(chunk: Chunk) -> StoredRow:
     return chunk.id, chunk.document_id, chunk.position, chunk.text, chunk.start, chunk.end
+
+
+def _numbered(document_of_row: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """The documents in order of first appearance and each row's number among them."""
+    numbers: dict[str, int] = {}
+    for d in document_of_row:
+        numbers.setdefault(d, len(numbers))
+    return list(numbers), np.fromiter(map(numbers.__getitem__, document_of_row), dtype=np.int64,
+                                      count=len(document_of_row))
+
+
+def _int64(values: Sequence[int] | np.ndarray) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64).reshape(-1)
 
 
 def _checked_scheme(scheme: int) -> int:

@@ -36,9 +36,8 @@ class ScoredChunks(Sequence[ScoredChunk]):
 
     def _list(self) -> list[ScoredChunk]:
         if self._built is None:
-            chunks = self._chunk_set.chunks
-            self._built = [ScoredChunk(chunks[r], s, self._source)
-                           for r, s in zip(self._rows.tolist(), self._scores.tolist())]
+            chunks = self._chunk_set.chunks_at(self._rows.tolist())  # their texts in one read of the store
+            self._built = [ScoredChunk(c, s, self._source) for c, s in zip(chunks, self._scores.tolist())]
         return self._built
 
     def __len__(self) -> int:
@@ -75,15 +74,18 @@ class ScoredChunks(Sequence[ScoredChunk]):
     def trace_json(self, include_text: bool, limit: int | None) -> list[dict[str, Any]]:
         """The trace's ``output`` entries (ScoredChunk.to_json's: a leaf's chunks carry no
         provenance), straight from the columns."""
-        chunks = self._chunk_set.chunks
-        rows = self._rows if limit is None else self._rows[:limit]
+        chunk_set = self._chunk_set
+        rows = (self._rows if limit is None else self._rows[:limit]).tolist()
+        texts = chunk_set.texts_at(rows) if include_text else None  # one read of the store for the node
+        ids = chunk_set.ids[rows].tolist()
+        numbers = chunk_set.document_index[rows].tolist()
+        positions = chunk_set.positions[rows].tolist()
         out = []
-        for r, score in zip(rows.tolist(), self._scores.tolist()):
-            c = chunks[r]
-            item = {"chunk_id": c.id, "document_id": c.document_id, "position": c.position, "score": score,
-                    "source": self._source}
-            if include_text:
-                item["text"] = c.text
+        for n, (score, i, number, position) in enumerate(zip(self._scores.tolist(), ids, numbers, positions)):
+            item = {"chunk_id": i, "document_id": chunk_set.document_ids[number], "position": position,
+                    "score": score, "source": self._source}
+            if texts is not None:
+                item["text"] = texts[n]
             out.append(item)
         return out
 

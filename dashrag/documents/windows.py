@@ -34,7 +34,8 @@ document carry the missing context. The rules, fixed here once (docs/agentic.md)
 
 Everything here is a pure function over :mod:`dashrag.documents.model` types plus a
 :class:`NeighbourLookup` that answers ``(document_id, position) -> Chunk`` and each
-document's chunk count.
+document's chunk count. The chunks of every window of one expansion are asked of it at
+once (``chunks_at``): a loaded tree reads their texts from its store in one batch.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ class NeighbourLookup(Protocol):
     """What expansion needs to know about the corpus: a chunk by address, and how many a document has."""
 
     def chunk_at(self, document_id: str, position: int) -> Chunk: ...
+
+    def chunks_at(self, addresses: Sequence[tuple[str, int]]) -> list[Chunk]:
+        """The chunks at ``(document_id, position)`` addresses, in order, in one read (an unknown one: an error)."""
+        ...
 
     def chunk_count(self, document_id: str) -> int: ...
 
@@ -89,6 +94,9 @@ class ChunkTable:
             raise UnknownChunkError(f"no chunk at position {position} of document {document_id!r}")
         return chunks[position]
 
+    def chunks_at(self, addresses: Sequence[tuple[str, int]]) -> list[Chunk]:
+        return [self.chunk_at(d, p) for d, p in addresses]
+
     def chunk_count(self, document_id: str) -> int:
         if document_id not in self._chunks:
             raise UnknownChunkError(f"unknown document {document_id!r}")
@@ -102,10 +110,14 @@ class ChunkSetLookup:
         self.chunks = chunks
 
     def chunk_at(self, document_id: str, position: int) -> Chunk:
-        chunk = self.chunks.at(document_id, position)
-        if chunk is None:
-            raise UnknownChunkError(f"no chunk at position {position} of document {document_id!r}")
-        return chunk
+        return self.chunks_at([(document_id, position)])[0]
+
+    def chunks_at(self, addresses: Sequence[tuple[str, int]]) -> list[Chunk]:
+        found = self.chunks.at_positions(addresses)
+        for (document_id, position), chunk in zip(addresses, found):
+            if chunk is None:
+                raise UnknownChunkError(f"no chunk at position {position} of document {document_id!r}")
+        return [c for c in found if c is not None]
 
     def chunk_count(self, document_id: str) -> int:
         count = self.chunks.document_size(document_id)
@@ -143,16 +155,15 @@ def expand_retrieved_chunks(
     hits: Sequence[ScoredChunk], window: int, lookup: NeighbourLookup, separator: str = DEFAULT_SEPARATOR
 ) -> list[ScoredChunk]:
     """One window chunk per distinct hit (dedup by chunk id, first occurrence kept), in hit order."""
-    expanded: list[ScoredChunk] = []
+    windows: list[ChunkWindow] = []
     seen: set[int] = set()
     for hit in hits:
         if hit.id in seen:
             continue
         seen.add(hit.id)
         positions = window_positions(hit.chunk.position, lookup.chunk_count(hit.document_id), window)
-        expanded.append(_as_scored_chunk(ChunkWindow(hit.document_id, positions.start, positions.stop, (hit,)),
-                                         lookup, separator))
-    return expanded
+        windows.append(ChunkWindow(hit.document_id, positions.start, positions.stop, (hit,)))
+    return _as_scored_chunks(windows, lookup, separator)
 
 
 def window_of(chunk: ScoredChunk) -> ChunkWindow:
@@ -188,7 +199,8 @@ def merge_expanded_chunks(
                 group = [item]
         merged.append(_ranked_window(document_id, group))
     merged.sort(key=lambda item: (-item[0].best.score, item[1]))
-    return [w.hits[0] if len(w.hits) == 1 else _as_scored_chunk(w, lookup, separator) for w, _ in merged]
+    joined = iter(_as_scored_chunks([w for w, _ in merged if len(w.hits) > 1], lookup, separator))
+    return [w.hits[0] if len(w.hits) == 1 else next(joined) for w, _ in merged]
 
 
 def expand_and_merge(
@@ -205,8 +217,13 @@ def _ranked_window(document_id: str, group: list[tuple[ChunkWindow, int]]) -> tu
     return ChunkWindow(document_id, start, stop, tuple(h for h, _ in ranked)), ranked[0][1]
 
 
-def _as_scored_chunk(w: ChunkWindow, lookup: NeighbourLookup, separator: str) -> ScoredChunk:
-    chunks = [lookup.chunk_at(w.document_id, p) for p in range(w.start, w.stop)]
+def _as_scored_chunks(windows: Sequence[ChunkWindow], lookup: NeighbourLookup, separator: str) -> list[ScoredChunk]:
+    """One chunk per window, the chunks of all of them read at once."""
+    found = iter(lookup.chunks_at([(w.document_id, p) for w in windows for p in range(w.start, w.stop)]))
+    return [_as_scored_chunk(w, [next(found) for _ in range(w.start, w.stop)], separator) for w in windows]
+
+
+def _as_scored_chunk(w: ChunkWindow, chunks: Sequence[Chunk], separator: str) -> ScoredChunk:
     best = w.best
     hit_ids = list(dict.fromkeys(i for h in w.hits
                                  for i in (h.provenance["window"]["hit_ids"] if "window" in h.provenance else [h.id])))

@@ -28,7 +28,7 @@ import json
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,7 +40,7 @@ from dashrag.core.persistence import atomic_write_json, load_json
 from dashrag.core.restriction import Restriction
 from dashrag.documents.changes import CorpusChange
 from dashrag.documents.chunk_set import ChunkSet
-from dashrag.documents.model import normalise_categories
+from dashrag.documents.model import Chunk, normalise_categories
 from dashrag.errors import DashragError, EngineError, PersistenceError
 from dashrag.filters import Filter
 from dashrag.filters.evaluate import check_types
@@ -319,9 +319,13 @@ def describe_difference(found: dict[str, Any] | None, wanted: dict[str, Any]) ->
     return "; ".join(d if d.split(":")[0] not in shorten else d[:90] for d in diffs) or "same record"
 
 
-def payload_of(chunks: ChunkSet, row: int) -> dict[str, Any]:
-    """What an engine stores beside a chunk's vector: enough to filter and to answer without the store."""
-    chunk = chunks.chunks[row]
+def payloads_of(chunks: ChunkSet, rows: Iterable[int]) -> list[dict[str, Any]]:
+    """What an engine stores beside each of these rows' vectors: enough to filter and to answer without the store
+    (their texts read from the store in one batch)."""
+    return [_payload(chunk) for chunk in chunks.chunks_at(rows)]
+
+
+def _payload(chunk: Chunk) -> dict[str, Any]:
     return {"chunk_id": int(chunk.id), "source_id": chunk.document_id, "text": chunk.text,
             "categories": {k: list(v) for k, v in normalise_categories(chunk.all_metadata).items()},
             "metadata": dict(chunk.all_metadata), "filterable": filter_payload(chunk.all_metadata)}

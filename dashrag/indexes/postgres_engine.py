@@ -28,7 +28,9 @@ from pydantic import Field, field_validator
 from dashrag.core.params import ComponentSpec, ParamKind, component_field, kind_field
 from dashrag.errors import EngineError
 from dashrag.filters.sql import compile_where, to_sql
-from dashrag.indexes.engine import EngineFilter, EngineIndex, EngineParams, payload_of
+from dashrag.indexes.engine import EngineFilter, EngineIndex, EngineParams, payloads_of
+
+PAYLOAD_BATCH = 2000  # chunks whose texts one read of the store gives (a COPY streams them)
 
 RECORDS_TABLE = "dashrag_indexes"
 CHUNK_COLUMNS = ["chunk_id", "source_id", "text", "categories", "metadata", "filterable"]
@@ -194,11 +196,15 @@ class PgEngine(EngineIndex[G], Generic[G]):
 
     def chunk_rows(self, rows: np.ndarray) -> Iterator[tuple[int, str, str, Any, Any, Any]]:
         """The chunk columns (``CHUNK_COLUMNS``) of these corpus rows, ready for :meth:`copy_in`."""
+        chunks = self.require_infra().chunks
+        for start in range(0, len(rows), PAYLOAD_BATCH):  # the texts of a batch in one read of the store
+            yield from self._chunk_rows(payloads_of(chunks, rows[start:start + PAYLOAD_BATCH].tolist()))
+
+    @staticmethod
+    def _chunk_rows(payloads: list[dict[str, Any]]) -> Iterator[tuple[int, str, str, Any, Any, Any]]:
         from psycopg.types.json import Jsonb
 
-        chunks = self.require_infra().chunks
-        for row in rows.tolist():
-            payload = payload_of(chunks, row)
+        for payload in payloads:
             yield (payload["chunk_id"], payload["source_id"], payload["text"], Jsonb(payload["categories"]),
                    Jsonb(payload["metadata"]), Jsonb(payload["filterable"]))
 

@@ -30,7 +30,7 @@ from dashrag.core.registry import register
 from dashrag.core.restriction import Restriction
 from dashrag.errors import EngineError
 from dashrag.indexes.base import Hits, VectorIndex
-from dashrag.indexes.engine import UPLOAD_BATCH, payload_of
+from dashrag.indexes.engine import UPLOAD_BATCH, payloads_of
 from dashrag.indexes.qdrant_engine import QdrantConnectionParams, QdrantEngine
 from dashrag.indexes.qdrant_store import DenseLayout, Layout, SearchOptions
 
@@ -91,7 +91,7 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
             for start in range(0, len(rows), UPLOAD_BATCH * 8):
                 part = rows[start:start + UPLOAD_BATCH * 8]
                 self.store.upsert_dense(self.name, chunks.ids[part].tolist(), vectors[start:start + len(part)],
-                                        [payload_of(chunks, int(r)) for r in part])
+                                        payloads_of(chunks, part.tolist()))
 
     # -- search ------------------------------------------------------------------
     def search(self, query_vectors: np.ndarray, k: int, restriction: Restriction | None) -> list[Hits]:

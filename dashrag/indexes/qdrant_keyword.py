@@ -19,7 +19,7 @@ from dashrag.core.registry import register
 from dashrag.core.restriction import Restriction
 from dashrag.errors import EngineError
 from dashrag.indexes.base import Hits, IndexIdentity
-from dashrag.indexes.engine import UPLOAD_BATCH, payload_of
+from dashrag.indexes.engine import UPLOAD_BATCH, payloads_of
 from dashrag.indexes.keyword_base import KeywordIndex, QueryTerms, document_weights, ranked_hits
 from dashrag.indexes.qdrant_engine import QdrantConnectionParams, QdrantEngine
 from dashrag.indexes.qdrant_store import Layout
@@ -60,7 +60,7 @@ class QdrantKeywordIndex(QdrantEngine[QdrantKeywordParams], KeywordIndex[QdrantK
             for start in range(0, len(rows), UPLOAD_BATCH * 8):
                 part = rows[start:start + UPLOAD_BATCH * 8]
                 self.store.upsert_sparse(self.name, SPARSE_VECTOR, chunks.ids[part].tolist(),
-                                         weights[start:start + len(part)], [payload_of(chunks, int(r)) for r in part])
+                                         weights[start:start + len(part)], payloads_of(chunks, part.tolist()))
 
     def search(self, queries: list[QueryTerms], k: int, restriction: Restriction | None,
                chunk_ids: list[int] | None = None) -> list[Hits]:

@@ -11,7 +11,7 @@ through a *store*, one of two:
   mode), which still load.
 
 Both hold the same collection layout (one point per chunk, id = chunk id, the payload
-of ``engine.payload_of``, an unnamed dense vector or the sparse vector ``bm25``, keyword
+of ``engine.payloads_of``, an unnamed dense vector or the sparse vector ``bm25``, keyword
 payload indexes on the filtered fields) and the same ownership record, so a tree moves
 between them by re-indexing (docs/engines.md). A store raises its client's own
 exceptions; the index turns them into one ``EngineError`` naming Qdrant and the collection.

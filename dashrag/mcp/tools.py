@@ -89,7 +89,7 @@ def get_document(registry: CollectionRegistry, tree: str, document_id: str) -> d
     size = chunks.document_size(document_id)
     if size == 0:
         raise ToolProblem(f"tree {excerpt(tree)} has no document {excerpt(document_id)}")
-    parts = [c for c in (chunks.at(document_id, position) for position in range(size)) if c is not None]
+    parts = [c for c in chunks.at_positions([(document_id, p) for p in range(size)]) if c is not None]
     return {"tree": tree, "document_id": document_id, "categories": {k: list(v) for k, v in parts[0].metadata.items()},
             "chunks": [{"chunk_id": c.id, "position": c.position, "text": c.text} for c in parts]}
 

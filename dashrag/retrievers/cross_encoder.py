@@ -192,5 +192,5 @@ class CrossEncoderRetriever(SingleChildRetriever[CrossEncoderParams]):
         query = check_query(query)
         chunks = self.require_infra().chunks
         rows = chunks.rows_of(chunk_ids)
-        distances = 1.0 - expit(self.logits([(query, chunks.chunks[r].text) for r in rows]))
+        distances = 1.0 - expit(self.logits([(query, text) for text in chunks.texts_at(rows.tolist())]))
         return by_distance(chunk_ids, rows, distances)

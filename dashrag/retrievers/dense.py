@@ -201,10 +201,11 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
 
     def _rank(self, query_vectors: np.ndarray, ask: Ask) -> list[Result]:
         self._require_fitted()
-        chunks = self.require_infra().chunks.chunks
+        chunks = self.require_infra().chunks
         found = self.index.search(query_vectors, self.top_k(ask), ask.restriction)
-        return [([ScoredChunk(chunks[r], float(x), self.component_name)
-                  for r, x in zip(rows.tolist(), scores.tolist())], [], None) for rows, scores in found]
+        return [([ScoredChunk(c, float(x), self.component_name)  # each answer's texts in one read of the store
+                  for c, x in zip(chunks.chunks_at(rows.tolist()), scores.tolist())], [], None)
+                for rows, scores in found]
 
     def to_distance(self, scores: np.ndarray) -> np.ndarray:
         return distance_from_similarity(scores, self.params.similarity_metric)

@@ -179,7 +179,7 @@ class MMRRerankerRetriever(SingleChildRetriever[MMRParams]):
         chunks = self.require_infra().chunks
         rows = chunks.rows_of(chunk_ids)  # unknown ids raise here
         embedding: EmbeddingModel = self.nested["embedding"]
-        return unit_rows(embedding.embed_documents([chunks.chunks[r].text for r in rows]))
+        return unit_rows(embedding.embed_documents(chunks.texts_at(rows.tolist())))
 
     # -- retrieval --------------------------------------------------------------
     def _rescore(self, queries: list[str], answers: Sequence[Answer], ask: Ask) -> list[Result]:

@@ -266,7 +266,7 @@ class RemoteReranker(CompositeRetriever[RP], Generic[RP]):
         query = check_query(query)
         chunks = self.require_infra().chunks
         rows = chunks.rows_of(chunk_ids)
-        distances = -np.asarray(self.rerank_texts(query, [chunks.chunks[r].text for r in rows]), dtype=np.float64)
+        distances = -np.asarray(self.rerank_texts(query, chunks.texts_at(rows.tolist())), dtype=np.float64)
         return by_distance(chunk_ids, rows, distances)
 
 

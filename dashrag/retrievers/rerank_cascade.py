@@ -169,8 +169,9 @@ class RerankCascadeRetriever(CompositeRetriever[RerankCascadeParams]):
             scored_n = len(candidates) if p.stage2_top_n is None else min(p.stage2_top_n, len(candidates))
             with stage("hydrate", timings, context):
                 chunks = self.require_infra().chunks
-                by_id = {c.id: ScoredChunk(chunks.by_id(c.id), c.score, c.source, c.provenance)
-                         for c in candidates[:scored_n]}
+                hydrated = chunks.chunks_at(chunks.rows_of([c.id for c in candidates[:scored_n]]).tolist())
+                by_id = {c.id: ScoredChunk(chunk, c.score, c.source, c.provenance)
+                         for c, chunk in zip(candidates[:scored_n], hydrated)}
             precise = self.nested["precise"]
             with stage("precise", timings, {**context, "retriever": precise.component_name, "scored": scored_n}):
                 start = time.perf_counter()

@@ -79,7 +79,7 @@ def is_cosine_tree(config: dict) -> bool:
 def probe_queries(chunks: ChunkSet, count: int = PROBE_COUNT, words: int = PROBE_WORDS) -> list[str]:
     """The first ``words`` words of ``count`` chunks spread evenly over the corpus (deterministic)."""
     step = max(1, len(chunks) // count)
-    probes = [" ".join(chunks.chunks[row].text.split()[:words]) for row in range(0, len(chunks), step)][:count]
+    probes = [" ".join(text.split()[:words]) for text in chunks.texts_at(range(0, len(chunks), step)[:count])]
     return [p for p in probes if p.strip()]
 
 

@@ -119,6 +119,7 @@ class Store:
             session.add(StoreInfo(key="fingerprint", value=fingerprint))
             if self.engine.dialect.name == "sqlite":
                 session.execute(text(DOCUMENT_METADATA_INDEX))
+                session.execute(text(CHUNK_COLUMNS_INDEX))
 
 
     def apply_change(self, gone: Sequence[str], documents: Sequence[SourceDocument], chunks: Sequence[Chunk],
@@ -281,6 +282,12 @@ class Store:
 #: btree operator class for JSON, and its loads read through the Store. A store written before it loads
 #: as before.
 DOCUMENT_METADATA_INDEX = "CREATE INDEX IF NOT EXISTS ix_documents_id_metadata ON documents (id, metadata)"
+#: Why: the same for the chunks, since a load leaves their texts in the store (sqlite_reader.CHUNKS reads every
+#: chunk's id, document, position and offsets): without it that read goes through every page of the chunks'
+#: texts; with it, through the index's few bytes a row (docs/scale.md, "Texts left in the store"). SQLite only,
+#: as above; a store written before it loads as before. The reader names it (``INDEXED BY``): SQLite's planner
+#: estimates a row's size from the declared types (``text TEXT`` counts as a few bytes), so it scans the table.
+CHUNK_COLUMNS_INDEX = 'CREATE INDEX IF NOT EXISTS ix_chunks_columns ON chunks (id, document_id, position, start, "end")'
 _IN_LIST = 500  # ids per DELETE ... IN (...): under SQLite's bound-parameter limit
 
 
