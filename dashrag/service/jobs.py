@@ -132,7 +132,8 @@ class Job:
         elapsed = (self.finished or time.monotonic()) - self.started
         return {"id": self.id, "status": self.status, "progress": self.progress, "message": self.message,
                 "tree": self.tree if self.status == "done" else None, "error": self.error,
-                "stage": self.stage, "stages": self.stages, "done": self.done, "total": self.total, "elapsed_s": round(elapsed, 3),
+                "stage": self.stage, "stages": self.stages, "done": self.done, "total": self.total,
+                "elapsed_s": round(elapsed, 3),
                 "stage_eta_s": self.stage_eta_s(), "counts": self.counts, "files": self.files,
                 "warnings": self.warnings, "report": self.report}
 
@@ -328,8 +329,7 @@ class BuildJobs:
 
     def learned_folder(self, name: str) -> Path:
         """Where a learn job on the tree ``name`` writes: hidden beside the trees (never listed or served)."""
-        target = self.registry.folder_of(name)
-        return target.parent / f".learned-{target.name}"
+        return self.registry.learned_folder_of(name)
 
     def _run_learn(self, job: Job, task: dict[str, Any]) -> None:
         work = self.registry.folder_of(job.tree).parent / f".work-{job.id}"

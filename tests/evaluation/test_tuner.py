@@ -22,7 +22,6 @@ from dashrag.evaluation.tuner import (
     parse_value,
     plan_grid,
     plot_tuning,
-    subtree_keys,
     tune,
 )
 
@@ -181,7 +180,8 @@ def test_bm25_k1_and_b_refit_the_bm25_leaf_alone(infra):
 
 
 def test_only_the_children_a_later_point_reuses_are_remembered_never_a_root():
-    configs = [p.config for p in plan_grid(HYBRID, [parse_param(f"{SUBLINEAR}=false,true"), parse_param(f"{RRF_K}=1,60")])]
+    grid = [parse_param(f"{SUBLINEAR}=false,true"), parse_param(f"{RRF_K}=1,60")]
+    configs = [p.config for p in plan_grid(HYBRID, grid)]
     reuse = Reuse(configs)
     roots = {json.dumps(c, sort_keys=True) for c in configs}  # a root's key is its whole (normalised) config
     assert roots <= set().union(*reuse.keys)

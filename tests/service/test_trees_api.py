@@ -71,7 +71,8 @@ def test_a_tree_is_built_from_a_path_under_the_data_root_as_a_job_and_served(tre
         files = sorted(p.name for p in EXAMPLE_CORPUS.iterdir() if not p.name.startswith("."))
         assert status | {"message": "", "elapsed_s": 0, "files": None} == {
             "id": accepted.json()["job_id"], "status": "done", "progress": 1.0, "message": "", "tree": "fresh",
-            "error": None, "stage": "publishing", "stages": KEYWORD_BUILD_STAGES, "done": 0, "total": None, "elapsed_s": 0,
+            "error": None, "stage": "publishing", "stages": KEYWORD_BUILD_STAGES, "done": 0, "total": None,
+            "elapsed_s": 0,
             "stage_eta_s": None, "counts": None, "files": None, "warnings": [], "report": None}
         assert status["files"] == {"read": files, "skipped": [], "failed": []}  # each file of the folder, read
         assert "fresh" in [t["name"] for t in client.get("/trees").json()]
