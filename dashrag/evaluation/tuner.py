@@ -17,10 +17,12 @@ every tree). Trees are assembled by :class:`SubtreeCache`, which keys each
 fitted retriever subtree by its JSON config: a subtree whose config the grid
 does not change is *the same fitted object* in every tree, so only the leaves a
 point changes are refitted (BM25's ``k1`` refits that leaf alone; fusion
-weights, ``rrf_k`` or an MMR lambda refit nothing). A cached subtree also
-remembers its answers per batch of queries, so a point that changes only
+weights, ``rrf_k`` or an MMR lambda refit nothing). A cached subtree that a
+later point reuses also remembers its answers per batch of queries, from its
+first point to its last (:class:`Reuse`), so a point that changes only
 query-time parameters of a parent re-runs the parent, not its children: a
-fusion-weight grid costs one retrieval per child, then fusions only.
+fusion-weight grid costs one retrieval per child, then fusions only. No root's
+answers are kept: a root is used by one point.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from dashrag.core.collection import young_garbage_only
 from dashrag.core.component import ConfigObject
@@ -215,34 +217,10 @@ def _config_key(node: ConfigObject) -> str:
     return json.dumps(node.to_config(), sort_keys=True)
 
 
-def _remember_answers(node: Retriever) -> None:
-    """Make ``node`` answer a repeated batch (same queries, same ``top_k`` hint) from memory.
-
-    Only unrestricted calls are remembered: a call with a filter or a restriction goes to the node.
-    """
-    answer_batch, answer_one = node.retrieve_batch, node.retrieve
-    batches: dict[tuple, Any] = {}
-    singles: dict[tuple, Any] = {}
-
-    def retrieve_batch(queries: Sequence[str], *, top_k: int | None = None, filters: Any = None,
-                       restriction: Restriction | None = None) -> Any:
-        if filters is not None or restriction is not None:
-            return answer_batch(queries, top_k=top_k, filters=filters, restriction=restriction)
-        key = (tuple(queries), top_k)
-        if key not in batches:
-            batches[key] = answer_batch(queries, top_k=top_k)
-        return batches[key]
-
-    def retrieve(query: str, *, top_k: int | None = None, filters: Any = None,
-                 restriction: Restriction | None = None) -> Any:
-        if filters is not None or restriction is not None:
-            return answer_one(query, top_k=top_k, filters=filters, restriction=restriction)
-        key = (query, top_k)
-        if key not in singles:
-            singles[key] = answer_one(query, top_k=top_k)
-        return singles[key]
-
-    node.retrieve_batch, node.retrieve = retrieve_batch, retrieve  # type: ignore[method-assign]
+def subtree_keys(config: dict) -> set[str]:
+    """The cache keys of every retriever subtree of ``config`` (built, never fitted: what ``build`` would look up)."""
+    root = build_component(config, "retriever")
+    return {_config_key(node) for _, node in root.iter_nodes() if isinstance(node, Retriever)}
 
 
 class SubtreeCache:
@@ -253,18 +231,41 @@ class SubtreeCache:
     else is fitted as ``init_model`` would (children first, then the node), or by
     the node's own ``init_model`` where a component overrides it. ``fitted``
     lists the component of every retriever node fitted, in order.
+
+    A fitted subtree answers a repeated batch from memory only while its key is
+    ``remember``-ed, until ``forget``: the caller says which subtrees a later tree
+    reuses. Remembering every answer (each grid point's root included) held
+    1,398 pseudo-queries x 100 hits with their traces per point and was killed
+    for memory at 24 GB on SciFact (docs/finetuning.md); the memory now holds
+    only answers that will be read again.
     """
 
     def __init__(self, infra: Infra):
         self.infra = infra
         self._by_config: dict[str, Retriever] = {}
         self._assembled: list[ConfigObject] = []
+        self._answers: dict[str, dict[tuple, Any]] = {}
         self.fitted: list[str] = []
 
     def build(self, config: dict) -> Retriever:
         root = build_component(config, "retriever")
         root.inject_infra(self.infra)
         return self._assemble(root)  # type: ignore[return-value]
+
+    def remember(self, keys: Iterable[str]) -> None:
+        """Answers of these subtrees (see :func:`subtree_keys`) are kept from their next call on."""
+        for key in keys:
+            self._answers.setdefault(key, {})
+
+    def forget(self, keys: Iterable[str]) -> None:
+        """Drop the answers of these subtrees and stop keeping them."""
+        for key in keys:
+            self._answers.pop(key, None)
+
+    @property
+    def remembered_answers(self) -> int:
+        """How many calls' answers are held now (what a test of the memory bound counts)."""
+        return sum(len(answers) for answers in self._answers.values())
 
     def _assemble(self, node: ConfigObject) -> ConfigObject:
         key = _config_key(node)
@@ -282,9 +283,37 @@ class SubtreeCache:
             self._assembled.append(node)
         if isinstance(node, Retriever):
             self.fitted.append(node.component_name)
-            _remember_answers(node)
+            self._answer_from_memory(node, key)
             self._by_config[key] = node
         return node
+
+    def _answer_from_memory(self, node: Retriever, key: str) -> None:
+        """Make ``node`` answer a repeated call (same queries, same ``top_k`` hint) from memory while ``key``
+        is remembered. Only unrestricted calls are remembered: a filter or a restriction goes to the node."""
+        answer_batch, answer_one = node.retrieve_batch, node.retrieve
+        answers = self._answers
+
+        def retrieve_batch(queries: Sequence[str], *, top_k: int | None = None, filters: Any = None,
+                           restriction: Restriction | None = None) -> Any:
+            memory = answers.get(key)
+            if memory is None or filters is not None or restriction is not None:
+                return answer_batch(queries, top_k=top_k, filters=filters, restriction=restriction)
+            call = ("batch", tuple(queries), top_k)
+            if call not in memory:
+                memory[call] = answer_batch(queries, top_k=top_k)
+            return memory[call]
+
+        def retrieve(query: str, *, top_k: int | None = None, filters: Any = None,
+                     restriction: Restriction | None = None) -> Any:
+            memory = answers.get(key)
+            if memory is None or filters is not None or restriction is not None:
+                return answer_one(query, top_k=top_k, filters=filters, restriction=restriction)
+            call = ("one", query, top_k)
+            if call not in memory:
+                memory[call] = answer_one(query, top_k=top_k)
+            return memory[call]
+
+        node.retrieve_batch, node.retrieve = retrieve_batch, retrieve  # type: ignore[method-assign]
 
     def close(self) -> None:
         """Release every fitted node once (trees share nodes, so closing trees would repeat)."""
@@ -292,6 +321,31 @@ class SubtreeCache:
             node._close()
         self._assembled.clear()
         self._by_config.clear()
+        self._answers.clear()
+
+
+class Reuse:
+    """Which subtrees of a sequence of trees a later tree reuses, and when each is last used.
+
+    A key used by one tree only (every grid point's root) is never remembered; a shared one (the
+    children a grid point does not change) is remembered from its first tree to its last, then
+    forgotten: with the grid's innermost parameter a query-time one, at most one BM25 leaf's and
+    the dense child's answers are held at a time.
+    """
+
+    def __init__(self, configs: Sequence[dict]):
+        self.keys = [subtree_keys(config) for config in configs]
+        uses: dict[str, int] = {}
+        self.last_use: dict[str, int] = {}
+        for index, keys in enumerate(self.keys):
+            for key in keys:
+                uses[key] = uses.get(key, 0) + 1
+                self.last_use[key] = index
+        self.shared = {key for key, count in uses.items() if count > 1}
+
+    def finished(self, index: int) -> set[str]:
+        """The keys no tree after ``index`` uses."""
+        return {key for key in self.keys[index] if self.last_use[key] == index}
 
 
 @dataclass
@@ -362,11 +416,14 @@ def tune(
     with young_garbage_only() as sweep:
         try:
             train_evaluator = Evaluator(train.qrels, [label])
-            for point in points:
+            reuse = Reuse([point.config for point in points])
+            cache.remember(reuse.shared)
+            for index, point in enumerate(points):
                 started = time.perf_counter()
                 run = run_queries(cache.build(point.config), train.queries, top_k=top_k)
                 point.train = dict(train_evaluator.evaluate(root_run(run.traces)).mean)
                 del run
+                cache.forget(reuse.finished(index))
                 sweep()
                 point.seconds = time.perf_counter() - started
                 if on_point is not None:
@@ -376,11 +433,13 @@ def tune(
             tuned_report = baseline_report = None
             if test is not None:
                 test_evaluator = Evaluator(test.qrels, test_metrics)
+                baseline = validate_and_transform(config, "retriever")
+                reuse = Reuse([points[best].config, baseline])
+                cache.remember(reuse.shared)
                 tuned_report = evaluate_tree(cache.build(points[best].config), test, test_evaluator, top_k=top_k)
                 sweep()
-                baseline_report = evaluate_tree(
-                    cache.build(validate_and_transform(config, "retriever")), test, test_evaluator, top_k=top_k
-                )
+                baseline_report = evaluate_tree(cache.build(baseline), test, test_evaluator, top_k=top_k)
+                cache.forget(reuse.shared)
         finally:
             cache.close()
     return TuningResult(

@@ -270,22 +270,39 @@ class CollectionRegistry:
             if isinstance(collection, TreeCollection):
                 collection.retriever.close()
 
+    def learned_folder_of(self, name: str) -> Path:
+        """Where a learn job on the tree ``name`` writes its model, preset and report (docs/finetuning.md): hidden
+        beside the trees, never listed or served."""
+        return self.folder_of(name).with_name(f".learned-{name}")
+
+    def models_folder_of(self, name: str) -> Path:
+        """The model folders the tree ``name``'s config names by path when it was built from a learned preset (a
+        copy, so a later learn job or the deletion of the tree it learned from never changes its model)."""
+        return self.folder_of(name).with_name(f".models-{name}")
+
     def delete_tree(self, name: str) -> bool:
-        """Remove the tree's folder (renamed aside first, so it vanishes at once), then forget the tree. A folder
-        that cannot be moved (an immutable or read-only trees folder) is a PersistenceError and the tree stays
-        served: it is still on disk."""
+        """Remove the tree's folder and its companions (its learned folder, its models folder): each renamed aside
+        first, so they vanish at once and together, then forget the tree. A folder that cannot be moved (an
+        immutable or read-only trees folder) is a PersistenceError, whatever was moved is put back and the tree
+        stays served: it is still on disk, whole."""
         folder = self.folder_of(name)
         if self._collections.get(name) is None and not (folder / MANIFEST_NAME).is_file():
             return False
-        if folder.is_dir():
-            trash = folder.with_name(f".deleted-{name}-{uuid.uuid4().hex[:8]}")
+        moved: list[tuple[Path, Path]] = []
+        suffix = uuid.uuid4().hex[:8]
+        for index, path in enumerate([folder, self.learned_folder_of(name), self.models_folder_of(name)]):
+            if not path.is_dir():
+                continue
+            trash = path.with_name(f".deleted-{name}-{suffix}-{index}")
             try:
-                os.replace(folder, trash)
+                os.replace(path, trash)
             except OSError as exc:
-                raise PersistenceError(f"tree {name!r} cannot be deleted: its folder cannot be moved in the trees "
-                                       f"folder ({exc.strerror})") from None
-            self.forget(name)
+                for original, aside in reversed(moved):
+                    os.replace(aside, original)
+                raise PersistenceError(f"tree {name!r} cannot be deleted: {path.name!r} cannot be moved in the "
+                                       f"trees folder ({exc.strerror})") from None
+            moved.append((path, trash))
+        self.forget(name)
+        for _, trash in moved:
             shutil.rmtree(trash, ignore_errors=True)
-        else:
-            self.forget(name)
         return True

@@ -329,8 +329,7 @@ class BuildJobs:
 
     def learned_folder(self, name: str) -> Path:
         """Where a learn job on the tree ``name`` writes: hidden beside the trees (never listed or served)."""
-        target = self.registry.folder_of(name)
-        return target.parent / f".learned-{target.name}"
+        return self.registry.learned_folder_of(name)
 
     def _run_learn(self, job: Job, task: dict[str, Any]) -> None:
         work = self.registry.folder_of(job.tree).parent / f".work-{job.id}"

@@ -200,6 +200,13 @@ class LearnRequest(BaseModel):
     batch_size: int = Field(32, ge=2, le=256, description="Pairs per training batch (the in-batch negatives).")
 
 
+class LearnedBuildRequest(BaseModel):
+    """Build a new tree from what a learn job on a tree chose (its ``.learned-<name>`` preset, docs/finetuning.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=NAME_PATTERN, description="The new tree's name: a folder name, not a served tree's.")
+
+
 class JobAccepted(BaseModel):
     job_id: str
 

@@ -209,7 +209,7 @@ export function DocumentsPanel({ api, name, t, lang, sourceFolder, onChanged, on
         {syncFailure && <Failure error={syncFailure} t={t} />}
       </form>
 
-      <LearnPanel api={api} name={name} t={t} />
+      <LearnPanel api={api} name={name} t={t} onBuilt={onChanged} />
 
       <form className="documents-remove" onSubmit={(e) => { e.preventDefault(); askRemove(removeId.trim()); }}>
         <h3>{t('docsRemoveTitle')}</h3>

@@ -4,7 +4,9 @@ import { Failure } from './Failure';
 // "Learn from these documents" (docs/finetuning.md, "From the service and the page"): POST /trees/{name}/learn
 // starts `dashrag finetune pipeline --corpus` on the tree's own documents as a job within a time budget; the
 // job is polled from GET /jobs/{id} and its report shown: which tree it chose (the learned one only when it beat
-// the base on held-out pseudo-queries) and why. Everything shown is text nodes (React escapes it).
+// the base on held-out pseudo-queries) and why. "Use the learned tree" then builds a new tree from what it chose
+// (POST /trees/{name}/learned/build: the build job of POST /trees), listed with the others when it is done.
+// Everything shown is text nodes (React escapes it).
 
 const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
 // the job's stages (service/build_worker.py LEARN_STAGES), worded in the page's language
@@ -41,7 +43,57 @@ export function LearnReport({ report, t }) {
   );
 }
 
-export function LearnPanel({ api, name, t }) {
+const pollJob = async (api, jobId, setJob) => {
+  let state = { id: jobId, status: 'queued', progress: 0 };
+  setJob(state);
+  while (state.status === 'queued' || state.status === 'running') {
+    await sleep(500);
+    state = await api.get(`/jobs/${encodeURIComponent(jobId)}`);
+    setJob(state);
+  }
+  return state;
+};
+
+// A new tree from the learn job's preset, under a name the user gives (the source tree is never replaced).
+export function UseLearnedTree({ api, name, shipped, t, onBuilt }) {
+  const [newName, setNewName] = useState(`${name}-learned`);
+  const [job, setJob] = useState(null);
+  const [failure, setFailure] = useState(null);
+  const running = job && (job.status === 'queued' || job.status === 'running');
+
+  const build = async () => {
+    setFailure(null);
+    setJob(null);
+    try {
+      const started = await api.post(`/trees/${encodeURIComponent(name)}/learned/build`, { name: newName.trim() });
+      const state = await pollJob(api, started.job_id, setJob);
+      if (state.status === 'done') onBuilt();
+    } catch (error) {
+      setFailure(error);
+    }
+  };
+
+  return (
+    <div className="learn-use">
+      <label>{t('learnUseName')}{' '}
+        <input type="text" value={newName} onChange={(e) => setNewName(e.target.value)} required />
+      </label>{' '}
+      <button type="button" disabled={Boolean(running) || !newName.trim()} onClick={build}>
+        {t(shipped === 'learned' ? 'learnUseLearned' : 'learnUseBase')}
+      </button>
+      {job && (
+        <p className="learn-use-job" role="status" aria-live="polite" data-status={job.status}>
+          {job.status === 'done' ? t('learnUseBuilt', { tree: job.tree })
+            : job.status === 'failed' ? '' : `${Math.round((job.progress ?? 0) * 100)} %`}
+        </p>
+      )}
+      {job && job.error && <Failure summary={t('learnUseFailed')} detail={job.error} t={t} />}
+      {failure && <Failure error={failure} t={t} />}
+    </div>
+  );
+}
+
+export function LearnPanel({ api, name, t, onBuilt }) {
   const [budget, setBudget] = useState('30');
   const [steps, setSteps] = useState('');
   const [tokens, setTokens] = useState('256');
@@ -57,13 +109,7 @@ export function LearnPanel({ api, name, t }) {
     if (steps.trim()) body.max_steps = Number(steps);
     try {
       const started = await api.post(`/trees/${encodeURIComponent(name)}/learn`, body);
-      let state = { id: started.job_id, status: 'queued', progress: 0 };
-      setJob(state);
-      while (state.status === 'queued' || state.status === 'running') {
-        await sleep(500);
-        state = await api.get(`/jobs/${encodeURIComponent(started.job_id)}`);
-        setJob(state);
-      }
+      await pollJob(api, started.job_id, setJob);
     } catch (error) {
       setFailure(error);
     }
@@ -99,6 +145,9 @@ export function LearnPanel({ api, name, t }) {
           {job.error && <Failure summary={t('learnFailed')} detail={job.error} t={t} />}
           {job.status === 'cancelled' && <p>{t('learnCancelled')}</p>}
           {job.status === 'done' && job.report && <LearnReport report={job.report} t={t} />}
+          {job.status === 'done' && job.report && (
+            <UseLearnedTree api={api} name={name} shipped={job.report.shipped} t={t} onBuilt={onBuilt} />
+          )}
         </div>
       )}
       {failure && <Failure error={failure} t={t} />}

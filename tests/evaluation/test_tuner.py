@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import dashrag
@@ -12,6 +14,7 @@ from dashrag.evaluation.metrics import Evaluator
 from dashrag.evaluation.runner import root_run, run_queries
 from dashrag.evaluation.tuner import (
     GridPoint,
+    Reuse,
     SubtreeCache,
     best_index,
     parse_param,
@@ -174,6 +177,31 @@ def test_bm25_k1_and_b_refit_the_bm25_leaf_alone(infra):
     for point in plan_grid(keyword_hybrid, grid):
         cache.build(point.config)
     assert cache.fitted.count("BM25Retriever") == 4 and cache.fitted.count("TFIDFRetriever") == 1
+
+
+def test_only_the_children_a_later_point_reuses_are_remembered_never_a_root():
+    grid = [parse_param(f"{SUBLINEAR}=false,true"), parse_param(f"{RRF_K}=1,60")]
+    configs = [p.config for p in plan_grid(HYBRID, grid)]
+    reuse = Reuse(configs)
+    roots = {json.dumps(c, sort_keys=True) for c in configs}  # a root's key is its whole (normalised) config
+    assert roots <= set().union(*reuse.keys)
+    assert len(reuse.shared) == 3  # child 1 everywhere; child 0 once per sublinear value
+    assert not reuse.shared & roots
+    assert [len(reuse.finished(i) & reuse.shared) for i in range(4)] == [0, 1, 0, 2]
+
+
+def test_the_cache_holds_no_answers_after_the_last_point_that_reads_them(infra, scifact_subset):
+    queries = dict(list(load_split(scifact_subset, "train").queries.items())[:5])
+    configs = [p.config for p in plan_grid(HYBRID, [parse_param(f"{RRF_K}=1,60")])]
+    reuse, cache = Reuse(configs), SubtreeCache(infra)
+    cache.remember(reuse.shared)
+    held = []
+    for index, config in enumerate(configs):
+        run_queries(cache.build(config), queries)
+        held.append(cache.remembered_answers)
+        cache.forget(reuse.finished(index))
+    assert held == [2, 2] and cache.remembered_answers == 0  # both children's batch, the roots' never
+    cache.close()
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 import dashrag
+from dashrag.presets import load_preset
 from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
 from tests.conftest import EXAMPLE_CORPUS, folder_digest
@@ -25,16 +26,19 @@ def trees(tmp_path_factory):
     return folder
 
 
+def finished(server: LoopbackServer, job_id: str) -> dict:
+    while (status := httpx.get(f"{server.url}/jobs/{job_id}", timeout=60).json())["status"] in ("queued", "running"):
+        time.sleep(0.2)
+    return status
+
+
 @pytest.mark.slow
 def test_a_learn_job_reports_which_tree_it_chose_and_why_and_leaves_the_tree_alone(trees):
     with LoopbackServer(create_app(ServiceSettings(trees_dir=trees))) as server:
         before = folder_digest(trees / "docs")  # as the service left it on load (its score calibration cached)
         accepted = httpx.post(f"{server.url}/trees/docs/learn", json=TINY, timeout=60)
         assert accepted.status_code == 202, accepted.text
-        job_id = accepted.json()["job_id"]
-        while (status := httpx.get(f"{server.url}/jobs/{job_id}", timeout=60).json())["status"] in ("queued",
-                                                                                                   "running"):
-            time.sleep(0.2)
+        status = finished(server, accepted.json()["job_id"])
         assert status["status"] == "done", status
         # the progress named the pipeline's steps as they ran (each one, however briefly it lasted)
         assert status["stages"][0] == "reading the corpus" and "learning: training" in status["stages"]
@@ -55,6 +59,26 @@ def test_a_learn_job_reports_which_tree_it_chose_and_why_and_leaves_the_tree_alo
     assert (learned / "model" / "dashrag-model-card.json").is_file()
     assert json.loads((learned / "report.json").read_text(encoding="utf-8"))["choice"]["shipped"] == report["shipped"]
     assert not list(trees.glob(".work-*"))  # the job's work folder (the exported documents, the store) is gone
+    use_the_learned_tree_then_delete_both(trees, report["shipped"])
+
+
+def use_the_learned_tree_then_delete_both(trees, shipped: str) -> None:
+    """After the learn job above (its .learned-docs): the new tree built from its preset answers, keeps answering
+    once the tree it learned from is deleted (its own copy of the model), and each tree's folders go with it."""
+    with LoopbackServer(create_app(ServiceSettings(trees_dir=trees))) as server:
+        taken = httpx.post(f"{server.url}/trees/docs/learned/build", json={"name": "docs"}, timeout=60)
+        assert taken.status_code == 409 and "docs" in taken.json()["detail"]
+        accepted = httpx.post(f"{server.url}/trees/docs/learned/build", json={"name": "learned"}, timeout=60)
+        assert accepted.status_code == 202, accepted.text
+        assert finished(server, accepted.json()["job_id"])["status"] == "done"
+        assert (trees / ".models-learned").is_dir() == (shipped == "learned")  # the base names no learned model
+        assert httpx.delete(f"{server.url}/trees/docs", timeout=60).status_code == 204
+        assert not (trees / "docs").exists() and not (trees / ".learned-docs").exists()
+        answer = httpx.post(f"{server.url}/trees/learned/query", json={"query": "retrieval"}, timeout=60)
+        assert answer.status_code == 200 and answer.json()["chunks"], answer.text
+        assert httpx.delete(f"{server.url}/trees/learned", timeout=60).status_code == 204
+        assert not (trees / "learned").exists() and not (trees / ".models-learned").exists()
+        assert not list(trees.glob(".deleted-*")) and not list(trees.glob(".upload-*"))
 
 
 def test_refusals_name_what_is_wrong_before_any_work(trees):
@@ -69,4 +93,23 @@ def test_refusals_name_what_is_wrong_before_any_work(trees):
         outside = httpx.post(f"{server.url}/trees/docs/learn", json={"corpus_path": "../x", "time_budget_minutes": 5},
                              timeout=60)
         assert outside.status_code == 422 and "corpus_path" in outside.text and str(trees) not in outside.text
-    assert not (trees / ".learned-nope").exists()
+        nothing_learned = httpx.post(f"{server.url}/trees/docs/learned/build", json={"name": "new"}, timeout=60)
+        assert nothing_learned.status_code == 404 and "learn job" in nothing_learned.json()["detail"]
+        bad_name = httpx.post(f"{server.url}/trees/docs/learned/build", json={"name": "../x"}, timeout=60)
+        assert bad_name.status_code == 422 and "name" in bad_name.text
+    assert not (trees / ".learned-nope").exists() and not (trees / "new").exists()
+
+
+def test_deleting_a_tree_deletes_what_was_learned_from_it(tmp_path):
+    """The learn job's folder (model, preset, report: written by the slow test above; here its files as the job
+    leaves them) goes with the tree, over HTTP, and nothing of the tree's is left aside."""
+    trees = tmp_path / "trees"
+    dashrag.build_tree("keyword", EXAMPLE_CORPUS, trees / "gone")
+    learned = trees / ".learned-gone"
+    (learned / "model").mkdir(parents=True)
+    (learned / "preset.json").write_text(json.dumps(load_preset("keyword")), encoding="utf-8")
+    with LoopbackServer(create_app(ServiceSettings(trees_dir=trees))) as server:
+        assert httpx.get(f"{server.url}/trees", timeout=60).json()[0]["name"] == "gone"  # the hidden folder is none
+        assert httpx.delete(f"{server.url}/trees/gone", timeout=60).status_code == 204
+        assert httpx.get(f"{server.url}/trees", timeout=60).json() == []
+    assert sorted(p.name for p in trees.iterdir()) == []

@@ -55,3 +55,12 @@ def test_the_learn_form_runs_the_job_and_shows_which_tree_it_kept_and_why(browse
         report.locator("summary").click()
         assert report.locator("li").count() >= 2  # the plan's reasons, in words
         assert page.locator(".documents-panel img").count() == 0 and page.evaluate("window.hacked") is None
+        # "use the learned tree": a new tree from what the job kept, built and listed beside the others
+        use = form.locator(".learn-use")
+        use.get_by_label("Name of the new tree").fill("docs-learned")
+        label = "Use the learned tree" if shipped == "learned" else "Build the base tree it kept"
+        use.get_by_role("button", name=label).click()
+        built = use.locator('.learn-use-job[data-status="done"]')
+        built.wait_for(timeout=300_000)
+        assert built.inner_text() == "Built the tree docs-learned: it is listed with the saved trees."
+        page.locator('li[data-tree="docs-learned"]').wait_for(timeout=30_000)

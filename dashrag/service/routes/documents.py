@@ -34,7 +34,8 @@ from dashrag.service.models import (
 )
 from dashrag.service.pipeline import StepFailure
 from dashrag.service.routes import errors, invalid
-from dashrag.service.routes.trees import _corpus_under_root, _tree, refused_jobs, room_for_job, too_many, write_uploads
+from dashrag.service.routes.served import corpus_under_root, served_tree
+from dashrag.service.routes.trees import refused_jobs, room_for_job, too_many, write_uploads
 from dashrag.service.source_folders import offered_source
 from dashrag.service.state import Service, service_of
 
@@ -64,7 +65,7 @@ MULTIPART_SCHEMA = {
 def _saved_tree(service: Service, name: str) -> Path:
     if service.settings.trees_dir is None:
         raise HTTPException(503, "documents: the service has no trees folder (--trees)")
-    _tree(service, name)  # 404 unless the tree is served
+    served_tree(service, name)  # 404 unless the tree is served
     return service.registry.folder_of(name)
 
 
@@ -163,12 +164,12 @@ def sync_tree(name: str, body: SyncRequest, request: Request) -> JobAccepted:
     _saved_tree(service, name)
     folder = body.corpus_path
     if folder is None:
-        folder = offered_source(_tree(service, name).manifest.get("source_folder"), service.settings.data_root)
+        folder = offered_source(served_tree(service, name).manifest.get("source_folder"), service.settings.data_root)
         if folder is None:
             raise RequestValidationError([{"loc": ["body", "corpus_path"], "type": "missing",
                                            "msg": f"the tree {name!r} records no folder under the data root it was "
                                                   "built from: send corpus_path"}])
-    source = _corpus_under_root(service, folder)
+    source = corpus_under_root(service, folder)
     if not source.is_dir():
         raise RequestValidationError([{"loc": ["body", "corpus_path"], "type": "value_error",
                                        "msg": "a sync reads a folder of files, not one file"}])
@@ -184,7 +185,7 @@ def list_documents(name: str, request: Request,
                    limit: int = Query(50, ge=1, le=500, description="Documents in the page.")) -> dict[str, Any]:
     """The documents a saved tree holds, in corpus order, a page at a time: id, title, metadata, chunk count."""
     service = service_of(request)
-    tree = _tree(service, name)
+    tree = served_tree(service, name)
     try:
         return tree.documents(offset, limit)
     except DashragError as exc:
@@ -195,7 +196,7 @@ def list_documents(name: str, request: Request,
 def list_fields(name: str, request: Request) -> dict[str, Any]:
     """The metadata fields a filter can use on this tree: each with its types, how many documents have it and its
     most frequent values (what the page's filter box offers; ``dashrag fields`` on the CLI)."""
-    return {"fields": _tree(service_of(request), name).fields()}
+    return {"fields": served_tree(service_of(request), name).fields()}
 
 
 @router.delete("/trees/{name}/documents/{document_id:document_id}", response_model=DocumentChanges,

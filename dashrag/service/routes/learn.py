@@ -5,17 +5,29 @@ sentences; the time budget; the keep-the-base rule) in a worker process like a b
 documents or a folder under the data root; ``GET /jobs/{id}`` shows its progress and, when done, its report: which
 tree it chose (the learned one only when it beat the base on held-out pseudo-queries) and why. The tree itself is
 never changed; the model folder and the preset are kept beside the trees (``.learned-<name>``).
+``POST /trees/{name}/learned/build`` builds a new tree from that preset through the build path of ``POST /trees``.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 
+from dashrag.core.component import construct
+from dashrag.core.persistence import atomic_directory
+from dashrag.core.retriever import Retriever
+from dashrag.core.validation import validate_and_transform
+from dashrag.errors import ConfigError
 from dashrag.service.json_body import StrictJSONRoute
-from dashrag.service.models import JobAccepted, LearnRequest
+from dashrag.service.models import JobAccepted, LearnedBuildRequest, LearnRequest
 from dashrag.service.routes import errors, invalid
-from dashrag.service.routes.trees import _corpus_under_root, _tree, refused_jobs
+from dashrag.service.routes.served import corpus_under_root, served_tree
+from dashrag.service.routes.trees import refused_jobs
 from dashrag.service.state import Service, service_of
 
 router = APIRouter(route_class=StrictJSONRoute)
@@ -41,11 +53,78 @@ def learn_from_documents(name: str, body: LearnRequest, request: Request) -> Job
     service = service_of(request)
     if service.settings.trees_dir is None:
         raise HTTPException(503, "learn: the service has no trees folder (--trees)")
-    _tree(service, name)  # 404 unless the tree is served
+    served_tree(service, name)  # 404 unless the tree is served
     _budget_within_limit(service, body.time_budget_minutes)
-    source = None if body.corpus_path is None else str(_corpus_under_root(service, body.corpus_path))
+    source = None if body.corpus_path is None else str(corpus_under_root(service, body.corpus_path))
     task = {"source": source, "time_budget_s": body.time_budget_minutes * 60, "max_steps": body.max_steps,
             "max_seq_length": body.max_seq_length, "batch_size": body.batch_size}
     with refused_jobs([]):
         job = service.jobs.submit_learn(service.jobs.new_job_id(), name, task)
     return JobAccepted(job_id=job.id)
+
+
+@router.post("/trees/{name}/learned/build", status_code=202, response_model=JobAccepted,
+             responses={**errors(401, 404, 409, 429, 503), **invalid("A name that is no folder name.")})
+def build_learned_tree(name: str, body: LearnedBuildRequest, request: Request) -> JobAccepted:
+    """Build the tree a learn job on ``name`` chose (its preset) over ``name``'s stored documents, each document whole
+    (what the preset was tuned and scored on), as a new tree ``body.name``: the build job of ``POST /trees``. The
+    learned model is copied beside the new tree (``.models-<new name>``), so a later learn job on ``name`` or its
+    deletion never changes the new tree's model; it is deleted with the new tree."""
+    from dashrag.finetuning.documents_job import DOCUMENTS_FILE, PRESET_FILE, stored_documents_file
+    from dashrag.finetuning.negatives import WHOLE_DOCUMENTS  # the fine-tuning modules load in ~1 s: only here
+
+    service = service_of(request)
+    if service.settings.trees_dir is None:
+        raise HTTPException(503, "build: the service has no trees folder (--trees)")
+    served_tree(service, name)  # 404 unless the tree is served
+    registry = service.registry
+    learned = registry.learned_folder_of(name)
+    if not (learned / PRESET_FILE).is_file():
+        raise HTTPException(404, f"tree {name!r} has learned nothing yet: run a learn job on it first")
+    if registry.get(body.name) is not None or registry.folder_of(body.name).exists():
+        raise HTTPException(409, f"a tree named {body.name!r} exists: choose another name")
+    models = registry.models_folder_of(body.name)
+    config = _with_copied_models(json.loads((learned / PRESET_FILE).read_text(encoding="utf-8")), learned, models)
+    try:
+        root = construct(validate_and_transform(config, "retriever"), config)  # the server's own preset: trusted
+        if not isinstance(root, Retriever):
+            raise ConfigError(f"{root.component_name} is not a Retriever")
+    except ConfigError as exc:
+        shutil.rmtree(models, ignore_errors=True)
+        raise HTTPException(409, f"the learned preset of {name!r} no longer builds: {exc}") from None
+    job_id = service.jobs.new_job_id()
+    upload = Path(service.settings.trees_dir) / f".upload-{job_id}"  # removed when the job ends, as an upload
+    corpus = stored_documents_file(registry.folder_of(name), registry.store_of(name), upload / DOCUMENTS_FILE)
+    try:
+        with refused_jobs([upload]):
+            job = service.jobs.submit(job_id, body.name, root, corpus, WHOLE_DOCUMENTS, False, [upload])
+    except HTTPException:
+        shutil.rmtree(models, ignore_errors=True)
+        raise
+    return JobAccepted(job_id=job.id)
+
+
+def _with_copied_models(config: dict[str, Any], learned: Path, models: Path) -> dict[str, Any]:
+    """``config`` with every model path inside ``learned`` pointing at a copy under ``models`` (written whole or not
+    at all); a preset that names no learned model (the base was chosen) copies nothing."""
+    from dashrag.finetuning.documents_job import MODEL_FOLDER
+
+    learned_model = (learned / MODEL_FOLDER).resolve()
+    names_it = False
+
+    def repoint(node: Any) -> Any:
+        nonlocal names_it
+        if isinstance(node, dict):
+            if isinstance(node.get("model"), str) and Path(node["model"]).resolve() == learned_model:
+                names_it = True
+                return {**node, "model": str((models / MODEL_FOLDER).resolve())}
+            return {key: repoint(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [repoint(value) for value in node]
+        return node
+
+    repointed = repoint(config)
+    if names_it:
+        with atomic_directory(models) as staging:
+            shutil.copytree(learned_model, staging / MODEL_FOLDER)
+    return repointed

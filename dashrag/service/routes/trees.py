@@ -23,8 +23,8 @@ from dashrag.core.restriction import Restriction
 from dashrag.core.retriever import Retriever
 from dashrag.documents.converters import BY_SUFFIX
 from dashrag.documents.corpus import SIDECAR_NAME
-from dashrag.errors import ConfigError, DashragError, FilterError, PersistenceError, excerpt
-from dashrag.service.collections import NAME_PATTERN, TreeCollection, UnavailableCollection
+from dashrag.errors import ConfigError, DashragError, FilterError, PersistenceError
+from dashrag.service.collections import NAME_PATTERN, TreeCollection
 from dashrag.service.jobs import NameTaken, TooManyBuilds
 from dashrag.service.json_body import StrictJSONRoute, strict_body
 from dashrag.service.models import (
@@ -42,6 +42,7 @@ from dashrag.service.models import (
 )
 from dashrag.service.pipeline import StepFailure, safe_message
 from dashrag.service.routes import errors, invalid
+from dashrag.service.routes.served import corpus_under_root, served_tree
 from dashrag.service.source_folders import offered_source, recorded_source
 from dashrag.service.state import Service, service_of
 from dashrag.service.trust import validate_client_config
@@ -62,16 +63,6 @@ MULTIPART_SCHEMA = {
                                   "metadata.jsonl sidecar)."},
     },
 }
-
-
-def _tree(service: Service, name: str) -> TreeCollection:
-    tree = service.registry.tree(name)
-    unavailable = service.registry.get(name) if tree is None else None
-    if isinstance(unavailable, UnavailableCollection):
-        raise StepFailure("load", f"tree {name!r}: {unavailable.error}")
-    if tree is None:
-        raise HTTPException(404, f"no tree named {name!r}")
-    return tree
 
 
 def _config_errors(exc: ConfigError, where: tuple[str, ...]) -> RequestValidationError:
@@ -136,8 +127,8 @@ async def build_tree(request: Request) -> JobAccepted:
         cleanup.append(corpus if corpus.is_dir() else corpus.parent)
     else:
         body = await run_in_threadpool(_json_body, await request.body())  # off the event loop (json_body.py)
-        corpus = _corpus_under_root(service, body.corpus_path)
-        data_root = service.settings.data_root  # set: _corpus_under_root refuses a path without one
+        corpus = corpus_under_root(service, body.corpus_path)
+        data_root = service.settings.data_root  # set: corpus_under_root refuses a path without one
         source = recorded_source(corpus, data_root) if data_root is not None else None
     try:
         # the one validation of this build, with what it reaches (docs/security.md): a model folder outside the
@@ -200,30 +191,6 @@ def _json_body(raw: bytes) -> BuildRequest:
         return BuildRequest.model_validate(strict_body(raw), strict=True)
     except ValidationError as exc:
         raise _located(exc) from None
-
-
-def _corpus_under_root(service: Service, corpus_path: str) -> Path:
-    root = service.settings.data_root
-    if root is None:
-        raise RequestValidationError([{"loc": ["body", "corpus_path"], "type": "value_error",
-                                       "msg": "the service has no data root (--data-root): upload the corpus instead"}])
-    path = _existing_under(Path(root), corpus_path)
-    if path is None:
-        raise RequestValidationError([{"loc": ["body", "corpus_path"], "type": "value_error",
-                                       "msg": f"{excerpt(corpus_path)} is not a corpus under the data root"}])
-    return path
-
-
-def _existing_under(root: Path, relative: str) -> Path | None:
-    """``root / relative`` resolved, when it exists inside ``root``; None otherwise, also for a name that is no
-    file name (a NUL, more characters than the system takes), which the OS refuses with an error, not a 500."""
-    if "\x00" in relative or len(relative) > 4096:
-        return None
-    try:
-        path = (root / relative).resolve()
-        return path if path.is_relative_to(root.resolve()) and path.exists() else None
-    except (OSError, ValueError):
-        return None
 
 
 async def _multipart(request: Request, service: Service, job_id: str) -> tuple[BuildRequest, Path]:
@@ -322,7 +289,7 @@ def query_tree(name: str, body: TreeQuery, request: Request) -> Response:
     """The tree's own answer: chunks with native scores, and its trace. Serialised here, in the route's worker
     thread, as ``POST /retrieve``'s answer is (routes/retrieve.py): returned as a model it would be encoded on
     the event loop, which a thousand chunks with their texts and trace hold for tens of ms."""
-    tree = _tree(service_of(request), name)
+    tree = served_tree(service_of(request), name)
     started = time.perf_counter()
     try:
         chunks, trace = tree.query(body.query, body.top_k, body.filters)
