@@ -19,9 +19,10 @@ from tests.service.conftest import LoopbackServer
 TINY = {"max_steps": 1, "max_seq_length": 64, "batch_size": 8, "time_budget_minutes": 20}
 
 
-@pytest.fixture(scope="module")
-def trees(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("learn") / "trees"
+@pytest.fixture
+def trees(tmp_path):
+    """A trees folder of its own for each test: the learn job's test ends by deleting the tree it learned from."""
+    folder = tmp_path / "trees"
     dashrag.build_tree("keyword", EXAMPLE_CORPUS, folder / "docs")
     return folder
 
