@@ -319,7 +319,8 @@ class BuildJobs:
     def submit_learn(self, job_id: str, name: str, task: dict[str, Any]) -> Job:
         """Learn from the saved tree ``name``'s documents (or ``task["source"]``, a folder under the data root) as a
         job (docs/finetuning.md): ``finetune pipeline --corpus`` in a worker, its model folder, preset and report
-        written to ``learned_folder(name)``. One learn job per tree at a time (they would write the same folder)."""
+        written to the registry's ``learned_folder_of(name)``. One learn job per tree at a time (they would write
+        the same folder)."""
         with self._lock:
             if any(j.tree == name and j.status in ("queued", "running") and j.learning for j in self._jobs.values()):
                 raise NameTaken(f"the tree {name!r} is already learning from its documents")
@@ -327,16 +328,12 @@ class BuildJobs:
         self._pool.submit(self._run_learn, job, task)
         return job
 
-    def learned_folder(self, name: str) -> Path:
-        """Where a learn job on the tree ``name`` writes: hidden beside the trees (never listed or served)."""
-        return self.registry.learned_folder_of(name)
-
     def _run_learn(self, job: Job, task: dict[str, Any]) -> None:
         work = self.registry.folder_of(job.tree).parent / f".work-{job.id}"
         try:
             task = {**task, "kind": "learn", "folder": str(self.registry.folder_of(job.tree)),
                     "store_url": self.registry.store_of(job.tree), "work": str(work),
-                    "out": str(self.learned_folder(job.tree))}
+                    "out": str(self.registry.learned_folder_of(job.tree))}
             job.report = run_in_worker(task, self.limits, job.enter, job.check_cancel)
             job.end("done", f"learned from {job.tree}'s documents: the {job.report['shipped']} tree chosen")
         except Cancelled as exc:
