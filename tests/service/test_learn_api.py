@@ -114,3 +114,26 @@ def test_deleting_a_tree_deletes_what_was_learned_from_it(tmp_path):
         assert httpx.delete(f"{server.url}/trees/gone", timeout=60).status_code == 204
         assert httpx.get(f"{server.url}/trees", timeout=60).json() == []
     assert sorted(p.name for p in trees.iterdir()) == []
+
+
+def test_only_a_caller_who_may_build_may_learn_or_build_the_learned_tree(trees, monkeypatch):
+    """Both routes start work in the operator's name (a worker process, files beside the trees), so they are held as
+    a build is (docs/security.md): another origin's page is refused, and so is a caller without the token; nothing
+    starts."""
+    monkeypatch.setenv("DASHRAG_TEST_TOKEN", "t0ken")
+    learned = trees / ".learned-docs"
+    learned.mkdir()
+    (learned / "preset.json").write_text(json.dumps(load_preset("keyword")), encoding="utf-8")
+    settings = ServiceSettings(trees_dir=trees, auth_token_var="DASHRAG_TEST_TOKEN")
+    token = {"Authorization": "Bearer t0ken"}
+    requests = [("/trees/docs/learn", {"max_steps": 1, "time_budget_minutes": 5}),
+                ("/trees/docs/learned/build", {"name": "taken_by_nobody"})]
+    with LoopbackServer(create_app(settings)) as server:
+        for path, body in requests:
+            foreign = httpx.post(f"{server.url}{path}", json=body, timeout=60,
+                                 headers={**token, "Origin": "http://evil.example"})
+            assert foreign.status_code == 403 and foreign.json()["detail"].startswith("cross-origin"), path
+            anonymous = httpx.post(f"{server.url}{path}", json=body, timeout=60)
+            assert anonymous.status_code == 401 and "t0ken" not in anonymous.text, path
+    assert sorted(p.name for p in trees.iterdir()) == [".learned-docs", "docs"]  # no job folder, no new tree
+    assert not (trees / ".models-taken_by_nobody").exists()
