@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
-from itertools import chain
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -37,6 +36,7 @@ from dashrag.core.persistence import atomic_write_json, load_json, load_sparse, 
 from dashrag.core.registry import register
 from dashrag.errors import PersistenceError, RetrievalError
 from dashrag.vectorizers.english_stop_words import ENGLISH_STOP_WORDS
+from dashrag.vectorizers.token_counts import code_tokens, count_pairs
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -126,9 +126,17 @@ class WordSteps(NamedTuple):
     stop: frozenset[str]
     stem: Callable[[list[str]], list[str]] | None
 
+    def words(self, text: str) -> list[str]:
+        """The text's words before stop words and stemming."""
+        return self.tokenize(self.preprocess(text))
+
     def terms(self, text: str) -> list[str]:
-        words = [w for w in self.tokenize(self.preprocess(text)) if w not in self.stop]
-        return self.stem(words) if self.stem else words
+        return self.terms_of_words(self.words(text))[1]
+
+    def terms_of_words(self, words: Iterable[str]) -> tuple[list[str], list[str]]:
+        """The words that are not stop words, and the term each of them gives."""
+        kept = [w for w in words if w not in self.stop]
+        return kept, (self.stem(kept) if self.stem else kept)
 
 
 def _as_list(words: frozenset[str] | None) -> list[str] | None:
@@ -295,11 +303,8 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         distinct word is analysed once (stop words, one stemming call), as :meth:`_transform_words` does."""
         import scipy.sparse as sp
 
-        tokens = [steps.tokenize(steps.preprocess(text)) for text in texts]
-        flat = list(chain.from_iterable(tokens))
-        code_of_word = {word: code for code, word in enumerate(dict.fromkeys(flat))}  # in order of first occurrence
-        kept = [w for w in code_of_word if w not in steps.stop]
-        stems = steps.stem(kept) if steps.stem else kept
+        coded = code_tokens(texts, steps.words)
+        kept, stems = steps.terms_of_words(coded.code_of_word)
         first_of_term: dict[str, int] = {}  # term → its number in order of first occurrence
         for stem in stems:
             first_of_term.setdefault(stem, len(first_of_term))
@@ -307,12 +312,9 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
             raise RetrievalError(f"{self.component_name}: cannot build a vocabulary "
                                  "(empty vocabulary; perhaps the documents only contain stop words)")
         n_terms = len(first_of_term)
-        first_of_code = np.full(len(code_of_word) + 1, -1, dtype=np.int64)
-        first_of_code[[code_of_word[w] for w in kept]] = [first_of_term[s] for s in stems]
-        firsts = first_of_code[np.fromiter(map(code_of_word.__getitem__, flat), dtype=np.int64, count=len(flat))]
-        text_of_token = np.repeat(np.arange(len(texts), dtype=np.int64), [len(t) for t in tokens])
-        known = firsts >= 0
-        pairs, counts = np.unique(text_of_token[known] * n_terms + firsts[known], return_counts=True)
+        first_of_code = np.full(len(coded.code_of_word) + 1, -1, dtype=np.int64)
+        first_of_code[[coded.code_of_word[w] for w in kept]] = [first_of_term[s] for s in stems]
+        pairs, counts = count_pairs(coded, first_of_code, n_terms)
         terms = sorted(first_of_term)
         column_of_first = np.empty(n_terms, dtype=np.int64)
         column_of_first[[first_of_term[t] for t in terms]] = np.arange(n_terms)
@@ -413,24 +415,17 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
 
     @staticmethod
     def _transform_words(texts: list[str], steps: WordSteps, vocabulary: dict[str, int]) -> sp.csr_matrix:
-        """The batch's count matrix in one pass: tokenize every text, analyze each distinct word
-        once (stop words, one stemming call, vocabulary lookup), map the tokens to term ids
-        through an array, and count the (text, term) pairs with one ``np.unique``."""
+        """The batch's count matrix in one pass: tokenize every text into word codes, analyze each distinct word
+        once (stop words, one stemming call, vocabulary lookup), map the codes to term ids through an array, and
+        count the (text, term) pairs with ``np.unique``, a block of texts at a time (:mod:`token_counts`)."""
         import scipy.sparse as sp
 
         n_terms = len(vocabulary)
-        tokens = [steps.tokenize(steps.preprocess(text)) for text in texts]
-        flat = list(chain.from_iterable(tokens))
-        code_of_word = {word: code for code, word in enumerate(dict.fromkeys(flat))}
-        kept = [w for w in code_of_word if w not in steps.stop]
-        stems = steps.stem(kept) if steps.stem else kept
-        term_of_code = np.full(len(code_of_word) + 1, -1, dtype=np.int64)
-        term_of_code[[code_of_word[w] for w in kept]] = [vocabulary.get(s, -1) for s in stems]
-        codes = np.fromiter(map(code_of_word.__getitem__, flat), dtype=np.int64, count=len(flat))
-        term_ids = term_of_code[codes]
-        text_of_token = np.repeat(np.arange(len(texts), dtype=np.int64), [len(t) for t in tokens])
-        known = term_ids >= 0
-        pairs, counts = np.unique(text_of_token[known] * n_terms + term_ids[known], return_counts=True)
+        coded = code_tokens(texts, steps.words)
+        kept, stems = steps.terms_of_words(coded.code_of_word)
+        term_of_code = np.full(len(coded.code_of_word) + 1, -1, dtype=np.int64)
+        term_of_code[[coded.code_of_word[w] for w in kept]] = [vocabulary.get(s, -1) for s in stems]
+        pairs, counts = count_pairs(coded, term_of_code, n_terms)
         indptr = np.searchsorted(pairs, np.arange(len(texts) + 1, dtype=np.int64) * n_terms)
         return sp.csr_matrix((counts.astype(np.float32), pairs % n_terms, indptr), shape=(len(texts), n_terms))
 
