@@ -38,10 +38,18 @@ def test_components_are_the_frontend_meta_of_every_component_plus_its_name(clien
 
 
 def test_a_schema_is_the_checked_in_one_and_an_unknown_component_is_404(client):
-    schema = client.get("/schemas/BM25Retriever").json()
-    assert schema == json.loads((REPO / "schemas" / "BM25Retriever.json").read_text())
-    missing = client.get("/schemas/BM25Retreiver")
-    assert missing.status_code == 404 and "BM25Retriever" in missing.json()["detail"]
+    """Every component's, asked twice: the service makes each schema once and answers the kept one after (the page
+    asks for all of them on every load)."""
+    files = rendered_exports()
+    names = [c["name"] for c in client.get("/components").json()]
+    for _ in range(2):
+        for name in names:
+            assert client.get(f"/schemas/{name}").json() == json.loads(files[f"schemas/{name}.json"]), name
+    checked_in = json.loads((REPO / "schemas" / "BM25Retriever.json").read_text())
+    assert client.get("/schemas/BM25Retriever").json() == checked_in
+    for _ in range(2):  # an unknown name is refused each time, never kept
+        missing = client.get("/schemas/BM25Retreiver")
+        assert missing.status_code == 404 and "BM25Retriever" in missing.json()["detail"]
 
 
 def test_trees_lists_each_saved_tree_with_its_size_and_fingerprint(client):

@@ -75,10 +75,15 @@ class OtlpReceiver:
                             "start": span.start_time_unix_nano, "end": span.end_time_unix_nano,
                             "service": resource.get("service.name")})
 
-    def wait_for(self, count: int, timeout: float = 30) -> list[dict[str, Any]]:
-        """The spans once ``count`` have come (or ``timeout`` passed), and a moment more for any extra."""
+    def wait_for(self, count: int, trace: str | None = None, timeout: float = 30) -> list[dict[str, Any]]:
+        """The spans once ``count`` have come (only those of ``trace`` counted, when given) or ``timeout`` passed, and
+        a moment more for any extra."""
         deadline = time.monotonic() + timeout
-        while len(self.spans) < count and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            with self.lock:
+                arrived = sum(trace is None or s["trace_id"] == trace for s in self.spans)
+            if arrived >= count:
+                break
             time.sleep(0.05)
         time.sleep(0.3)
         return list(self.spans)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,39 @@ def fused_trees(tmp_path_factory) -> Path:
 def receiver() -> Iterator[OtlpReceiver]:
     with OtlpReceiver() as r:
         yield r
+
+
+@dataclass
+class TracedServer:
+    """One ``dashrag serve`` with the OTLP variables set and its receiver, for the tests whose server settings are the
+    same (a start is about 4 s of CPU). Each test's requests carry a trace of their own (:meth:`new_trace`); its spans
+    are the ones of that trace, and a span in any trace this module did not start is one that failed to join its
+    caller's trace (:meth:`spans_of`)."""
+
+    url: str
+    receiver: OtlpReceiver
+    traces: list[str] = field(default_factory=list)
+
+    def new_trace(self) -> tuple[str, str, dict[str, str]]:
+        """A new caller's trace id, span id and ``traceparent`` header (W3C Trace Context, as a caller sends it)."""
+        trace, span = secrets.token_hex(16), secrets.token_hex(8)
+        self.traces.append(trace)
+        return trace, span, {"traceparent": f"00-{trace}-{span}-01"}
+
+    def spans_of(self, trace: str, count: int, since: int) -> list[dict[str, Any]]:
+        """The spans of ``trace`` once ``count`` have come (and a moment more for any extra); fails on a span received
+        since index ``since`` that belongs to no trace started here."""
+        self.receiver.wait_for(count, trace)
+        received = self.receiver.spans[since:]
+        strays = [s for s in received if s["trace_id"] not in self.traces]
+        assert strays == [], strays
+        return [s for s in received if s["trace_id"] == trace]
+
+
+@pytest.fixture(scope="module")
+def traced_server(fused_trees) -> Iterator[TracedServer]:
+    with OtlpReceiver() as receiver, serving(fused_trees, env=otel_env(receiver)) as url:
+        yield TracedServer(url, receiver)
 
 
 def otel_env(receiver: OtlpReceiver) -> dict[str, str]:
@@ -91,20 +126,18 @@ def test_a_cli_batch_exports_each_query(receiver, fused_trees, tmp_path):
     assert sorted(r["attributes"]["input.value"] for r in roots) == sorted([QUERY, "word pieces and tokenization"])
 
 
-CALLER_TRACE, CALLER_SPAN = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-TRACEPARENT = {"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"}  # W3C Trace Context, as a caller sends it
-
-
 @pytest.mark.slow
-def test_a_service_request_is_the_parent_of_its_steps_and_the_tree(receiver, fused_trees):
-    with serving(fused_trees, env=otel_env(receiver)) as url:
-        answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "fused"}, headers=TRACEPARENT)
-        assert answer.status_code == 200
-        spans = receiver.wait_for(3 + 1 + 7)
+def test_a_service_request_is_the_parent_of_its_steps_and_the_tree(traced_server):
+    caller_trace, caller_span, traceparent = traced_server.new_trace()
+    since = len(traced_server.receiver.spans)
+    answer = httpx.post(f"{traced_server.url}/retrieve", json={"query": QUERY, "collection_name": "fused"},
+                        headers=traceparent)
+    assert answer.status_code == 200
+    spans = traced_server.spans_of(caller_trace, 3 + 1 + 7, since)  # none received in a trace of its own
     named = by_name(spans)
     assert "POST /retrieve" in named, [s["name"] for s in spans]
     request = named["POST /retrieve"]
-    assert request["trace_id"] == CALLER_TRACE and request["parent_id"] == CALLER_SPAN  # joined the caller's trace
+    assert request["trace_id"] == caller_trace and request["parent_id"] == caller_span  # joined the caller's trace
     assert request["attributes"]["input.value"] == QUERY and request["attributes"]["dashrag.collection"] == "fused"
     ranking = json.loads(request["attributes"]["output.value"])
     assert [hit["chunk_id"] for hit in ranking] == [c["chunk_id"] for c in answer.json()["context_chunks"]][:10]
@@ -113,7 +146,7 @@ def test_a_service_request_is_the_parent_of_its_steps_and_the_tree(receiver, fus
     assert [s["name"] for s in sorted(steps, key=lambda s: s["start"])] == [
         "rewrite", "complexity", "search", "retrieval_floor", "rerank", "confidence", "assemble"]
     assert_fused_tree(named, parent_id=named["search"]["span_id"])
-    assert {s["trace_id"] for s in spans} == {CALLER_TRACE}
+    assert {s["trace_id"] for s in spans} == {caller_trace}
 
 
 @pytest.mark.slow
@@ -132,10 +165,12 @@ def test_the_openinference_switches_hide_the_query_and_the_ranking(receiver, fus
 
 
 @pytest.mark.slow
-def test_no_span_carries_document_text_or_metadata(receiver, fused_trees):
-    with serving(fused_trees, env=otel_env(receiver)) as url:
-        answer = httpx.post(f"{url}/retrieve", json={"query": QUERY, "collection_name": "fused"}).json()
-        spans = receiver.wait_for(3 + 1 + 7)
+def test_no_span_carries_document_text_or_metadata(traced_server):
+    trace, _, traceparent = traced_server.new_trace()
+    since = len(traced_server.receiver.spans)
+    answer = httpx.post(f"{traced_server.url}/retrieve", json={"query": QUERY, "collection_name": "fused"},
+                        headers=traceparent).json()
+    spans = traced_server.spans_of(trace, 3 + 1 + 7, since)
     values = json.dumps([s["attributes"] for s in spans])
     top = answer["context_chunks"][0]
     assert len(top["text"]) > 40 and top["text"][:40] not in values
@@ -143,22 +178,23 @@ def test_no_span_carries_document_text_or_metadata(receiver, fused_trees):
 
 
 @pytest.mark.slow
-def test_an_mcp_call_over_http_joins_the_callers_trace(receiver, fused_trees):
-    with serving(fused_trees, env=otel_env(receiver)) as url:
-        answers = anyio.run(over_http_fused, url)
-        spans = receiver.wait_for(3)
+def test_an_mcp_call_over_http_joins_the_callers_trace(traced_server):
+    caller_trace, caller_span, traceparent = traced_server.new_trace()
+    since = len(traced_server.receiver.spans)
+    answers = anyio.run(over_http_fused, traced_server.url, traceparent)
+    spans = traced_server.spans_of(caller_trace, 3, since)  # none received in a trace of its own
     assert answers["results"][0]["document_id"] == "bm25.md"
     named = by_name(spans)
-    assert_fused_tree(named, parent_id=CALLER_SPAN)
-    assert named["ParallelRetriever"]["trace_id"] == CALLER_TRACE
+    assert_fused_tree(named, parent_id=caller_span)
+    assert named["ParallelRetriever"]["trace_id"] == caller_trace
 
 
-async def over_http_fused(url: str) -> dict[str, Any]:
+async def over_http_fused(url: str, traceparent: dict[str, str]) -> dict[str, Any]:
     import httpx2
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    async with httpx2.AsyncClient(headers=TRACEPARENT, timeout=60) as client, \
+    async with httpx2.AsyncClient(headers=traceparent, timeout=60) as client, \
             streamable_http_client(f"{url}/mcp", http_client=client) as (read, write), \
             ClientSession(read, write) as session:
         await session.initialize()

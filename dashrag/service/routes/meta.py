@@ -6,8 +6,6 @@ from typing import Any
 
 from fastapi import APIRouter, Body, HTTPException, Request
 
-from dashrag.core.registry import get_component
-from dashrag.core.schema import component_schema
 from dashrag.errors import FilterError, UnknownComponentError
 from dashrag.filters import filter_schema, parse_filter
 from dashrag.service.json_body import StrictJSONRoute
@@ -51,9 +49,9 @@ def check_filter(filters: Any = Body(..., description="Any JSON: the filter to c
 
 @router.get("/schemas/{component}", response_model=ComponentSchema, response_model_exclude_unset=True,
             responses=errors(401, 404, 503))
-def schema(component: str) -> dict[str, Any]:
+def schema(component: str, request: Request) -> dict[str, Any]:
     """One component's JSON Schema (as schemas/<Name>.json)."""
     try:
-        return component_schema(get_component(component))
+        return service_of(request).component_schema(component)
     except UnknownComponentError as exc:
         raise HTTPException(404, str(exc)) from None
