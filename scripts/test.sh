@@ -21,7 +21,9 @@ fi
 export LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # Two pytest-xdist workers (docs/testing.md), a test file's tests on one worker so that its module fixtures
 # are built once. The user's own -n / --numprocesses / -p no:xdist wins; so does their --dist (given last).
-workers=(-n 2 --dist loadfile)
+# The files go out in the collection's order, the files holding slow tests first (tests/conftest.py), not in
+# xdist's own (most tests first), which left a heavy file of few tests to run alone at the end.
+workers=(-n 2 --dist loadfile --no-loadscope-reorder)
 for arg in "$@"; do
     case "$arg" in
         -n | -n* | --numprocesses | --numprocesses=* | no:xdist | -pno:xdist) workers=() ;;

@@ -62,3 +62,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         parametrized = set(callspec.params) if callspec is not None else set()  # a parameter named alike
         if SLOW_FIXTURES & (set(getattr(item, "fixturenames", ())) - parametrized):
             item.add_marker(pytest.mark.slow)
+    items[:] = slow_files_first(items)
+
+
+def slow_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The files that hold a slow test first, then the others, each file's tests in their own order.
+
+    Under ``--dist loadfile`` (scripts/test.sh) a worker that finishes a file takes the next one in this order, so
+    the files run last are quick ones and the two workers end within seconds of each other: pytest-xdist's own
+    order (most tests first) put the heavy files of few tests (a browser, a served tree, a kill loop) last, and one
+    worker ran such a file alone while the other had finished (docs/testing.md, "Fifth pass: CLI, core and the
+    rest")."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    return sorted(items, key=lambda item: item.path not in slow_files)  # stable: the order within each group stays

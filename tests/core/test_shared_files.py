@@ -13,8 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner, Result
 
 import dashrag
+from dashrag.cli.main import app
 from dashrag.core.persistence import read_manifest, write_saved_folder
 from dashrag.documents.model import SourceDocument
 from dashrag.embeddings.onnx_query_encoder import MODEL_FILES, SHARED_LABEL
@@ -33,6 +35,11 @@ QUERY = "how do dense vectors find similar passages"
 def dashrag_cli(*args: object) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dashrag.cli.main", *map(str, args)], capture_output=True, text=True,
                           cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
+
+
+def invoke(*args: object) -> Result:
+    """The ``dashrag`` command in this process (typer's runner)."""
+    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 def folder_bytes(folder: Path) -> int:
@@ -96,16 +103,18 @@ def test_both_dense_nodes_load_the_one_model(indexed):
 
 
 def test_a_tree_indexed_beside_it_shares_the_model_on_disk(indexed):
-    """Two trees of one folder (a service's --trees, a user's saves side by side): the model is on disk once."""
+    """Two trees of one folder (a service's --trees, a user's saves side by side): the model is on disk once.
+    The second ``dashrag index`` and the query run through typer's runner in this process: a fresh process is
+    ``index_run``'s (docs/testing.md, "Fifth pass: CLI, core and the rest")."""
     config = indexed.parent.parent / "one_dense.json"
     config.write_text(json.dumps(dense_config(top_k=5)))
     beside = indexed.parent / "one_dense"
-    result = dashrag_cli("index", config, "--corpus", EXAMPLE_CORPUS, "--out", beside)
-    assert result.returncode == 0, result.stderr
+    result = invoke("index", config, "--corpus", EXAMPLE_CORPUS, "--out", beside)
+    assert result.exit_code == 0, result.output
     (mine,), (theirs,) = beside.rglob("query_encoder.weights"), indexed.rglob("query_encoder.weights")
     assert mine.stat().st_ino == theirs.stat().st_ino
-    answered = dashrag_cli("query", beside, QUERY, "--json")
-    assert answered.returncode == 0 and json.loads(answered.stdout)["results"], answered.stderr
+    answered = invoke("query", beside, QUERY, "--json")
+    assert answered.exit_code == 0 and json.loads(answered.stdout)["results"], answered.output
 
 
 def test_an_update_keeps_one_copy_and_the_same_shared_folder(indexed, tmp_path):

@@ -15,6 +15,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,7 @@ from tests.core.test_updating import (
     steps,
 )
 from tests.fixtures.postgres import run_sql
+from tests.fixtures.save_phases import EXTERNAL_STORE_PHASES, first_write_after, kill_in_phase
 
 TREE = bm25("okapi")
 
@@ -231,9 +233,8 @@ def test_kill_9_at_any_moment_of_an_add_on_postgresql_leaves_the_old_or_the_new_
             return Path(shutil.copytree(base, tmp_path / name)), store
 
         complete, complete_store = copy("complete")
-        started = time.monotonic()
-        assert _dashrag("add", complete, "--corpus", more, "--store", complete_store).wait(timeout=300) == 0
-        duration = time.monotonic() - started
+        before_write_s = first_write_after(partial(_dashrag, "add", complete, "--corpus", more, "--store",
+                                                   complete_store), complete) / 2
         new = _states(complete, complete_store)
         assert new != old
 
@@ -253,14 +254,12 @@ def test_kill_9_at_any_moment_of_an_add_on_postgresql_leaves_the_old_or_the_new_
         assert _dashrag("add", folder, "--corpus", more, "--store", store).wait(timeout=300) == 0
         assert _states(folder, store) == new and not (folder / PENDING_MANIFEST_NAME).exists()
 
-        # killed at random moments
-        for attempt in range(6):
+        # killed once in each of the other phases of the save (tests/fixtures/save_phases.py)
+        for attempt, phase in enumerate(EXTERNAL_STORE_PHASES):
             folder, store = copy(f"victim-{attempt}")
-            process = _dashrag("add", folder, "--corpus", more, "--store", store)
-            time.sleep(duration * attempt / 5)
-            process.send_signal(signal.SIGKILL)
-            process.wait(timeout=60)
-            assert _states(folder, store) in (old, new), f"attempt {attempt}: a mix of the old and the new tree"
+            killed_in = kill_in_phase(partial(_dashrag, "add", folder, "--corpus", more, "--store", store), folder,
+                                      phase, before_write_s)
+            assert _states(folder, store) in (old, new), f"killed {killed_in}: a mix of the old and the new tree"
             # the killed update can be run again, and it completes to the new tree
             assert _dashrag("add", folder, "--corpus", more, "--store", store).wait(timeout=300) == 0
             assert _states(folder, store) == new and not (folder / PENDING_MANIFEST_NAME).exists()
