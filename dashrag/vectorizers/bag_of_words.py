@@ -54,6 +54,7 @@ Stemmers = Literal["arabic", "armenian", "basque", "catalan", "czech", "danish",
 STOP_WORDS_FILE = "stop_words.json"
 COUNTS = "counts"  # the chunks' term counts (docs/updating.md), as counts.{data,indices,indptr,shape}.npy
 COUNTS_SHAPE = f"{COUNTS}.shape.npy"
+FIT_BATCH = 20_000  # texts counted at once by a fit (``_fit_words``): one batch's tokens are held, not the corpus's
 
 
 def english_stop_words() -> frozenset[str]:
@@ -292,34 +293,51 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         scikit-learn numbers the terms as they first occur, counts each text's terms, sorts each row by that
         number, then renumbers the columns in the terms' sorted order without re-sorting the rows; so here a
         row's entries stay ordered by the terms' first occurrence and the columns are the sorted terms. Each
-        distinct word is analysed once (stop words, one stemming call), as :meth:`_transform_words` does."""
+        distinct word is analysed once (stop words, one stemming call per batch), as :meth:`_transform_words` does.
+
+        The texts are counted :data:`FIT_BATCH` at a time, the numbering carried from one batch to the next (a
+        word's term is numbered by its first occurrence in the corpus either way): what is held beyond the matrix
+        is one batch's tokens. Counting every text at once held every token of the corpus as a Python string and
+        several arrays of one entry per token: ~18 GB at a million documents, which the machine's 23 GB could not
+        hold beside the rest of a build (docs/scale.md)."""
         import scipy.sparse as sp
 
-        tokens = [steps.tokenize(steps.preprocess(text)) for text in texts]
-        flat = list(chain.from_iterable(tokens))
-        code_of_word = {word: code for code, word in enumerate(dict.fromkeys(flat))}  # in order of first occurrence
-        kept = [w for w in code_of_word if w not in steps.stop]
-        stems = steps.stem(kept) if steps.stem else kept
+        code_of_word: dict[str, int] = {}  # every distinct word seen, in order of first occurrence
+        first_of_code: list[int] = []  # its term's number in order of first occurrence (-1: a stop word)
         first_of_term: dict[str, int] = {}  # term → its number in order of first occurrence
-        for stem in stems:
-            first_of_term.setdefault(stem, len(first_of_term))
+        row_lengths, firsts, counts = [], [], []
+        for start in range(0, len(texts), FIT_BATCH):
+            tokens = [steps.tokenize(steps.preprocess(text)) for text in texts[start:start + FIT_BATCH]]
+            flat = list(chain.from_iterable(tokens))
+            new_words = [w for w in dict.fromkeys(flat) if w not in code_of_word]
+            kept = [w for w in new_words if w not in steps.stop]
+            stems = dict(zip(kept, steps.stem(kept) if steps.stem else kept))
+            for word in new_words:
+                code_of_word[word] = len(first_of_code)
+                stem = stems.get(word)
+                first_of_code.append(-1 if stem is None else first_of_term.setdefault(stem, len(first_of_term)))
+            n_terms = max(len(first_of_term), 1)
+            batch_firsts = np.asarray(first_of_code, dtype=np.int64)[
+                np.fromiter(map(code_of_word.__getitem__, flat), dtype=np.int64, count=len(flat))]
+            text_of_token = np.repeat(np.arange(len(tokens), dtype=np.int64), [len(t) for t in tokens])
+            known = batch_firsts >= 0
+            pairs, pair_counts = np.unique(text_of_token[known] * n_terms + batch_firsts[known], return_counts=True)
+            row_lengths.append(np.diff(np.searchsorted(pairs, np.arange(len(tokens) + 1, dtype=np.int64) * n_terms)))
+            firsts.append((pairs % n_terms).astype(np.int32))
+            counts.append(pair_counts.astype(np.float32))
         if not first_of_term:
             raise RetrievalError(f"{self.component_name}: cannot build a vocabulary "
                                  "(empty vocabulary; perhaps the documents only contain stop words)")
         n_terms = len(first_of_term)
-        first_of_code = np.full(len(code_of_word) + 1, -1, dtype=np.int64)
-        first_of_code[[code_of_word[w] for w in kept]] = [first_of_term[s] for s in stems]
-        firsts = first_of_code[np.fromiter(map(code_of_word.__getitem__, flat), dtype=np.int64, count=len(flat))]
-        text_of_token = np.repeat(np.arange(len(texts), dtype=np.int64), [len(t) for t in tokens])
-        known = firsts >= 0
-        pairs, counts = np.unique(text_of_token[known] * n_terms + firsts[known], return_counts=True)
         terms = sorted(first_of_term)
         column_of_first = np.empty(n_terms, dtype=np.int64)
         column_of_first[[first_of_term[t] for t in terms]] = np.arange(n_terms)
-        index_type = np.int32 if pairs.size <= np.iinfo(np.int32).max else np.int64  # as scikit-learn chooses
-        indptr = np.searchsorted(pairs, np.arange(len(texts) + 1, dtype=np.int64) * n_terms).astype(index_type)
-        indices = column_of_first[pairs % n_terms].astype(index_type)
-        matrix = sp.csr_matrix((counts.astype(np.float32), indices, indptr), shape=(len(texts), n_terms))
+        nnz = sum(f.size for f in firsts)
+        index_type = np.int32 if nnz <= np.iinfo(np.int32).max else np.int64  # as scikit-learn chooses
+        indptr = np.concatenate([[0], np.cumsum(np.concatenate(row_lengths or [np.zeros(0, np.int64)]))])
+        indices = column_of_first[np.concatenate(firsts or [np.zeros(0, np.int32)])].astype(index_type)
+        data = np.concatenate(counts or [np.zeros(0, np.float32)])
+        matrix = sp.csr_matrix((data, indices, indptr.astype(index_type)), shape=(len(texts), n_terms))
         return {term: column for column, term in enumerate(terms)}, matrix
 
     # -- living trees (docs/updating.md) ---------------------------------------------
