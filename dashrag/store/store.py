@@ -397,14 +397,7 @@ def _write_delta(source: Path, base: Path, tmp: Path, gone: Sequence[str], docum
     if source != base:
         shutil.copyfile(source, tmp)
     else:
-        _write(tmp, lambda store: None)  # the tables, empty
-        with sqlite3.connect(tmp) as connection:
-            connection.execute(segments.SEGMENT_TABLE)
-            connection.execute(f"INSERT INTO {segments.SEGMENT_BASE_TABLE} VALUES (?)", (base.name,))
-            connection.execute("ATTACH DATABASE ? AS base", (str(base),))  # read, never written
-            connection.execute("INSERT INTO retrievers SELECT * FROM base.retrievers")
-            connection.execute("INSERT INTO store_info SELECT * FROM base.store_info")
-        connection.close()
+        _new_delta(base, tmp)
 
     def change(store: Store) -> None:
         with store._writing() as session:
@@ -422,6 +415,30 @@ def _write_delta(source: Path, base: Path, tmp: Path, gone: Sequence[str], docum
             session.execute(update(RetrieverRecord).values(corpus_fingerprint=fingerprint))
 
     _write(tmp, change)
+
+
+def _new_delta(base: Path, tmp: Path) -> None:
+    """An empty delta over ``base`` in ``tmp``: the base's tables and indexes (their SQL, as the base has it), the
+    segment table naming it, the base's retriever records and fingerprint, in one transaction. Not flushed: the
+    change's transaction, the last, is (SQLite's commit syncs the whole file before the caller renames it in)."""
+    connection = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        connection.execute("PRAGMA synchronous = OFF")
+        connection.execute("ATTACH DATABASE ? AS base", (str(base),))  # read, never written
+        connection.execute("BEGIN")
+        schema = connection.execute("SELECT sql FROM base.sqlite_master WHERE sql IS NOT NULL "
+                                    "AND name NOT LIKE 'sqlite_%' ORDER BY type DESC").fetchall()  # tables first
+        for (statement,) in schema:
+            connection.execute(statement)
+        connection.execute(segments.SEGMENT_TABLE)
+        connection.execute(f"INSERT INTO {segments.SEGMENT_BASE_TABLE} VALUES (?)", (base.name,))
+        connection.execute("INSERT INTO main.retrievers SELECT * FROM base.retrievers")
+        connection.execute("INSERT INTO main.store_info SELECT * FROM base.store_info")
+        connection.execute("COMMIT")
+    except sqlite3.Error as exc:
+        raise PersistenceError(f"the store {display_url(sqlite_url(tmp))} cannot be written: {exc}") from None
+    finally:
+        connection.close()
 
 
 def _check_above_base(base: sqlite3.Connection, path: Path, gone: Sequence[str], documents: Sequence[SourceDocument],
