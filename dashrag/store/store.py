@@ -49,6 +49,13 @@ def display_url(url: str) -> str:
         return f"<unparsable store URL {excerpt(hide_url_secrets(url))}>"
 
 
+def unwritable(shown_url: str, reason: BaseException) -> PersistenceError:
+    """A store that cannot be written (a full disk, a read-only file: the user's to fix), said in one line."""
+    first_line = str(reason).splitlines()[0] if str(reason) else type(reason).__name__
+    full = "; free some space or write elsewhere" if "disk is full" in first_line else ""  # SQLITE_FULL
+    return PersistenceError(f"the store {shown_url} cannot be written: {excerpt(first_line, 160)}{full}")
+
+
 def unreadable_url(url: str) -> PersistenceError:
     """SQLAlchemy parses a malformed host or port ('[::1:5432') with int(): a ValueError, said as what to fix."""
     return PersistenceError(f"cannot open the store {display_url(url)}: its host or port cannot be read "
@@ -171,11 +178,7 @@ class Store:
             with Session(self.engine) as session, session.begin():
                 yield session
         except SQLAlchemyError as exc:
-            reason = getattr(exc, "orig", None) or exc
-            first_line = str(reason).splitlines()[0] if str(reason) else type(reason).__name__
-            full = "; free some space or write elsewhere" if "disk is full" in first_line else ""  # SQLITE_FULL
-            raise PersistenceError(f"the store {self.display_url} cannot be written: {excerpt(first_line, 160)}"
-                                   f"{full}") from None
+            raise unwritable(self.display_url, getattr(exc, "orig", None) or exc) from None
 
     def has_metadata_column(self) -> bool:
         """False for a store written before documents had metadata (its categories stand in for it)."""
@@ -436,7 +439,7 @@ def _new_delta(base: Path, tmp: Path) -> None:
         connection.execute("INSERT INTO main.store_info SELECT * FROM base.store_info")
         connection.execute("COMMIT")
     except sqlite3.Error as exc:
-        raise PersistenceError(f"the store {display_url(sqlite_url(tmp))} cannot be written: {exc}") from None
+        raise unwritable(display_url(sqlite_url(tmp)), exc) from None
     finally:
         connection.close()
 
@@ -474,7 +477,7 @@ def materialize(source: Path, target: Path) -> None:
                 connection.execute(f"DELETE FROM main.{table}")
                 connection.execute(f"INSERT INTO main.{table} SELECT * FROM delta.{table}")
     except sqlite3.Error as exc:
-        raise PersistenceError(f"cannot write the store {target}: {exc}") from None
+        raise unwritable(display_url(sqlite_url(target)), exc) from None
     finally:
         connection.close()
 
