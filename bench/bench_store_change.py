@@ -59,11 +59,15 @@ def one_change(source: Path, target: Path, first_id: int) -> float:
 
 
 def read_back(path: Path) -> float:
+    from dashrag.documents.chunk_set import StoredChunks
     from dashrag.store.sqlite_reader import read_sqlite_chunk_set
 
     start = time.perf_counter()
-    read_sqlite_chunk_set(path, "f" * 64).chunks.texts.close()
-    return time.perf_counter() - start
+    chunks = read_sqlite_chunk_set(path, "f" * 64).chunks
+    seconds = time.perf_counter() - start
+    assert isinstance(chunks, StoredChunks)
+    chunks.texts.close()  # type: ignore[attr-defined]  # an SQLite store's: SqliteChunkTexts
+    return seconds
 
 
 def measure(size: int, work: Path, repeats: int) -> dict:
