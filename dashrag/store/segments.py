@@ -31,9 +31,13 @@ SEGMENT_BASE_TABLE = "segment_base"
 BASE_SCHEMA = "segment_base_file"  # the name the base is attached under
 DOCUMENT_COLUMNS = ("id", "ordinal", "title", "text", "categories", "metadata", "source")
 CHUNK_COLUMNS = ("id", "document_id", "position", "text", "start", '"end"', "fields")
-#: a delta is rewritten whole by each update (it is small); past this fraction of its base's bytes, the next update
-#: writes one whole file instead (a copy of the base with the delta and the change applied)
-COMPACT_FRACTION = 8
+#: a delta is copied whole by each update; past 1/COMPACT_FRACTION of its base's bytes, the next update writes one
+#: whole file instead (a copy of the base with the delta and the change applied), which becomes the next base. Why 64:
+#: with a base of B bytes and updates adding a bytes each, an update copies B/(2F) bytes of delta on average and a
+#: compaction (B bytes) comes every B/(F a) updates, so each costs about B/(2F) + F a: at 1M documents (B ~2.5 GB)
+#: and 10 documents an update (a ~10 KB), F = 8 copies ~160 MB an update on average, F = 64 ~20 MB, with one
+#: compaction in ~4,000 such updates (the optimum, F ~350, would compact every ~700)
+COMPACT_FRACTION = 64
 SEGMENT_TABLE = f"CREATE TABLE {SEGMENT_BASE_TABLE} (name TEXT NOT NULL)"
 
 

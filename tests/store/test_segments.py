@@ -40,7 +40,7 @@ def built(tmp_path_factory) -> Path:
 
 @pytest.fixture(autouse=True)
 def deltas_kept(monkeypatch):
-    """The example corpus's store is a few pages, so a delta is as large as its base's eighth at once and the next
+    """The example corpus's store is a few pages, so a delta passes its bound (a 64th of its base) at once and the next
     update would compact it: here a delta is never past its bound unless a test says so."""
     monkeypatch.setattr(segments, "COMPACT_FRACTION", 0)
 
