@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -274,24 +275,49 @@ def workers(count: int, folder: Path, query_count: int) -> list[dict[str, Any]]:
     return reports
 
 
-def measure(size: int, work: Path, query_count: int, worker_count: int) -> dict[str, Any]:
+def measure(size: int, work: Path, query_count: int, worker_count: int,
+            record: Callable[[dict[str, Any]], None] = lambda row: None) -> dict[str, Any]:
+    """One row: both libraries' build and query, dashrag's workers, add 10 and remove 10. ``record`` gets the row
+    after each phase, so a phase that fails (a build killed for memory at 1M) leaves the figures measured before
+    it, and its own failure, in the row (``failed``: the phase and how its process ended)."""
     corpus = work / f"corpus-{size}.jsonl"
     make_corpus(corpus, size)
     row: dict[str, Any] = {"documents": size}
-    for library in ("bm25s", "dashrag"):
-        folder = work / f"{library}-{size}"
-        row[library] = {"build": child(library, "build", corpus=corpus, folder=folder),
-                        "query": child(library, "query", folder=folder, queries=query_count)}
-    row["dashrag"]["workers"] = workers(worker_count, work / f"dashrag-{size}", query_count)
-    for kind in ("add", "remove"):
-        copy = work / f"dashrag-{size}-{kind}"
-        shutil.copytree(work / f"dashrag-{size}", copy)
-        row["dashrag"][kind] = child("dashrag", kind, folder=copy, size=size)
-        shutil.rmtree(copy)
-    for library in ("bm25s", "dashrag"):
-        shutil.rmtree(work / f"{library}-{size}")
-    corpus.unlink()
+    try:
+        for library in ("bm25s", "dashrag"):
+            folder = work / f"{library}-{size}"
+            row[library] = {}
+            for phase, options in (("build", {"corpus": corpus}), ("query", {"queries": query_count})):
+                row[library][phase] = _recorded(row, f"{library} {phase}", record,
+                                                lambda: child(library, phase, folder=folder, **options))
+        row["dashrag"]["workers"] = workers(worker_count, work / f"dashrag-{size}", query_count)
+        record(row)
+        for kind in ("add", "remove"):
+            copy = work / f"dashrag-{size}-{kind}"
+            shutil.copytree(work / f"dashrag-{size}", copy)
+            child("dashrag", "resave", folder=copy)  # as compare_updates: a copied store would be re-hashed
+            row["dashrag"][kind] = _recorded(row, f"dashrag {kind}", record,
+                                             lambda: child("dashrag", kind, folder=copy, size=size))
+            shutil.rmtree(copy)
+    finally:
+        for library in ("bm25s", "dashrag"):
+            shutil.rmtree(work / f"{library}-{size}", ignore_errors=True)
+        corpus.unlink()
     return row
+
+
+def _recorded(row: dict[str, Any], phase: str, record: Callable[[dict[str, Any]], None],
+              run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``run``'s figures; a phase whose process fails is written into the row (``failed``) before the error goes on."""
+    try:
+        figures = run()
+    except subprocess.CalledProcessError as exc:
+        ended = f"killed by signal {-exc.returncode}" if exc.returncode < 0 else f"exit status {exc.returncode}"
+        row["failed"] = {"phase": phase, "ended": ended, "load_average": round(os.getloadavg()[0], 2),
+                         "stderr_tail": (exc.stderr or "")[-2000:]}
+        record(row)
+        raise
+    return figures
 
 
 def _sql(url: str, statement: str) -> None:
@@ -420,11 +446,16 @@ def main() -> None:
             return
         rows = json.loads(args.json.read_text())["rows"] if args.json and args.json.exists() else []
         for size in args.sizes:
-            row = measure(size, Path(tmp), args.queries, args.workers)
+            def record(row: dict[str, Any]) -> None:
+                if args.json:
+                    kept = [r for r in rows if r["documents"] != row["documents"]] + [row]
+                    args.json.write_text(json.dumps({"rows": sorted(kept, key=lambda r: r["documents"])}, indent=2)
+                                         + "\n")
+
+            row = measure(size, Path(tmp), args.queries, args.workers, record)
             rows = [r for r in rows if r["documents"] != size] + [row]
             print(json.dumps(row), flush=True)
-            if args.json:
-                args.json.write_text(json.dumps({"rows": sorted(rows, key=lambda r: r["documents"])}, indent=2) + "\n")
+            record(row)
 
 
 if __name__ == "__main__":

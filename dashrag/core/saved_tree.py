@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -45,13 +44,13 @@ from dashrag.core.persistence import (
     read_manifest,
     read_pending_manifest,
     save_lock,
-    unchanged_since_save,
     verify_snapshot,
     write_saved_folder,
 )
 from dashrag.core.retriever import Retriever
 from dashrag.documents.fingerprint import ADDITIVE, scheme_of_format
 from dashrag.errors import ConfigError, PersistenceError, excerpt
+from dashrag.store import segments
 from dashrag.store.sqlite_reader import read_chunk_set, sqlite_url
 
 if TYPE_CHECKING:
@@ -90,7 +89,9 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
                 placed = target
             store_ref = target.name  # relative: the folder can be moved
         in_folder = store_ref is not None and STORE_FILE_PATTERN.fullmatch(store_ref) is not None
-        store_stat = file_stat(folder / store_ref) if in_folder and store_ref else None
+        store_stat = _store_stat(folder / store_ref) if in_folder and store_ref else None
+        base = segments.base_of(folder / store_ref) if in_folder and store_ref else None
+        kept_stores = {store_ref} | ({base.name} if base is not None else set())  # a delta's base stays
 
         def write_nodes(snapshot: Path) -> None:
             for path, node in root.iter_nodes():
@@ -99,7 +100,7 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
                 node.save_state(node_dir)
 
         def stale(path: Path) -> bool:  # another store file, when the manifest names one in the folder
-            return in_folder and path.name != store_ref and STORE_FILE_PATTERN.fullmatch(path.name) is not None
+            return in_folder and path.name not in kept_stores and STORE_FILE_PATTERN.fullmatch(path.name) is not None
 
         try:
             write_saved_folder(folder, write_nodes, {
@@ -140,13 +141,30 @@ def _committing(folder: Path, change: StoreChange) -> Callable[[dict[str, Any]],
 def _place_store(source: Path, target: Path) -> None:
     """Copy the store into the folder under its final name through a temporary file, which a failure (a full
     disk, an immutable old store of the same name) removes: nothing half-copied stays."""
+    from dashrag.store.store import materialize
+
     tmp = target.with_name(f".{target.name}.tmp")
     try:
-        shutil.copyfile(source, tmp)
+        materialize(source, tmp)  # a delta store comes whole: its base is another folder's
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _store_stat(path: Path) -> list[int]:
+    """What a save records of its store file, and a load compares to trust the saved fingerprint: the file's
+    :func:`file_stat`, followed by its base's when it is a delta (``store/segments.py``)."""
+    base = segments.base_of(path)
+    return file_stat(path) + ([] if base is None else file_stat(base))
+
+
+def _unchanged_store(path: Path, recorded: Any) -> bool:
+    """Whether the store file ``path`` (and its base, for a delta) is as the save recorded it."""
+    try:
+        return isinstance(recorded, list) and _store_stat(path) == recorded
+    except (OSError, PersistenceError):
+        return False
 
 
 def discard_unpublished_store(root: ConfigObject, folder: Path) -> None:
@@ -208,7 +226,7 @@ def load(folder: str | Path, store_url: str | None = None, *, full_check: bool =
     def read(manifest: dict[str, Any], snapshot: Path) -> Retriever:
         url = store_url if store_url is not None else _store_in_folder(folder, manifest.get("store"))
         unchanged = (store_url is None and not full_check
-                     and unchanged_since_save(folder / manifest["store"], manifest.get("store_stat")))
+                     and _unchanged_store(folder / manifest["store"], manifest.get("store_stat")))
         # read-only; an SQLite file through sqlite3 (docs/performance.md); fingerprinted as the manifest's was
         chunk_set = read_chunk_set(url, manifest["corpus_fingerprint"] if unchanged else None,
                                    scheme_of_format(manifest["format_version"]))

@@ -25,6 +25,7 @@ from urllib.parse import quote
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.fingerprint import ADDITIVE
 from dashrag.errors import PersistenceError
+from dashrag.store import segments
 
 SQLITE_PREFIX = "sqlite:///"
 DOCUMENT_CATEGORIES = "SELECT id, categories FROM documents"  # a store written before metadata existed
@@ -84,6 +85,14 @@ class SqliteChunkTexts:
             self._connection = sqlite3.connect(read_only_uri(path), uri=True, check_same_thread=False)
         except sqlite3.Error as exc:
             raise PersistenceError(f"cannot open the store {path}: {exc}") from None
+        try:  # a delta store (``store/segments.py``): its base attached, the two read as one through views
+            self.segmented = segments.attach_base(self._connection, uri=True)
+        except sqlite3.Error as exc:
+            self._connection.close()
+            raise PersistenceError(f"cannot open the store {path}: {exc}") from None
+        except BaseException:
+            self._connection.close()
+            raise
         self._lock = threading.Lock()
 
     def execute(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
@@ -120,8 +129,7 @@ def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None, scheme: in
         columns = {name for (name,) in texts.execute(DOCUMENT_COLUMNS)}
         select = DOCUMENT_METADATA if "metadata" in columns else DOCUMENT_CATEGORIES
         metadata = {d: _json_object(m) for d, m in texts.execute(select)}
-        indexed = any(name == CHUNK_COLUMNS_INDEX for (name,) in texts.execute(INDEXES))
-        rows = texts.execute(CHUNKS_FROM_INDEX if indexed else CHUNKS)
+        rows = _chunk_rows(texts)
         with_fields = any(name == "fields" for (name,) in texts.execute(CHUNK_COLUMNS))
         fields = {i: _json_object(f) for i, f in texts.execute(CHUNK_FIELDS)} if with_fields else {}
         if not rows:
@@ -136,6 +144,21 @@ def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None, scheme: in
     del rows
     return ChunkSet.from_columns(ids, document_ids, positions, starts, ends, metadata, texts, fingerprint,
                                  {i: f for i, f in fields.items() if f}, scheme)
+
+
+def _chunk_rows(texts: SqliteChunkTexts) -> list[Any]:
+    """Every chunk's (id, document, position, start, end), in id order. A delta store's are its base's then its own
+    (ids above every base id: ``store/segments.py``), each read by the table's covering index where it has one (a
+    view cannot name an index)."""
+    if not texts.segmented:
+        indexed = any(name == CHUNK_COLUMNS_INDEX for (name,) in texts.execute(INDEXES))
+        return texts.execute(CHUNKS_FROM_INDEX if indexed else CHUNKS)
+    base = segments.BASE_SCHEMA
+    indexed = any(name == CHUNK_COLUMNS_INDEX
+                  for (name,) in texts.execute(INDEXES.replace("sqlite_master", f"{base}.sqlite_master")))
+    in_base = CHUNKS_FROM_INDEX if indexed else CHUNKS
+    return (texts.execute(in_base.replace("FROM chunks", f"FROM {base}.chunks"))
+            + texts.execute(CHUNKS.replace("FROM chunks", "FROM main.chunks")))
 
 
 def read_chunk_set(url: str, fingerprint: str | None = None, scheme: int = ADDITIVE) -> ChunkSet:

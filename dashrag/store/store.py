@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from sqlalchemy import create_engine, delete, func, insert, inspect, null, select, update
+from sqlalchemy import create_engine, delete, event, func, insert, inspect, null, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -32,6 +33,7 @@ from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.fingerprint import ADDITIVE
 from dashrag.documents.model import Chunk, SourceDocument, normalise_categories
 from dashrag.errors import PersistenceError, excerpt
+from dashrag.store import segments
 from dashrag.store.models import Base, ChunkRow, DocumentRow, RetrieverRecord, StoreInfo
 from dashrag.store.sqlite_reader import read_only_uri, sqlite_url
 from dashrag.urls import hide_url_secrets
@@ -45,6 +47,13 @@ def display_url(url: str) -> str:
         return hide_url_secrets(make_url(url).render_as_string(hide_password=True))
     except (ArgumentError, ValueError):
         return f"<unparsable store URL {excerpt(hide_url_secrets(url))}>"
+
+
+def unwritable(shown_url: str, reason: BaseException) -> PersistenceError:
+    """A store that cannot be written (a full disk, a read-only file: the user's to fix), said in one line."""
+    first_line = str(reason).splitlines()[0] if str(reason) else type(reason).__name__
+    full = "; free some space or write elsewhere" if "disk is full" in first_line else ""  # SQLITE_FULL
+    return PersistenceError(f"the store {shown_url} cannot be written: {excerpt(first_line, 160)}{full}")
 
 
 def unreadable_url(url: str) -> PersistenceError:
@@ -71,6 +80,9 @@ class Store:
         self.read_only = read_only
         try:
             self.engine = create_engine(url)
+            if read_only and self.engine.dialect.name == "sqlite":  # a delta store reads with its base
+                uri = "uri=true" in url
+                event.listen(self.engine, "connect", lambda connection, _: segments.attach_base(connection, uri))
             if not read_only:
                 Base.metadata.create_all(self.engine)
         except ImportError as exc:
@@ -166,11 +178,7 @@ class Store:
             with Session(self.engine) as session, session.begin():
                 yield session
         except SQLAlchemyError as exc:
-            reason = getattr(exc, "orig", None) or exc
-            first_line = str(reason).splitlines()[0] if str(reason) else type(reason).__name__
-            full = "; free some space or write elsewhere" if "disk is full" in first_line else ""  # SQLITE_FULL
-            raise PersistenceError(f"the store {self.display_url} cannot be written: {excerpt(first_line, 160)}"
-                                   f"{full}") from None
+            raise unwritable(self.display_url, getattr(exc, "orig", None) or exc) from None
 
     def has_metadata_column(self) -> bool:
         """False for a store written before documents had metadata (its categories stand in for it)."""
@@ -328,16 +336,150 @@ def write_store_file(target: Path, documents: Sequence[SourceDocument], chunks: 
 def write_changed_store_file(source: Path, target: Path, gone: Sequence[str], documents: Sequence[SourceDocument],
                              chunks: Sequence[Chunk], fingerprint: str) -> str:
     """The store file ``source`` with one change applied (:meth:`Store.apply_change`), as the new file
-    ``target``: a copy of the file (bytes, no row is rewritten), changed in one transaction under a temporary
-    name and renamed in, so ``target`` is whole or absent and ``source`` (the old tree's store, which its
-    readers keep reading) is never touched. Returns ``target``'s URL; an existing ``target`` is kept (its name
-    is its corpus's fingerprint)."""
+    ``target``, written under a temporary name and renamed in, so ``target`` is whole or absent and ``source``
+    (the old tree's store, which its readers keep reading) is never touched. Returns ``target``'s URL; an
+    existing ``target`` is kept (its name is its corpus's fingerprint).
+
+    ``target`` is a *delta* over ``source``'s base (``store/segments.py``: the documents added since the base, no
+    byte of the base copied) when both lie in one folder, the change removes or replaces no document of the base
+    and the delta is still small; otherwise a whole file: a byte copy of the base with the delta and the change
+    applied (no row is rewritten through Python)."""
     if not target.exists():
         with _temporary_store_file(target.parent) as tmp:
-            shutil.copyfile(source, tmp)
-            _write(tmp, lambda store: store.apply_change(gone, documents, chunks, fingerprint))
+            base = _delta_base(source, target, gone)
+            if base is None:
+                materialize(source, tmp)
+                _write(tmp, lambda store: store.apply_change(gone, documents, chunks, fingerprint))
+            else:
+                _write_delta(source, base, tmp, gone, documents, chunks, fingerprint)
             os.replace(tmp, target)
     return sqlite_url(target)
+
+
+def _delta_base(source: Path, target: Path, gone: Sequence[str]) -> Path | None:
+    """The base the change's delta goes over, or None when a whole file is to be written: the folders differ, the
+    base predates a column the views read, the change removes a document of the base (its text must leave the
+    folder), or the delta has grown past its bound (``segments.needs_compaction``)."""
+    if source.resolve().parent != target.resolve().parent:
+        return None
+    connection = sqlite3.connect(read_only_uri(source), uri=True)
+    try:
+        entry = segments.base_entry(connection)
+        if entry is None:
+            return source if not gone and segments.has_current_columns(connection) else None
+        base = source.parent / entry
+        if segments.needs_compaction(source, base):
+            return None
+        return base if len(_ids_among(connection, "main", gone)) == len(set(gone)) else None
+    except sqlite3.Error as exc:
+        raise PersistenceError(f"cannot read the store {source}: {exc}") from None
+    finally:
+        connection.close()
+
+
+def _ids_among(connection: sqlite3.Connection, schema: str, ids: Sequence[str]) -> set[str]:
+    """The documents among ``ids`` that the store open as ``schema`` holds (its own rows, not a base's)."""
+    found: set[str] = set()
+    listed = list(ids)
+    for start in range(0, len(listed), _IN_LIST):
+        batch = listed[start:start + _IN_LIST]
+        found.update(r[0] for r in connection.execute(
+            f"SELECT id FROM {schema}.documents WHERE id IN ({', '.join('?' * len(batch))})", batch))
+    return found
+
+
+def _write_delta(source: Path, base: Path, tmp: Path, gone: Sequence[str], documents: Sequence[SourceDocument],
+                 chunks: Sequence[Chunk], fingerprint: str) -> None:
+    """The change as the delta ``tmp`` over ``base``: ``source``'s delta copied (when it is one: it is small), or
+    a new one holding the base's records; then one transaction: the gone documents (the delta's own) deleted, the
+    new ones appended after every ordinal, the fingerprint and the records the new corpus's."""
+    with sqlite3.connect(read_only_uri(base), uri=True) as reading:
+        last = reading.execute("SELECT max(ordinal) FROM documents").fetchone()[0]
+        _check_above_base(reading, base, gone, documents, chunks)
+    reading.close()
+    if source != base:
+        shutil.copyfile(source, tmp)
+    else:
+        _new_delta(base, tmp)
+
+    def change(store: Store) -> None:
+        with store._writing() as session:
+            listed = list(gone)
+            for start in range(0, len(listed), _IN_LIST):
+                batch = listed[start:start + _IN_LIST]
+                session.execute(delete(ChunkRow).where(ChunkRow.document_id.in_(batch)))
+                session.execute(delete(DocumentRow).where(DocumentRow.id.in_(batch)))
+            after = max(x for x in (last, session.scalar(select(func.max(DocumentRow.ordinal))), -1) if x is not None)
+            if documents:
+                session.execute(insert(DocumentRow), _document_rows(documents, after + 1))
+            if chunks:
+                session.execute(insert(ChunkRow), _chunk_rows(chunks))
+            session.execute(update(StoreInfo).where(StoreInfo.key == "fingerprint").values(value=fingerprint))
+            session.execute(update(RetrieverRecord).values(corpus_fingerprint=fingerprint))
+
+    _write(tmp, change)
+
+
+def _new_delta(base: Path, tmp: Path) -> None:
+    """An empty delta over ``base`` in ``tmp``: the base's tables and indexes (their SQL, as the base has it), the
+    segment table naming it, the base's retriever records and fingerprint, in one transaction. Not flushed: the
+    change's transaction, the last, is (SQLite's commit syncs the whole file before the caller renames it in)."""
+    connection = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        connection.execute("PRAGMA synchronous = OFF")
+        connection.execute("ATTACH DATABASE ? AS base", (str(base),))  # read, never written
+        connection.execute("BEGIN")
+        schema = connection.execute("SELECT sql FROM base.sqlite_master WHERE sql IS NOT NULL "
+                                    "AND name NOT LIKE 'sqlite_%' ORDER BY type DESC").fetchall()  # tables first
+        for (statement,) in schema:
+            connection.execute(statement)
+        connection.execute(segments.SEGMENT_TABLE)
+        connection.execute(f"INSERT INTO {segments.SEGMENT_BASE_TABLE} VALUES (?)", (base.name,))
+        connection.execute("INSERT INTO main.retrievers SELECT * FROM base.retrievers")
+        connection.execute("INSERT INTO main.store_info SELECT * FROM base.store_info")
+        connection.execute("COMMIT")
+    except sqlite3.Error as exc:
+        raise unwritable(display_url(sqlite_url(tmp)), exc) from None
+    finally:
+        connection.close()
+
+
+def _check_above_base(base: sqlite3.Connection, path: Path, gone: Sequence[str], documents: Sequence[SourceDocument],
+                      chunks: Sequence[Chunk]) -> None:
+    """What the base's keys would refuse in a whole file, refused for a delta too: a new chunk's id not above every
+    base chunk's (the load reads the base's rows then the delta's, in id order), a new document whose id the base
+    holds."""
+    top = base.execute("SELECT max(id) FROM chunks").fetchone()[0]
+    low = min((c.id for c in chunks), default=None)
+    clash = sorted(_ids_among(base, "main", [d.id for d in documents]))
+    if (low is not None and top is not None and low <= top) or clash:
+        what = f"the document {excerpt(clash[0])} is there already" if clash else \
+            f"the chunk id {low} is not above the base's {top}"
+        raise PersistenceError(f"the store {display_url(sqlite_url(path))} cannot be written: {what}")
+
+
+def materialize(source: Path, target: Path) -> None:
+    """``source`` as one whole store file ``target`` (an empty file, the caller's temporary one): a byte copy of it,
+    or for a delta of its base with the delta applied in one transaction (the delta's rows appended, its
+    fingerprint and records taken)."""
+    base = segments.base_of(source)
+    shutil.copyfile(source if base is None else base, target)
+    if base is None:
+        return
+    connection = sqlite3.connect(target)
+    try:
+        connection.execute("ATTACH DATABASE ? AS delta", (str(source),))  # read, never written
+        with connection:
+            for table, columns in (("documents", segments.DOCUMENT_COLUMNS), ("chunks", segments.CHUNK_COLUMNS)):
+                listed = ", ".join(columns)
+                connection.execute(f"INSERT INTO main.{table} ({listed}) SELECT {listed} FROM delta.{table}")
+            for table in ("store_info", "retrievers"):
+                connection.execute(f"DELETE FROM main.{table}")
+                connection.execute(f"INSERT INTO main.{table} SELECT * FROM delta.{table}")
+    except sqlite3.Error as exc:
+        raise unwritable(display_url(sqlite_url(target)), exc) from None
+    finally:
+        connection.close()
 
 
 def _write(path: Path, write: Callable[[Store], None]) -> None:

@@ -45,10 +45,12 @@ def code_tokens(texts: Iterable[str], words_of: Callable[[str], list[str]]) -> C
 
 
 def count_pairs(coded: CodedTokens, column_of_code: np.ndarray, n_columns: int,
-                tokens_per_block: int = TOKENS_PER_BLOCK) -> tuple[np.ndarray, np.ndarray]:
+                tokens_per_block: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Each text's distinct columns and their counts: ``(pairs, counts)`` where a pair is
     ``text * n_columns + column``, ascending (so by text, then by column); a token whose code maps to a negative
-    column (a stop word, a term outside the vocabulary) is not counted."""
+    column (a stop word, a term outside the vocabulary) is not counted. A block holds about ``tokens_per_block``
+    tokens (default :data:`TOKENS_PER_BLOCK`), at least one text."""
+    block = TOKENS_PER_BLOCK if tokens_per_block is None else tokens_per_block
     lengths = coded.lengths
     ends = np.cumsum(lengths)
     pairs_of_blocks: list[np.ndarray] = [np.empty(0, dtype=np.int64)]
@@ -56,7 +58,7 @@ def count_pairs(coded: CodedTokens, column_of_code: np.ndarray, n_columns: int,
     first = 0
     while first < len(lengths):
         start = int(ends[first] - lengths[first])
-        last = max(int(np.searchsorted(ends, start + tokens_per_block, side="right")), first + 1)
+        last = max(int(np.searchsorted(ends, start + block, side="right")), first + 1)
         columns = column_of_code[coded.codes[start:int(ends[last - 1])]]
         text_of_token = np.repeat(np.arange(first, last, dtype=np.int64), lengths[first:last])
         known = columns >= 0

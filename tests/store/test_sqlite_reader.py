@@ -205,7 +205,8 @@ def test_a_load_reads_no_text_and_an_answer_reads_its_texts_in_one_query(saved_t
 
 def test_a_loaded_tree_keeps_answering_after_an_update_removed_its_store_file(saved_trees, tmp_path):
     """The load holds its store file open, as it maps its postings: an update's save removes the old store file,
-    and the tree loaded before it still shows the texts of the corpus it was loaded with."""
+    and the tree loaded before it still shows the texts of the corpus it was loaded with. (The first update makes
+    the store a delta over the build's file, store/segments.py; the second replaces that delta.)"""
     import shutil
 
     import dashrag
@@ -213,6 +214,7 @@ def test_a_loaded_tree_keeps_answering_after_an_update_removed_its_store_file(sa
 
     folder = tmp_path / "tree"
     shutil.copytree(saved_trees["keyword"], folder)
+    dashrag.update(folder, add=[SourceDocument(id="first.md", text="A first update, so the store is a delta.")])
     tree = dashrag.load(folder)
     try:
         before = _shown(tree)
@@ -220,7 +222,7 @@ def test_a_loaded_tree_keeps_answering_after_an_update_removed_its_store_file(sa
         gone = tree.require_infra().chunks.document_ids[0]
         dashrag.update(folder, add=[SourceDocument(id="new.md", text="A new document about vector databases.")],
                        remove=[gone])
-        assert not old_store.exists()  # the old tree's store left the folder
+        assert not old_store.exists()  # the old tree's store (its delta) left the folder
         assert _shown(tree) == before
         updated = dashrag.load(folder)
         try:

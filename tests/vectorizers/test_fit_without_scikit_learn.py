@@ -63,6 +63,18 @@ def test_the_fit_over_scifact_is_scikit_learns(params, scifact_dir):
     _assert_fit_is_scikit_learns(params, [d.text for d in Corpus.from_path(scifact_dir).documents])
 
 
+@pytest.mark.parametrize("params", PARAMS[:2])  # with stemming (words of one term in several batches) and without
+def test_a_fit_counted_a_few_texts_at_a_time_is_scikit_learns(params, monkeypatch):
+    """The fit counts its (text, term) pairs a block of texts at a time (its memory is one block's temporaries,
+    docs/scale.md): blocks of about three tokens, a term's first occurrence in a later block than its words'
+    (stemming), texts of stop words only (a block may hold no term at all) give the same arrays as one pass."""
+    from dashrag.vectorizers import token_counts
+
+    monkeypatch.setattr(token_counts, "TOKENS_PER_BLOCK", 3)
+    texts = ["the and of", "", "of the"] + _example_texts() + ["running", "runs", "the ran"]
+    _assert_fit_is_scikit_learns(params, texts)
+
+
 def test_only_stop_words_is_refused_as_scikit_learn_refuses_it():
     ours = _converter({"stop_words": "english"})
     with pytest.raises(ValueError, match="empty vocabulary; perhaps the documents only contain stop words"):
