@@ -242,8 +242,9 @@ def pipeline_command(
     positives_per_query: int = typer.Option(3, "--positives-per-query", min=1,
                                             help="Judged documents trained per query (highest grades first)."),
     no_training: bool = typer.Option(False, "--no-training",
-                                     help="Train no model: tune the base model's hybrid (BM25 k1 and b, the "
-                                          "fusion weight) on the dev slice, keep-the-base rule included."),
+                                     help="With --corpus: train no model; tune the base model's hybrid (BM25 k1 "
+                                          "and b, the fusion weight) on the pseudo-queries, keep-the-base rule "
+                                          "included."),
 ) -> None:
     """Fine-tune the embedding, embed the corpus, tune the hybrid tree on the dev slice, write a preset.
 
@@ -253,6 +254,9 @@ def pipeline_command(
     from dashrag.finetuning.pipeline import PipelineSettings, default_model_dir, run_pipeline
 
     learn_from, documents = learning_source(dataset, corpus, sources, held_out_fraction, llm, llm_sample)
+    if no_training and dataset is not None:
+        raise ConfigError([ConfigIssue("--no-training", "tunes a tree on --corpus pseudo-queries; with judged queries "
+                                                        "(--dataset) tune it with `dashrag tune`")])
     if no_training and max_steps is not None:
         raise ConfigError([ConfigIssue("--max-steps", "limits training; --no-training trains nothing")])
     check_output_file(out, "--out")

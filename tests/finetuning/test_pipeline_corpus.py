@@ -100,6 +100,14 @@ def test_no_training_with_a_step_cap_is_refused_before_any_work(tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+
+def test_no_training_with_judged_queries_is_refused_pointing_at_tune(tmp_path, tiny_scifact):
+    result = run_cli("finetune", "pipeline", "--dataset", tiny_scifact, "--no-training",
+                     "--out", tmp_path / "mine.json", "--workdir", tmp_path / "w")
+    assert result.exit_code == 2
+    assert "--no-training" in result.stderr and "dashrag tune" in result.stderr
+    assert not (tmp_path / "w").exists() and not (tmp_path / "mine.json").exists()
+
 @pytest.mark.slow
 def test_no_training_tunes_the_base_models_tree_on_the_pseudo_queries_and_trains_nothing(tmp_path):
     """A user who wants their tree fitted to their documents without training a model: the base model's hybrid,
