@@ -20,6 +20,11 @@ Run from the repository root after the pipeline (the cache under ``.dashrag-work
 
     PYTHONPATH=. nice .venv/bin/python bench/diagnose_pseudo_learning.py \
         --learned ./models/scifact_pseudo-embedding
+    PYTHONPATH=. nice .venv/bin/python bench/diagnose_pseudo_learning.py \
+        --learned ./models/scifact_pseudo_ict-embedding --sources held_out_sentence
+
+``--sources`` must be the run's: the held-out slice is carved from its pseudo-queries (another slice would hold
+queries that model trained on).
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from dashrag.finetuning.base_model import resolve_embedding_base
 from dashrag.finetuning.corpus_data import HELD_OUT_FRACTION, slices_of
 from dashrag.finetuning.negatives import WHOLE_DOCUMENTS
 from dashrag.finetuning.pipeline import embedding_config
-from dashrag.finetuning.pseudo_queries import PseudoQuery, pseudo_queries, pseudo_split
+from dashrag.finetuning.pseudo_queries import SOURCES, PseudoQuery, chosen_sources, pseudo_queries, pseudo_split
 
 WORD = re.compile(r"\w{4,}")
 SEED = 42  # the pipeline's default --seed: the same pseudo-queries and held-out slice
@@ -148,6 +153,8 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(".dashrag-work/scifact"),
                         help="the pipeline's workdir: its embedding cache holds both models' corpus vectors")
     parser.add_argument("--learned", default="./models/scifact_pseudo-embedding")
+    parser.add_argument("--sources", default=",".join(SOURCES),
+                        help="the run's --sources: its held-out slice is carved from these pseudo-queries only")
     parser.add_argument("--sample", type=int, default=450, help="held-out pseudo-queries scored (diagnosis 2)")
     parser.add_argument("--store", type=Path, default=Path("/tmp/diagnose-pseudo-learning"),
                         help="a scratch folder for the corpus's store (the cache is only read)")
@@ -158,7 +165,7 @@ def main() -> None:
     texts = {d.id: f"{d.title} {d.text}" for d in corpus.documents}
     models = {"base": load_model(str(resolve_embedding_base("MiniLMEmbedding").source.path), infra),
               "learned": load_model(args.learned, infra)}
-    made = pseudo_queries(corpus.documents, seed=SEED)
+    made = pseudo_queries(corpus.documents, seed=SEED, sources=chosen_sources(args.sources.split(",")))
     claims_by_overlap(args.dataset, models, documents, texts)
     pseudo_query_overlap(made, texts)
     held_out_as_training_sees_it(made, models, documents, args.sample)
