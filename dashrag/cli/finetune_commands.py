@@ -241,6 +241,10 @@ def pipeline_command(
     max_steps: int | None = typer.Option(None, "--max-steps", min=1, help="At most this many training steps."),
     positives_per_query: int = typer.Option(3, "--positives-per-query", min=1,
                                             help="Judged documents trained per query (highest grades first)."),
+    no_training: bool = typer.Option(False, "--no-training",
+                                     help="With --corpus: train no model; tune the base model's hybrid (BM25 k1 "
+                                          "and b, the fusion weight) on the pseudo-queries, keep-the-base rule "
+                                          "included."),
 ) -> None:
     """Fine-tune the embedding, embed the corpus, tune the hybrid tree on the dev slice, write a preset.
 
@@ -250,6 +254,11 @@ def pipeline_command(
     from dashrag.finetuning.pipeline import PipelineSettings, default_model_dir, run_pipeline
 
     learn_from, documents = learning_source(dataset, corpus, sources, held_out_fraction, llm, llm_sample)
+    if no_training and dataset is not None:
+        raise ConfigError([ConfigIssue("--no-training", "tunes a tree on --corpus pseudo-queries; with judged queries "
+                                                        "(--dataset) tune it with `dashrag tune`")])
+    if no_training and max_steps is not None:
+        raise ConfigError([ConfigIssue("--max-steps", "limits training; --no-training trains nothing")])
     check_output_file(out, "--out")
     check_output_file(json_out, "--json")
     folder = model_dir or default_model_dir(out)
@@ -260,26 +269,28 @@ def pipeline_command(
         first_stage=first_stage, workdir=workdir or default_workdir(documents), final_eval=final_eval,
         force_test=force_test, hyper=hyperparameters(epochs, batch_size, learning_rate, max_seq_length, seed),
         time_budget_s=time_budget * 60 or None, max_steps=max_steps, positives_per_query=positives_per_query,
-        learn_from=learn_from)
+        learn_from=learn_from, train=not no_training)
     with step_display() as display:
         report = run_pipeline(settings, StepBars(display), announce=print_plan)
-    print_card_figures(report["model_card"])
+    if report["model_card"] is not None:
+        print_card_figures(report["model_card"])
     tuning = report["tuning"]
     say(f"tuned {tuning['points']} points on {tuning['split']} ({tuning['queries']} queries): "
                         f"best {tuning['best']['values']} nDCG@10 {tuning['best']['ndcg@10']:.4f}")
     if report["choice"] is not None:
         say(f"wrote the {report['choice']['shipped']} tree: {report['choice']['reason']}")
         dense = report["choice"]["dense_alone"]
-        say(f"the dense model alone on the held-out pseudo-queries: base {dense['base']:.4f}, "
-            f"learned {dense['learned']:.4f} nDCG@10")
+        learned = f", learned {dense['learned']:.4f}" if "learned" in dense else ""
+        say(f"the dense model alone on the held-out pseudo-queries: base {dense['base']:.4f}{learned} nDCG@10")
+        say(f"the {report['choice']['dense_model']['chosen']} model: {report['choice']['dense_model']['reason']}")
     if report["final"] is not None:
         print_wide(console, per_node_table(report["final"]))
     steps = " · ".join(f"{name[:-2]} {seconds:.0f}s" for name, seconds in report["timings"].items())
     say(f"steps: {steps}")
     budget = report["budget"]
     if budget["budget_s"] is not None:
-        say(f"wall {budget['wall_s'] / 60:.1f} min of the {budget['budget_s'] / 60:.1f} min budget "
-            f"(planned {budget['planned_total_s'] / 60:.1f} min)")
+        planned = "" if budget["planned_total_s"] is None else f" (planned {budget['planned_total_s'] / 60:.1f} min)"
+        say(f"wall {budget['wall_s'] / 60:.1f} min of the {budget['budget_s'] / 60:.1f} min budget{planned}")
     say(f"wrote {out} (model {report['model_reference']})")
     if json_out is not None:
         atomic_write_json(json_out, report)

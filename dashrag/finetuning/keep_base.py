@@ -48,6 +48,22 @@ def choose_tree(base: float, learned: float, *, min_gain: float = 0.0, metric: s
                       f"{min_gain:.4f} above the base's {base:.4f}: the base is kept")
 
 
+def choose_dense_model(dense_alone: dict[str, float]) -> dict[str, str]:
+    """Which embedding model the tree keeps (BASE or LEARNED), from each dense model's held-out score alone: the
+    learned one only when it scores strictly higher. A hybrid can gain from its tuned BM25 child while its model
+    loses, so the model must earn its place on its own, as the tree must; the reason in words. Without a learned
+    score (``--no-training``) the base model stays."""
+    base, learned = dense_alone["base"], dense_alone.get("learned")
+    if learned is None:
+        return {"chosen": BASE, "reason": "no model was trained (--no-training): the tree keeps the base model"}
+    if learned > base:
+        return {"chosen": LEARNED, "reason": f"the learned model alone scores {learned:.4f} on the held-out "
+                                             f"pseudo-queries against the base model's {base:.4f}"}
+    return {"chosen": BASE, "reason": f"the learned model alone scores {learned:.4f} on the held-out pseudo-queries, "
+                                      f"not above the base model's {base:.4f}: the tree keeps the base model, its "
+                                      f"fusion weight re-tuned for it"}
+
+
 def held_out_score(config: dict[str, Any], held_out: EvaluationSplit, infra: Any,
                    metric: str = HELD_OUT_METRIC) -> float:
     """``config``'s tree, built over the stored corpus ``infra``, scored on the held-out pseudo-queries."""
@@ -68,4 +84,5 @@ def compare_on_held_out(base: dict[str, Any], learned: dict[str, Any], held_out:
                        min_gain=min_gain)
 
 
-__all__ = ["BASE", "HELD_OUT_METRIC", "LEARNED", "TreeChoice", "choose_tree", "compare_on_held_out", "held_out_score"]
+__all__ = ["BASE", "HELD_OUT_METRIC", "LEARNED", "TreeChoice", "choose_dense_model", "choose_tree",
+           "compare_on_held_out", "held_out_score"]

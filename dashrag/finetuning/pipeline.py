@@ -6,6 +6,8 @@ The steps, in order, each timed:
    query with the first-stage tree (BM25) for hard negatives;
 2. **train**: fine-tune the embedding on the fit queries' pairs (``embedding_trainer``), written
    atomically to the model folder with its card;
+   skipped with ``settings.train`` False (``--no-training``): the base model's hybrid is tuned as is
+   (a user who wants the tree fitted to their documents without the time or the risk of training);
 3. **embed**: embed the corpus (each document whole) with the new model into the embedding cache,
    keyed by the model's content, so the tuner's trees read it and a later ``dashrag eval`` too;
 4. **tune**: grid-search the hybrid tree (BM25 ``k1``/``b``, the fusion weight) on the dev slice
@@ -130,26 +132,37 @@ class UnjudgedData:
 
     def choose(self, settings: PipelineSettings, bm25: dict[str, Any], learned: dict[str, Any],
                infra: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The keep-the-base rule on the hybrids, and the two dense models alone on the same held-out queries
-        (what the report says of the model; nothing is chosen on it). Every corpus vector is read from the
+        """The keep-the-base rule, the dense model first: the learned model stays in the tree only when it alone
+        beats the base model alone on the held-out pseudo-queries; otherwise the tuned tree takes the base model
+        back (its fusion weight re-tuned for it on the dev slice). Then the tree: the tuned one ships only when
+        its hybrid beats the untuned base hybrid on the same queries. Every corpus vector is read from the
         embedding cache: the base's embedded before training, the learned model's by the embed step."""
-        from dashrag.finetuning.keep_base import LEARNED, compare_on_held_out, held_out_score
+        from dashrag.finetuning.keep_base import BASE, LEARNED, choose_dense_model, compare_on_held_out, held_out_score
 
-        base = hybrid_config(base_model_path(settings), bm25)
+        base_model = base_model_path(settings)
+        base = hybrid_config(base_model, bm25)
         held_out = self.prepared.held_out
-        choice = compare_on_held_out(base, learned, held_out, infra)
-        dense_alone = {name: round(held_out_score(dense_child(tree), held_out, infra), 6)
-                       for name, tree in (("base", base), ("learned", learned))}
+        dense_alone = {"base": round(held_out_score(dense_child(base), held_out, infra), 6)}
+        if settings.train:
+            dense_alone["learned"] = round(held_out_score(dense_child(learned), held_out, infra), 6)
+        dense_model = choose_dense_model(dense_alone)
+        tuned = learned
+        if settings.train and dense_model["chosen"] == BASE:
+            tuned = retuned_with_model(learned, base_model, settings, tuning_split(self.data), infra)
+        choice = compare_on_held_out(base, tuned, held_out, infra)
         report = {**choice.to_json(), "held_out_queries": len(held_out), "dense_alone": dense_alone,
-                  "sources": list(self.prepared.sources), "written": self.prepared.written}
-        return (learned if choice.shipped == LEARNED else base), report
+                  "dense_model": dense_model, "sources": list(self.prepared.sources),
+                  "written": self.prepared.written}
+        return (tuned if choice.shipped == LEARNED else base), report
 
     def choice_cost(self, rates: Rates, fit_s: float, rank_s: float) -> dict[str, float]:
         """The keep-the-base step's estimate: both hybrids fitted (their corpus vectors are cached: no document is
         embedded) and every held-out query ranked and encoded by each, then encoded again by each dense model
         alone."""
         held_out = len(self.prepared.held_out)
-        return {"choose": 2 * (fit_s + held_out * (rank_s + rates.query_s)) + 2 * held_out * rates.query_s}
+        dev = len(tuning_split(self.data))
+        retune = fit_s + dev * (rank_s + rates.query_s) + len(BM25_WEIGHTS) * dev * FUSE_S  # when the model loses
+        return {"choose": 2 * (fit_s + held_out * (rank_s + rates.query_s)) + 2 * held_out * rates.query_s + retune}
 
 
 LearnedFrom = JudgedData | UnjudgedData
@@ -178,6 +191,7 @@ class PipelineSettings:
     max_steps: int | None = None
     positives_per_query: int = 3
     learn_from: Judgements | PseudoQueries = field(default_factory=Judgements)
+    train: bool = True  # False (--no-training): no model is trained; the base model's hybrid is tuned as is
 
 
 def model_reference(model_dir: Path) -> str:
@@ -204,6 +218,25 @@ def dense_child(hybrid: dict[str, Any]) -> dict[str, Any]:
     """The dense retriever of a ``hybrid_config`` tree."""
     child: dict[str, Any] = hybrid["params"]["children"][1]
     return child
+
+
+def with_model(hybrid: dict[str, Any], model: str) -> dict[str, Any]:
+    """``hybrid`` (a ``hybrid_config`` tree) with its dense child's model replaced by ``model``."""
+    swapped = copy.deepcopy(hybrid)
+    dense_child(swapped)["params"]["embedding"] = embedding_config(model)
+    return swapped
+
+
+def retuned_with_model(hybrid: dict[str, Any], model: str, settings: PipelineSettings, split: EvaluationSplit,
+                       infra: Any) -> dict[str, Any]:
+    """``hybrid`` with ``model`` as its dense child, its fusion weight searched again on ``split`` (the weight
+    suits the model it was tuned with; BM25's ``k1`` and ``b`` stay: one BM25 fit)."""
+    from dashrag.evaluation.tuner import tune
+
+    result = tune(with_model(hybrid, model), tune_params(settings)[2:], infra=infra, train=split, test=None,
+                  metric=TUNE_METRIC)
+    config: dict[str, Any] = result.best_point.config
+    return config
 
 
 def hybrid_config(model: str, bm25: dict[str, Any]) -> dict[str, Any]:
@@ -305,14 +338,17 @@ def later_steps(settings: PipelineSettings, learned_from: LearnedFrom) -> Callab
     return estimate
 
 
-def tuning_grid(settings: PipelineSettings, plan: dict[str, Any], embed_s: float,
+def tuning_grid(settings: PipelineSettings, plan: dict[str, Any] | None, embed_s: float,
                 elapsed_s: float) -> tuple[list[Any], str]:
     """The grid that still fits the budget after embedding: the whole grid, or only the fusion weights
     (the first stage's own k1 and b, nothing refitted) when the later steps, their estimates scaled by how
-    much slower the embedding ran than estimated, would overrun the budget."""
+    much slower the embedding ran than estimated, would overrun the budget. Without training (``plan`` None)
+    there is nothing to size: the budget is what training would have been given, so the whole grid runs."""
     full = tune_params(settings)
     if settings.time_budget_s is None:
         return full, "whole grid (no time budget)"
+    if plan is None:
+        return full, "whole grid (nothing trained: --no-training)"
     estimates = plan["estimated_after_training_s"]
     slower = max(1.0, embed_s / max(estimates["embed"], 1e-9))
     later_s = slower * sum(estimates[step] for step in ("tune", "choose", "final") if step in estimates)
@@ -349,18 +385,23 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
     if "embed_base_s" in data.timings:
         timings["embed_base_s"] = data.timings["embed_base_s"]
     timings["mine_s"] = time.perf_counter() - began - timings.get("embed_base_s", 0.0)
-    began = time.perf_counter()
-    card = train_embedding(data, settings.model_dir, base=settings.base, hyper=settings.hyper,
-                           device=settings.device, progress=progress, allowance=allowance,
-                           later=later_steps(settings, learned_from), announce=announce,
-                           dev_figures=learned_from.dev_figures)
-    timings["train_s"] = time.perf_counter() - began
-    config = hybrid_config(model_reference(settings.model_dir), bm25)
+    card: dict[str, Any] | None = None
+    model = base_model_path(settings)
+    if settings.train:
+        began = time.perf_counter()
+        card = train_embedding(data, settings.model_dir, base=settings.base, hyper=settings.hyper,
+                               device=settings.device, progress=progress, allowance=allowance,
+                               later=later_steps(settings, learned_from), announce=announce,
+                               dev_figures=learned_from.dev_figures)
+        timings["train_s"] = time.perf_counter() - began
+        model = model_reference(settings.model_dir)
+    config = hybrid_config(model, bm25)
     began = time.perf_counter()
     infra = embed_corpus(dense_child(config)["params"]["embedding"], settings.dataset, settings.workdir, progress)
     timings["embed_s"] = time.perf_counter() - began
     began = time.perf_counter()
-    params, grid_note = tuning_grid(settings, card["plan"], timings["embed_s"], time.perf_counter() - started)
+    params, grid_note = tuning_grid(settings, None if card is None else card["plan"], timings["embed_s"],
+                                    time.perf_counter() - started)
     tuned_on = tuning_split(data)
     points = math.prod(len(p.values) for p in params)
     advance = counter(progress, "tune", points)
@@ -393,7 +434,7 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
         timings["final_s"] = time.perf_counter() - began
     timings["total_s"] = sum(timings.values())
     report["budget"] = {"budget_s": settings.time_budget_s, "wall_s": round(time.perf_counter() - started, 2),
-                        "planned_total_s": card["plan"]["estimated_total_s"]}
+                        "planned_total_s": None if card is None else card["plan"]["estimated_total_s"]}
     return report
 
 

@@ -47,7 +47,10 @@ def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_wh
     preset = json.loads((tmp_path / "mine.json").read_text(encoding="utf-8"))
     dense_model = preset["params"]["children"][1]["params"]["embedding"]["params"]["model"]
     assert dense_model == report["model_reference"]
-    assert (choice["shipped"] == "learned") == (dense_model == str((tmp_path / "model").resolve()))
+    learned_model_shipped = choice["shipped"] == "learned" and choice["dense_model"]["chosen"] == "learned"
+    assert learned_model_shipped == (dense_model == str((tmp_path / "model").resolve()))
+    assert (choice["dense_model"]["chosen"] == "learned") == (choice["dense_alone"]["learned"] >
+                                                              choice["dense_alone"]["base"])
     assert (choice["shipped"] == "learned") == (choice["learned"] > choice["base"])
     estimated = report["model_card"]["plan"]["estimated_after_training_s"]
     assert estimated["choose"] > 0  # the budget counts it
@@ -86,6 +89,50 @@ def test_where_learning_cannot_help_the_pipeline_writes_the_base_tree(tmp_path):
     model = preset["params"]["children"][1]["params"]["embedding"]["params"]["model"]
     assert model != str((tmp_path / "model").resolve())  # the base model, not the one trained
     assert (tmp_path / "model").is_dir()  # trained all the same: the model is there to inspect
+
+
+def test_no_training_with_a_step_cap_is_refused_before_any_work(tmp_path):
+    result = run_cli("finetune", "pipeline", "--corpus", EXAMPLE_CORPUS, "--no-training", "--max-steps", "2",
+                     "--out", tmp_path / "mine.json", "--workdir", tmp_path / "w")
+    assert result.exit_code == 2
+    assert "--max-steps" in result.stderr and "--no-training" in result.stderr
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "w").exists()
+
+
+
+def test_no_training_with_judged_queries_is_refused_pointing_at_tune(tmp_path, tiny_scifact):
+    result = run_cli("finetune", "pipeline", "--dataset", tiny_scifact, "--no-training",
+                     "--out", tmp_path / "mine.json", "--workdir", tmp_path / "w")
+    assert result.exit_code == 2
+    assert "--no-training" in result.stderr and "dashrag tune" in result.stderr
+    assert not (tmp_path / "w").exists() and not (tmp_path / "mine.json").exists()
+
+@pytest.mark.slow
+def test_no_training_tunes_the_base_models_tree_on_the_pseudo_queries_and_trains_nothing(tmp_path):
+    """A user who wants their tree fitted to their documents without training a model: the base model's hybrid,
+    tuned on the dev pseudo-queries, judged against the untuned base on the held-out ones; no model folder."""
+    result = run_cli("finetune", "pipeline", "--corpus", EXAMPLE_CORPUS, "--no-training",
+                     "--out", tmp_path / "mine.json", "--model-dir", tmp_path / "model", "--workdir", tmp_path / "work",
+                     "--json", tmp_path / "report.json", "--held-out-fraction", "0.2", "--dev-fraction", "0.25")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert report["model_card"] is None and "train_s" not in report["timings"]
+    assert not (tmp_path / "model").exists()
+    assert report["tuning"]["points"] == 4 * 4 * 7 and "--no-training" in report["tuning"]["grid_chosen"]
+    choice = report["choice"]
+    assert set(choice["dense_alone"]) == {"base"}
+    assert choice["dense_model"]["chosen"] == "base" and "--no-training" in choice["dense_model"]["reason"]
+    assert f"wrote the {choice['shipped']} tree" in result.stdout and "steps, loss" not in result.stdout
+    preset = json.loads((tmp_path / "mine.json").read_text(encoding="utf-8"))
+    assert preset["params"]["children"][1]["params"]["embedding"]["params"]["model"] == report["model_reference"]
+    tuned = report["tuning"]["best"]["values"]
+    keyword = preset["params"]["children"][0]["params"]
+    if choice["shipped"] == "learned":  # the tuned point is what ships
+        assert (keyword["k1"], keyword["b"]) == (tuned["params.children[0].params.k1"],
+                                                 tuned["params.children[0].params.b"])
+    # only the base model embedded the corpus
+    assert len(list((tmp_path / "work" / "embeddings").glob("*.json"))) == 1
 
 
 def test_an_llm_with_judged_data_is_refused(tmp_path, tiny_scifact):
