@@ -87,9 +87,9 @@ class SqliteChunkTexts:
             raise PersistenceError(f"cannot open the store {path}: {exc}") from None
         try:  # a delta store (``store/segments.py``): its base attached, the two read as one through views
             self.segmented = segments.attach_base(self._connection, uri=True)
-        except sqlite3.Error as exc:
+        except sqlite3.Error as exc:  # the first read of the file (its schema): a file that is no store fails here
             self._connection.close()
-            raise PersistenceError(f"cannot open the store {path}: {exc}") from None
+            raise PersistenceError(f"cannot read the store {path}: {exc}") from None
         except BaseException:
             self._connection.close()
             raise
