@@ -89,8 +89,8 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
                 placed = target
             store_ref = target.name  # relative: the folder can be moved
         in_folder = store_ref is not None and STORE_FILE_PATTERN.fullmatch(store_ref) is not None
-        store_stat = _store_stat(folder / store_ref) if in_folder and store_ref else None
         base = segments.base_of(folder / store_ref) if in_folder and store_ref else None
+        store_stat = _store_stat(folder / store_ref, base) if in_folder and store_ref else None
         kept_stores = {store_ref} | ({base.name} if base is not None else set())  # a delta's base stays
 
         def write_nodes(snapshot: Path) -> None:
@@ -152,17 +152,16 @@ def _place_store(source: Path, target: Path) -> None:
         raise
 
 
-def _store_stat(path: Path) -> list[int]:
+def _store_stat(path: Path, base: Path | None) -> list[int]:
     """What a save records of its store file, and a load compares to trust the saved fingerprint: the file's
-    :func:`file_stat`, followed by its base's when it is a delta (``store/segments.py``)."""
-    base = segments.base_of(path)
+    :func:`file_stat`, followed by its ``base``'s when it is a delta (``store/segments.py``)."""
     return file_stat(path) + ([] if base is None else file_stat(base))
 
 
 def _unchanged_store(path: Path, recorded: Any) -> bool:
     """Whether the store file ``path`` (and its base, for a delta) is as the save recorded it."""
     try:
-        return isinstance(recorded, list) and _store_stat(path) == recorded
+        return isinstance(recorded, list) and _store_stat(path, segments.base_of(path)) == recorded
     except (OSError, PersistenceError):
         return False
 

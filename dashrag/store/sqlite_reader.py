@@ -148,17 +148,17 @@ def read_sqlite_chunk_set(path: Path, fingerprint: str | None = None, scheme: in
 
 def _chunk_rows(texts: SqliteChunkTexts) -> list[Any]:
     """Every chunk's (id, document, position, start, end), in id order. A delta store's are its base's then its own
-    (ids above every base id: ``store/segments.py``), each read by the table's covering index where it has one (a
-    view cannot name an index)."""
-    if not texts.segmented:
-        indexed = any(name == CHUNK_COLUMNS_INDEX for (name,) in texts.execute(INDEXES))
-        return texts.execute(CHUNKS_FROM_INDEX if indexed else CHUNKS)
-    base = segments.BASE_SCHEMA
+    (ids above every base id: ``store/segments.py``), each table read by its covering index where it has one (a view
+    cannot name an index)."""
+    own = texts.execute(_chunks_of(texts, "main"))
+    return texts.execute(_chunks_of(texts, segments.BASE_SCHEMA)) + own if texts.segmented else own
+
+
+def _chunks_of(texts: SqliteChunkTexts, schema: str) -> str:
+    """The statement reading the chunk columns of the ``schema`` database's own table (by its index if it has it)."""
     indexed = any(name == CHUNK_COLUMNS_INDEX
-                  for (name,) in texts.execute(INDEXES.replace("sqlite_master", f"{base}.sqlite_master")))
-    in_base = CHUNKS_FROM_INDEX if indexed else CHUNKS
-    return (texts.execute(in_base.replace("FROM chunks", f"FROM {base}.chunks"))
-            + texts.execute(CHUNKS.replace("FROM chunks", "FROM main.chunks")))
+                  for (name,) in texts.execute(INDEXES.replace("sqlite_master", f"{schema}.sqlite_master")))
+    return (CHUNKS_FROM_INDEX if indexed else CHUNKS).replace("FROM chunks", f"FROM {schema}.chunks")
 
 
 def read_chunk_set(url: str, fingerprint: str | None = None, scheme: int = ADDITIVE) -> ChunkSet:

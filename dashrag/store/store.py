@@ -135,14 +135,17 @@ class Store:
 
 
     def apply_change(self, gone: Sequence[str], documents: Sequence[SourceDocument], chunks: Sequence[Chunk],
-                     fingerprint: str, expected: str | None = None) -> None:
+                     fingerprint: str, expected: str | None = None, above_ordinal: int | None = None) -> None:
         """The corpus changed in place, in one transaction: the documents ``gone`` (and their chunks) deleted,
         ``documents`` (with their ``chunks``) appended after every stored document, the fingerprint (and the
         retriever records' corpus) the new corpus's. Costs the change, not the corpus (docs/updating.md).
 
         ``expected``: the fingerprint the store must still hold (the corpus the change was planned on). Its row
         is read ``FOR UPDATE``, so on a database shared by several writers two commits serialise and the second
-        finds the first's corpus: an error, nothing written, instead of a change applied to the wrong corpus."""
+        finds the first's corpus: an error, nothing written, instead of a change applied to the wrong corpus.
+
+        ``above_ordinal``: an ordinal the new documents must also come after (a delta's base's largest: the delta
+        continues its base's order, ``store/segments.py``)."""
         with self._writing() as session:
             if expected is not None:
                 held = session.scalar(select(StoreInfo.value).where(StoreInfo.key == "fingerprint").with_for_update())
@@ -162,9 +165,10 @@ class Store:
                 batch = list(gone[start:start + _IN_LIST])
                 session.execute(delete(ChunkRow).where(ChunkRow.document_id.in_(batch)))
                 session.execute(delete(DocumentRow).where(DocumentRow.id.in_(batch)))
-            after = session.scalar(select(func.max(DocumentRow.ordinal)))
+            stored = session.scalar(select(func.max(DocumentRow.ordinal)))
+            after = max((x for x in (stored, above_ordinal) if x is not None), default=-1)
             if documents:
-                session.execute(insert(DocumentRow), _document_rows(documents, 0 if after is None else after + 1))
+                session.execute(insert(DocumentRow), _document_rows(documents, after + 1))
             if chunks:
                 session.execute(insert(ChunkRow), _chunk_rows(chunks, with_fields))
             session.execute(update(StoreInfo).where(StoreInfo.key == "fingerprint").values(value=fingerprint))
@@ -391,8 +395,9 @@ def _ids_among(connection: sqlite3.Connection, schema: str, ids: Sequence[str]) 
 def _write_delta(source: Path, base: Path, tmp: Path, gone: Sequence[str], documents: Sequence[SourceDocument],
                  chunks: Sequence[Chunk], fingerprint: str) -> None:
     """The change as the delta ``tmp`` over ``base``: ``source``'s delta copied (when it is one: it is small), or
-    a new one holding the base's records; then one transaction: the gone documents (the delta's own) deleted, the
-    new ones appended after every ordinal, the fingerprint and the records the new corpus's."""
+    a new one holding the base's records; then the change in one transaction (:meth:`Store.apply_change`: the gone
+    documents, the delta's own, deleted; the new ones appended after every ordinal, the base's included; the
+    fingerprint and the records the new corpus's)."""
     with sqlite3.connect(read_only_uri(base), uri=True) as reading:
         last = reading.execute("SELECT max(ordinal) FROM documents").fetchone()[0]
         _check_above_base(reading, base, gone, documents, chunks)
@@ -401,23 +406,7 @@ def _write_delta(source: Path, base: Path, tmp: Path, gone: Sequence[str], docum
         shutil.copyfile(source, tmp)
     else:
         _new_delta(base, tmp)
-
-    def change(store: Store) -> None:
-        with store._writing() as session:
-            listed = list(gone)
-            for start in range(0, len(listed), _IN_LIST):
-                batch = listed[start:start + _IN_LIST]
-                session.execute(delete(ChunkRow).where(ChunkRow.document_id.in_(batch)))
-                session.execute(delete(DocumentRow).where(DocumentRow.id.in_(batch)))
-            after = max(x for x in (last, session.scalar(select(func.max(DocumentRow.ordinal))), -1) if x is not None)
-            if documents:
-                session.execute(insert(DocumentRow), _document_rows(documents, after + 1))
-            if chunks:
-                session.execute(insert(ChunkRow), _chunk_rows(chunks))
-            session.execute(update(StoreInfo).where(StoreInfo.key == "fingerprint").values(value=fingerprint))
-            session.execute(update(RetrieverRecord).values(corpus_fingerprint=fingerprint))
-
-    _write(tmp, change)
+    _write(tmp, lambda store: store.apply_change(gone, documents, chunks, fingerprint, above_ordinal=last))
 
 
 def _new_delta(base: Path, tmp: Path) -> None:
