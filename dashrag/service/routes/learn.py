@@ -18,10 +18,9 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 
-from dashrag.core.component import construct
+from dashrag.core.factory import build_as
 from dashrag.core.persistence import atomic_directory
 from dashrag.core.retriever import Retriever
-from dashrag.core.validation import validate_and_transform
 from dashrag.errors import ConfigError
 from dashrag.service.json_body import StrictJSONRoute
 from dashrag.service.models import JobAccepted, LearnedBuildRequest, LearnRequest
@@ -86,9 +85,7 @@ def build_learned_tree(name: str, body: LearnedBuildRequest, request: Request) -
     models = registry.models_folder_of(body.name)
     config = _with_copied_models(json.loads((learned / PRESET_FILE).read_text(encoding="utf-8")), learned, models)
     try:
-        root = construct(validate_and_transform(config, "retriever"), config)  # the server's own preset: trusted
-        if not isinstance(root, Retriever):
-            raise ConfigError(f"{root.component_name} is not a Retriever")
+        root = build_as(config, Retriever, "retriever")  # the server's own preset: trusted
     except ConfigError as exc:
         shutil.rmtree(models, ignore_errors=True)
         raise HTTPException(409, f"the learned preset of {name!r} no longer builds: {exc}") from None
