@@ -34,10 +34,10 @@ from dashrag.service.models import (
 )
 from dashrag.service.pipeline import StepFailure
 from dashrag.service.routes import errors, invalid
-from dashrag.service.routes.served import corpus_under_root, served_tree
+from dashrag.service.routes.served import corpus_under_root, saved_tree, served_tree
 from dashrag.service.routes.trees import refused_jobs, room_for_job, too_many, write_uploads
 from dashrag.service.source_folders import offered_source
-from dashrag.service.state import Service, service_of
+from dashrag.service.state import service_of
 
 router = APIRouter(route_class=StrictJSONRoute)
 
@@ -60,13 +60,6 @@ MULTIPART_SCHEMA = {
                                              "metadata.jsonl sidecar: "
                                              '{"file": NAME, "metadata": {...}} per line.'}},
 }
-
-
-def _saved_tree(service: Service, name: str) -> Path:
-    if service.settings.trees_dir is None:
-        raise HTTPException(503, "documents: the service has no trees folder (--trees)")
-    served_tree(service, name)  # 404 unless the tree is served
-    return service.registry.folder_of(name)
 
 
 def _json_documents(raw: bytes) -> list[SourceDocument]:
@@ -131,7 +124,7 @@ async def add_documents(name: str, request: Request) -> JobAccepted:
     """Add documents to a saved tree as a job: new ids are added, changed ones replaced, identical ones skipped.
     ``POST /trees/{name}/documents`` takes the JSON body and also the multipart one of ``.../documents/upload``."""
     service = service_of(request)
-    folder = _saved_tree(service, name)
+    folder = saved_tree(service, name, "documents")
     room_for_job(service, request)
     job_id = service.jobs.new_job_id()
     cleanup: list[Path] = []
@@ -161,7 +154,7 @@ def sync_tree(name: str, body: SyncRequest, request: Request) -> JobAccepted:
     new files added, changed ones (by content hash) replaced, gone ones removed; ``GET /jobs/{id}`` gives the
     counts when done. Files that cannot be read are left out (the server's log names them)."""
     service = service_of(request)
-    _saved_tree(service, name)
+    saved_tree(service, name, "documents")
     folder = body.corpus_path
     if folder is None:
         folder = offered_source(served_tree(service, name).manifest.get("source_folder"), service.settings.data_root)
@@ -204,7 +197,7 @@ def list_fields(name: str, request: Request) -> dict[str, Any]:
 def remove_document(name: str, document_id: str, request: Request) -> dict[str, int]:
     """Remove one document from a saved tree now; the counts of what changed (404: no such tree or document)."""
     service = service_of(request)
-    _saved_tree(service, name)
+    saved_tree(service, name, "documents")
     try:
         return service.jobs.remove_documents(name, [document_id])
     except TooManyBuilds as exc:

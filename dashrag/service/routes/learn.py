@@ -25,7 +25,7 @@ from dashrag.errors import ConfigError
 from dashrag.service.json_body import StrictJSONRoute
 from dashrag.service.models import JobAccepted, LearnedBuildRequest, LearnRequest
 from dashrag.service.routes import errors, invalid
-from dashrag.service.routes.served import corpus_under_root, served_tree
+from dashrag.service.routes.served import corpus_under_root, saved_tree
 from dashrag.service.routes.trees import refused_jobs
 from dashrag.service.state import Service, service_of
 
@@ -50,9 +50,7 @@ def learn_from_documents(name: str, body: LearnRequest, request: Request) -> Job
     """Learn an embedding from the tree's documents (or a folder under the data root) as a job, within a time budget;
     ``GET /jobs/{id}`` gives its progress, then its report: the tree chosen and why. The tree is not changed."""
     service = service_of(request)
-    if service.settings.trees_dir is None:
-        raise HTTPException(503, "learn: the service has no trees folder (--trees)")
-    served_tree(service, name)  # 404 unless the tree is served
+    saved_tree(service, name, "learn")  # 404 unless the tree is served
     _budget_within_limit(service, body.time_budget_minutes)
     source = None if body.corpus_path is None else str(corpus_under_root(service, body.corpus_path))
     task = {"source": source, "time_budget_s": body.time_budget_minutes * 60, "max_steps": body.max_steps,
@@ -73,9 +71,7 @@ def build_learned_tree(name: str, body: LearnedBuildRequest, request: Request) -
     from dashrag.finetuning.negatives import WHOLE_DOCUMENTS  # the fine-tuning modules load in ~1 s: only here
 
     service = service_of(request)
-    if service.settings.trees_dir is None:
-        raise HTTPException(503, "build: the service has no trees folder (--trees)")
-    served_tree(service, name)  # 404 unless the tree is served
+    folder = saved_tree(service, name, "build")  # 404 unless the tree is served
     registry = service.registry
     learned = registry.learned_folder_of(name)
     if not (learned / PRESET_FILE).is_file():
@@ -90,8 +86,8 @@ def build_learned_tree(name: str, body: LearnedBuildRequest, request: Request) -
         shutil.rmtree(models, ignore_errors=True)
         raise HTTPException(409, f"the learned preset of {name!r} no longer builds: {exc}") from None
     job_id = service.jobs.new_job_id()
-    upload = Path(service.settings.trees_dir) / f".upload-{job_id}"  # removed when the job ends, as an upload
-    corpus = stored_documents_file(registry.folder_of(name), registry.store_of(name), upload / DOCUMENTS_FILE)
+    upload = folder.parent / f".upload-{job_id}"  # in the trees folder, removed when the job ends, as an upload
+    corpus = stored_documents_file(folder, registry.store_of(name), upload / DOCUMENTS_FILE)
     try:
         with refused_jobs([upload]):
             job = service.jobs.submit(job_id, body.name, root, corpus, WHOLE_DOCUMENTS, False, [upload])

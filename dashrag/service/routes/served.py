@@ -25,6 +25,15 @@ def served_tree(service: Service, name: str) -> TreeCollection:
     return tree
 
 
+def saved_tree(service: Service, name: str, step: str) -> Path:
+    """The folder of the served tree ``name`` (:func:`served_tree`'s errors), for a route that changes or reads its
+    saved folder: a 503 naming ``step`` when the service keeps no trees folder (``--trees``)."""
+    if service.settings.trees_dir is None:
+        raise HTTPException(503, f"{step}: the service has no trees folder (--trees)")
+    served_tree(service, name)
+    return service.registry.folder_of(name)
+
+
 def corpus_under_root(service: Service, corpus_path: str) -> Path:
     """``corpus_path`` resolved under the data root (a 422 naming ``body.corpus_path`` otherwise): no client path
     reaches outside it."""
@@ -51,4 +60,4 @@ def _existing_under(root: Path, relative: str) -> Path | None:
         return None
 
 
-__all__ = ["corpus_under_root", "served_tree"]
+__all__ = ["corpus_under_root", "saved_tree", "served_tree"]
