@@ -49,6 +49,10 @@ class Service:
             self.schemas[name] = component_schema(get_component(name))  # UnknownComponentError: nothing kept
         return self.schemas[name]
 
+    def component_schemas(self) -> dict[str, dict[str, Any]]:
+        """Every registered component's JSON Schema by name: what the page reads on each load, in one answer."""
+        return {component["name"]: self.component_schema(component["name"]) for component in self.components}
+
     def close(self) -> None:
         self.jobs.shutdown()
         self.executor.shutdown(wait=False, cancel_futures=True)

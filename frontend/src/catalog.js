@@ -1,5 +1,5 @@
-// What the page knows about the components: GET /components (frontend_meta) and GET /schemas/{name}
-// (the generated JSON Schemas). Everything the forms show comes from these two answers.
+// What the page knows about the components: GET /components (frontend_meta) and GET /schemas (the generated
+// JSON Schemas, every component's in one answer). Everything the forms show comes from these two answers.
 
 // The icon names of frontend_meta (lucide names) drawn as symbols every system font has (DejaVu included),
 // so the page needs no icon font or download.
@@ -14,11 +14,7 @@ export function iconOf(meta) {
 }
 
 export async function loadCatalog(api) {
-  const components = await api.get('/components');
-  const schemas = {};
-  await Promise.all(components.map(async (c) => {
-    schemas[c.name] = await api.get(`/schemas/${encodeURIComponent(c.name)}`);
-  }));
+  const [components, schemas] = await Promise.all([api.get('/components'), api.get('/schemas')]);
   const byName = Object.fromEntries(components.map((c) => [c.name, c]));
   return { components, byName, schemas };
 }

@@ -100,3 +100,91 @@ def test_a_dense_build_without_onnxruntime_is_refused_before_its_model_loads(tmp
     assert refused.value.name == "onnxruntime"
     assert "pip install 'dashrag[dense]' (missing: onnxruntime)" in str(missing_extra(refused.value, "this tree"))
     assert stages == ["reading the corpus"] and not (tmp_path / "s").exists()
+
+
+def example_build(out: Path) -> dict:
+    from tests.conftest import EXAMPLE_CORPUS
+
+    return {"kind": "build", "corpus": str(EXAMPLE_CORPUS), "config": KEYWORD, "out": str(out), "name": out.name,
+            "chunker": None, "cache_dir": None}
+
+
+def test_the_next_job_runs_in_the_worker_started_when_the_last_one_ended(tmp_path):
+    """A job's worker is the spare the previous job left (build_process.SpareWorker): its interpreter and imports
+    were ready before the job came; the job itself is the same."""
+    from dashrag.core.progress import no_progress
+    from dashrag.service.build_process import SPARE, WorkerLimits, run_in_worker
+
+    limits = WorkerLimits(memory_mb=2048, timeout_s=120)
+    first = run_in_worker(example_build(tmp_path / "one"), limits, no_progress, lambda: None)
+    spare = SPARE.waiting
+    assert spare is not None
+    second = run_in_worker(example_build(tmp_path / "two"), limits, no_progress, lambda: None)
+    assert first == second and first["documents"] == 8
+    assert not Path(f"/proc/{spare}").exists()  # the spare ran the second job and ended
+    assert SPARE.waiting not in (None, spare)  # and the third job's worker waits already
+
+
+def environment_of(pid: int) -> list[bytes]:
+    """The process's environment once it has started its program (the forked child's reads empty until then)."""
+    deadline = time.monotonic() + 30
+    while not (environ := Path(f"/proc/{pid}/environ").read_bytes()):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return environ.split(b"\0")
+
+
+def test_a_spare_started_under_another_environment_is_not_used(monkeypatch):
+    """A variable set after the spare started (a credential a later job's tree names) would be missing in it: the
+    job gets a worker started with the environment it has now."""
+    from dashrag.service.build_process import SpareWorker
+
+    spares = SpareWorker()
+    spares.prepare()
+    stale = spares.waiting
+    monkeypatch.setenv("DASHRAG_TEST_ADDED_LATER", "yes")
+    worker = spares.take()
+    try:
+        assert worker.pid != stale and not Path(f"/proc/{stale}").exists()
+        assert b"DASHRAG_TEST_ADDED_LATER=yes" in environment_of(worker.pid)
+    finally:
+        worker.stdin.close()  # no task: it ends on its own
+        assert worker.wait(timeout=60) == 0
+        worker.stdout.close()
+
+
+def test_a_spare_stopped_without_a_task_ends_cleanly():
+    from dashrag.service.build_process import SpareWorker
+
+    spares = SpareWorker()
+    spares.prepare()
+    worker = spares.take()
+    worker.stdin.close()
+    assert worker.wait(timeout=60) == 0 and worker.stdout.read() == ""
+    worker.stdout.close()
+
+
+def test_a_ctrl_c_at_the_services_terminal_leaves_a_waiting_worker_quiet():
+    """Ctrl-C reaches every process of the terminal's group: the service stops its workers itself, so a waiting
+    one neither ends on it nor prints a KeyboardInterrupt traceback."""
+    import signal
+
+    from dashrag.service.build_process import SpareWorker
+
+    spares = SpareWorker()
+    spares.prepare()
+    worker = spares.take()
+    deadline = time.monotonic() + 60
+    while not ignores_sigint(worker.pid):  # the first thing it does; a signal before would reach Python's default
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    worker.send_signal(signal.SIGINT)
+    worker.stdin.close()
+    assert worker.wait(timeout=60) == 0  # a KeyboardInterrupt would have ended it with 1
+    worker.stdout.close()
+
+
+def ignores_sigint(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status").read_text()
+    ignored = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")), 16)
+    return bool(ignored & (1 << (2 - 1)))  # SIGINT is signal 2

@@ -111,6 +111,7 @@ def test_a_generated_client_calls_every_operation(client_package, server):
     components = call(api, "meta.components", client=client)
     assert "BM25Retriever" in {c.name for c in components}
     assert call(api, "meta.schema", "BM25Retriever", client=client).title
+    assert call(api, "meta.schemas", client=client)["BM25Retriever"].title
     assert {p.name for p in call(api, "web.presets", client=client)} >= {"keyword", "hybrid"}
 
     answer = call(api, "retrieval.retrieve", client=client, body=models.RetrieveRequest(

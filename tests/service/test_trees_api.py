@@ -38,13 +38,14 @@ def test_components_are_the_frontend_meta_of_every_component_plus_its_name(clien
 
 
 def test_a_schema_is_the_checked_in_one_and_an_unknown_component_is_404(client):
-    """Every component's, asked twice: the service makes each schema once and answers the kept one after (the page
-    asks for all of them on every load)."""
+    """Every component's, asked twice, one by one and all at once (what the page asks for on every load): the
+    service makes each schema once and answers the kept one after."""
     files = rendered_exports()
     names = [c["name"] for c in client.get("/components").json()]
     for _ in range(2):
         for name in names:
             assert client.get(f"/schemas/{name}").json() == json.loads(files[f"schemas/{name}.json"]), name
+    assert client.get("/schemas").json() == {name: json.loads(files[f"schemas/{name}.json"]) for name in names}
     checked_in = json.loads((REPO / "schemas" / "BM25Retriever.json").read_text())
     assert client.get("/schemas/BM25Retriever").json() == checked_in
     for _ in range(2):  # an unknown name is refused each time, never kept

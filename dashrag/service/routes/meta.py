@@ -30,6 +30,14 @@ def components(request: Request) -> list[dict[str, Any]]:
     return service_of(request).components
 
 
+@router.get("/schemas", response_model=dict[str, ComponentSchema], response_model_exclude_unset=True,
+            responses=errors(401, 503))
+def schemas(request: Request) -> dict[str, dict[str, Any]]:
+    """Every component's JSON Schema by name (as schemas/<Name>.json): the page's forms need them all on each load,
+    one request where it made one for each component."""
+    return service_of(request).component_schemas()
+
+
 @router.get("/schemas/filter", response_model=FilterSchema, responses=errors(401, 503))
 def filter_schema_route() -> dict[str, Any]:
     """The metadata filter language's JSON Schema (as schemas/filter.schema.json)."""
