@@ -10,7 +10,7 @@ from tests.web.conftest import serving, watched_page
 
 TOKEN_VAR = "DASHRAG_WEB_TEST_TOKEN"
 TOKEN = "web-test-token-0b7e"
-API_CALLS = ("/components", "/presets", "/trees")  # what the page asks for when it opens
+API_CALLS = ("/components", "/schemas", "/presets", "/trees")  # what the page asks for when it opens
 
 
 @pytest.fixture(scope="module")
