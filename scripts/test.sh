@@ -29,4 +29,9 @@ for arg in "$@"; do
         -n | -n* | --numprocesses | --numprocesses=* | no:xdist | -pno:xdist) workers=() ;;
     esac
 done
-exec .venv/bin/python -m pytest "${workers[@]}" "$@"
+# Only the pytest plugins the tests use. Autoloaded, every installed one would load in each process, and pytest
+# would assertion-rewrite every module of each package that ships one (langchain-tests brings langsmith, syrupy,
+# pytest-benchmark and more: ~630 library modules rewritten on import, ~4.5 s of CPU a worker; docs/testing.md).
+export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
+plugins=(-p xdist -p timeout -p hypothesispytest -p anyio -p schemathesis)
+exec .venv/bin/python -m pytest "${plugins[@]}" "${workers[@]}" "$@"
