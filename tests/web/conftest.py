@@ -202,6 +202,6 @@ def build_tree(url: str, name: str, config: dict, corpus_path: str = "corpus") -
     job = httpx.post(f"{url}/trees", json={"name": name, "config": config, "corpus_path": corpus_path},
                      timeout=60).json()  # a loaded machine answers slowly
     while (state := httpx.get(f"{url}/jobs/{job['job_id']}", timeout=60).json())["status"] in ("queued", "running"):
-        time.sleep(0.3)
+        time.sleep(0.1)
     if state["status"] != "done":
         raise RuntimeError(f"indexing {name} failed: {state['error']}")

@@ -39,7 +39,7 @@ def fresh_tree(server, words, size, stem: str, tagged: bool = False) -> str:
     if tagged:
         job = httpx.post(f"{server.url}/trees/{name}/documents", json={"documents": TAGGED}).json()
         while httpx.get(f"{server.url}/jobs/{job['job_id']}").json()["status"] in ("queued", "running"):
-            time.sleep(0.2)
+            time.sleep(0.1)
     return name
 
 

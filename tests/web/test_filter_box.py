@@ -25,7 +25,7 @@ def tagged(server) -> str:
     build_tree(server.url, "tagged-box", preset("keyword"))
     job = httpx.post(f"{server.url}/trees/tagged-box/documents", json={"documents": TAGGED}, timeout=60).json()
     while httpx.get(f"{server.url}/jobs/{job['job_id']}", timeout=60).json()["status"] in ("queued", "running"):
-        time.sleep(0.2)
+        time.sleep(0.1)
     return "tagged-box"
 
 
