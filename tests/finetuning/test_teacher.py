@@ -39,6 +39,7 @@ def test_a_text_outside_the_corpus_is_scored_with_the_corpus_statistics(lexical)
     assert lexical.pair_scores(["kidney"], ["Nothing shared here."])[0] == 0
 
 
+@pytest.mark.slow  # loads MiniLM (about 8 s alone)
 def test_the_teachers_margins_add_bm25_in_the_cosines_units_to_the_base_models_margins(lexical):
     model = MiniLMEmbedding({"max_seq_length": 64})
     try:
