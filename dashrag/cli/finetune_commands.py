@@ -175,8 +175,11 @@ def reranker_command(
                             f"{dev['reranked']['ndcg@10']:.4f}: the reranker {verdict} its first stage")
     say(f"wrote {out}")
 
+RECIPES = ("distill", "mnrl")  # --recipe with --corpus: the hybrid's margins (MarginMSE), or MNRL's hard labels
+
+
 def learning_source(dataset: Path | None, corpus: Path | None, sources: str | None, held_out_fraction: float,
-                    llm: str | None, llm_sample: int) -> tuple[Any, Path]:
+                    llm: str | None, llm_sample: int, recipe: str | None = None) -> tuple[Any, Path]:
     """(what the pipeline learns from, the folder or file holding the documents): --dataset's judgements or
     --corpus's pseudo-queries, exactly one of them."""
     from dashrag.cli.config_files import resolve_component
@@ -191,13 +194,18 @@ def learning_source(dataset: Path | None, corpus: Path | None, sources: str | No
         assert dataset is not None
         if llm is not None:
             raise ConfigError([ConfigIssue("--llm", "writes queries for --corpus; --dataset has judged queries")])
+        if recipe is not None:
+            raise ConfigError([ConfigIssue("--recipe", "chooses how --corpus pseudo-queries train; --dataset's "
+                                                       "judgements train MNRL")])
         return Judgements(), dataset
+    if recipe is not None and recipe not in RECIPES:
+        raise ConfigError([ConfigIssue("--recipe", f"{recipe!r} is not one of {', '.join(RECIPES)}")])
     chosen = chosen_sources(SOURCES if sources is None else (n.strip() for n in sources.split(",") if n.strip()))
     llm_config = resolve_component(llm)
     if llm_config is not None:
         llm_config = validate_and_transform(llm_config, "llm")  # a bad config fails now, not after minutes
     return PseudoQueries(sources=chosen, held_out_fraction=held_out_fraction, llm=llm_config,
-                         llm_sample=llm_sample), corpus
+                         llm_sample=llm_sample, distill=recipe != "mnrl"), corpus
 
 
 @app.command("pipeline")
@@ -217,6 +225,9 @@ def pipeline_command(
                                                        "sample of documents (doc2query), within the budget."),
     llm_sample: int = typer.Option(200, "--llm-sample", min=1, help="With --llm: how many documents it writes "
                                                                     "queries for."),
+    recipe: str | None = typer.Option(None, "--recipe", help="With --corpus: distill (default: learn the untuned "
+                                                             "hybrid's score margins, MarginMSE) or mnrl (the "
+                                                             "judged recipe's hard labels)."),
     out: Path = typer.Option(..., "--out", help="The preset to write, e.g. components/NAME.json."),
     model_dir: Path | None = typer.Option(None, "--model-dir", help="The model folder (default: "
                                                                      "models/<NAME>-embedding; never committed)."),
@@ -253,12 +264,14 @@ def pipeline_command(
     from dashrag.finetuning.base_model import resolve_embedding_base
     from dashrag.finetuning.pipeline import PipelineSettings, default_model_dir, run_pipeline
 
-    learn_from, documents = learning_source(dataset, corpus, sources, held_out_fraction, llm, llm_sample)
+    learn_from, documents = learning_source(dataset, corpus, sources, held_out_fraction, llm, llm_sample, recipe)
     if no_training and dataset is not None:
         raise ConfigError([ConfigIssue("--no-training", "tunes a tree on --corpus pseudo-queries; with judged queries "
                                                         "(--dataset) tune it with `dashrag tune`")])
     if no_training and max_steps is not None:
         raise ConfigError([ConfigIssue("--max-steps", "limits training; --no-training trains nothing")])
+    if no_training and recipe is not None:
+        raise ConfigError([ConfigIssue("--recipe", "chooses how a model trains; --no-training trains nothing")])
     check_output_file(out, "--out")
     check_output_file(json_out, "--json")
     folder = model_dir or default_model_dir(out)

@@ -4,7 +4,9 @@ The recipe (docs/finetuning.md): MultipleNegativesRankingLoss over (query, judge
 first-stage hard negative) triples, so every other document of a batch is an in-batch negative
 too; batches never hold one text twice (``NO_DUPLICATES``: a query judged against two documents
 would otherwise count its own positive as a negative). sentence-transformers' own trainer runs
-it, with a fixed seed and full determinism, on the CPU unless told otherwise.
+it, with a fixed seed and full determinism, on the CPU unless told otherwise. Given a ``teacher``
+(``--corpus``: the corpus's own hybrid, ``finetuning/teacher.py``), the same triples train
+MarginMSELoss against the teacher's margins instead (GPL's recipe, distillation).
 
 The model folder is written whole or not at all (a temporary folder renamed into place) and
 loads offline by path in ``SentenceTransformerEmbedding`` (param ``model``); its card records the
@@ -29,6 +31,7 @@ from dashrag.finetuning.negatives import negatives_per_pair
 from dashrag.finetuning.pairs import JudgedPair
 from dashrag.finetuning.progress import Progress, no_progress, quietly, trainer_callback, without_printed_logs
 from dashrag.finetuning.step_probe import PROBE_STEPS, Rates, measure_rates
+from dashrag.finetuning.teacher import HybridTeacher
 from dashrag.finetuning.trainer_arguments import shared_arguments
 from dashrag.finetuning.training_data import TrainingData, dev_pool
 
@@ -132,6 +135,12 @@ def pool_figures(model: Any, data: TrainingData, depth: int = DEV_POOL_DEPTH) ->
     return {**{k: round(float(v), 6) for k, v in figures.items()}, "pool_documents": len(pool)}
 
 
+def encode_unit(model: Any, texts: list[str]) -> np.ndarray:
+    """Unit vectors of ``texts`` by a sentence-transformers model (the teacher's dense half: the base, untrained)."""
+    return np.asarray(model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
+                                   show_progress_bar=False))
+
+
 ATTENTION_DROPOUT_KEYS = ("attention_probs_dropout_prob", "attention_dropout")  # BERT/MPNet/XLM-R, DistilBERT
 
 
@@ -178,16 +187,19 @@ def train_embedding(
     later: LaterSteps = lambda rates: {},
     announce: Callable[[TrainingPlan], None] = lambda plan: None,
     dev_figures: bool = True,
+    teacher: HybridTeacher | None = None,
 ) -> dict[str, Any]:
     """Train from ``base`` on ``data`` within ``allowance``, write the model folder ``out`` with its card;
     return the card. Before training: measure the step and encoding rates, plan (``later`` estimates the
     caller's steps after training from the rates), and ``announce`` the plan. ``dev_figures=False`` leaves
     the dev pool's figures out (card ``dev_pool`` None, nothing budgeted for them): for a caller that
     measures the base and the trained model itself, on vectors it computes anyway (the ``--corpus``
-    pipeline: the whole corpus, from the embedding cache)."""
+    pipeline: the whole corpus, from the embedding cache). With a ``teacher`` the loss is MarginMSE against its
+    margins over the planned triples, scored by the base model before training (their encoding is planned as
+    part of each step's cost)."""
     from datasets import Dataset
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from sentence_transformers.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.losses import MarginMSELoss, MultipleNegativesRankingLoss
     from sentence_transformers.training_args import BatchSamplers
     from transformers import set_seed
 
@@ -200,15 +212,16 @@ def train_embedding(
         raise ConfigError(f"{data.fit.split}: {len(pairs)} trainable pair(s); at least 2 are needed")
     set_seed(hyper.seed)
     model = load_base(weights, hyper.max_seq_length, device, hyper.attention_dropout)
-    loss = MultipleNegativesRankingLoss(model)
+    loss = MultipleNegativesRankingLoss(model) if teacher is None else MarginMSELoss(model)
     timings = dict(data.timings)
     began = time.perf_counter()
     rates = measure_rates(model, loss, all_columns, hyper.batch_size, all_columns["positive"],
                           list(data.fit.queries.values()), steps=allowance.probe_steps, seed=hyper.seed)
     timings["probe_s"] = time.perf_counter() - began
     estimates = {**({"dev figures": dev_figure_seconds(data, rates)} if dev_figures else {}), **later(rates)}
-    plan = plan_training(pairs, costs=Costs(spent_s=time.perf_counter() - allowance.started, step_s=rates.step_s,
-                                            after_training_s=estimates),
+    teacher_step_s = 0.0 if teacher is None else hyper.batch_size * (rates.query_s + 2 * rates.document_s)
+    plan = plan_training(pairs, costs=Costs(spent_s=time.perf_counter() - allowance.started,
+                                            step_s=rates.step_s + teacher_step_s, after_training_s=estimates),
                          budget_s=allowance.budget_s, batch_size=hyper.batch_size, epochs=hyper.epochs,
                          max_steps=allowance.max_steps, positives_per_query=allowance.positives_per_query,
                          seed=hyper.seed)
@@ -217,13 +230,22 @@ def train_embedding(
     dev_base = pool_figures(model, data) if dev_figures else None
     timings["dev_s"] = time.perf_counter() - began
     began = time.perf_counter()
+    columns = columns_of(plan, pairs, all_columns)
+    margins = None
+    if teacher is not None:
+        margins = teacher.margins(lambda texts: encode_unit(model, texts), columns["anchor"], columns["positive"],
+                                  columns["negative"])
+        columns["label"] = margins.margins.tolist()
+        set_seed(hyper.seed)
+    timings["teacher_s"] = time.perf_counter() - began
+    began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dashrag-finetune-") as scratch:
         args = SentenceTransformerTrainingArguments(**shared_arguments(hyper, scratch, device), max_steps=plan.steps,
                                                     batch_sampler=BatchSamplers.NO_DUPLICATES)
         trainer = SentenceTransformerTrainer(
             model=model,
             args=args,
-            train_dataset=Dataset.from_dict(columns_of(plan, pairs, all_columns)),
+            train_dataset=Dataset.from_dict(columns),
             loss=loss,
             callbacks=[trainer_callback(progress)],
         )
@@ -237,8 +259,10 @@ def train_embedding(
         "base": {"named": weights.named, "identity": weights.source.identity},
         "data": {**data.describe(), "trainable_pairs": len(pairs)},
         "plan": plan.describe(),
-        "recipe": {"loss": "MultipleNegativesRankingLoss", "negatives_per_pair": 1,
-                   "batch_sampler": "no_duplicates", "device": device},
+        "recipe": {"loss": type(loss).__name__, "negatives_per_pair": 1,
+                   "batch_sampler": "no_duplicates", "device": device,
+                   "teacher": None if margins is None else {**margins.describe(),
+                                                            "encoding_per_step_s": round(teacher_step_s, 3)}},
         "hyperparameters": asdict(hyper),
         "figures": {
             "train_loss": round(float(output.training_loss), 6),

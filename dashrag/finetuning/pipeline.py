@@ -44,6 +44,7 @@ from dashrag.finetuning.pairs import refuse_test_split
 from dashrag.finetuning.progress import Progress, counter, no_progress, quietly
 from dashrag.finetuning.pseudo_queries import SOURCES
 from dashrag.finetuning.step_probe import Rates
+from dashrag.finetuning.teacher import HybridTeacher, LexicalScorer
 from dashrag.finetuning.training_data import TrainingData, prepare_training_data
 
 STEPS = ("mine", "train", "embed", "tune", "final")
@@ -77,6 +78,7 @@ class PseudoQueries:
     held_out_fraction: float = HELD_OUT_FRACTION
     llm: dict[str, Any] | None = None  # an LLM component config: doc2query for a sample of documents
     llm_sample: int = LLM_SAMPLE
+    distill: bool = True  # train on the untuned hybrid's margins (MarginMSE), not MNRL's hard labels (--recipe)
 
     def writers(self, settings: PipelineSettings) -> list[LLMQueryWriter]:
         """The LLM's doc2query writer when one is configured; its calls stop after LLM_BUDGET_SHARE of the budget."""
@@ -98,7 +100,7 @@ class PseudoQueries:
         embed_corpus(embedding_config(base_model_path(settings)), settings.dataset, settings.workdir, progress,
                      step="embed base")
         prepared.data.timings["embed_base_s"] = time.perf_counter() - began
-        return UnjudgedData(prepared)
+        return UnjudgedData(prepared, self.distill)
 
 
 @dataclass(frozen=True)
@@ -115,12 +117,16 @@ class JudgedData:
     def choice_cost(self, rates: Rates, fit_s: float, rank_s: float) -> dict[str, float]:
         return {}
 
+    def teacher(self, first_stage: dict[str, Any]) -> HybridTeacher | None:
+        return None  # people's judgements are the labels
+
 
 @dataclass(frozen=True)
 class UnjudgedData:
     """Pseudo-query training data: the tuned tree ships only when it beats the base on the held-out slice."""
 
     prepared: CorpusTrainingData
+    distill: bool
     # No dev-pool figures in the trainer: its pool is most of the corpus here (a pseudo-query's top 5 over
     # thousands of dev queries), encoded twice; the choice scores both dense models on the whole corpus instead,
     # from the vectors the embedding cache already holds (docs/finetuning.md).
@@ -154,6 +160,14 @@ class UnjudgedData:
                   "dense_model": dense_model, "sources": list(self.prepared.sources),
                   "written": self.prepared.written}
         return (tuned if choice.shipped == LEARNED else base), report
+
+    def teacher(self, first_stage: dict[str, Any]) -> HybridTeacher | None:
+        """The untuned hybrid (the first stage's BM25 over these documents and the base model) whose margins the
+        model learns, unless ``--recipe mnrl``: span pseudo-queries under MNRL's hard labels taught MiniLM the
+        span task and cost it on SciFact's claims (docs/finetuning.md)."""
+        if not self.distill:
+            return None
+        return HybridTeacher(LexicalScorer.fit(first_stage, list(self.data.documents.values())))
 
     def choice_cost(self, rates: Rates, fit_s: float, rank_s: float) -> dict[str, float]:
         """The keep-the-base step's estimate: both hybrids fitted (their corpus vectors are cached: no document is
@@ -392,7 +406,7 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
         card = train_embedding(data, settings.model_dir, base=settings.base, hyper=settings.hyper,
                                device=settings.device, progress=progress, allowance=allowance,
                                later=later_steps(settings, learned_from), announce=announce,
-                               dev_figures=learned_from.dev_figures)
+                               dev_figures=learned_from.dev_figures, teacher=learned_from.teacher(bm25))
         timings["train_s"] = time.perf_counter() - began
         model = model_reference(settings.model_dir)
     config = hybrid_config(model, bm25)

@@ -26,6 +26,21 @@ def test_both_dataset_and_corpus_are_refused(tmp_path, tiny_scifact):
     assert not (tmp_path / "mine.json").exists()
 
 
+def test_a_recipe_with_judged_queries_is_refused(tmp_path, tiny_scifact):
+    result = run_cli("finetune", "pipeline", "--dataset", tiny_scifact, "--recipe", "mnrl",
+                     "--out", tmp_path / "mine.json")
+    assert result.exit_code == 2
+    assert "--recipe" in result.stderr and "--dataset" in result.stderr
+    assert not (tmp_path / "mine.json").exists()
+
+
+def test_an_unknown_recipe_is_refused_naming_the_known_ones(tmp_path):
+    result = run_cli("finetune", "pipeline", "--corpus", EXAMPLE_CORPUS, "--recipe", "gpl",
+                     "--out", tmp_path / "mine.json")
+    assert result.exit_code == 2
+    assert "--recipe" in result.stderr and "'gpl'" in result.stderr and "distill, mnrl" in result.stderr
+
+
 def test_an_unknown_pseudo_query_source_is_refused_naming_the_known_ones(tmp_path):
     result = run_cli("finetune", "pipeline", "--corpus", EXAMPLE_CORPUS, "--sources", "title,summary",
                      "--out", tmp_path / "mine.json")
@@ -58,6 +73,10 @@ def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_wh
     assert "dev figures" not in estimated and report["model_card"]["figures"]["dev_pool"] is None
     assert set(choice["dense_alone"]) == {"base", "learned"}
     assert all(0 <= figure <= 1 for figure in choice["dense_alone"].values())
+    recipe = report["model_card"]["recipe"]  # the default recipe distils the untuned hybrid's margins
+    assert recipe["loss"] == "MarginMSELoss"
+    assert recipe["teacher"]["triples"] == report["model_card"]["plan"]["pairs_trained"]
+    assert recipe["teacher"]["lexical_weight"] > 0 and recipe["teacher"]["encoding_per_step_s"] > 0
     assert "the dense model alone on the held-out pseudo-queries" in result.stdout
     assert report["timings"]["embed_base_s"] > 0
     # each model embedded the corpus once, into the cache: the choice and the dense figures re-embedded nothing
@@ -71,7 +90,8 @@ def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_wh
 @pytest.mark.slow
 def test_where_learning_cannot_help_the_pipeline_writes_the_base_tree(tmp_path):
     """Five documents on five unrelated topics: the base hybrid already ranks every held-out pseudo-query's own
-    document first (nDCG@10 1.0), so no trained model can beat it and the preset written is the base tree."""
+    document first (nDCG@10 1.0), so no trained model can beat it and the preset written is the base tree.
+    Whatever the recipe: this run trains with ``--recipe mnrl`` (hard labels, no teacher), the other one's."""
     from tests.finetuning.test_keep_base import TOPICS
 
     corpus = tmp_path / "topics.jsonl"
@@ -79,9 +99,13 @@ def test_where_learning_cannot_help_the_pipeline_writes_the_base_tree(tmp_path):
                               for name, text in TOPICS.items()), encoding="utf-8")
     result = run_cli("finetune", "pipeline", "--corpus", corpus, "--out", tmp_path / "mine.json",
                      "--model-dir", tmp_path / "model", "--workdir", tmp_path / "work", "--json",
-                     tmp_path / "report.json", "--held-out-fraction", "0.2", "--max-steps", "2", *TINY)
+                     tmp_path / "report.json", "--held-out-fraction", "0.2", "--max-steps", "2", "--recipe", "mnrl",
+                     *TINY)
     assert result.exit_code == 0, result.output
-    choice = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["choice"]
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    recipe = report["model_card"]["recipe"]
+    assert recipe["loss"] == "MultipleNegativesRankingLoss" and recipe["teacher"] is None
+    choice = report["choice"]
     assert choice["base"] == pytest.approx(1.0)
     assert choice["shipped"] == "base" and "the base is kept" in choice["reason"]
     assert "wrote the base tree" in result.stdout
@@ -99,6 +123,14 @@ def test_no_training_with_a_step_cap_is_refused_before_any_work(tmp_path):
     assert "Traceback" not in result.output
     assert not (tmp_path / "w").exists()
 
+
+
+def test_no_training_with_a_recipe_is_refused_before_any_work(tmp_path):
+    result = run_cli("finetune", "pipeline", "--corpus", EXAMPLE_CORPUS, "--no-training", "--recipe", "distill",
+                     "--out", tmp_path / "mine.json", "--workdir", tmp_path / "w")
+    assert result.exit_code == 2
+    assert "--recipe" in result.stderr and "--no-training" in result.stderr
+    assert not (tmp_path / "w").exists()
 
 
 def test_no_training_with_judged_queries_is_refused_pointing_at_tune(tmp_path, tiny_scifact):
