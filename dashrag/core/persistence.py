@@ -9,6 +9,7 @@ Layout of a saved retriever folder::
     DIR/snapshot-<id>/.dashrag-snapshot       the mark of a snapshot dashrag wrote
     DIR/.partial-snapshot-<id>/   a snapshot being written (renamed to snapshot-<id> when complete)
     DIR/snapshot-<id>/nodes/<node path>/...   one sub-folder per node (.npy, .json)
+    DIR/snapshot-<id>/chunks/...  the chunk set's columns, which a load maps (``chunk_columns``)
     DIR/models/<digest>/...       large files stored once per folder and referenced by the nodes
                                   that use them (``shared_files``: a model's ONNX export)
 
