@@ -254,6 +254,9 @@ class ChunkSet:
 
     def rows_without(self, document_ids: Iterable[str]) -> np.ndarray:
         """The rows (ascending) of every chunk but those of ``document_ids`` (ids not here are ignored)."""
+        document_ids = list(document_ids)
+        if not document_ids:  # an update that only adds: every row, without the id -> number map
+            return np.arange(len(self.ids), dtype=np.int64)
         numbers = [n for n in map(self._document_number.get, document_ids) if n is not None]
         return np.flatnonzero(~np.isin(self.document_index, numbers)).astype(np.int64)
 
