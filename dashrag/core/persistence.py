@@ -9,6 +9,7 @@ Layout of a saved retriever folder::
     DIR/snapshot-<id>/.dashrag-snapshot       the mark of a snapshot dashrag wrote
     DIR/.partial-snapshot-<id>/   a snapshot being written (renamed to snapshot-<id> when complete)
     DIR/snapshot-<id>/nodes/<node path>/...   one sub-folder per node (.npy, .json)
+    DIR/snapshot-<id>/chunks/...  the chunk set's columns, which a load maps (``chunk_columns``)
     DIR/models/<digest>/...       large files stored once per folder and referenced by the nodes
                                   that use them (``shared_files``: a model's ONNX export)
 
@@ -78,6 +79,8 @@ MANIFEST_NAME = "dashrag.json"
 #: (store/external_change.py): written first, so a kill after the commit rolls forward on load.
 PENDING_MANIFEST_NAME = "dashrag.pending.json"
 SNAPSHOT_PREFIX = "snapshot-"
+#: The folder of a snapshot that holds the chunk set's columns, which a load maps (core/chunk_columns.py).
+CHUNK_COLUMNS_FOLDER = "chunks"
 
 
 # -- atomic primitives --------------------------------------------------------
@@ -218,6 +221,10 @@ class Manifest(BaseModel):
         " absolute when the CLI built it, relative to the data root when the service did; absent: not built from"
         " a folder of files"))
     snapshot: str = Field(pattern=SNAPSHOT_NAME_PATTERN)
+    chunk_columns: Literal["chunks"] | None = Field(None, description=(
+        "The snapshot's folder of the chunk set's columns, which a load that trusts the store's fingerprint maps "
+        "instead of reading every chunk's row (core/chunk_columns.py); absent: read the store's rows (a folder "
+        "saved before they were written, or whose store is not a file of the folder)"))
     files: dict[str, FileRecord]
     shared: dict[str, FileRecord] = Field(default_factory=dict, description=(
         "Files of the folder's shared store (models/<digest>/<name>) the snapshot's nodes reference; absent "

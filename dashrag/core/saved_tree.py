@@ -29,11 +29,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dashrag.core.chunk_columns import check_columns_agree, read_chunk_columns, write_chunk_columns
 from dashrag.core.collection import young_garbage_only
 from dashrag.core.component import ConfigObject
 from dashrag.core.factory import build_as
 from dashrag.core.infra import Infra
 from dashrag.core.persistence import (
+    CHUNK_COLUMNS_FOLDER,
     FORMAT_VERSION,
     MANIFEST_NAME,
     PENDING_MANIFEST_NAME,
@@ -48,10 +50,11 @@ from dashrag.core.persistence import (
     write_saved_folder,
 )
 from dashrag.core.retriever import Retriever
+from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.fingerprint import ADDITIVE, scheme_of_format
 from dashrag.errors import ConfigError, PersistenceError, excerpt
 from dashrag.store import segments
-from dashrag.store.sqlite_reader import read_chunk_set, sqlite_url
+from dashrag.store.sqlite_reader import SqliteChunkTexts, read_chunk_set, sqlite_url
 
 if TYPE_CHECKING:
     from dashrag.store.external_change import StoreChange
@@ -94,6 +97,8 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
         kept_stores = {store_ref} | ({base.name} if base is not None else set())  # a delta's base stays
 
         def write_nodes(snapshot: Path) -> None:
+            if in_folder:  # what a load that trusts this store's fingerprint maps instead of reading its rows
+                write_chunk_columns(infra.chunks, snapshot)
             for path, node in root.iter_nodes():
                 node_dir = snapshot / "nodes" / node_dirname(path)
                 node_dir.mkdir(parents=True)
@@ -109,6 +114,7 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
                 "corpus_fingerprint": infra.chunks.fingerprint,
                 "store": store_ref,
                 "store_stat": store_stat,  # a load that finds the store file unchanged trusts the fingerprint
+                "chunk_columns": CHUNK_COLUMNS_FOLDER if in_folder else None,  # ... and maps these columns
                 "chunker": infra.chunker,
                 "saved_at": datetime.now(UTC).isoformat(),
                 **({"source_folder": infra.source_folder} if infra.source_folder is not None else {}),
@@ -205,6 +211,17 @@ def _store_in_folder(folder: Path, ref: str | None) -> str:
     return sqlite_url(path)
 
 
+def _mapped_chunk_set(snapshot: Path, store: Path, fingerprint: str, scheme: int) -> ChunkSet:
+    """The chunk set of a saved tree from its snapshot's columns, mapped (core/chunk_columns.py), its texts read
+    from its store file when shown (held open, as a load from the rows holds it)."""
+    texts = SqliteChunkTexts(store)
+    try:
+        return read_chunk_columns(snapshot, texts, fingerprint, scheme)
+    except BaseException:
+        texts.close()
+        raise
+
+
 def holds_state(node: ConfigObject) -> bool:
     """Whether the node reads state of its own on load. A folder saved before a stateless sub-component
     existed (the ``index`` of a dense or BM25 node, whose state its parent saves) has no folder for it,
@@ -226,9 +243,12 @@ def load(folder: str | Path, store_url: str | None = None, *, full_check: bool =
         url = store_url if store_url is not None else _store_in_folder(folder, manifest.get("store"))
         unchanged = (store_url is None and not full_check
                      and _unchanged_store(folder / manifest["store"], manifest.get("store_stat")))
-        # read-only; an SQLite file through sqlite3 (docs/performance.md); fingerprinted as the manifest's was
-        chunk_set = read_chunk_set(url, manifest["corpus_fingerprint"] if unchanged else None,
-                                   scheme_of_format(manifest["format_version"]))
+        scheme = scheme_of_format(manifest["format_version"])
+        columns = manifest.get("chunk_columns")
+        if unchanged and columns:  # the fingerprint trusted without re-hashing: so are the columns the save wrote
+            chunk_set = _mapped_chunk_set(snapshot, folder / manifest["store"], manifest["corpus_fingerprint"], scheme)
+        else:  # read-only; an SQLite file through sqlite3 (docs/performance.md); fingerprinted as the manifest's was
+            chunk_set = read_chunk_set(url, manifest["corpus_fingerprint"] if unchanged else None, scheme)
         if chunk_set.fingerprint != manifest["corpus_fingerprint"]:
             pending = read_pending_manifest(folder) if store_url is not None else None
             if pending is None or pending["corpus_fingerprint"] != chunk_set.fingerprint_under(
@@ -241,6 +261,8 @@ def load(folder: str | Path, store_url: str | None = None, *, full_check: bool =
             # pending manifest is the tree the store holds (store/external_change.py)
             manifest, snapshot = pending, verify_snapshot(folder, pending, full_check)
             chunk_set = chunk_set.with_fingerprint_scheme(scheme_of_format(pending["format_version"]))
+        elif columns and store_url is None and not unchanged:  # the rows read (a store copied, a full check):
+            check_columns_agree(snapshot, chunk_set)  # the columns must be theirs, as the fingerprint is
         try:
             root = build_as(manifest["config"], Retriever, "retriever")
         except ConfigError as exc:

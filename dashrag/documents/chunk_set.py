@@ -150,6 +150,51 @@ class StoredChunks(Sequence[Chunk]):
                      metadata=self._document_metadata[number], fields=self._fields.get(i, {}))
 
 
+class SparseMetadata(Sequence[Metadata]):
+    """The documents' metadata by document number, held for the documents that have any.
+
+    Why: a corpus's documents mostly have none, and a load that made one empty dict per document spent a
+    fifth of a second per million documents on them (docs/scale.md, "Chunk columns in the snapshot"). A
+    document without metadata gets its empty dict when it is first read, kept, so its chunks share one dict
+    as they share a listed one.
+    """
+
+    def __init__(self, count: int, given: Mapping[int, Metadata]):
+        self._count = count
+        self._given: dict[int, Metadata] = {n: m for n, m in given.items() if m}
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, number: int) -> Metadata: ...
+
+    @overload
+    def __getitem__(self, number: slice) -> list[Metadata]: ...
+
+    def __getitem__(self, number: int | slice) -> Metadata | list[Metadata]:
+        if isinstance(number, slice):
+            return [self[n] for n in range(*number.indices(self._count))]
+        if not -self._count <= number < self._count:
+            raise IndexError(f"document number {number} out of range")
+        number %= self._count
+        found = self._given.get(number)
+        return self._given.setdefault(number, {}) if found is None else found
+
+    def __iter__(self) -> Iterator[Metadata]:
+        return (self[n] for n in range(self._count))
+
+    def listed(self) -> dict[int, Metadata]:
+        """The documents that have metadata, by number (what a save writes)."""
+        return {n: m for n, m in self._given.items() if m}
+
+    def kept(self, renumbered: np.ndarray, count: int, joined: Mapping[int, Metadata]) -> SparseMetadata:
+        """This metadata after an update: document ``n`` becomes ``renumbered[n]`` (-1: gone) of ``count``, and the
+        documents ``joined`` (by their new numbers) are added."""
+        kept = {int(renumbered[n]): m for n, m in self._given.items() if m and renumbered[n] >= 0}
+        return SparseMetadata(count, {**kept, **joined})
+
+
 class ChunkSet:
     def __init__(self, chunks: Iterable[Chunk], fingerprint: str | None = None, scheme: int = ADDITIVE):
         """``fingerprint``: the set's fingerprint where it is already known (a load that found the store
@@ -181,16 +226,37 @@ class ChunkSet:
         shown (:class:`StoredChunks`); its documents' metadata and the chunks' own fields as in :meth:`from_rows`."""
         document_ids, document_index = _numbered(document_of_row)
         document_metadata = [metadata.get(d, {}) for d in document_ids]
-        fields = fields or {}
-        chunks = StoredChunks(_int64(ids), document_ids, document_index, _int64(positions), _int64(starts),
-                              _int64(ends), document_metadata, fields, texts)
+        return cls.from_arrays(_int64(ids), document_ids, document_index, _int64(positions), _int64(starts),
+                               _int64(ends), document_metadata, fields or {}, texts, fingerprint, scheme)
+
+    @classmethod
+    def from_arrays(cls, ids: np.ndarray, document_ids: list[str], document_index: np.ndarray, positions: np.ndarray,
+                    starts: np.ndarray, ends: np.ndarray, document_metadata: Sequence[Metadata],
+                    fields: Mapping[int, Metadata], texts: ChunkTexts, fingerprint: str | None = None,
+                    scheme: int = ADDITIVE) -> ChunkSet:
+        """A store's chunks as the arrays a set keeps (:meth:`column_arrays`: ascending ids, each row's document
+        number among ``document_ids``, in order of first appearance), without their texts, which ``texts``
+        gives when a chunk is shown; what a load maps from a snapshot (core/chunk_columns.py)."""
+        chunks = StoredChunks(ids, document_ids, document_index, positions, starts, ends, document_metadata, fields,
+                              texts)
         chunk_set = cls.__new__(cls)
-        chunk_set._take(chunks, chunks.ids, document_ids, document_index, document_metadata, fingerprint, fields,
-                        scheme)
+        chunk_set._take(chunks, ids, document_ids, document_index, document_metadata, fingerprint, fields, scheme)
         return chunk_set
+
+    def column_arrays(self) -> np.ndarray:
+        """The set's integer columns as one int64 array of 5 rows: chunk ids, document numbers, positions, starts,
+        ends (what :meth:`from_arrays` takes back; a save writes it beside the nodes' state)."""
+        if isinstance(self.chunks, StoredChunks):
+            starts, ends = self.chunks.starts, self.chunks.ends
+        else:
+            starts, ends = _int64([c.start for c in self.chunks]), _int64([c.end for c in self.chunks])
+        return np.stack([self.ids, self.document_index, self.positions, starts, ends]).astype(np.int64, copy=False)
 
     def rows_without(self, document_ids: Iterable[str]) -> np.ndarray:
         """The rows (ascending) of every chunk but those of ``document_ids`` (ids not here are ignored)."""
+        document_ids = list(document_ids)
+        if not document_ids:  # an update that only adds: every row, without the id -> number map
+            return np.arange(len(self.ids), dtype=np.int64)
         numbers = [n for n in map(self._document_number.get, document_ids) if n is not None]
         return np.flatnonzero(~np.isin(self.document_index, numbers)).astype(np.int64)
 
@@ -208,13 +274,18 @@ class ChunkSet:
         renumbered = np.full(len(self.document_ids), -1, dtype=np.int64)
         renumbered[kept_numbers] = np.arange(len(kept_numbers))
         document_ids = [self.document_ids[n] for n in kept_numbers]
-        metadata = [self.document_metadata[n] for n in kept_numbers]
         joined: dict[str, int] = {}
+        joined_metadata: dict[int, Metadata] = {}
         for c in added:
             if c.document_id not in joined:
-                joined[c.document_id] = len(document_ids)
+                joined[c.document_id] = number = len(document_ids)
                 document_ids.append(c.document_id)
-                metadata.append(c.metadata)
+                joined_metadata[number] = c.metadata
+        metadata: Sequence[Metadata]
+        if isinstance(self.document_metadata, SparseMetadata):  # kept sparse: no dict made per document
+            metadata = self.document_metadata.kept(renumbered, len(document_ids), joined_metadata)
+        else:
+            metadata = [self.document_metadata[n] for n in kept_numbers] + list(joined_metadata.values())
         document_index = np.concatenate([renumbered[self.document_index[kept_rows]],
                                          _int64([joined[c.document_id] for c in added])])
         ids = np.concatenate([self.ids[kept_rows], _int64([c.id for c in added])])
@@ -236,7 +307,7 @@ class ChunkSet:
         return chunk_set
 
     def _take(self, chunks: Sequence[Chunk], ids: np.ndarray, document_ids: list[str], document_index: np.ndarray,
-              document_metadata: list[Metadata], fingerprint: str | None, chunk_fields: Mapping[int, Metadata],
+              document_metadata: Sequence[Metadata], fingerprint: str | None, chunk_fields: Mapping[int, Metadata],
               scheme: int) -> None:
         """Hold the chunks and their arrays: ``ids`` ascending, ``document_ids`` in order of first appearance and
         ``document_index`` each row's number among them (what an update derives from the old set's arrays)."""
@@ -249,12 +320,17 @@ class ChunkSet:
         self.ids = ids
         if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):  # in id order: unique iff increasing
             raise CorpusError("chunk ids are not unique")
-        self._document_number = dict(zip(document_ids, range(len(document_ids))))
         self.document_ids: list[str] = document_ids
         self.document_index = document_index
         self.document_sizes = np.bincount(document_index, minlength=len(document_ids))
-        self.document_metadata: list[Metadata] = document_metadata
+        self.document_metadata: Sequence[Metadata] = document_metadata
         self.chunk_fields: Mapping[int, Metadata] = chunk_fields  # by chunk id; only chunks with fields
+
+    @cached_property
+    def _document_number(self) -> dict[str, int]:
+        """Each document's number by its id: made when first asked (an update, a window, a document's size), not
+        by a load (a million ids hashed into a dict cost about half a second)."""
+        return dict(zip(self.document_ids, range(len(self.document_ids))))
 
     @cached_property
     def document_categories(self) -> list[dict[str, tuple[str, ...]]]:
