@@ -8,16 +8,10 @@ address space (``RLIMIT_AS`` = ``build_memory_mb``) and then calls :func:`dashra
 a pipe as JSON lines; the parent kills it at the time limit (whatever stage it is in, silent or not)
 or on cancel. Both functions are crash-safe (a temporary store, the manifest switched last), so a
 killed worker leaves the old tree or none (docs/security.md).
-
-Starting that interpreter and importing the package costs about a second of every job, more than a small
-tree's build; so when a job ends the service starts the next job's worker at once (:class:`SpareWorker`), which
-imports what every job needs and waits for its task. It takes nothing from the job it will run: its limits
-are applied when the task arrives, and a worker started under another environment is not used.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import subprocess
@@ -58,69 +52,6 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
-def _start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "dashrag.service.build_worker"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=None, env=env, text=True, encoding="utf-8")
-
-
-class SpareWorker:
-    """The worker of the process's next job, started when a job ends so that the next one finds its interpreter
-    up and its imports done (build_worker preloads them before it reads its task).
-
-    One for the whole process, shared by every app in it; a worker started under another environment or working
-    folder than the job's (a variable set since, a credential added) is stopped and a fresh one started, so a job
-    always runs as a fresh worker would. Stopped at the interpreter's exit; if the service dies first, the
-    worker reads the end of its input and exits."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._ready: tuple[subprocess.Popen[str], dict[str, str], str] | None = None
-
-    def take(self) -> subprocess.Popen[str]:
-        """A worker for a job: the spare if it suits the job's environment, otherwise a new one."""
-        env, cwd = _worker_env(), os.getcwd()
-        with self._lock:
-            ready, self._ready = self._ready, None
-        if ready is not None:
-            worker, its_env, its_cwd = ready
-            if worker.poll() is None and (its_env, its_cwd) == (env, cwd):
-                return worker
-            _stop(worker)
-        return _start_worker(env)
-
-    def prepare(self) -> None:
-        """Start the next job's worker unless one waits already."""
-        with self._lock:
-            if self._ready is None:
-                env = _worker_env()
-                self._ready = (_start_worker(env), env, os.getcwd())
-
-    @property
-    def waiting(self) -> int | None:
-        """The process id of the worker waiting for the next job, if one is."""
-        ready = self._ready
-        return None if ready is None else ready[0].pid
-
-    def stop(self) -> None:
-        with self._lock:
-            ready, self._ready = self._ready, None
-        if ready is not None:
-            _stop(ready[0])
-
-
-def _stop(worker: subprocess.Popen[str]) -> None:
-    if worker.poll() is None:
-        worker.kill()
-    worker.wait()
-    for stream in (worker.stdin, worker.stdout):
-        if stream is not None:
-            stream.close()
-
-
-SPARE = SpareWorker()
-atexit.register(SPARE.stop)
-
-
 def _read_lines(stream: IO[str], lines: list[dict[str, Any]], arrived: threading.Event) -> None:
     for line in stream:
         try:
@@ -137,7 +68,8 @@ def run_in_worker(task: dict[str, Any], limits: WorkerLimits, progress: Progress
     ``progress``; ``check`` is called every 0.1 s; either may raise to cancel (the worker is killed).
     Raises BuildStopped at a limit, WorkerFailed when the work failed."""
     deadline = None if limits.timeout_s is None else time.monotonic() + limits.timeout_s
-    worker = SPARE.take()
+    worker = subprocess.Popen([sys.executable, "-m", "dashrag.service.build_worker"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=None, env=_worker_env(), text=True, encoding="utf-8")
     lines: list[dict[str, Any]] = []
     arrived = threading.Event()
     reader = threading.Thread(target=_read_lines, args=(worker.stdout, lines, arrived), daemon=True)
@@ -171,7 +103,6 @@ def run_in_worker(task: dict[str, Any], limits: WorkerLimits, progress: Progress
             worker.kill()
         worker.wait()
         reader.join(timeout=5)
-        SPARE.prepare()
 
 
 def run_in_this_process(task: dict[str, Any], limits: WorkerLimits, progress: Progress) -> dict[str, Any]:
@@ -196,5 +127,4 @@ def _ended_without_result(code: int, limits: WorkerLimits) -> str:
     return f"build stopped: the build process {how} without a result{cap}"
 
 
-__all__ = ["SPARE", "BuildStopped", "SpareWorker", "WorkerFailed", "WorkerLimits", "run_in_this_process",
-           "run_in_worker"]
+__all__ = ["BuildStopped", "WorkerFailed", "WorkerLimits", "run_in_this_process", "run_in_worker"]

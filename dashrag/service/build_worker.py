@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from typing import Any, TextIO
 
@@ -115,28 +114,12 @@ def run(task: dict[str, Any], out: TextIO) -> None:
         send({"error": safe_message(needs or exc), "memory": False})
 
 
-def _preload() -> None:
-    """What every job imports, imported before its task arrives: the service starts the next job's worker
-    ahead of the job (build_process.SpareWorker), so this second is spent while no one waits."""
-    import dashrag.api
-    import dashrag.documents.corpus
-    import dashrag.extras
-    import dashrag.service.pipeline  # noqa: F401
-
-
 def main() -> None:
-    # the service decides when a worker ends (it kills it): a Ctrl-C at `dashrag serve`'s terminal reaches the whole
-    # process group, and a waiting worker would print a KeyboardInterrupt traceback for it
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    task = json.loads(sys.stdin.read())
+    _cap_memory(task.get("memory_mb"))
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything a library prints goes to the server's stderr, not into the JSON lines
     sys.stdout = sys.stderr
-    _preload()
-    sent = sys.stdin.read()
-    if not sent:
-        return  # a spare worker the service stopped, or a service that ended: no task, nothing to do
-    task = json.loads(sent)
-    _cap_memory(task.get("memory_mb"))
     run(task, out)
 
 
