@@ -28,18 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from diagnose_pseudo_learning import load_model, whole_documents  # bench/, beside this script
 
-import dashrag
-from dashrag.api import prepare_corpus
-from dashrag.core.factory import build_as
 from dashrag.core.validation import validate_and_transform
-from dashrag.embeddings.base import EmbeddingModel
-from dashrag.embeddings.cache import document_vectors
 from dashrag.evaluation.beir import EvaluationSplit, load_split
 from dashrag.evaluation.metrics import Evaluator
 from dashrag.finetuning.base_model import resolve_embedding_base
-from dashrag.finetuning.negatives import WHOLE_DOCUMENTS
-from dashrag.finetuning.pipeline import embedding_config
 from dashrag.finetuning.teacher import LexicalScorer
 from dashrag.presets import load_preset
 
@@ -53,12 +47,11 @@ def ndcg_at_10(scores: np.ndarray, split: EvaluationSplit, query_ids: list[str],
 
 
 def dense_scores(model: str, infra: Any, claims: list[str]) -> np.ndarray:
-    embedding = build_as(embedding_config(model), EmbeddingModel, "embedding")
+    dense = load_model(model, infra)
     try:
-        vectors = np.asarray(document_vectors(embedding, infra.chunks, infra.env_path))
-        return np.asarray(embedding.embed_queries(claims)) @ vectors.T
+        return np.asarray(dense.embedding.embed_queries(claims)) @ dense.vectors.T
     finally:
-        embedding.close()
+        dense.embedding.close()
 
 
 def main() -> None:
@@ -70,9 +63,7 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=Path("/tmp/dense-on-train-claims"),
                         help="a scratch folder for the corpus's store (the cache is only read)")
     args = parser.parse_args()
-    corpus = dashrag.Corpus.from_path(args.dataset)
-    infra = prepare_corpus(corpus, args.store, WHOLE_DOCUMENTS, cache_dir=args.cache)
-    documents = [c.document_id for c in infra.chunks.chunks_at(range(len(infra.chunks)))]
+    _, infra, documents = whole_documents(args.dataset, args.store, args.cache)
     split = load_split(args.dataset, SPLIT)
     query_ids = list(split.queries)
     claims = [split.queries[q] for q in query_ids]

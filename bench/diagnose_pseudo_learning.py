@@ -84,6 +84,14 @@ def load_model(path: str, infra: Any) -> DenseModel:
     return DenseModel(embedding, np.asarray(document_vectors(embedding, infra.chunks, infra.env_path)))
 
 
+def whole_documents(dataset: Path, store: Path, cache: Path) -> tuple[Any, Any, list[str]]:
+    """The corpus, its chunks as the pipeline made them (each document whole; vectors from its embedding cache
+    ``cache``, the store in the scratch folder ``store``) and each chunk's document id, in chunk order."""
+    corpus = dashrag.Corpus.from_path(dataset)
+    infra = prepare_corpus(corpus, store, WHOLE_DOCUMENTS, cache_dir=cache)
+    return corpus, infra, [c.document_id for c in infra.chunks.chunks_at(range(len(infra.chunks)))]
+
+
 def claims_by_overlap(dataset: Path, models: dict[str, DenseModel], documents: list[str],
                       texts: dict[str, str]) -> None:
     for split_name in ("test", "train"):
@@ -159,9 +167,7 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=Path("/tmp/diagnose-pseudo-learning"),
                         help="a scratch folder for the corpus's store (the cache is only read)")
     args = parser.parse_args()
-    corpus = dashrag.Corpus.from_path(args.dataset)
-    infra = prepare_corpus(corpus, args.store, WHOLE_DOCUMENTS, cache_dir=args.cache)
-    documents = [c.document_id for c in infra.chunks.chunks_at(range(len(infra.chunks)))]
+    corpus, infra, documents = whole_documents(args.dataset, args.store, args.cache)
     texts = {d.id: f"{d.title} {d.text}" for d in corpus.documents}
     models = {"base": load_model(str(resolve_embedding_base("MiniLMEmbedding").source.path), infra),
               "learned": load_model(args.learned, infra)}
