@@ -31,6 +31,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     if [ -n "$find_links" ]; then export UV_FIND_LINKS="${find_links// /,}"; fi
     if [ -n "$constraint" ]; then export UV_CONSTRAINT="$constraint"; fi
     if [ -n "$cert" ]; then export SSL_CERT_FILE="$cert"; fi
-    .venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python "torch==2.13.0" -e ".[test]"
+    # pip itself is brought up to date too, as the install did before uv (the tests drive the venv's pip)
+    .venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python --upgrade-package pip \
+        pip "torch==2.13.0" -e ".[test]"
     echo "$want" > "$stamp"
 fi
