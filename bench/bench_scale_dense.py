@@ -134,11 +134,13 @@ def timed_queries(one, batch, queries: np.ndarray) -> dict[str, Any]:
 
 def dashrag_query(work: Path, folder: Path) -> dict[str, Any]:
     import dashrag
+    from dashrag.retrievers.dense import DenseEmbeddingRetriever
 
     queries = np.load(work / "queries.npy")
     start = time.perf_counter()
     tree = dashrag.load(folder)
     load_s = time.perf_counter() - start
+    assert isinstance(tree, DenseEmbeddingRetriever)
     figures = timed_queries(tree.retrieve_vectors, tree.retrieve_vectors, queries)
     tree.close()
     return {"load_s": load_s, **figures}
