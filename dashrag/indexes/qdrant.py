@@ -106,7 +106,7 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
         old = self.name
         target = self._choose_name(identity)
         if not (self.store.copies_collections and self.configured_name() is None and target != old
-                and not self.exists_named(target) and self._same_payload_indexes(old)):
+                and not self._exists_named(target) and self._same_payload_indexes(old)):
             super().update_vectors(change, added, identity)
             return
         wanted = self.record_for(identity)
@@ -126,7 +126,7 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
             self.store.write_record(partial, wanted)
         self._name, self._record = target, wanted
 
-    def exists_named(self, name: str) -> bool:
+    def _exists_named(self, name: str) -> bool:
         with self.engine_errors("checking the collection"):
             return self.store.exists(name)
 
