@@ -29,6 +29,7 @@ from pydantic import Field
 from dashrag.core.registry import register
 from dashrag.core.restriction import Restriction
 from dashrag.errors import EngineError
+from dashrag.filters.qdrant import payload_indexes
 from dashrag.indexes.base import Hits, IndexIdentity, VectorIndex
 from dashrag.indexes.engine import UPLOAD_BATCH, payloads_of
 from dashrag.indexes.qdrant_engine import QdrantConnectionParams, QdrantEngine
@@ -106,7 +107,7 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
         old = self.name
         target = self._choose_name(identity)
         if not (self.store.copies_collections and self.configured_name() is None and target != old
-                and not self._exists_named(target) and self._same_payload_indexes(old)):
+                and not self._exists_named(target) and self._indexes_cover(old, change)):
             super().update_vectors(change, added, identity)
             return
         wanted = self.record_for(identity)
@@ -130,11 +131,17 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
         with self.engine_errors("checking the collection"):
             return self.store.exists(name)
 
-    def _same_payload_indexes(self, name: str) -> bool:
-        """Whether collection ``name`` has the payload indexes this node's corpus asks for (the new corpus may
-        filter on a field the old one did not have)."""
+    def _indexes_cover(self, name: str, change: CorpusChange) -> bool:
+        """Whether collection ``name``'s payload indexes cover every field and kind of the chunks ``change`` adds
+        (a new filtered field, or a field's new kind, needs its index made before the points). Read from the
+        added chunks only, not the corpus's columns (a pass over every document: 2.2 s at a million). What a
+        removal takes away leaves an index a rebuild would not make, which changes no answer."""
+        from dashrag.filters.columns import MetadataColumns
+
+        wanted = payload_indexes(MetadataColumns([chunk.all_metadata for chunk in change.added]))
         with self.engine_errors("reading the payload indexes"):
-            return self.store.payload_indexes(name) == dict(self.payload_indexes())
+            indexed = self.store.payload_indexes(name)
+        return all(indexed.get(key) == kind for key, kind in [("source_id", "keyword"), *wanted])
 
     # -- search ------------------------------------------------------------------
     def search(self, query_vectors: np.ndarray, k: int, restriction: Restriction | None) -> list[Hits]:
