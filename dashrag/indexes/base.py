@@ -72,6 +72,12 @@ class VectorIndex(ConfigObject[P], Generic[P]):
         corpus's (docs/updating.md); rows of the old corpus here, by chunk id on an engine."""
         return self.vectors_for(change.kept_rows)
 
+    def update_vectors(self, change: CorpusChange, added: np.ndarray, identity: IndexIdentity) -> None:
+        """Hold the changed corpus's vectors: the kept chunks' as they are, then ``added`` (one row per chunk
+        of ``change.added``), under the new corpus's ``identity``. Here every vector is added again (the kept
+        ones read back); an index that can change a copy of what it holds (Qdrant Edge) does only the change."""
+        self.add(np.concatenate([np.asarray(self.kept_vectors(change), dtype=np.float32), added]), identity)
+
     @property
     def dimension(self) -> int:
         raise NotImplementedError

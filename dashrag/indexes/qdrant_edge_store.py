@@ -21,11 +21,13 @@ its write-ahead log); the indexes of a process share one store per folder.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,10 +40,12 @@ from dashrag.indexes.qdrant_store import DenseLayout, Found, Layout, QdrantStore
 RECORD_FILE = "dashrag_record.json"
 SHARD = "shard"
 EDGE_FOLDER = "edge"
+PARTIAL_SUFFIX = ".partial"  # a collection copied by an update, renamed to its own name once changed
 
 
 class EdgeStore(QdrantStore):
     graph_follows_exact = True
+    copies_collections = True
 
     def __init__(self, storage: Path | None):
         """``storage``: the embedded folder (``edge/`` inside it is ours); None: a temporary one (``:memory:``)."""
@@ -109,6 +113,35 @@ class EdgeStore(QdrantStore):
         points = [Point(i, {vector: SparseVector(rows.indices[lo:hi].tolist(), rows.data[lo:hi].tolist())}, p)
                   for i, lo, hi, p in zip(ids, rows.indptr[:-1], rows.indptr[1:], payloads)]
         self._shard(name).update(UpdateOperation.upsert_points(points))
+
+    def delete_points(self, name: str, ids: list[int]) -> None:
+        from qdrant_edge import UpdateOperation
+
+        if ids:
+            self._shard(name).update(UpdateOperation.delete_points(list(ids)))
+
+    @contextmanager
+    def changed_copy(self, source: str, target: str) -> Iterator[str]:
+        """Copy ``source``'s shard files (its points, HNSW graph, quantized vectors and payload indexes as
+        Edge wrote them: nothing read back, no graph built again) under a temporary name, let the caller
+        change it, then rename it to ``target`` in one step. ``source`` is never opened for writing, so the
+        tree that searches it keeps answering from it until an update is published; a kill before the rename
+        leaves only the temporary folder, which the next copy to ``target`` removes (docs/scale.md,
+        "Dense updates on Qdrant Edge")."""
+        self._shard(source).flush()  # what the copy reads is on disk
+        partial = target + PARTIAL_SUFFIX
+        self.drop(partial)
+        shutil.copytree(self._folder(source) / SHARD, self._folder(partial) / SHARD)
+        try:
+            yield partial
+            with self._lock:
+                shard = self._shards.pop(partial, None)
+            if shard is not None:
+                shard.close()
+            os.replace(self._folder(partial), self._folder(target))
+        except BaseException:
+            self.drop(partial)
+            raise
 
     def finish(self, name: str) -> None:
         shard = self._shard(name)

@@ -19,6 +19,7 @@ exceptions; the index turns them into one ``EngineError`` naming Qdrant and the 
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,8 @@ class QdrantStore:
 
     #: an exact-only dense index builds no HNSW graph (so it is part of the collection's record)
     graph_follows_exact = False
+    #: a collection can be copied by its files (an embedded engine: ``changed_copy``); a server's cannot
+    copies_collections = False
 
     def exists(self, name: str) -> bool:
         raise NotImplementedError
@@ -98,8 +101,20 @@ class QdrantStore:
                       payloads: list[dict[str, Any]]) -> None:
         raise NotImplementedError
 
+    def delete_points(self, name: str, ids: list[int]) -> None:
+        raise NotImplementedError
+
     def finish(self, name: str) -> None:
         """Every point is in: build what the layout asks for (HNSW graph, quantization) and make it durable."""
+
+    def changed_copy(self, source: str, target: str) -> AbstractContextManager[str]:
+        """A context in which the caller changes a copy of collection ``source`` (the name it yields) that
+        becomes ``target`` when the context ends without an error; only where ``copies_collections``."""
+        raise NotImplementedError
+
+    def payload_indexes(self, name: str) -> dict[str, str]:
+        """The payload keys the collection has indexed and how (``"keyword"``, ``"float"``, ``"bool"``)."""
+        raise NotImplementedError
 
     def count(self, name: str) -> int:
         raise NotImplementedError

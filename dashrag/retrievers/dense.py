@@ -124,13 +124,13 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
     def _update(self, change: CorpusChange) -> None:
         """The kept chunks' vectors as they are, and only the new chunks embedded (docs/updating.md)."""
         self._require_fitted()
-        kept = np.asarray(self.index.kept_vectors(change), dtype=np.float32)
+        dimension = self.index.dimension
         new = (np.asarray(embed_with_progress(self.embedding, change.added_texts), dtype=np.float32)
-               if change.added else np.zeros((0, kept.shape[1]), dtype=np.float32))
-        if new.shape[1] != kept.shape[1]:
+               if change.added else np.zeros((0, dimension), dtype=np.float32))
+        if new.shape[1] != dimension:
             raise RetrievalError(f"{self.component_name}: the model now gives {new.shape[1]}-dimensional vectors, "
-                                 f"the tree holds {kept.shape[1]}-dimensional ones")
-        self.index.add(np.concatenate([kept, new]), self._identity(int(kept.shape[1])))
+                                 f"the tree holds {dimension}-dimensional ones")
+        self.index.update_vectors(change, new, self._identity(dimension))
 
     def _save(self, folder: Path) -> None:
         self._require_fitted()

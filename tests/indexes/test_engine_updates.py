@@ -4,6 +4,8 @@ object the tree searched before an update is dropped once the update is publishe
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from sqlalchemy import create_engine, inspect
@@ -99,3 +101,55 @@ def test_the_replaced_postgresql_table_is_dropped_once_the_update_is_published(a
     now = tables() - start
     engine.dispose()
     assert built and now and not built & now and len(now) == len(built)
+
+
+# a graph for the first tree's ~60 chunks (~90 KB of vectors), none for the dozen an update adds (below 40 KB: Edge
+# leaves them in a small segment searched exactly, as it leaves 10 documents added to a million)
+QDRANT_HNSW = {"component": "QdrantVectorIndex", "params": {"hnsw_threshold_kb": 40}}
+
+
+def edge_segments(folder) -> dict[str, set[str]]:
+    """Each embedded collection's Qdrant Edge segments (their folder names) in a saved tree."""
+    return {p.name: {s.name for s in (p / "shard" / "segments").iterdir()}
+            for p in (folder / "qdrant" / "edge").iterdir() if p.is_dir()}
+
+
+@pytest.mark.slow
+def test_a_dense_update_on_edge_changes_a_copy_of_the_collection_not_a_rebuild(abstracts, tmp_path,
+                                                                              start_embeddings):
+    """The new collection holds the old one's segments (the HNSW graph copied with its files, not built again),
+    the old one is dropped once published, and the tree answers as a rebuild: exactly with an exact index (HNSW's
+    answers are those of a graph, compared with a rebuild's in the property above with ``exact``)."""
+    folder = saved_tree(with_index(DENSE, QDRANT_HNSW), abstracts[:12], tmp_path, cache_dir=start_embeddings)
+    before = edge_segments(folder)
+    dashrag.update(folder, add=[abstracts[20], changed(abstracts[3])], remove=[abstracts[5].id])
+    after = edge_segments(folder)
+    assert len(before) == len(after) == 1 and before.keys() != after.keys()
+    assert next(iter(before.values())) <= next(iter(after.values()))
+    tree = dashrag.load(folder)
+    try:
+        assert tree.index.store.indexed_vectors(tree.index.name) > 0  # the copied graph is searched
+        documents = {hit.document_id for hit in tree.retrieve("cancer risk and mutations", top_k=50)[0]}
+    finally:
+        tree.close()
+    assert abstracts[20].id in documents and abstracts[5].id not in documents
+
+
+@pytest.mark.slow
+def test_a_dense_update_on_edge_that_brings_a_new_filtered_field_rebuilds_the_collection(abstracts, tmp_path,
+                                                                                        start_embeddings):
+    """A field the old corpus did not have needs its payload index made before the points: the rebuild, and a
+    filter on it answers after the update."""
+    exact = with_index(DENSE, QDRANT_VECTORS)
+    folder = saved_tree(exact, abstracts[:12], tmp_path, cache_dir=start_embeddings)
+    before = edge_segments(folder)
+    dated = replace(abstracts[20], metadata={**abstracts[20].metadata, "year": 2020})
+    dashrag.update(folder, add=[dated])
+    after = edge_segments(folder)
+    assert not next(iter(before.values())) & next(iter(after.values()))
+    tree = dashrag.load(folder)
+    try:
+        hits = tree.retrieve("cancer risk and mutations", filters={"year": {"$gte": 2019}})[0]
+    finally:
+        tree.close()
+    assert [hit.document_id for hit in hits] and {hit.document_id for hit in hits} == {dated.id}
