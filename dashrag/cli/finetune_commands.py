@@ -62,11 +62,12 @@ def check_model_folder(path: Path, option: str = "--out") -> None:
                                "give a new folder (a model folder written by `dashrag finetune` is replaced whole)")
 
 
-def hyperparameters(epochs: int, batch_size: int, learning_rate: float, max_seq_length: int, seed: int) -> Any:
+def hyperparameters(epochs: int, batch_size: int, learning_rate: float, max_seq_length: int, seed: int,
+                    reading_seq_length: int | None = None) -> Any:
     from dashrag.finetuning.embedding_trainer import EmbeddingHyperparameters
 
     hyper = EmbeddingHyperparameters(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-                                     max_seq_length=max_seq_length, seed=seed)
+                                     max_seq_length=max_seq_length, reading_seq_length=reading_seq_length, seed=seed)
     hyper.check()
     return hyper
 
@@ -236,7 +237,10 @@ def pipeline_command(
     epochs: int = typer.Option(2, min=1),
     batch_size: int = typer.Option(32, min=2),
     learning_rate: float = typer.Option(3e-5, min=0.0),
-    max_seq_length: int = typer.Option(256, min=8),
+    max_seq_length: int = typer.Option(256, min=8, help="Tokens read per text while training."),
+    reading_seq_length: int | None = typer.Option(None, "--reading-seq-length", min=8,
+                                                  help="Tokens the written model reads when it embeds (default: "
+                                                       "--max-seq-length); a shorter training length buys steps."),
     seed: int = typer.Option(42),
     dev_fraction: float = typer.Option(0.1, help="Queries held out of training; the tree is tuned on them."),
     first_stage: str = typer.Option("keyword", help="The BM25 preset: hard negatives and the hybrid's keyword "
@@ -280,7 +284,8 @@ def pipeline_command(
     settings = PipelineSettings(
         dataset=documents, out=out, model_dir=folder, split=split, base=base, dev_fraction=dev_fraction,
         first_stage=first_stage, workdir=workdir or default_workdir(documents), final_eval=final_eval,
-        force_test=force_test, hyper=hyperparameters(epochs, batch_size, learning_rate, max_seq_length, seed),
+        force_test=force_test, hyper=hyperparameters(epochs, batch_size, learning_rate, max_seq_length, seed,
+                                                     reading_seq_length),
         time_budget_s=time_budget * 60 or None, max_steps=max_steps, positives_per_query=positives_per_query,
         learn_from=learn_from, train=not no_training)
     with step_display() as display:

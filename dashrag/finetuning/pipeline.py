@@ -342,7 +342,7 @@ def later_steps(settings: PipelineSettings, learned_from: LearnedFrom) -> Callab
     final_queries = 0 if settings.final_eval is None else qrels_queries(settings.dataset, settings.final_eval)
 
     def estimate(rates: Rates) -> dict[str, float]:
-        steps = {"embed": len(data.documents) * rates.document_s,
+        steps = {"embed": len(data.documents) * rates.reading_document_s,
                  "tune": fits * (fit_s + tuned * rank_s) + tuned * rates.query_s + points * tuned * FUSE_S}
         steps.update(learned_from.choice_cost(rates, fit_s, rank_s))
         if settings.final_eval is not None:

@@ -21,11 +21,14 @@ PROBE_TEXTS = 32
 
 @dataclass(frozen=True)
 class Rates:
-    """Seconds per optimiser step (forward + backward of a batch) and per encoded document and query."""
+    """Seconds per optimiser step (forward + backward of a batch) and per encoded document and query, at the
+    training length; ``reading_document_s``: per document at the length the written model reads (its corpus
+    embedding), the same figure when both lengths are one."""
 
     step_s: float
     document_s: float
     query_s: float
+    reading_document_s: float
 
 
 def evenly(items: Sequence[Any], count: int) -> list[Any]:
@@ -65,15 +68,30 @@ def time_encoding(model: Any, texts: Sequence[str]) -> float:
     return (time.perf_counter() - began) / max(len(texts), 1)
 
 
+def time_reading(model: Any, texts: Sequence[str], reading_length: int) -> float:
+    """Seconds per text encoded at ``reading_length`` tokens (the model's training length restored after)."""
+    training_length = model.max_seq_length
+    model.max_seq_length = reading_length
+    try:
+        return time_encoding(model, texts)
+    finally:
+        model.max_seq_length = training_length
+
+
 def measure_rates(model: Any, loss: Any, columns: dict[str, list[str]], batch_size: int,
                   documents: Sequence[str], queries: Sequence[str], *, steps: int = PROBE_STEPS,
-                  seed: int = 42) -> Rates:
-    """Step and encoding rates of ``model`` on samples of the real texts; the RNG is reseeded afterwards."""
+                  seed: int = 42, reading_length: int | None = None) -> Rates:
+    """Step and encoding rates of ``model`` on samples of the real texts; the RNG is reseeded afterwards.
+    ``reading_length``: the tokens the written model will read (None: its training length)."""
     from transformers import set_seed
 
     step_s = time_steps(model, loss, columns, batch_size, steps)
-    rates = Rates(step_s=step_s, document_s=time_encoding(model, evenly(documents, PROBE_TEXTS)),
-                  query_s=time_encoding(model, evenly(queries, PROBE_TEXTS)))
+    sample = evenly(documents, PROBE_TEXTS)
+    document_s = time_encoding(model, sample)
+    reading_s = (document_s if reading_length in (None, model.max_seq_length)
+                 else time_reading(model, sample, reading_length))
+    rates = Rates(step_s=step_s, document_s=document_s, query_s=time_encoding(model, evenly(queries, PROBE_TEXTS)),
+                  reading_document_s=reading_s)
     set_seed(seed)
     return rates
 

@@ -52,11 +52,19 @@ def test_an_unknown_pseudo_query_source_is_refused_naming_the_known_ones(tmp_pat
 def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_why(tmp_path):
     result = run_cli("finetune", "pipeline", "--corpus", EXAMPLE_CORPUS, "--out", tmp_path / "mine.json",
                      "--model-dir", tmp_path / "model", "--workdir", tmp_path / "work", "--json",
-                     tmp_path / "report.json", "--held-out-fraction", "0.2", "--max-steps", "2", *TINY)
+                     tmp_path / "report.json", "--held-out-fraction", "0.2", "--max-steps", "2", *TINY,
+                     "--reading-seq-length", "96")
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     choice = report["choice"]
     assert choice["shipped"] in {"base", "learned"}
+    # trained at TINY's 64 tokens a text, the written model reads 96: a shorter training buys steps, not a
+    # shorter reading of every document the model embeds afterwards
+    hyper = report["model_card"]["hyperparameters"]
+    assert (hyper["max_seq_length"], hyper["reading_seq_length"]) == (64, 96)
+    from sentence_transformers import SentenceTransformer
+
+    assert SentenceTransformer(str(tmp_path / "model")).max_seq_length == 96
     assert choice["held_out_queries"] > 0
     assert f"wrote the {choice['shipped']} tree" in result.stdout
     preset = json.loads((tmp_path / "mine.json").read_text(encoding="utf-8"))
