@@ -23,7 +23,16 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from dashrag.scoring.bm25 import BM25Parameters, bm25_weights, document_lengths, score_queries, variant_idf, variant_tf
+from dashrag.scoring.bm25 import (
+    BM25Parameters,
+    bm25_weights,
+    document_lengths,
+    length_norm,
+    nonoccurrence,
+    score_queries,
+    variant_idf,
+    variant_tf,
+)
 
 Encode = Callable[[list[str]], np.ndarray]  # texts -> unit vectors (the base model)
 
@@ -57,13 +66,15 @@ class LexicalScorer:
         return score_queries(self.vectorizer.transform(list(queries)), bm25_weights(self.counts, self.params))
 
     def pair_scores(self, queries: Sequence[str], texts: Sequence[str]) -> np.ndarray:
-        """The score of each query against the text at its place (the texts need not be in the corpus)."""
+        """The score of each query against the text at its place (the texts need not be in the corpus): what
+        ``score_matrix`` gives a corpus document, BM25+'s constant for the query's absent terms included."""
         asked = self.vectorizer.transform(list(queries)).tocsr()
         weights = self.vectorizer.transform(list(texts)).tocsr().astype(np.float64)
-        norm = 1 - self.params.b + self.params.b * document_lengths(weights) / max(self.average_length, 1e-9)
+        norm = length_norm(document_lengths(weights), self.params.b, self.average_length)
         rows = np.repeat(np.arange(weights.shape[0]), np.diff(weights.indptr))
         weights.data = self.idf[weights.indices] * variant_tf(self.params, weights.data, norm[rows])
-        return np.asarray(asked.multiply(weights).sum(axis=1)).ravel()
+        present = np.asarray(asked.multiply(weights).sum(axis=1)).ravel()
+        return present + asked @ nonoccurrence(self.params, self.idf)
 
 
 @dataclass(frozen=True)

@@ -92,9 +92,13 @@ def document_lengths(counts: sp.csr_matrix) -> np.ndarray:
     return lengths
 
 
-def length_norm(doc_lengths: np.ndarray, b: float) -> np.ndarray:
-    """``norm = 1 - b + b * dl / avgdl``; an all-empty corpus (avgdl 0) gets norm 1-b+0."""
-    avgdl = float(doc_lengths.mean()) if doc_lengths.size else 0.0
+def length_norm(doc_lengths: np.ndarray, b: float, average_length: float | None = None) -> np.ndarray:
+    """``norm = 1 - b + b * dl / avgdl``; an all-empty corpus (avgdl 0) gets norm 1-b+0. ``avgdl`` is the mean of
+    ``doc_lengths`` unless ``average_length`` gives a corpus's (texts scored against that corpus's statistics)."""
+    if average_length is not None:
+        avgdl = average_length
+    else:
+        avgdl = float(doc_lengths.mean()) if doc_lengths.size else 0.0
     scale = doc_lengths / avgdl if avgdl > 0 else np.zeros_like(doc_lengths)
     return 1.0 - b + b * scale
 

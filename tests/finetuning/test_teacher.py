@@ -33,6 +33,16 @@ def test_a_corpus_document_scores_the_same_as_a_pair_as_in_the_corpus_ranking(le
     assert int(np.argmax(matrix[0])) in (0, 2) and int(np.argmax(matrix[1])) == 1
 
 
+def test_under_bm25plus_a_pair_also_counts_the_constant_of_the_querys_absent_terms():
+    config = validate_and_transform(load_preset("keyword"), "retriever")
+    config["params"].update(variant="bm25plus", delta=1.0)  # each absent query term adds idf x delta
+    lexical = LexicalScorer.fit(config, CORPUS)
+    queries = ["chronic kidney disease", "heart attack risk"]
+    matrix = lexical.score_matrix(queries)
+    for i, query in enumerate(queries):
+        np.testing.assert_allclose(lexical.pair_scores([query] * len(CORPUS), CORPUS), matrix[i], rtol=1e-5)
+
+
 def test_a_text_outside_the_corpus_is_scored_with_the_corpus_statistics(lexical):
     outside = "Chronic kidney disease and vitamin D."
     assert lexical.pair_scores(["kidney"], [outside])[0] > 0
