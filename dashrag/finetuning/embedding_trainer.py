@@ -30,7 +30,7 @@ from dashrag.finetuning.model_card import save_model_folder
 from dashrag.finetuning.negatives import negatives_per_pair
 from dashrag.finetuning.pairs import JudgedPair
 from dashrag.finetuning.progress import Progress, no_progress, quietly, trainer_callback, without_printed_logs
-from dashrag.finetuning.step_probe import PROBE_STEPS, Rates, measure_rates
+from dashrag.finetuning.step_probe import PROBE_STEPS, Rates, measure_rates, reading_at
 from dashrag.finetuning.teacher import HybridTeacher
 from dashrag.finetuning.trainer_arguments import shared_arguments
 from dashrag.finetuning.training_data import TrainingData, dev_pool
@@ -124,6 +124,13 @@ def dev_figure_seconds(data: TrainingData, rates: Rates) -> float:
     return 2 * (len(pool) * rates.reading_document_s + len(data.dev) * rates.query_s)
 
 
+def encode_unit(model: Any, texts: list[str]) -> np.ndarray:
+    """Unit vectors of ``texts`` by a sentence-transformers model: the dev pool's figures, and the teacher's dense
+    half (the base model, untrained)."""
+    return np.asarray(model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
+                                   show_progress_bar=False))
+
+
 def pool_figures(model: Any, data: TrainingData, depth: int = DEV_POOL_DEPTH) -> dict[str, float] | None:
     """nDCG@10 and recall@10 of ``model`` ranking the dev pool (``dev_pool``) by cosine; None without dev."""
     from dashrag.evaluation.metrics import Evaluator
@@ -131,22 +138,14 @@ def pool_figures(model: Any, data: TrainingData, depth: int = DEV_POOL_DEPTH) ->
     if data.dev is None:
         return None
     pool, qrels = dev_pool(data, depth)
-    documents = model.encode([data.documents[d] for d in pool], normalize_embeddings=True, convert_to_numpy=True,
-                             show_progress_bar=False)
+    documents = encode_unit(model, [data.documents[d] for d in pool])
     query_ids = list(data.dev.queries)
-    queries = model.encode([data.dev.queries[q] for q in query_ids], normalize_embeddings=True,
-                           convert_to_numpy=True, show_progress_bar=False)
+    queries = encode_unit(model, [data.dev.queries[q] for q in query_ids])
     scores = np.asarray(queries, dtype=np.float64) @ np.asarray(documents, dtype=np.float64).T
     run = {q: {pool[j]: float(scores[i, j]) for j in np.argsort(-scores[i], kind="stable")[:100]}
            for i, q in enumerate(query_ids)}
     figures = Evaluator(qrels, DEV_METRICS).evaluate(run).mean
     return {**{k: round(float(v), 6) for k, v in figures.items()}, "pool_documents": len(pool)}
-
-
-def encode_unit(model: Any, texts: list[str]) -> np.ndarray:
-    """Unit vectors of ``texts`` by a sentence-transformers model (the teacher's dense half: the base, untrained)."""
-    return np.asarray(model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
-                                   show_progress_bar=False))
 
 
 ATTENTION_DROPOUT_KEYS = ("attention_probs_dropout_prob", "attention_dropout")  # BERT/MPNet/XLM-R, DistilBERT
@@ -236,9 +235,8 @@ def train_embedding(
                          seed=hyper.seed)
     announce(plan)
     began = time.perf_counter()
-    model.max_seq_length = hyper.reading_length
-    dev_base = pool_figures(model, data) if dev_figures else None
-    model.max_seq_length = hyper.max_seq_length
+    with reading_at(model, hyper.reading_length):
+        dev_base = pool_figures(model, data) if dev_figures else None
     timings["dev_s"] = time.perf_counter() - began
     began = time.perf_counter()
     columns = columns_of(plan, pairs, all_columns)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -68,14 +70,22 @@ def time_encoding(model: Any, texts: Sequence[str]) -> float:
     return (time.perf_counter() - began) / max(len(texts), 1)
 
 
-def time_reading(model: Any, texts: Sequence[str], reading_length: int) -> float:
-    """Seconds per text encoded at ``reading_length`` tokens (the model's training length restored after)."""
-    training_length = model.max_seq_length
-    model.max_seq_length = reading_length
+@contextmanager
+def reading_at(model: Any, length: int) -> Iterator[None]:
+    """``model`` reads ``length`` tokens a text inside the block (its length as it was, restored after): the
+    written model's reading length where the training length differs (``--reading-seq-length``)."""
+    before = model.max_seq_length
+    model.max_seq_length = length
     try:
-        return time_encoding(model, texts)
+        yield
     finally:
-        model.max_seq_length = training_length
+        model.max_seq_length = before
+
+
+def time_reading(model: Any, texts: Sequence[str], reading_length: int) -> float:
+    """Seconds per text encoded at ``reading_length`` tokens."""
+    with reading_at(model, reading_length):
+        return time_encoding(model, texts)
 
 
 def measure_rates(model: Any, loss: Any, columns: dict[str, list[str]], batch_size: int,
