@@ -29,10 +29,9 @@ from pydantic import Field
 from dashrag.core.registry import register
 from dashrag.core.restriction import Restriction
 from dashrag.errors import EngineError
-from dashrag.filters.qdrant import payload_indexes
 from dashrag.indexes.base import Hits, IndexIdentity, VectorIndex
 from dashrag.indexes.engine import UPLOAD_BATCH, payloads_of
-from dashrag.indexes.qdrant_engine import QdrantConnectionParams, QdrantEngine
+from dashrag.indexes.qdrant_engine import QdrantConnectionParams, QdrantEngine, filter_payload_indexes
 from dashrag.indexes.qdrant_store import DenseLayout, Layout, SearchOptions
 
 if TYPE_CHECKING:
@@ -107,7 +106,7 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
         old = self.name
         target = self._choose_name(identity)
         if not (self.store.copies_collections and self.configured_name() is None and target != old
-                and not self._exists_named(target) and self._indexes_cover(old, change)):
+                and not self.collection_exists(target) and self._indexes_cover(old, change)):
             super().update_vectors(change, added, identity)
             return
         wanted = self.record_for(identity)
@@ -127,10 +126,6 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
             self.store.write_record(partial, wanted)
         self._name, self._record = target, wanted
 
-    def _exists_named(self, name: str) -> bool:
-        with self.engine_errors("checking the collection"):
-            return self.store.exists(name)
-
     def _indexes_cover(self, name: str, change: CorpusChange) -> bool:
         """Whether collection ``name``'s payload indexes cover every field and kind of the chunks ``change`` adds
         (a new filtered field, or a field's new kind, needs its index made before the points). Read from the
@@ -138,10 +133,10 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
         removal takes away leaves an index a rebuild would not make, which changes no answer."""
         from dashrag.filters.columns import MetadataColumns
 
-        wanted = payload_indexes(MetadataColumns([chunk.all_metadata for chunk in change.added]))
+        wanted = filter_payload_indexes(MetadataColumns([chunk.all_metadata for chunk in change.added]))
         with self.engine_errors("reading the payload indexes"):
             indexed = self.store.payload_indexes(name)
-        return all(indexed.get(key) == kind for key, kind in [("source_id", "keyword"), *wanted])
+        return all(indexed.get(key) == kind for key, kind in wanted)
 
     # -- search ------------------------------------------------------------------
     def search(self, query_vectors: np.ndarray, k: int, restriction: Restriction | None) -> list[Hits]:

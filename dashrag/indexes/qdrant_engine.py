@@ -146,8 +146,12 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
         return self.params.collection
 
     def exists(self) -> bool:
+        return self.collection_exists(self.name)
+
+    def collection_exists(self, name: str) -> bool:
+        """Whether the store holds collection ``name`` (this node's, or the one an update would write)."""
         with self.engine_errors("checking the collection"):
-            return self.store.exists(self.name)
+            return self.store.exists(name)
 
     def read_record(self) -> dict[str, Any] | None:
         with self.engine_errors("reading the dashrag record"):
@@ -170,9 +174,8 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
         raise NotImplementedError
 
     def payload_indexes(self) -> tuple[PayloadIndex, ...]:
-        """The payload indexes of the fields a restriction filters on: documents by ``source_id``, and the
-        metadata fields by kind (``filters/qdrant.payload_indexes``)."""
-        return (("source_id", "keyword"), *payload_indexes(self.require_infra().chunks.metadata_columns))
+        """What this node's collection indexes: its whole corpus's filtered fields (``filter_payload_indexes``)."""
+        return filter_payload_indexes(self.require_infra().chunks.metadata_columns)
 
     def finish_build(self, record: dict[str, Any]) -> None:
         with self.engine_errors("building the collection's indexes"):
@@ -230,6 +233,12 @@ class QdrantEngine(EngineIndex[Q], Generic[Q]):
 
     def missing_points(self, missing: list[int]) -> EngineError:
         return EngineError(f"{self.where()} lacks the points of chunk(s) {missing[:10]} (another shard, or edited)")
+
+
+def filter_payload_indexes(columns: Any) -> tuple[PayloadIndex, ...]:
+    """The payload indexes of the fields a restriction filters on, for chunks with metadata ``columns``: documents
+    by ``source_id``, and the metadata fields by kind (``filters/qdrant.payload_indexes``)."""
+    return (("source_id", "keyword"), *payload_indexes(columns))
 
 
 def strip_secrets(url: str) -> str:
