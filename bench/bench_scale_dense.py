@@ -45,7 +45,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engines import CLUSTERS, clustered, unit_random  # noqa: E402
-from bench_scale import CHANGED, folder_mib, percentiles  # noqa: E402
+from bench_scale import CHANGED, folder_mib, query_figures, removed_ids  # noqa: E402
 
 SEED = 36
 DIMENSION = 384
@@ -92,10 +92,6 @@ def added_documents() -> list:
             for i in range(CHANGED)]
 
 
-def removed_ids(size: int) -> list[str]:
-    return [f"d{i}" for i in range(0, size, max(1, size // CHANGED))][:CHANGED]
-
-
 def edge_shard_of(folder: Path) -> Path:
     """The Edge shard folder of a saved dense tree (``qdrant/edge/<collection>/shard``)."""
     shards = [p.parent for p in folder.glob("**/edge/*/shard/edge_config.json")]
@@ -120,16 +116,9 @@ def dashrag_build(work: Path, folder: Path) -> dict[str, Any]:
     return {"seconds": seconds, "saved_mib": round(folder_mib(folder), 1), "hnsw_indexed_vectors": indexed}
 
 
-def timed_queries(one, batch, queries: np.ndarray) -> dict[str, Any]:
-    one(queries[:1])  # first-query costs are not a figure
-    seconds = []
-    for i in range(len(queries)):
-        start = time.perf_counter()
-        one(queries[i:i + 1])
-        seconds.append(time.perf_counter() - start)
-    start = time.perf_counter()
-    batch(queries)
-    return {**percentiles(seconds), "batch_ms_per_query": round((time.perf_counter() - start) * 1000 / len(queries), 3)}
+def vector_query_figures(search, queries: np.ndarray) -> dict[str, Any]:
+    """bench_scale's query figures for a search of query vectors: each vector alone (one row), then all at once."""
+    return query_figures(search, lambda _rows: search(queries), [queries[i:i + 1] for i in range(len(queries))])
 
 
 def dashrag_query(work: Path, folder: Path) -> dict[str, Any]:
@@ -141,7 +130,7 @@ def dashrag_query(work: Path, folder: Path) -> dict[str, Any]:
     tree = dashrag.load(folder)
     load_s = time.perf_counter() - start
     assert isinstance(tree, DenseEmbeddingRetriever)
-    figures = timed_queries(tree.retrieve_vectors, tree.retrieve_vectors, queries)
+    figures = vector_query_figures(tree.retrieve_vectors, queries)
     tree.close()
     return {"load_s": load_s, **figures}
 
@@ -158,6 +147,7 @@ def dashrag_update(folder: Path, size: int, kind: str) -> dict[str, Any]:
 def edge_direct(work: Path, size: int) -> dict[str, Any]:
     """Qdrant Edge without dashrag, on a copy of the tree's shard: load, query, upsert 10, delete 10."""
     from qdrant_edge import (
+        CountRequest,
         EdgeShard,
         Point,
         QuantizationSearchParams,
@@ -179,7 +169,7 @@ def edge_direct(work: Path, size: int) -> dict[str, Any]:
                                                                  with_payload=False, with_vector=False)
                                                     for q in vectors.tolist()]))
 
-    figures = timed_queries(search, search, queries)
+    figures = vector_query_figures(search, queries)
     added = np.load(work / "added.npy")
     points = [Point(size + i, v, {"chunk_id": size + i, "source_id": f"new{i}", "text": f"chunk new {i}",
                                   "categories": {}, "metadata": {}, "filterable": {}})
@@ -195,7 +185,7 @@ def edge_direct(work: Path, size: int) -> dict[str, Any]:
         shard.optimize()
         shard.flush()
         timings[f"{name}_optimize_s"] = time.perf_counter() - start
-    count = int(shard.count(__import__("qdrant_edge").CountRequest(exact=True)))
+    count = int(shard.count(CountRequest(exact=True)))
     shard.close()
     return {"load_s": load_s, **figures, **timings, "count_after": count}
 
