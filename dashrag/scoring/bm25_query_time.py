@@ -210,10 +210,12 @@ def with_statistics(first: np.ndarray, second: np.ndarray, doc_ids: np.ndarray, 
                             n_docs=n_docs, params=params)
 
 
-def query_time_weights(counts: sp.spmatrix, params: BM25Parameters) -> QueryTimeWeights:
+def query_time_weights(counts: sp.spmatrix, params: BM25Parameters, block: int = 1 << 20) -> QueryTimeWeights:
     """The postings of a document-term count matrix (n_docs x vocab), for weights derived at query time.
 
-    The lengths are the row sums, as :func:`bm25.bm25_weights` takes them; duplicates are summed."""
+    The lengths are the row sums, as :func:`bm25.bm25_weights` takes them; duplicates are summed. The per-posting
+    arrays are computed in float64 ``block`` postings at a time and stored as float32, so the peak stays near the
+    size of the postings themselves (the eager weights' rule)."""
     import scipy.sparse as sp
 
     counts = sp.csr_matrix(counts)
@@ -223,10 +225,17 @@ def query_time_weights(counts: sp.spmatrix, params: BM25Parameters) -> QueryTime
     postings = counts.tocsc()
     postings.sum_duplicates()
     postings.eliminate_zeros()
-    doc_ids = postings.indices.astype(np.int32, copy=False)
-    first, second = FORMS[params.variant].posting_arrays(params, postings.data.astype(np.float64), lengths[doc_ids])
-    return with_statistics(first, second, doc_ids.copy() if doc_ids.base is not None else doc_ids,
-                           postings.indptr.astype(np.int64), lengths.astype(WEIGHT_DTYPE), params)
+    doc_ids = np.array(postings.indices, dtype=np.int32)  # its own compact array (no view of a larger buffer)
+    form = FORMS[params.variant]
+    first = np.empty(doc_ids.shape[0], dtype=WEIGHT_DTYPE)
+    second = np.empty(doc_ids.shape[0], dtype=WEIGHT_DTYPE)
+    for lo in range(0, doc_ids.shape[0], block):
+        hi = min(lo + block, doc_ids.shape[0])
+        first[lo:hi], second[lo:hi] = form.posting_arrays(params, postings.data[lo:hi].astype(np.float64),
+                                                          lengths[doc_ids[lo:hi]])
+    term_ptr = postings.indptr.astype(np.int64)
+    del postings
+    return with_statistics(first, second, doc_ids, term_ptr, lengths.astype(WEIGHT_DTYPE), params)
 
 
 def _check_consistent(parts: Mapping[str, np.ndarray], n_docs: int) -> None:

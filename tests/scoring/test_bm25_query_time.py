@@ -126,11 +126,13 @@ small_corpora = st.lists(st.lists(st.sampled_from("abcdefg"), max_size=8), min_s
 @given(small_corpora, st.lists(st.sampled_from("abcdefg"), min_size=1, max_size=5), st.sampled_from(CASES),
        st.data())
 def test_small_random_corpora_score_as_the_eager_weights_whole_and_restricted(docs, query, params, data):
-    """Empty chunks, repeated query terms, Okapi's floored idf (tiny corpora), every variant; and a restriction to
-    some chunks scores them exactly as the whole query-time index does (a filter changes no score)."""
+    """Empty chunks, repeated query terms, Okapi's floored idf (tiny corpora), every variant, blocks of postings
+    that split posting lists; and a restriction to some chunks scores them exactly as the whole query-time index
+    does (a filter changes no score)."""
     vocab: dict[str, int] = {}
     counts = counts_of(docs, vocab)
-    eager, derived = bm25_weights(counts, params), query_time_weights(counts, params)
+    block = data.draw(st.integers(1, 5))
+    eager, derived = bm25_weights(counts, params), query_time_weights(counts, params, block=block)
     terms = np.array([vocab[t] for t in query if t in vocab], dtype=np.int64)
     assert_scores_close(score_query(terms, derived), score_query(terms, eager),
                         score_query(terms, magnitudes(eager)))
