@@ -38,6 +38,28 @@ def top_k_rows(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) ->
     return found[np.lexsort((found, -values[selected]))][:k]
 
 
+def top_k_above(scores: np.ndarray, k: int, floor: float, allowed: np.ndarray | None = None) -> np.ndarray:
+    """The ``k`` best rows above ``floor`` (a leaf's hits), best first, ties to the lower row: :func:`top_k_rows`'s
+    rows with those at or below ``floor`` left out (a broad query may still return them: its caller cuts them).
+
+    Why: a keyword query matches a small share of the chunks (those sharing a term with it), and the selection's
+    ``partition`` over every row was most of a lone query's time (docs/scale.md, "Query-time weights"); one
+    comparison finds the rows above the floor, and when they are under half the rows only they are selected
+    among. Ties still go to the lower row (the rows above stay ascending). A floor of -inf (every row a
+    candidate) selects as :func:`top_k_rows` does.
+    """
+    scores = np.asarray(scores)
+    if floor == -np.inf or k <= 0:
+        return top_k_rows(scores, k, allowed)
+    above = scores > floor
+    if allowed is not None:
+        above &= allowed
+    if 2 * int(np.count_nonzero(above)) > scores.shape[0]:  # a broad query: every row, as before
+        return top_k_rows(scores, k, allowed)
+    rows = np.flatnonzero(above)
+    return rows[top_k_rows(scores[rows], k)]
+
+
 def by_distance(chunk_ids: Sequence[int], rows: np.ndarray, distances: np.ndarray) -> list[tuple[int, float]]:
     """``score_chunks``'s answer: ``[(chunk_id, distance)]`` ascending, ties in corpus (row) order."""
     ids = np.asarray(chunk_ids)

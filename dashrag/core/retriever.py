@@ -33,7 +33,7 @@ from dashrag.core.ask import Ask
 from dashrag.core.collection import young_garbage_only
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams
-from dashrag.core.ranking import by_distance, top_k_rows
+from dashrag.core.ranking import by_distance, top_k_above
 from dashrag.core.trace import TraceSettings, trace_node
 from dashrag.documents.model import ScoredChunk, SourceDocument
 from dashrag.documents.scored_chunks import ScoredChunks
@@ -395,9 +395,9 @@ class UnitRetriever(Retriever[P], Generic[P]):
               rows: np.ndarray | None = None) -> ScoredChunks:
         """One query's k best ``scores`` that are hits (above ``floor``), as chunks; ``rows``: the chunk rows the
         scores stand for (None: every row, in order)."""
-        picked = top_k_rows(scores, k, allowed)
+        picked = top_k_above(scores, k, floor, allowed)
         values = scores[picked]
-        hits = int(np.count_nonzero(values > floor))  # the misses are the tail, if any
+        hits = int(np.count_nonzero(values > floor))  # (every row picked is above the floor)
         return ScoredChunks(chunks, picked[:hits] if rows is None else rows[picked[:hits]], values[:hits],
                             self.component_name)
 

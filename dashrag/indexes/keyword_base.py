@@ -32,7 +32,7 @@ import numpy as np
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams
 from dashrag.indexes.base import Hits, IndexIdentity
-from dashrag.scoring.bm25 import BM25Weights
+from dashrag.scoring.bm25 import BM25Parameters, BM25Weights, PostingWeights, bm25_weights
 
 if TYPE_CHECKING:  # scipy, the filter language: imported where they are used, not by a lone query
     import scipy.sparse as sp
@@ -48,6 +48,14 @@ class KeywordIndex(ConfigObject[P], Generic[P]):
 
     #: the node scores in this process with its own arrays (True), or asks the index to search (False)
     in_process = False
+
+    def weigh(self, counts: sp.csr_matrix, params: BM25Parameters, identity: IndexIdentity) -> PostingWeights:
+        """Hold the weights of the chunks' term ``counts`` and return what the node scores with: here eager
+        weights (every posting's), which an engine stores as each chunk's row (:meth:`add`); the in-process
+        index keeps what derives them at query time instead (``keyword_in_memory.py``)."""
+        weights = bm25_weights(counts, params)
+        self.add(weights, identity)
+        return weights
 
     def add(self, weights: BM25Weights, identity: IndexIdentity) -> None:
         """Hold the node's BM25 weights (computed over the whole corpus)."""

@@ -152,21 +152,27 @@ class BM25Retriever(UnitRetriever[BM25Params]):
 
     def _weigh(self, counts: sp.csr_matrix) -> None:
         self._check_engine_function()
-        weights = scoring.bm25_weights(counts, self._parameters())
-        self.index.add(weights, self._identity())
+        weights = self.index.weigh(counts, self._parameters(), self._identity())  # query-time in process
         self._set_weights(weights)
 
-    def _set_weights(self, weights: scoring.BM25Weights) -> None:
+    def _set_weights(self, weights: scoring.PostingWeights) -> None:
         """The weights the node scores with (in-process), or only their per-term constants (on an engine: what
-        BM25+ adds for the query terms a chunk lacks, ``nonoccurrence``, with empty posting lists)."""
+        BM25+ adds for the query terms a chunk lacks, ``nonoccurrence``, with empty posting lists). DashAI's
+        whole-vector distances read every posting's weight (``eager``: computed once here)."""
         if not self.index.in_process:
-            weights = dataclasses.replace(weights, data=np.zeros(0, dtype=weights.data.dtype),
+            eager = weights.eager()
+            weights = dataclasses.replace(eager, data=np.zeros(0, dtype=eager.data.dtype),
                                           doc_ids=np.zeros(0, dtype=np.int32),
-                                          term_ptr=np.zeros(weights.vocab_size + 1, dtype=np.int64))
+                                          term_ptr=np.zeros(eager.vocab_size + 1, dtype=np.int64))
         self._weights = weights
-        self._norms = scoring.document_norms(weights) if self.params.similarity_function == "cosine" else None
-        self._rows = scoring.weight_rows(weights) if self._by_distance else None
-        self._dot_weights = dataclasses.replace(weights, nonoccurrence=np.zeros_like(weights.nonoccurrence))
+        every = weights.eager() if self._by_distance else None
+        self._norms = scoring.document_norms(every) if every is not None and self._cosine else None
+        self._rows = scoring.weight_rows(every) if every is not None else None
+        self._dot_weights = weights.without_absent_constant()
+
+    @property
+    def _cosine(self) -> bool:
+        return self.params.similarity_function == "cosine"
 
     def _encode_queries(self, queries: list[str]) -> list[str] | sp.csr_matrix:
         """The batch's term counts, analyzed in one pass; a lone BM25 query keeps its text
@@ -193,7 +199,7 @@ class BM25Retriever(UnitRetriever[BM25Params]):
             ]
         return self._score_matrix(q), floors
 
-    def _score_one(self, query: str, weights: scoring.BM25Weights | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _score_one(self, query: str, weights: scoring.PostingWeights | None = None) -> tuple[np.ndarray, np.ndarray]:
         """One query without building a sparse matrix (a single query is latency-bound), with the node's weights
         or ``weights`` (a filter's own postings)."""
         weights = self._weights if weights is None else weights
@@ -236,7 +242,7 @@ class BM25Retriever(UnitRetriever[BM25Params]):
         return [(ScoredChunks(chunks, rows, (sums + scoring.SCORE_DTYPE(self._floor(t))).astype(scoring.SCORE_DTYPE),
                               self.component_name), [], None) for t, (rows, sums) in zip(terms, found)]
 
-    def _cut_down(self, ask: Ask) -> tuple[np.ndarray, scoring.BM25Weights] | None:
+    def _cut_down(self, ask: Ask) -> tuple[np.ndarray, scoring.PostingWeights] | None:
         """A selective filter's rows and their posting lists alone (``InMemoryKeywordIndex.postings_of``), for BM25
         ranking (the distances compare whole vectors); None: score every chunk and mask."""
         if ask.restriction is None or ask.restriction.only_filter is None or self.params.similarity_function != "bm25":
@@ -244,7 +250,7 @@ class BM25Retriever(UnitRetriever[BM25Params]):
         index = cast("InMemoryKeywordIndex", self.index)  # in process: the in-memory index
         return index.postings_of(ask.restriction.row_mask(self.require_infra().chunks))
 
-    def _rank_among(self, rows: np.ndarray, weights: scoring.BM25Weights, query: str, k: int) -> Result:
+    def _rank_among(self, rows: np.ndarray, weights: scoring.PostingWeights, query: str, k: int) -> Result:
         """One query scored on ``rows`` alone (``weights``: their postings): the same scores as over every chunk."""
         scores, floors = self._score_one(query, weights)
         return self._hits(self.require_infra().chunks, scores[0], float(floors[0]), k, rows=rows), [], None

@@ -39,8 +39,8 @@ weight: it can never match, and BM25+'s ``log((N+1)/0)`` would be infinite.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Mapping, Protocol
 
 import numpy as np
 
@@ -206,6 +206,43 @@ def nonoccurrence(params: BM25Parameters, idf: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- the weight matrix
 
 
+class PostingWeights(Protocol):
+    """What scoring reads of a BM25 index: eager :class:`BM25Weights`, or the postings whose weights are derived
+    at query time (:class:`dashrag.scoring.bm25_query_time.QueryTimeWeights`)."""
+
+    @property
+    def n_docs(self) -> int: ...
+
+    @property
+    def params(self) -> BM25Parameters: ...
+
+    @property
+    def nonoccurrence(self) -> np.ndarray: ...
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    def postings(self, term: int, count: float) -> tuple[np.ndarray, np.ndarray]:
+        """The chunks of ``term``'s posting list and their weights times ``count``."""
+        ...
+
+    def restricted(self, rows: np.ndarray) -> PostingWeights:
+        """The posting lists of ``rows`` alone, renumbered, with the whole corpus's statistics."""
+        ...
+
+    def eager(self) -> BM25Weights:
+        """Every posting's weight (whole-vector distances, cosine, an engine's rows)."""
+        ...
+
+    def without_absent_constant(self) -> PostingWeights:
+        """The same postings without BM25+'s absent-term constant (the plain inner product)."""
+        ...
+
+    def to_arrays(self) -> dict[str, np.ndarray]: ...
+
+    def meta(self) -> dict: ...
+
+
 @dataclass(frozen=True)
 class BM25Weights:
     """Precomputed BM25 weights, term-major: the posting list of term ``t`` is
@@ -223,6 +260,21 @@ class BM25Weights:
     @property
     def vocab_size(self) -> int:
         return int(self.term_ptr.shape[0] - 1)
+
+    def postings(self, term: int, count: float) -> tuple[np.ndarray, np.ndarray]:
+        """The chunks of ``term``'s posting list and their stored weights times ``count`` (views when 1)."""
+        lo, hi = int(self.term_ptr[term]), int(self.term_ptr[term + 1])
+        values = self.data[lo:hi] if count == 1 else self.data[lo:hi] * SCORE_DTYPE(count)
+        return self.doc_ids[lo:hi], values
+
+    def restricted(self, rows: np.ndarray) -> BM25Weights:
+        return restrict_weights(self, rows)
+
+    def eager(self) -> BM25Weights:
+        return self
+
+    def without_absent_constant(self) -> BM25Weights:
+        return replace(self, nonoccurrence=np.zeros_like(self.nonoccurrence))
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The arrays to save as ``.npy`` files (no pickle); pair with :meth:`meta`."""
@@ -365,7 +417,7 @@ def bm25_weights(
 # ---------------------------------------------------------------- scoring
 
 
-def _score_into(weights: BM25Weights, term_ids: np.ndarray, term_counts, out: np.ndarray,
+def _score_into(weights: PostingWeights, term_ids: np.ndarray, term_counts, out: np.ndarray,
                 nonoccurrence: bool = True) -> None:
     """Write one query's BM25 scores into ``out`` (its row, n_docs float32), in place.
 
@@ -385,17 +437,15 @@ def _score_into(weights: BM25Weights, term_ids: np.ndarray, term_counts, out: np
     """
     out.fill(0)
     term_ids = np.asarray(term_ids)
-    starts = weights.term_ptr[term_ids].tolist()
-    stops = weights.term_ptr[term_ids + 1].tolist()
-    counts = [1] * len(starts) if term_counts is None else np.asarray(term_counts).tolist()
-    for lo, hi, count in zip(starts, stops, counts):
-        values = weights.data[lo:hi] if count == 1 else weights.data[lo:hi] * SCORE_DTYPE(count)
-        np.add.at(out, weights.doc_ids[lo:hi], values)
+    counts = [1] * len(term_ids) if term_counts is None else np.asarray(term_counts).tolist()
+    for term, count in zip(term_ids.tolist(), counts):
+        doc_ids, values = weights.postings(term, count)
+        np.add.at(out, doc_ids, values)
     if nonoccurrence and weights.params.variant == "bm25plus":
         out += absent_term_score(weights, term_ids, term_counts)
 
 
-def absent_term_score(weights: BM25Weights, term_ids, term_counts=None) -> SCORE_DTYPE:
+def absent_term_score(weights: PostingWeights, term_ids, term_counts=None) -> SCORE_DTYPE:
     """What every document scores for the query's terms it lacks: BM25+'s
     ``sum_i c_i * nonoccurrence[t_i]``, 0 for the other variants. In the score dtype,
     exactly as :func:`_score_into` adds it, so a document that matches no term scores
@@ -406,7 +456,7 @@ def absent_term_score(weights: BM25Weights, term_ids, term_counts=None) -> SCORE
     return SCORE_DTYPE(np.dot(counts, weights.nonoccurrence[np.asarray(term_ids)].astype(np.float64)))
 
 
-def _score_rows(weights: BM25Weights, row_ptr: np.ndarray, term_ids: np.ndarray, term_counts,
+def _score_rows(weights: PostingWeights, row_ptr: np.ndarray, term_ids: np.ndarray, term_counts,
                 nonoccurrence: bool = True) -> np.ndarray:
     """``S[r] = Q[r] @ W.T`` (+ BM25+'s constant) for the CSR arrays ``(row_ptr, term_ids,
     term_counts)`` of a query matrix ``Q``: a dense (rows x n_docs) float32 block."""
@@ -428,7 +478,7 @@ def _as_query_matrix(query_counts: sp.spmatrix, vocab_size: int) -> sp.csr_matri
     return q
 
 
-def score_queries(query_counts: sp.spmatrix, weights: BM25Weights) -> np.ndarray:
+def score_queries(query_counts: sp.spmatrix, weights: PostingWeights) -> np.ndarray:
     """BM25 scores of a batch: ``S = Q @ W.T + Q @ nonoccurrence`` (n_queries x n_docs, float32).
 
     ``Q`` holds each query's token *counts* (n_queries x vocab), as rank_bm25
@@ -438,7 +488,7 @@ def score_queries(query_counts: sp.spmatrix, weights: BM25Weights) -> np.ndarray
     return _score_rows(weights, q.indptr, q.indices, q.data)
 
 
-def score_query(term_ids, weights: BM25Weights, term_counts=None) -> np.ndarray:
+def score_query(term_ids, weights: PostingWeights, term_counts=None) -> np.ndarray:
     """BM25 scores of one query given its in-vocabulary term ids (repeats allowed), shape (n_docs,).
 
     The same product as :func:`score_queries` for one row, without building a
@@ -466,7 +516,7 @@ def document_norms(weights: BM25Weights) -> np.ndarray:
     return np.sqrt(np.bincount(weights.doc_ids, weights=squares, minlength=weights.n_docs))
 
 
-def cosine_scores(query_counts: sp.spmatrix, weights: BM25Weights, doc_norms: np.ndarray) -> np.ndarray:
+def cosine_scores(query_counts: sp.spmatrix, weights: PostingWeights, doc_norms: np.ndarray) -> np.ndarray:
     """Cosine between each query's count vector and each document's BM25 weight row.
 
     ``cos(q, d) = (q . W[d]) / (||q|| ||W[d]||)``, 0 where either norm is 0 (as
@@ -530,7 +580,7 @@ class TopK:
 
 def top_k_batch(
     query_counts: sp.spmatrix,
-    weights: BM25Weights,
+    weights: PostingWeights,
     k: int,
     allowed: np.ndarray | None = None,
 ) -> TopK:

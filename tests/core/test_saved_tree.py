@@ -122,3 +122,27 @@ def test_the_first_update_migrates_to_format_2_and_later_ones_shift_the_fingerpr
         assert_same_answers(answers(tree), rebuilt_answers(kept + NEW, tmp_path))
     finally:
         tree.close()
+
+
+def index_layout(folder: Path) -> str:
+    """The BM25 index's saved layout (weights.json's "layout"; eager weights, saved before query-time ones, have
+    none) in the snapshot the manifest names."""
+    import json
+
+    [weights] = (folder / read_manifest(folder)["snapshot"]).glob("nodes/*/weights.json")
+    return json.loads(weights.read_text(encoding="utf-8")).get("layout", "eager")
+
+
+def test_eager_weights_saved_before_answer_as_query_time_ones_and_an_update_writes_query_time(format_1, tmp_path):
+    """A folder saved with eager BM25 weights loads and scores with them (docs/scale.md, "Query-time weights"); a
+    rebuild of its documents derives the weights at query time and answers the same; its first update saves the
+    query-time layout."""
+    assert index_layout(format_1) == "eager"
+    tree = dashrag.load(format_1)
+    try:
+        assert_same_answers(answers(tree), rebuilt_answers(stored_documents(format_1), tmp_path))
+    finally:
+        tree.close()
+    assert index_layout(tmp_path / "rebuilt") == "query-time"
+    dashrag.update(format_1, add=NEW[:1])
+    assert index_layout(format_1) == "query-time"
