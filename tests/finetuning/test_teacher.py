@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -104,10 +106,7 @@ def test_negatives_read_from_the_cached_corpus_vectors_give_the_encoded_margins(
     negatives = [texts[4], texts[4], texts[0], "A text that is in no corpus, about the immune system."]
     for length in (256, 64):  # the trainer's length: the cache's, then another (nothing read: encoded as before)
         model = load_base(resolve_embedding_base("MiniLMEmbedding"), length, "cpu")
-
-        def encode(batch: list[str]) -> np.ndarray:
-            return encode_unit(model, batch)
-
+        encode = partial(encode_unit, model)
         encoded = HybridTeacher(lexical).margins(encode, queries, positives, negatives, length=length)
         teacher = HybridTeacher(lexical, cached)
         read = teacher.margins(encode, queries, positives, negatives, length=length)
