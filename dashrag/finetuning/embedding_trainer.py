@@ -203,7 +203,8 @@ def train_embedding(
     measures the base and the trained model itself, on vectors it computes anyway (the ``--corpus``
     pipeline: the whole corpus, from the embedding cache). With a ``teacher`` the loss is MarginMSE against its
     margins over the planned triples, scored by the base model before training (their encoding is planned as
-    part of each step's cost)."""
+    part of each step's cost: a query and two documents a triple, one where the teacher reads the negatives'
+    vectors from the base model's cached corpus vectors)."""
     from datasets import Dataset
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from sentence_transformers.losses import MarginMSELoss, MultipleNegativesRankingLoss
@@ -227,7 +228,8 @@ def train_embedding(
                           reading_length=hyper.reading_length)
     timings["probe_s"] = time.perf_counter() - began
     estimates = {**({"dev figures": dev_figure_seconds(data, rates)} if dev_figures else {}), **later(rates)}
-    teacher_step_s = 0.0 if teacher is None else hyper.batch_size * (rates.query_s + 2 * rates.document_s)
+    teacher_step_s = 0.0 if teacher is None else hyper.batch_size * (
+        rates.query_s + teacher.documents_per_triple(all_columns["negative"], hyper.max_seq_length) * rates.document_s)
     plan = plan_training(pairs, costs=Costs(spent_s=time.perf_counter() - allowance.started,
                                             step_s=rates.step_s + teacher_step_s, after_training_s=estimates),
                          budget_s=allowance.budget_s, batch_size=hyper.batch_size, epochs=hyper.epochs,
@@ -243,7 +245,7 @@ def train_embedding(
     margins = None
     if teacher is not None:
         margins = teacher.margins(lambda texts: encode_unit(model, texts), columns["anchor"], columns["positive"],
-                                  columns["negative"])
+                                  columns["negative"], length=int(model.max_seq_length))
         columns["label"] = margins.margins.tolist()
         set_seed(hyper.seed)
     timings["teacher_s"] = time.perf_counter() - began

@@ -44,7 +44,7 @@ from dashrag.finetuning.pairs import refuse_test_split
 from dashrag.finetuning.progress import Progress, counter, no_progress, quietly
 from dashrag.finetuning.pseudo_queries import SOURCES
 from dashrag.finetuning.step_probe import Rates
-from dashrag.finetuning.teacher import HybridTeacher, LexicalScorer
+from dashrag.finetuning.teacher import CachedVectors, HybridTeacher, LexicalScorer
 from dashrag.finetuning.training_data import TrainingData, prepare_training_data
 
 STEPS = ("mine", "train", "embed", "tune", "final")
@@ -91,16 +91,16 @@ class PseudoQueries:
     def prepare(self, settings: PipelineSettings, progress: Progress) -> LearnedFrom:
         """The pseudo-query data, mined; then the corpus embedded by the base model into the embedding cache
         (nothing to do when a tree on the base model already did it): the keep-the-base step's base tree and
-        the base's dense figures read those vectors, and the time it took counts as spent before the plan."""
+        the base's dense figures read those vectors, the teacher its negatives' vectors, and the time it took
+        counts as spent before the plan."""
         prepared = prepare_corpus_training_data(
             settings.dataset, workdir=settings.workdir, sources=self.sources,
             held_out_fraction=self.held_out_fraction, dev_fraction=settings.dev_fraction, seed=settings.hyper.seed,
             first_stage=settings.first_stage, progress=progress, writers=self.writers(settings))
         began = time.perf_counter()
-        embed_corpus(embedding_config(base_model_path(settings)), settings.dataset, settings.workdir, progress,
-                     step="embed base")
+        base_vectors = base_corpus_vectors(settings, progress)
         prepared.data.timings["embed_base_s"] = time.perf_counter() - began
-        return UnjudgedData(prepared, self.distill)
+        return UnjudgedData(prepared, self.distill, base_vectors)
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,7 @@ class UnjudgedData:
 
     prepared: CorpusTrainingData
     distill: bool
+    base_vectors: CachedVectors  # the base model's corpus vectors (the embedding cache's): the teacher's negatives
     # No dev-pool figures in the trainer: its pool is most of the corpus here (a pseudo-query's top 5 over
     # thousands of dev queries), encoded twice; the choice scores both dense models on the whole corpus instead,
     # from the vectors the embedding cache already holds (docs/finetuning.md).
@@ -167,7 +168,7 @@ class UnjudgedData:
         span task and cost it on SciFact's claims (docs/finetuning.md)."""
         if not self.distill:
             return None
-        return HybridTeacher(LexicalScorer.fit(first_stage, list(self.data.documents.values())))
+        return HybridTeacher(LexicalScorer.fit(first_stage, list(self.data.documents.values())), self.base_vectors)
 
     def choice_cost(self, rates: Rates, fit_s: float, rank_s: float) -> dict[str, float]:
         """The keep-the-base step's estimate: both hybrids fitted (their corpus vectors are cached: no document is
@@ -301,22 +302,47 @@ def check_settings(settings: PipelineSettings) -> dict[str, Any]:
     return bm25
 
 
-def embed_corpus(embedding_config: dict[str, Any], dataset: Path, workdir: Path, progress: Progress,
-                 step: str = "embed") -> Any:
-    """Chunk and store the corpus (documents whole), embed it with ``embedding_config`` into the embedding cache
-    (read from it when there already); the stored corpus's infrastructure."""
+def corpus_vectors(embedding: Any, dataset: Path, workdir: Path, progress: Progress,
+                   step: str) -> tuple[Any, Any]:
+    """Chunk and store the corpus (documents whole), embed it with ``embedding`` into the embedding cache (read
+    from it when there already); the stored corpus's infrastructure and the vectors, a row per chunk."""
     import dashrag
     from dashrag.api import prepare_corpus
-    from dashrag.core.factory import build_as
-    from dashrag.embeddings.base import EmbeddingModel
     from dashrag.embeddings.cache import document_vectors
 
     infra = prepare_corpus(dashrag.Corpus.from_path(dataset), workdir, WHOLE_DOCUMENTS)
-    embedding = build_as(embedding_config, EmbeddingModel, "embedding")
     progress(step, 0, len(infra.chunks))
-    document_vectors(embedding, infra.chunks, infra.env_path, on_block=lambda d, n: progress(step, d, n))
-    embedding.close()
+    vectors = document_vectors(embedding, infra.chunks, infra.env_path, on_block=lambda d, n: progress(step, d, n))
+    return infra, vectors
+
+
+def embed_corpus(embedding_config: dict[str, Any], dataset: Path, workdir: Path, progress: Progress,
+                 step: str = "embed") -> Any:
+    """The corpus embedded with ``embedding_config`` into the embedding cache (``corpus_vectors``); the stored
+    corpus's infrastructure."""
+    from dashrag.core.factory import build_as
+    from dashrag.embeddings.base import EmbeddingModel
+
+    embedding = build_as(embedding_config, EmbeddingModel, "embedding")
+    try:
+        infra, _ = corpus_vectors(embedding, dataset, workdir, progress, step)
+    finally:
+        embedding.close()
     return infra
+
+
+def base_corpus_vectors(settings: PipelineSettings, progress: Progress) -> CachedVectors:
+    """The corpus embedded by the base model (``corpus_vectors``), by text, with the tokens its model read a
+    text at: its own limit, as the hybrid's dense child reads it (no ``max_seq_length`` in its config)."""
+    from dashrag.core.factory import build_as
+    from dashrag.embeddings.sentence_transformer import SentenceTransformerEmbedding
+
+    embedding = build_as(embedding_config(base_model_path(settings)), SentenceTransformerEmbedding, "embedding")
+    try:
+        infra, vectors = corpus_vectors(embedding, settings.dataset, settings.workdir, progress, "embed base")
+        return CachedVectors.of(infra.chunks.texts, vectors, int(embedding.model().max_seq_length))
+    finally:
+        embedding.close()
 
 
 def qrels_queries(dataset: Path, split: str) -> int:

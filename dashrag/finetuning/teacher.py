@@ -11,6 +11,13 @@ first stage's BM25 score times ``lexical_weight``: the ratio of the two margins'
 triples, so both children weigh the same (as in the untuned hybrid), in the cosine's units, the ones the
 student's margins are measured in.
 
+The base model's half reads a negative's vector from the base model's cached corpus vectors (``CachedVectors``:
+the embedding cache's, which the pipeline embeds before training for the keep-the-base comparison) instead of
+encoding the document a second time, when those vectors were read at the tokens the teacher encodes at and the
+text is the cached one, character for character: a negative is a corpus document whole. A positive is its
+document without the query's words, a text no cache holds, so positives and queries are still encoded. On
+SciFact a triple's encoding is then a query and one document, not a query and two (docs/finetuning.md).
+
 The BM25 here scores any text against the corpus's statistics (idf, average length), since a pseudo-query's
 positive is its document without the query's words, a text the index does not hold. Its analysis and
 parameters are the first stage's (``--first-stage``, ``keyword`` by default).
@@ -19,7 +26,7 @@ parameters are the first stage's (``--first-stage``, ``keyword`` by default).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -78,6 +85,43 @@ class LexicalScorer:
 
 
 @dataclass(frozen=True)
+class CachedVectors:
+    """A corpus's vectors by the base model, by text, and the tokens a text was read at (the model's reading
+    length when they were embedded): what the teacher reads instead of encoding a corpus document again."""
+
+    rows: Mapping[str, int]  # a text -> its row of ``vectors`` (the first, where two documents share a text)
+    vectors: np.ndarray  # unit rows, as the embedding cache holds them
+    reading_length: int
+
+    @classmethod
+    def of(cls, texts: Sequence[str], vectors: np.ndarray, reading_length: int) -> CachedVectors:
+        rows: dict[str, int] = {}
+        for row, text in enumerate(texts):
+            rows.setdefault(text, row)
+        return cls(rows, vectors, reading_length)
+
+    def held(self, texts: Sequence[str], length: int) -> list[bool]:
+        """Which of ``texts`` are read from here by an encoder reading ``length`` tokens: none at another length
+        (a vector read at 256 tokens is not what an encoder reading 128 gives)."""
+        if length != self.reading_length:
+            return [False] * len(texts)
+        return [text in self.rows for text in texts]
+
+    def read_or_encode(self, encode: Encode, texts: Sequence[str], length: int) -> tuple[np.ndarray, int]:
+        """Unit vectors of ``texts``: the held ones read, the others encoded by ``encode`` (which reads ``length``
+        tokens); and how many were read."""
+        held = self.held(texts, length)
+        read = [i for i, is_held in enumerate(held) if is_held]
+        missing = [i for i, is_held in enumerate(held) if not is_held]
+        out = np.empty((len(texts), self.vectors.shape[1]), dtype=np.float32)
+        if missing:
+            out[missing] = encode([texts[i] for i in missing])
+        if read:
+            out[read] = self.vectors[[self.rows[texts[i]] for i in read]]
+        return out, len(read)
+
+
+@dataclass(frozen=True)
 class TeacherMargins:
     """score(query, positive) - score(query, negative) per triple, by the hybrid teacher, and its parts."""
 
@@ -85,6 +129,7 @@ class TeacherMargins:
     dense_margins: np.ndarray
     lexical_margins: np.ndarray
     lexical_weight: float
+    negatives_read: int = 0  # negatives whose base vector came from the cached corpus vectors, not encoded
 
     def describe(self) -> dict[str, Any]:
         """The model card's account of the teacher."""
@@ -95,24 +140,38 @@ class TeacherMargins:
                 "margin_mean": round(float(self.margins.mean()), 4),
                 "margin_std": round(float(self.margins.std()), 4),
                 "triples": int(self.margins.size),
-                "triples_with_negative_margin": int((self.margins < 0).sum())}
+                "triples_with_negative_margin": int((self.margins < 0).sum()),
+                "negatives_read_from_cached_vectors": self.negatives_read}
 
 
 @dataclass(frozen=True)
 class HybridTeacher:
-    """The untuned hybrid's margins: the base model's cosine (``encode``) and the first stage's BM25."""
+    """The untuned hybrid's margins: the base model's cosine (``encode``, or its ``cached`` corpus vectors for the
+    negatives) and the first stage's BM25."""
 
     lexical: LexicalScorer
+    cached: CachedVectors | None = None
+
+    def documents_per_triple(self, negatives: Sequence[str], length: int) -> float:
+        """Documents the base model encodes per triple, on average, reading ``length`` tokens: the positive, and
+        the negative unless its vector is cached (what the time budget plans each step's teacher cost with)."""
+        if self.cached is None or not negatives:
+            return 2.0
+        return 2.0 - sum(self.cached.held(negatives, length)) / len(negatives)
 
     def margins(self, encode: Encode, queries: Sequence[str], positives: Sequence[str],
-                negatives: Sequence[str]) -> TeacherMargins:
+                negatives: Sequence[str], *, length: int) -> TeacherMargins:
+        """``encode``: the base model reading ``length`` tokens a text."""
         asked = encode(list(queries))
-        dense = (np.einsum("ij,ij->i", asked, encode(list(positives)))
-                 - np.einsum("ij,ij->i", asked, encode(list(negatives))))
+        if self.cached is None:
+            against, read = encode(list(negatives)), 0
+        else:
+            against, read = self.cached.read_or_encode(encode, list(negatives), length)
+        dense = (np.einsum("ij,ij->i", asked, encode(list(positives))) - np.einsum("ij,ij->i", asked, against))
         words = self.lexical.pair_scores(queries, positives) - self.lexical.pair_scores(queries, negatives)
         spread = float(words.std())
         weight = float(dense.std()) / spread if spread > 0 else 0.0
-        return TeacherMargins(dense + weight * words, dense, words, weight)
+        return TeacherMargins(dense + weight * words, dense, words, weight, read)
 
 
-__all__ = ["Encode", "HybridTeacher", "LexicalScorer", "TeacherMargins"]
+__all__ = ["CachedVectors", "Encode", "HybridTeacher", "LexicalScorer", "TeacherMargins"]

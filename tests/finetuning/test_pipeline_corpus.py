@@ -65,6 +65,8 @@ def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_wh
     from sentence_transformers import SentenceTransformer
 
     assert SentenceTransformer(str(tmp_path / "model")).max_seq_length == 96
+    # the teacher encoded its negatives: the base model's cached corpus vectors read 256 tokens, not TINY's 64
+    assert report["model_card"]["recipe"]["teacher"]["negatives_read_from_cached_vectors"] == 0
     assert choice["held_out_queries"] > 0
     assert f"wrote the {choice['shipped']} tree" in result.stdout
     preset = json.loads((tmp_path / "mine.json").read_text(encoding="utf-8"))
