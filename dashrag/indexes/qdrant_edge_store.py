@@ -25,15 +25,16 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from dashrag.core.persistence import atomic_write_json
-from dashrag.filters.qdrant import edge_dialect, to_qdrant
+from dashrag.filters.qdrant import PayloadIndex, edge_dialect, to_qdrant
 from dashrag.indexes.engine import EngineFilter
 from dashrag.indexes.qdrant_store import DenseLayout, Found, Layout, QdrantStore, SearchOptions, StoredVectors
 
@@ -88,17 +89,25 @@ class EdgeStore(QdrantStore):
         shutil.rmtree(self._folder(name), ignore_errors=True)
 
     def create(self, name: str, layout: Layout) -> None:
-        from qdrant_edge import EdgeShard, PayloadSchemaType, UpdateOperation
+        from qdrant_edge import EdgeShard
 
         folder = self._folder(name)
         folder.mkdir(parents=True, exist_ok=True)
         shard = EdgeShard.create(str(folder / SHARD), edge_config(layout))
         with self._lock:
             self._shards[name] = shard
+        self.add_payload_indexes(name, layout.payload_indexes)  # before the points: the HNSW build links within them
+
+    def add_payload_indexes(self, name: str, indexes: Sequence[PayloadIndex]) -> None:
+        from qdrant_edge import PayloadSchemaType, UpdateOperation
+
         schemas = {"keyword": PayloadSchemaType.Keyword, "float": PayloadSchemaType.Float,
                    "bool": PayloadSchemaType.Bool}
-        for key, schema in layout.payload_indexes:  # before the points: the HNSW build links within filtered values
-            shard.update(UpdateOperation.create_field_index(key, schemas[schema]))
+        shard = self._shard(name)
+        indexed = self.payload_indexes(name) if indexes else {}
+        for key, schema in indexes:
+            if key not in indexed:
+                shard.update(UpdateOperation.create_field_index(key, schemas[schema]))
 
     def upsert_dense(self, name: str, ids: list[int], vectors: np.ndarray, payloads: list[dict[str, Any]]) -> None:
         from qdrant_edge import Point, UpdateOperation
@@ -124,14 +133,32 @@ class EdgeStore(QdrantStore):
     def changed_copy(self, source: str, target: str) -> Iterator[str]:
         """Copy ``source``'s shard files (its points, HNSW graph, quantized vectors and payload indexes as
         Edge wrote them: nothing read back, no graph built again) under a temporary name, let the caller
-        change it, then rename it to ``target`` in one step. ``source`` is never opened for writing, so the
-        tree that searches it keeps answering from it until an update is published; a kill before the rename
-        leaves only the temporary folder, which the next copy to ``target`` removes (docs/scale.md,
-        "Dense updates on Qdrant Edge")."""
-        self._shard(source).flush()  # what the copy reads is on disk
+        change it, then rename it to ``target`` in one step (:meth:`published_as`). ``source`` is never
+        opened for writing (nor opened at all unless this process has it open: then it is flushed first, so
+        that what the copy reads is on disk), so the tree that searches it keeps answering from it until an
+        update is published (docs/scale.md, "Dense updates on Qdrant Edge")."""
+        with self._lock:
+            opened = self._shards.get(source)
+        if opened is not None:
+            opened.flush()
+        with self.published_as(target) as partial:
+            shutil.copytree(self._folder(source) / SHARD, self._folder(partial) / SHARD)
+            yield partial
+
+    @contextmanager
+    def new_collection(self, target: str, layout: Layout) -> Iterator[str]:
+        """An empty collection with ``layout``, filled by the caller, renamed to ``target`` when it is done."""
+        with self.published_as(target) as partial:
+            self.create(partial, layout)
+            yield partial
+
+    @contextmanager
+    def published_as(self, target: str) -> Iterator[str]:
+        """A temporary name for a collection the caller writes, renamed to ``target`` in one step when the
+        context ends without an error (its shard closed first: it is on disk). A kill before the rename leaves
+        only the temporary folder, which the next write to ``target`` removes; an error removes it at once."""
         partial = target + PARTIAL_SUFFIX
         self.drop(partial)
-        shutil.copytree(self._folder(source) / SHARD, self._folder(partial) / SHARD)
         try:
             yield partial
             with self._lock:
@@ -172,10 +199,13 @@ class EdgeStore(QdrantStore):
 
     # -- search -------------------------------------------------------------------------
     def search_dense(self, name: str, queries: np.ndarray, k: int, where: EngineFilter | None,
-                     options: SearchOptions) -> list[Found]:
-        from qdrant_edge import Query, QueryRequest
+                     options: SearchOptions, hidden: Sequence[int] = ()) -> list[Found]:
+        from qdrant_edge import Filter, HasIdCondition, Query, QueryRequest
 
         params, condition = search_params(options), edge_filter(where)
+        if hidden:  # inside Edge's search, so the k answers are k live points
+            condition = Filter(must=[condition] if condition is not None else None,
+                               must_not=[HasIdCondition(point_ids=set(hidden))])
         requests = [QueryRequest(limit=k, query=Query.Nearest(q), filter=condition, params=params,
                                  with_payload=False, with_vector=False)
                     for q in np.asarray(queries, dtype=np.float32).tolist()]
