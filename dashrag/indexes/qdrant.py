@@ -61,7 +61,7 @@ class QdrantParams(QdrantConnectionParams):
     rescore: bool = Field(True, description="Quantized search: re-rank the candidates by their original vectors.")
     oversampling: float | None = Field(None, ge=1.0, description=(
         "Quantized search: fetch this many times top_k candidates before rescoring (default: Qdrant's, 1)."))
-    compact_fraction: float = Field(0.1, ge=0.0, description=(
+    compact_fraction: float = Field(0.01, ge=0.0, description=(
         "Embedded (Qdrant Edge) updates: added points go to a small delta collection and removed ones are hidden, "
         "until together they pass this fraction of the base collection's points; then the update writes one "
         "collection again. 0: every update does."))
