@@ -36,7 +36,7 @@ from tests.core.test_updating import (
     saved_tree,
     steps,
 )
-from tests.fixtures.save_phases import first_write_after, kill_in_phase
+from tests.fixtures.save_phases import kill_in_phase
 from tests.indexes.test_engine_updates import two_shards, with_index
 
 # never compacts on these small corpora: every update after the build goes to the delta and the tombstones
@@ -213,8 +213,7 @@ def test_sigkill_at_any_moment_of_a_dense_add_on_edge_leaves_the_old_or_the_new_
     old = state(base)
     complete = tmp_path / "complete"
     shutil.copytree(base, complete)
-    add = partial(_dashrag, "add", complete, "--corpus", tmp_path / "more.jsonl")
-    before_write_s = first_write_after(add, complete) / 2
+    assert _dashrag("add", complete, "--corpus", tmp_path / "more.jsonl").wait(timeout=300) == 0
     new = state(complete)
     assert new != old and len(collections(complete)) == 2  # the base and the delta
     # the moments the Edge path adds to a save's (those are killed in by tests/cli/test_update_commands.py): the delta
@@ -228,7 +227,7 @@ def test_sigkill_at_any_moment_of_a_dense_add_on_edge_leaves_the_old_or_the_new_
             assert _kill_while_the_delta_is_written(start, victim), "the add ended before its delta was written"
             killed_in = moment
         else:
-            killed_in = kill_in_phase(start, victim, moment, before_write_s)
+            killed_in = kill_in_phase(start, victim, moment, 0.0)  # (the seconds: for a kill before the first write)
         assert state(victim) in (old, new), f"killed {killed_in}: a mix of the old and the new tree"
         assert _dashrag("add", victim, "--corpus", tmp_path / "more.jsonl").wait(timeout=300) == 0
         assert state(victim) == new
