@@ -222,7 +222,8 @@ def child(phase: str, **options: Any) -> dict[str, Any]:
 
 def measure(size: int, work: Path, query_count: int) -> dict[str, Any]:
     """One row: inputs, build, query (twice), Edge direct on a copy of the built shard, then add 10, query,
-    remove 10, query on the tree in place."""
+    remove 10, query on the tree in place (after the add the tree searches its base and a delta, after the remove
+    the base with 10 tombstones hidden too: docs/scale.md "Dense updates on Qdrant Edge")."""
     work.mkdir(parents=True, exist_ok=True)
     folder = work / "tree"
     row: dict[str, Any] = {"documents": size, "started": time.strftime("%H:%M:%S", time.gmtime())}
@@ -236,6 +237,7 @@ def measure(size: int, work: Path, query_count: int) -> dict[str, Any]:
     row["add"] = child("add", folder=folder, **common)
     row["query_after_add"] = child("query", folder=folder, **common)
     row["remove"] = child("remove", folder=folder, **common)
+    row["query_after_remove"] = child("query", folder=folder, **common)
     row["ended"] = time.strftime("%H:%M:%S", time.gmtime())
     return row
 

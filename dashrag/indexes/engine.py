@@ -253,6 +253,18 @@ class EngineIndex(ConfigObject[P], Generic[P]):
         if reference.get("record") != wanted:
             raise PersistenceError(f"{folder / REFERENCE_FILE}: the reference does not match this tree's corpus, "
                                    f"model or shard ({describe_difference(reference.get('record'), wanted)})")
+        self.check_object(wanted, identity)
+        self.check_unchanged(reference)
+        self._record = wanted
+
+    def check_object(self, wanted: dict[str, Any], identity: IndexIdentity) -> None:
+        """Raise EngineError unless the engine object exists and holds what the loaded tree searches: its record
+        is ``wanted``, its layout the tree's and it holds ``wanted["count"]`` points."""
+        self.check_recorded(wanted, identity)
+        self.check_count(wanted["count"])
+
+    def check_recorded(self, wanted: dict[str, Any], identity: IndexIdentity) -> None:
+        """The object exists, its record is ``wanted`` and its layout the tree's."""
         if not self.exists():
             raise EngineError(f"{self.where()} does not exist (dropped, or another server); rebuild the tree")
         existing = self.read_record()
@@ -260,12 +272,12 @@ class EngineIndex(ConfigObject[P], Generic[P]):
             raise EngineError(f"{self.where()} holds another index than the saved tree "
                               f"({describe_difference(existing, wanted)}); rebuild with --overwrite")
         self.check_layout(identity)
+
+    def check_count(self, expected: int) -> None:
         count = self.count()
-        if count != wanted["count"]:
-            raise EngineError(f"{self.where()} holds {count} vectors, the tree was saved with {wanted['count']} "
+        if count != expected:
+            raise EngineError(f"{self.where()} holds {count} vectors, the tree was saved with {expected} "
                               "(edited since); rebuild with --overwrite")
-        self.check_unchanged(reference)
-        self._record = wanted
 
     # -- for subclasses ----------------------------------------------------------
     def display_location(self) -> str:

@@ -13,6 +13,7 @@ point per collection, id derived from its name, the record as payload).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -111,12 +112,15 @@ class ClientStore(QdrantStore):
                              sparse=tuple(sorted(params.sparse_vectors or {})))
 
     def search_dense(self, name: str, queries: np.ndarray, k: int, where: EngineFilter | None,
-                     options: SearchOptions) -> list[Found]:
+                     options: SearchOptions, hidden: Sequence[int] = ()) -> list[Found]:
         from qdrant_client import models
 
         # qdrant-client's local mode is always exact and warns about search params: servers only
         params = search_params(options) if self._server else None
         condition = client_filter(where)
+        if hidden:
+            condition = models.Filter(must=[condition] if condition is not None else None,
+                                      must_not=[models.HasIdCondition(has_id=list(hidden))])
         requests = [models.QueryRequest(query=q, limit=k, filter=condition, params=params, with_payload=False)
                     for q in np.asarray(queries, dtype=np.float32).tolist()]
         return self._run(name, requests)

@@ -19,6 +19,7 @@ exceptions; the index turns them into one ``EngineError`` naming Qdrant and the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -112,6 +113,15 @@ class QdrantStore:
         becomes ``target`` when the context ends without an error; only where ``copies_collections``."""
         raise NotImplementedError
 
+    def new_collection(self, target: str, layout: Layout) -> AbstractContextManager[str]:
+        """A context in which the caller fills a new, empty collection (the name it yields) that becomes
+        ``target`` when the context ends without an error; only where ``copies_collections``."""
+        raise NotImplementedError
+
+    def add_payload_indexes(self, name: str, indexes: Sequence[PayloadIndex]) -> None:
+        """Index these payload keys of an existing collection (those it does not index yet)."""
+        raise NotImplementedError
+
     def payload_indexes(self, name: str) -> dict[str, str]:
         """The payload keys the collection has indexed and how (``"keyword"``, ``"float"``, ``"bool"``)."""
         raise NotImplementedError
@@ -123,7 +133,9 @@ class QdrantStore:
         raise NotImplementedError
 
     def search_dense(self, name: str, queries: np.ndarray, k: int, where: EngineFilter | None,
-                     options: SearchOptions) -> list[Found]:
+                     options: SearchOptions, hidden: Sequence[int] = ()) -> list[Found]:
+        """Per query, the k best points that ``where`` allows and ``hidden`` does not name (a segment's
+        tombstones, ``qdrant_segments.py``), best first."""
         raise NotImplementedError
 
     def search_sparse(self, name: str, vector: str, queries: list[tuple[list[int], list[float]]], k: int,

@@ -104,8 +104,10 @@ def test_the_replaced_postgresql_table_is_dropped_once_the_update_is_published(a
 
 
 # a graph for the first tree's ~60 chunks (~90 KB of vectors), none for the dozen an update adds (below 40 KB: Edge
-# leaves them in a small segment searched exactly, as it leaves 10 documents added to a million)
-QDRANT_HNSW = {"component": "QdrantVectorIndex", "params": {"hnsw_threshold_kb": 40}}
+# leaves them in a small segment searched exactly, as it leaves 10 documents added to a million); compaction at every
+# update (the copy of the base's files; the delta and the tombstones before it: tests/indexes/test_qdrant_segments.py)
+QDRANT_HNSW = {"component": "QdrantVectorIndex", "params": {"hnsw_threshold_kb": 40, "compact_fraction": 0}}
+COMPACTING = {"component": "QdrantVectorIndex", "params": {"exact": True, "compact_fraction": 0}}
 
 
 def edge_segments(folder) -> dict[str, set[str]]:
@@ -115,7 +117,7 @@ def edge_segments(folder) -> dict[str, set[str]]:
 
 
 @pytest.mark.slow
-def test_a_dense_update_on_edge_changes_a_copy_of_the_collection_not_a_rebuild(abstracts, tmp_path,
+def test_a_dense_compaction_on_edge_changes_a_copy_of_the_collection_not_a_rebuild(abstracts, tmp_path,
                                                                               start_embeddings):
     """The new collection holds the old one's segments (the HNSW graph copied with its files, not built again),
     the old one is dropped once published, and the tree answers as a rebuild: exactly with an exact index (HNSW's
@@ -138,9 +140,9 @@ def test_a_dense_update_on_edge_changes_a_copy_of_the_collection_not_a_rebuild(a
 @pytest.mark.slow
 def test_a_dense_update_on_edge_that_brings_a_new_filtered_field_rebuilds_the_collection(abstracts, tmp_path,
                                                                                         start_embeddings):
-    """A field the old corpus did not have needs its payload index made before the points: the rebuild, and a
-    filter on it answers after the update."""
-    exact = with_index(DENSE, QDRANT_VECTORS)
+    """A compaction over a field the old corpus did not have needs its payload index made before the points: the
+    rebuild, and a filter on it answers after the update (through a delta: test_qdrant_segments.py)."""
+    exact = with_index(DENSE, COMPACTING)
     folder = saved_tree(exact, abstracts[:12], tmp_path, cache_dir=start_embeddings)
     before = edge_segments(folder)
     dated = replace(abstracts[20], metadata={**abstracts[20].metadata, "year": 2020})

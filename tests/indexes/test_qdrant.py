@@ -115,9 +115,15 @@ def test_a_damaged_shard_is_an_error_naming_qdrant_edge_and_the_collection(engin
     tree.close()
     shutil.rmtree(tmp_path / "qdrant" / "edge" / "damaged" / "shard" / "segments")
     (tmp_path / "qdrant" / "edge" / "damaged" / "shard" / "segments").write_text("not a folder")
-    with pytest.raises(EngineError, match=r"Qdrant collection 'damaged' at embedded storage .*\(Qdrant Edge\): "
-                                          r"counting points failed"):
-        dashrag.load(tmp_path)
+    # the load reads the collection's record and layout; its points are counted when a search first needs them
+    # (an update, which never searches, does not open the shard: docs/scale.md "Dense updates on Qdrant Edge")
+    loaded = dashrag.load(tmp_path)
+    try:
+        with pytest.raises(EngineError, match=r"Qdrant collection 'damaged' at embedded storage .*\(Qdrant Edge\): "
+                                              r"counting points failed"):
+            loaded.retrieve("cells")
+    finally:
+        loaded.close()
 
 
 def test_an_in_memory_collection_cannot_be_saved(engine_subset, engine_cache, tmp_path):
