@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,11 +143,20 @@ class PageProblems:
     def _is_expected(self, status: int, url: str) -> bool:
         return any(status == s and url.split("?")[0].endswith(path) for s, path in self.expected)
 
-    def watch(self, page: Any) -> None:
-        page.on("console", self._console)
-        page.on("pageerror", lambda e: self.found.append(f"uncaught: {e}"))
-        page.on("requestfailed", lambda r: self.found.append(f"request failed: {r.method} {r.url} {r.failure}"))
-        page.on("response", self._response)
+    def watch(self, page: Any) -> Callable[[], None]:
+        """Record the page's problems from now on; the function returned stops recording (a reused page,
+        ``tab``)."""
+        handlers = {"console": self._console, "pageerror": lambda e: self.found.append(f"uncaught: {e}"),
+                    "requestfailed": lambda r: self.found.append(f"request failed: {r.method} {r.url} {r.failure}"),
+                    "response": self._response}
+        for event, handler in handlers.items():
+            page.on(event, handler)
+
+        def unwatch() -> None:
+            for event, handler in handlers.items():
+                page.remove_listener(event, handler)
+
+        return unwatch
 
     def _console(self, message: Any) -> None:
         if message.type != "error":
@@ -184,11 +193,84 @@ def watched_page(browser: Any, problems: PageProblems, *, accept_downloads: bool
         context.close()
 
 
+class Tabs:
+    """One browser tab per locale for a test file, handed to its tests one after the other (``tab``).
+
+    A tab of its own costs each test about 1.5 s of Chromium's CPU (a new renderer process, the page's script
+    compiled again) where loading the page again in a tab already open costs about 0.4 s (docs/testing.md, "Eighth
+    pass"). What a test could leave behind for the next is undone in ``tab``: the document (each test loads the page
+    anew), the page's storage and cookies, routes, listeners, the window's size and the timeout. A tab that cannot be
+    reset, or whose ``tab`` block raised, is closed, and the next test gets a new one.
+    """
+
+    def __init__(self, browser: Any) -> None:
+        self._browser = browser
+        self._open: dict[str, Any] = {}
+
+    def page(self, locale: str) -> Any:
+        page = self._open.get(locale)
+        if page is None or page.is_closed():
+            page = self._open[locale] = self._browser.new_context(locale=locale).new_page()
+        return page
+
+    def reset(self, page: Any) -> None:
+        """Leave the tab as a new one would be: the origin's storage and the cookies cleared, no route, a blank
+        document (the old one's requests end here, unwatched); closed when that fails."""
+        try:
+            page.unroute_all(behavior="ignoreErrors")
+            if page.url.startswith("http"):
+                page.evaluate("() => { window.localStorage.clear(); window.sessionStorage.clear(); }")
+            page.context.clear_cookies()
+            page.goto("about:blank")
+        except Exception:
+            self.drop(page)
+            raise
+
+    def drop(self, page: Any) -> None:
+        self._open = {locale: p for locale, p in self._open.items() if p is not page}
+        page.context.close()
+
+    def close(self) -> None:
+        for page in self._open.values():
+            page.context.close()
+        self._open = {}
+
+
+@pytest.fixture(scope="module")
+def tabs(browser) -> Iterator[Tabs]:
+    reused = Tabs(browser)
+    try:
+        yield reused
+    finally:
+        reused.close()
+
+
+@contextmanager
+def tab(tabs: Tabs, problems: PageProblems, url: str, *, locale: str = "en-US",
+        viewport: tuple[int, int] = (1400, 1000), timeout_ms: int = 20_000) -> Iterator[Any]:
+    """The page at ``url`` in the file's tab for ``locale`` at ``viewport``, watched as ``watched_page`` watches a
+    page of its own: any problem fails the test when the block ends; then the tab is reset for the next test, or
+    closed if the test failed."""
+    page = tabs.page(locale)
+    page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+    page.set_default_timeout(timeout_ms)
+    unwatch = problems.watch(page)
+    try:
+        page.goto(url)
+        yield page
+        assert problems.found == [], problems.found
+    except BaseException:
+        unwatch()
+        tabs.drop(page)
+        raise
+    unwatch()
+    tabs.reset(page)
+
+
 @pytest.fixture()
-def page(browser, server, problems):
-    """A fresh page on the served web app in English; fails the test on any console error or failed request."""
-    with watched_page(browser, problems, accept_downloads=True) as opened:
-        opened.goto(server.url + "/")
+def page(tabs, server, problems):
+    """The served web app in English, loaded afresh; fails the test on any console error or failed request."""
+    with tab(tabs, problems, server.url + "/") as opened:
         opened.get_by_role("button", name="Choose the root component").wait_for()
         yield opened
 
