@@ -8,6 +8,7 @@ produced any fails (must-show (e)).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
@@ -116,13 +117,47 @@ def server(tmp_path_factory, web_llm) -> Iterator[Server]:
         yield Server(url, trees)
 
 
-@pytest.fixture(scope="module")
-def browser():
-    """One Chromium per test file, not per session: Playwright's sync API keeps an asyncio loop running in
-    the process while it is open, and under pytest-xdist a later file on the same worker that runs its own
-    loop (``asyncio.run``, ``anyio.run``: the MCP and rerank tests) would fail (docs/testing.md)."""
+@dataclass
+class Chromium:
+    """The worker's one Chromium and the asyncio loop Playwright's sync API runs it on.
+
+    Between two of its calls that API marks its loop as this thread's running loop (it resumes the loop in a
+    greenlet of its own at each call, ``playwright/_impl/_greenlets.py:wait_for_future``), so while the mark is there
+    a test's own loop (``asyncio.run``, ``anyio.run``: the MCP and rerank tests) cannot start. ``browser`` puts the
+    mark back for a web test file and takes it off after it, so a later file on the same worker runs its loops; a
+    Chromium of its own for each file (its start ~1.2 s of CPU and ~2 s of wall, its Playwright driver's included)
+    was the first answer to that (docs/testing.md, "First pass: what changed", "Eighth pass").
+    """
+
+    browser: Any
+    loop: asyncio.AbstractEventLoop
+
+    def resume(self) -> None:
+        asyncio.events._set_running_loop(self.loop)
+
+    def pause(self) -> None:
+        asyncio.events._set_running_loop(None)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Chromium]:
     with headless_chromium() as launched:
-        yield launched
+        running = Chromium(launched, asyncio.get_running_loop())
+        running.pause()
+        try:
+            yield running
+        finally:
+            running.resume()  # Playwright's own state while it closes the browser and the driver
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: Chromium) -> Iterator[Any]:
+    """The worker's Chromium for a test file; a later file's asyncio loops run as if it were closed (``Chromium``)."""
+    chromium.resume()
+    try:
+        yield chromium.browser
+    finally:
+        chromium.pause()
 
 
 @dataclass
@@ -194,7 +229,7 @@ def watched_page(browser: Any, problems: PageProblems, *, accept_downloads: bool
 
 
 class Tabs:
-    """One browser tab per locale for a test file, handed to its tests one after the other (``tab``).
+    """One browser tab per locale for a worker's web tests, handed to them one after the other (``tab``).
 
     A tab of its own costs each test about 1.5 s of Chromium's CPU (a new renderer process, the page's script
     compiled again) where loading the page again in a tab already open costs about 0.4 s (docs/testing.md, "Eighth
@@ -236,13 +271,23 @@ class Tabs:
         self._open = {}
 
 
-@pytest.fixture(scope="module")
-def tabs(browser) -> Iterator[Tabs]:
-    reused = Tabs(browser)
+@pytest.fixture(scope="session")
+def open_tabs(chromium: Chromium) -> Iterator[Tabs]:
+    reused = Tabs(chromium.browser)
     try:
         yield reused
     finally:
-        reused.close()
+        chromium.resume()
+        try:
+            reused.close()
+        finally:
+            chromium.pause()
+
+
+@pytest.fixture(scope="module")
+def tabs(browser, open_tabs: Tabs) -> Tabs:
+    """The worker's tabs (one per locale), for a test file's tests one after the other."""
+    return open_tabs
 
 
 @contextmanager
