@@ -8,6 +8,7 @@ produced any fails (must-show (e)).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,13 +117,47 @@ def server(tmp_path_factory, web_llm) -> Iterator[Server]:
         yield Server(url, trees)
 
 
-@pytest.fixture(scope="module")
-def browser():
-    """One Chromium per test file, not per session: Playwright's sync API keeps an asyncio loop running in
-    the process while it is open, and under pytest-xdist a later file on the same worker that runs its own
-    loop (``asyncio.run``, ``anyio.run``: the MCP and rerank tests) would fail (docs/testing.md)."""
+@dataclass
+class Chromium:
+    """The worker's one Chromium and the asyncio loop Playwright's sync API runs it on.
+
+    Between two of its calls that API marks its loop as this thread's running loop (it resumes the loop in a
+    greenlet of its own at each call, ``playwright/_impl/_greenlets.py:wait_for_future``), so while the mark is there
+    a test's own loop (``asyncio.run``, ``anyio.run``: the MCP and rerank tests) cannot start. ``browser`` puts the
+    mark back for a web test file and takes it off after it, so a later file on the same worker runs its loops; a
+    Chromium of its own for each file (its start ~1.2 s of CPU and ~2 s of wall, its Playwright driver's included)
+    was the first answer to that (docs/testing.md, "First pass: what changed", "Eighth pass").
+    """
+
+    browser: Any
+    loop: asyncio.AbstractEventLoop
+
+    def resume(self) -> None:
+        asyncio.events._set_running_loop(self.loop)
+
+    def pause(self) -> None:
+        asyncio.events._set_running_loop(None)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Chromium]:
     with headless_chromium() as launched:
-        yield launched
+        running = Chromium(launched, asyncio.get_running_loop())
+        running.pause()
+        try:
+            yield running
+        finally:
+            running.resume()  # Playwright's own state while it closes the browser and the driver
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: Chromium) -> Iterator[Any]:
+    """The worker's Chromium for a test file; a later file's asyncio loops run as if it were closed (``Chromium``)."""
+    chromium.resume()
+    try:
+        yield chromium.browser
+    finally:
+        chromium.pause()
 
 
 @dataclass
@@ -143,11 +178,20 @@ class PageProblems:
     def _is_expected(self, status: int, url: str) -> bool:
         return any(status == s and url.split("?")[0].endswith(path) for s, path in self.expected)
 
-    def watch(self, page: Any) -> None:
-        page.on("console", self._console)
-        page.on("pageerror", lambda e: self.found.append(f"uncaught: {e}"))
-        page.on("requestfailed", lambda r: self.found.append(f"request failed: {r.method} {r.url} {r.failure}"))
-        page.on("response", self._response)
+    def watch(self, page: Any) -> Callable[[], None]:
+        """Record the page's problems from now on; the function returned stops recording (a reused page,
+        ``tab``)."""
+        handlers = {"console": self._console, "pageerror": lambda e: self.found.append(f"uncaught: {e}"),
+                    "requestfailed": lambda r: self.found.append(f"request failed: {r.method} {r.url} {r.failure}"),
+                    "response": self._response}
+        for event, handler in handlers.items():
+            page.on(event, handler)
+
+        def unwatch() -> None:
+            for event, handler in handlers.items():
+                page.remove_listener(event, handler)
+
+        return unwatch
 
     def _console(self, message: Any) -> None:
         if message.type != "error":
@@ -184,11 +228,94 @@ def watched_page(browser: Any, problems: PageProblems, *, accept_downloads: bool
         context.close()
 
 
+class Tabs:
+    """One browser tab per locale for a worker's web tests, handed to them one after the other (``tab``).
+
+    A tab of its own costs each test about 1.5 s of Chromium's CPU (a new renderer process, the page's script
+    compiled again) where loading the page again in a tab already open costs about 0.4 s (docs/testing.md, "Eighth
+    pass"). What a test could leave behind for the next is undone in ``tab``: the document (each test loads the page
+    anew), the page's storage and cookies, routes, listeners, the window's size and the timeout. A tab that cannot be
+    reset, or whose ``tab`` block raised, is closed, and the next test gets a new one.
+    """
+
+    def __init__(self, browser: Any) -> None:
+        self._browser = browser
+        self._open: dict[str, Any] = {}
+
+    def page(self, locale: str) -> Any:
+        page = self._open.get(locale)
+        if page is None or page.is_closed():
+            page = self._open[locale] = self._browser.new_context(locale=locale).new_page()
+        return page
+
+    def reset(self, page: Any) -> None:
+        """Leave the tab as a new one would be: the origin's storage and the cookies cleared, no route, a blank
+        document (the old one's requests end here, unwatched); closed when that fails."""
+        try:
+            page.unroute_all(behavior="ignoreErrors")
+            if page.url.startswith("http"):
+                page.evaluate("() => { window.localStorage.clear(); window.sessionStorage.clear(); }")
+            page.context.clear_cookies()
+            page.goto("about:blank")
+        except Exception:
+            self.drop(page)
+            raise
+
+    def drop(self, page: Any) -> None:
+        self._open = {locale: p for locale, p in self._open.items() if p is not page}
+        page.context.close()
+
+    def close(self) -> None:
+        for page in self._open.values():
+            page.context.close()
+        self._open = {}
+
+
+@pytest.fixture(scope="session")
+def open_tabs(chromium: Chromium) -> Iterator[Tabs]:
+    reused = Tabs(chromium.browser)
+    try:
+        yield reused
+    finally:
+        chromium.resume()
+        try:
+            reused.close()
+        finally:
+            chromium.pause()
+
+
+@pytest.fixture(scope="module")
+def tabs(browser, open_tabs: Tabs) -> Tabs:
+    """The worker's tabs (one per locale), for a test file's tests one after the other."""
+    return open_tabs
+
+
+@contextmanager
+def tab(tabs: Tabs, problems: PageProblems, url: str, *, locale: str = "en-US",
+        viewport: tuple[int, int] = (1400, 1000), timeout_ms: int = 20_000) -> Iterator[Any]:
+    """The page at ``url`` in the file's tab for ``locale`` at ``viewport``, watched as ``watched_page`` watches a
+    page of its own: any problem fails the test when the block ends; then the tab is reset for the next test, or
+    closed if the test failed."""
+    page = tabs.page(locale)
+    page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+    page.set_default_timeout(timeout_ms)
+    unwatch = problems.watch(page)
+    try:
+        page.goto(url)
+        yield page
+        assert problems.found == [], problems.found
+    except BaseException:
+        unwatch()
+        tabs.drop(page)
+        raise
+    unwatch()
+    tabs.reset(page)
+
+
 @pytest.fixture()
-def page(browser, server, problems):
-    """A fresh page on the served web app in English; fails the test on any console error or failed request."""
-    with watched_page(browser, problems, accept_downloads=True) as opened:
-        opened.goto(server.url + "/")
+def page(tabs, server, problems):
+    """The served web app in English, loaded afresh; fails the test on any console error or failed request."""
+    with tab(tabs, problems, server.url + "/") as opened:
         opened.get_by_role("button", name="Choose the root component").wait_for()
         yield opened
 

@@ -12,6 +12,7 @@ import json
 import time
 
 import httpx
+import pytest
 from playwright.sync_api import expect
 
 from tests.web import test_newcomer
@@ -32,15 +33,33 @@ def language(words: dict) -> str:
     return "es" if words is STRINGS["es"] else "en"
 
 
-def fresh_tree(server, words, size, stem: str, tagged: bool = False) -> str:
-    """A keyword tree on examples/corpus of this run's own (the tests change its documents)."""
-    name = f"{stem}-{size[0]}-{language(words)}"
+def keyword_tree(server, name: str, tagged: bool = False) -> str:
+    """A keyword tree on examples/corpus built over the API, with the TAGGED documents added over it if asked."""
     build_tree(server.url, name, preset("keyword"))
     if tagged:
         job = httpx.post(f"{server.url}/trees/{name}/documents", json={"documents": TAGGED}).json()
         while httpx.get(f"{server.url}/jobs/{job['job_id']}").json()["status"] in ("queued", "running"):
             time.sleep(0.1)
     return name
+
+
+def fresh_tree(server, words, size, stem: str) -> str:
+    """A keyword tree of this run's own: for a test that changes its documents."""
+    return keyword_tree(server, f"{stem}-{size[0]}-{language(words)}")
+
+
+@pytest.fixture(scope="module")
+def read_tree(server) -> str:
+    """One keyword tree for the tests that only read it, at every size and language. Each test built its own, a
+    job in a worker process of its own: seconds each, for nothing these tests look at (docs/testing.md, "Eighth
+    pass")."""
+    return keyword_tree(server, "read-only")
+
+
+@pytest.fixture(scope="module")
+def tagged_tree(server) -> str:
+    """A keyword tree with the two TAGGED documents added over the API: the filter tests', which only query it."""
+    return keyword_tree(server, "tagged", tagged=True)
 
 
 def open_documents(page, words, name: str):
@@ -55,9 +74,9 @@ def tree_row(page, name: str):
     return page.locator(f'li[data-tree="{name}"]')
 
 
-def test_the_documents_panel_lists_a_trees_documents_a_page_at_a_time(shown, server):
-    page, words, size = shown
-    name = fresh_tree(server, words, size, "listed")
+def test_the_documents_panel_lists_a_trees_documents_a_page_at_a_time(shown, read_tree):
+    page, words, _ = shown
+    name = read_tree
     panel = open_documents(page, words, name)
     assert panel.locator(".documents-count").inner_text().startswith(words["docsCount"].format(total=8))
     rows = panel.locator("tbody tr")
@@ -108,9 +127,9 @@ def test_a_document_is_removed_only_after_confirmation(shown, server):
     tree_row(page, name).get_by_text(f"7 {words['documents']}").wait_for()
 
 
-def test_an_unknown_id_is_named_at_the_field_with_the_apis_message(shown, server, problems):
-    page, words, size = shown
-    name = fresh_tree(server, words, size, "unknown")
+def test_an_unknown_id_is_named_at_the_field_with_the_apis_message(shown, read_tree, problems):
+    page, words, _ = shown
+    name = read_tree
     problems.expect(404, f"/trees/{name}/documents/nope.md")
     panel = open_documents(page, words, name)
     field = panel.get_by_label(words["docsId"], exact=True)
@@ -125,9 +144,8 @@ def test_an_unknown_id_is_named_at_the_field_with_the_apis_message(shown, server
     assert panel.locator("tbody tr").count() == 8  # nothing changed
 
 
-def test_the_filter_box_is_checked_live_by_the_servers_own_check(shown, server):
-    page, words, size = shown
-    fresh_tree(server, words, size, "checked")
+def test_the_filter_box_is_checked_live_by_the_servers_own_check(shown, read_tree):
+    page, words, _ = shown
     page.get_by_role("button", name=words["tabQuery"]).click()
     box = page.get_by_label(words["filterLabel"])
     assert box.get_attribute("placeholder") == words["filterPlaceholder"]
@@ -146,9 +164,9 @@ def test_the_filter_box_is_checked_live_by_the_servers_own_check(shown, server):
     assert errors.locator("li").count() == 0
 
 
-def test_a_filtered_query_returns_only_matching_documents_and_says_its_filter(shown, server):
-    page, words, size = shown
-    name = fresh_tree(server, words, size, "filtered", tagged=True)
+def test_a_filtered_query_returns_only_matching_documents_and_says_its_filter(shown, tagged_tree):
+    page, words, _ = shown
+    name = tagged_tree
     page.get_by_role("button", name=words["tabQuery"]).click()
     tree_row(page, name).wait_for(timeout=15_000)
     page.locator(".query-form select").nth(0).select_option(name)
@@ -163,9 +181,9 @@ def test_a_filtered_query_returns_only_matching_documents_and_says_its_filter(sh
     assert json.loads(header.locator("code").inner_text()) == {"lang": {"$in": ["es", "de"]}, "year": {"$gte": 2020}}
 
 
-def test_a_filter_the_corpus_cannot_answer_is_named_at_the_box(shown, server, problems):
-    page, words, size = shown
-    name = fresh_tree(server, words, size, "misfit", tagged=True)
+def test_a_filter_the_corpus_cannot_answer_is_named_at_the_box(shown, tagged_tree, problems):
+    page, words, _ = shown
+    name = tagged_tree
     problems.expect(422, f"/trees/{name}/query")
     page.get_by_role("button", name=words["tabQuery"]).click()
     tree_row(page, name).wait_for(timeout=15_000)

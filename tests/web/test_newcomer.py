@@ -14,7 +14,7 @@ import pytest
 
 import dashrag
 from tests.conftest import EXAMPLE_CORPUS, REPO
-from tests.web.conftest import build_tree, preset
+from tests.web.conftest import build_tree, preset, tab
 
 STRINGS = json.loads((REPO / "frontend" / "src" / "strings.json").read_text(encoding="utf-8"))["strings"]
 SHOWN = [(1280, 720, "en"), (1280, 720, "es"), (1920, 1080, "en"), (1920, 1080, "es")]
@@ -30,33 +30,26 @@ def size_and_language(shown: tuple[int, int, str]) -> str:
 
 
 @pytest.fixture(params=EACH_ONCE, ids=size_and_language)
-def shown(request, browser, server, problems):
-    """A fresh page at the run's size in the run's language, and its words."""
-    yield from fresh_page(request.param, browser, server, problems)
+def shown(request, tabs, server, problems):
+    """The page loaded afresh at the run's size in the run's language, and its words."""
+    yield from fresh_page(request.param, tabs, server, problems)
 
 
 @pytest.fixture(params=SHOWN, ids=size_and_language)
-def shown_at_every_size(request, browser, server, problems):
+def shown_at_every_size(request, tabs, server, problems):
     """``shown`` at both sizes in both languages: for what must stay in view, which the window decides."""
-    yield from fresh_page(request.param, browser, server, problems)
+    yield from fresh_page(request.param, tabs, server, problems)
 
 
-def fresh_page(size_lang: tuple[int, int, str], browser, server, problems) -> Iterator[tuple]:
-    """A fresh page at that size in that language, and its words; the test fails on any problem of the page."""
+def fresh_page(size_lang: tuple[int, int, str], tabs, server, problems) -> Iterator[tuple]:
+    """The page loaded afresh at that size in that language (the file's tab for the language, reset: ``tab``), and
+    its words; the test fails on any problem of the page."""
     width, height, lang = size_lang
-    context = browser.new_context(viewport={"width": width, "height": height},
-                                  locale="es-ES" if lang == "es" else "en-US")
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    problems.watch(page)
     words = STRINGS[lang]
-    page.goto(server.url + "/")
-    page.get_by_role("button", name=words["chooseRoot"]).wait_for()
-    try:
+    with tab(tabs, problems, server.url + "/", locale="es-ES" if lang == "es" else "en-US", viewport=(width, height),
+             timeout_ms=30_000) as page:
+        page.get_by_role("button", name=words["chooseRoot"]).wait_for()
         yield page, words, (width, height)
-        assert problems.found == [], problems.found
-    finally:
-        context.close()
 
 
 def in_view(page, locator, size) -> bool:
