@@ -213,7 +213,8 @@ def test_sigkill_at_any_moment_of_a_dense_add_on_edge_leaves_the_old_or_the_new_
     old = state(base)
     complete = tmp_path / "complete"
     shutil.copytree(base, complete)
-    assert _dashrag("add", complete, "--corpus", tmp_path / "more.jsonl").wait(timeout=300) == 0
+    # only the killed commands need a process of their own; the complete add and the reruns run in this one
+    assert invoke("add", complete, "--corpus", tmp_path / "more.jsonl").exit_code == 0
     new = state(complete)
     assert new != old and len(collections(complete)) == 2  # the base and the delta
     # the moments the Edge path adds to a save's (those are killed in by tests/cli/test_update_commands.py): the delta
@@ -229,6 +230,7 @@ def test_sigkill_at_any_moment_of_a_dense_add_on_edge_leaves_the_old_or_the_new_
         else:
             killed_in = kill_in_phase(start, victim, moment, 0.0)  # (the seconds: for a kill before the first write)
         assert state(victim) in (old, new), f"killed {killed_in}: a mix of the old and the new tree"
-        assert _dashrag("add", victim, "--corpus", tmp_path / "more.jsonl").wait(timeout=300) == 0
+        rerun = invoke("add", victim, "--corpus", tmp_path / "more.jsonl")
+        assert rerun.exit_code == 0, f"killed {killed_in}: {rerun.output}"
         assert state(victim) == new
         assert len(collections(victim)) == 2, f"killed {killed_in}: {collections(victim)}"  # nothing left behind
