@@ -317,34 +317,50 @@ def restrict_weights(weights: BM25Weights, rows: np.ndarray) -> BM25Weights:
     ``score_query(...)[rows]``), and the statistics (idf, lengths, BM25+'s constants) stay the
     whole corpus's: a filter changes no score.
     """
-    renumbered = np.full(weights.n_docs, -1, dtype=np.int32)
+    kept, doc_ids, term_ptr = restricted_postings(weights.doc_ids, weights.term_ptr, weights.n_docs, rows)
+    return BM25Weights(data=weights.data[kept], doc_ids=doc_ids, term_ptr=term_ptr,
+                       nonoccurrence=weights.nonoccurrence, n_docs=len(rows), params=weights.params)
+
+
+def restricted_postings(doc_ids: np.ndarray, term_ptr: np.ndarray, n_docs: int,
+                        rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The term-major postings of the documents ``rows`` (ascending, unique) alone: (which postings are kept,
+    their documents renumbered ``0..len(rows)-1``, the new ``term_ptr``); every layout's per-posting arrays are
+    then cut with the same mask (:func:`restrict_weights`, ``QueryTimeWeights.restricted``)."""
+    renumbered = np.full(n_docs, -1, dtype=np.int32)
     renumbered[rows] = np.arange(len(rows), dtype=np.int32)
-    new_ids = renumbered[weights.doc_ids]
+    new_ids = renumbered[doc_ids]
     kept = new_ids >= 0
     kept_before = np.zeros(kept.shape[0] + 1, dtype=np.int64)  # kept postings before each position
     np.cumsum(kept, out=kept_before[1:])
-    return BM25Weights(data=weights.data[kept], doc_ids=new_ids[kept], term_ptr=kept_before[weights.term_ptr],
-                       nonoccurrence=weights.nonoccurrence, n_docs=len(rows), params=weights.params)
+    return kept, new_ids[kept], kept_before[term_ptr]
 
 
 def _check_consistent(w: BM25Weights) -> None:
     """Raise :class:`PersistenceError` unless the arrays describe one valid posting matrix."""
-    nnz = w.data.shape[0]
-    problems = []
-    if not (np.issubdtype(w.doc_ids.dtype, np.integer) and np.issubdtype(w.term_ptr.dtype, np.integer)):
-        problems.append("doc_ids and term_ptr must hold integers")
-    if w.data.ndim != 1 or w.doc_ids.shape != (nnz,):
+    problems = posting_problems(w.doc_ids, w.term_ptr, w.data.shape[0] if w.data.ndim == 1 else -1, w.n_docs)
+    if w.data.ndim != 1 or w.doc_ids.shape != w.data.shape:
         problems.append("data and doc_ids differ in length")
-    if w.term_ptr.ndim != 1 or w.term_ptr.shape[0] < 1 or w.term_ptr[0] != 0 or w.term_ptr[-1] != nnz:
-        problems.append("term_ptr does not span the postings")
-    elif np.any(np.diff(w.term_ptr) < 0):
-        problems.append("term_ptr is not monotone")
     if w.nonoccurrence.shape != (max(w.term_ptr.shape[0] - 1, 0),):
         problems.append("nonoccurrence does not match the vocabulary")
-    if nnz and (w.doc_ids.min() < 0 or w.doc_ids.max() >= w.n_docs):
-        problems.append("a posting names a document outside 0..n_docs-1")
     if problems:
         raise PersistenceError("BM25 weights: " + "; ".join(problems))
+
+
+def posting_problems(doc_ids: np.ndarray, term_ptr: np.ndarray, nnz: int, n_docs: int) -> list[str]:
+    """What is wrong with term-major postings of ``nnz`` entries over ``n_docs`` documents (empty: nothing), the
+    checks every saved layout shares before its own arrays' (a truncated or edited state is an error, never a
+    wrong score)."""
+    problems = []
+    if not (np.issubdtype(doc_ids.dtype, np.integer) and np.issubdtype(term_ptr.dtype, np.integer)):
+        problems.append("doc_ids and term_ptr must hold integers")
+    if term_ptr.ndim != 1 or term_ptr.shape[0] < 1 or term_ptr[0] != 0 or term_ptr[-1] != nnz:
+        problems.append("term_ptr does not span the postings")
+    elif np.any(np.diff(term_ptr) < 0):
+        problems.append("term_ptr is not monotone")
+    if nnz > 0 and doc_ids.shape == (nnz,) and (doc_ids.min() < 0 or doc_ids.max() >= n_docs):
+        problems.append("a posting names a document outside 0..n_docs-1")
+    return problems
 
 
 def _owned(array: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ float64 and stored in float32; within 1e-6 relative of them (``tests/scoring/tes
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, ClassVar, Mapping
 
 import numpy as np
@@ -36,6 +36,8 @@ from dashrag.scoring.bm25 import (
     BM25Weights,
     document_lengths,
     nonoccurrence,
+    posting_problems,
+    restricted_postings,
     tf_bm25l,
     variant_idf,
 )
@@ -154,20 +156,15 @@ class QueryTimeWeights:
     def restricted(self, rows: np.ndarray) -> QueryTimeWeights:
         """The posting lists of the chunks ``rows`` (ascending, unique) alone, renumbered ``0..len(rows)-1``,
         with the whole corpus's statistics (a filter changes no score; see :func:`bm25.restrict_weights`)."""
-        renumbered = np.full(self.n_docs, -1, dtype=np.int32)
-        renumbered[rows] = np.arange(len(rows), dtype=np.int32)
-        new_ids = renumbered[self.doc_ids]
-        kept = new_ids >= 0
-        kept_before = np.zeros(kept.shape[0] + 1, dtype=np.int64)
-        np.cumsum(kept, out=kept_before[1:])
-        return QueryTimeWeights(first=self.first[kept], second=self.second[kept], doc_ids=new_ids[kept],
-                                term_ptr=kept_before[self.term_ptr], lengths=self.lengths[rows], scale=self.scale,
+        kept, doc_ids, term_ptr = restricted_postings(self.doc_ids, self.term_ptr, self.n_docs, rows)
+        return QueryTimeWeights(first=self.first[kept], second=self.second[kept], doc_ids=doc_ids,
+                                term_ptr=term_ptr, lengths=self.lengths[rows], scale=self.scale,
                                 nonoccurrence=self.nonoccurrence, avgdl=self.avgdl, n_docs=len(rows),
                                 params=self.params)
 
     def without_absent_constant(self) -> QueryTimeWeights:
         """The same postings without BM25+'s absent-term constant (the plain inner product, ``dot``)."""
-        return _replace_constant(self, np.zeros_like(self.nonoccurrence))
+        return replace(self, nonoccurrence=np.zeros_like(self.nonoccurrence))
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in self.ARRAYS}
@@ -189,12 +186,6 @@ class QueryTimeWeights:
         _check_consistent(parts, n_docs)
         return with_statistics(parts["first"], parts["second"], parts["doc_ids"], parts["term_ptr"],
                                parts["lengths"], params)
-
-
-def _replace_constant(weights: QueryTimeWeights, constant: np.ndarray) -> QueryTimeWeights:
-    import dataclasses
-
-    return dataclasses.replace(weights, nonoccurrence=constant)
 
 
 def with_statistics(first: np.ndarray, second: np.ndarray, doc_ids: np.ndarray, term_ptr: np.ndarray,
@@ -241,18 +232,10 @@ def query_time_weights(counts: sp.spmatrix, params: BM25Parameters, block: int =
 def _check_consistent(parts: Mapping[str, np.ndarray], n_docs: int) -> None:
     first, second, doc_ids, term_ptr, lengths = (parts[name] for name in QueryTimeWeights.ARRAYS)
     nnz = first.shape[0] if first.ndim == 1 else -1
-    problems = []
-    if not (np.issubdtype(doc_ids.dtype, np.integer) and np.issubdtype(term_ptr.dtype, np.integer)):
-        problems.append("doc_ids and term_ptr must hold integers")
+    problems = posting_problems(doc_ids, term_ptr, nnz, n_docs)
     if nnz < 0 or second.shape != (nnz,) or doc_ids.shape != (nnz,):
         problems.append("the posting arrays differ in length")
-    if term_ptr.ndim != 1 or term_ptr.shape[0] < 1 or term_ptr[0] != 0 or term_ptr[-1] != nnz:
-        problems.append("term_ptr does not span the postings")
-    elif np.any(np.diff(term_ptr) < 0):
-        problems.append("term_ptr is not monotone")
     if lengths.shape != (n_docs,):
         problems.append(f"lengths cover {lengths.shape} chunks, the state {n_docs}")
-    if nnz > 0 and (doc_ids.min() < 0 or doc_ids.max() >= n_docs):
-        problems.append("a posting names a document outside 0..n_docs-1")
     if problems:
         raise PersistenceError("BM25 postings: " + "; ".join(problems))

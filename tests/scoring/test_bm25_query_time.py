@@ -141,3 +141,20 @@ def test_small_random_corpora_score_as_the_eager_weights_whole_and_restricted(do
     restricted = derived.restricted(rows)
     assert restricted.n_docs == rows.size
     np.testing.assert_array_equal(score_query(terms, restricted), score_query(terms, derived)[rows])
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda a: {**a, "doc_ids": a["doc_ids"] + a["lengths"].shape[0]}, "outside 0..n_docs-1"),
+    (lambda a: {**a, "term_ptr": a["term_ptr"][::-1].copy()}, "does not span"),
+    (lambda a: {**a, "doc_ids": a["doc_ids"].astype(np.float32)}, "must hold integers"),
+])
+def test_both_layouts_refuse_an_edited_posting_structure(scifact, edit, message):
+    """The checks the eager and the query-time layouts share (``bm25.posting_problems``): either refuses it."""
+    counts, _ = scifact
+    derived = query_time_weights(counts, BM25Parameters("okapi"))
+    with pytest.raises(PersistenceError, match=message):
+        QueryTimeWeights.from_arrays(edit(derived.to_arrays()), derived.meta())
+    eager = derived.eager()
+    edited = edit({**eager.to_arrays(), "lengths": derived.lengths})
+    with pytest.raises(PersistenceError, match=message):
+        BM25Weights.from_arrays({k: v for k, v in edited.items() if k != "lengths"}, eager.meta())
