@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -11,6 +13,17 @@ from tests.conftest import EXAMPLE_CORPUS
 
 def invoke(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def answers_of(folder, queries, digits: int) -> list:
+    """``dashrag query --json``'s (document id, score rounded to ``digits``) top 10 for each query: what a kill -9
+    test compares between the old tree, the new one and a killed update's folder."""
+    out = []
+    for q in queries:
+        result = invoke("query", folder, q, "--json", "--top-k", "10")
+        assert result.exit_code == 0, result.output
+        out.append([(r["document_id"], round(r["score"], digits)) for r in json.loads(result.output)["results"]])
+    return out
 
 
 def error_line(result) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from dashrag.store import segments
-from tests.cli.conftest import error_line, invoke
+from tests.cli.conftest import answers_of, error_line, invoke
 from tests.conftest import EXAMPLE_CORPUS, folder_digest
 from tests.fixtures.filesystem import immutable
 from tests.fixtures.save_phases import PHASES, first_write_after, kill_in_phase
@@ -109,12 +109,7 @@ def test_sigkill_at_any_moment_of_add_leaves_the_old_or_the_new_tree(scifact_sub
     queries = ["cancer cells", "protein expression in mice", "vitamin D"]
 
     def state(folder: Path) -> list:
-        out = []
-        for q in queries:
-            result = invoke("query", folder, q, "--json", "--top-k", "10")
-            assert result.exit_code == 0, result.output
-            out.append([(r["document_id"], round(r["score"], 5)) for r in json.loads(result.output)["results"]])
-        return out
+        return answers_of(folder, queries, 5)
 
     old = state(base)
     complete = tmp_path / "complete"

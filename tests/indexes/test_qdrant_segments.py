@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 import dashrag
 from dashrag.documents.corpus import Corpus
 from dashrag.indexes.qdrant_segments import Segments, merge_hits
-from tests.cli.conftest import invoke
+from tests.cli.conftest import answers_of, invoke
 from tests.conftest import folder_digest
 from tests.core.test_updating import (
     DENSE,
@@ -203,12 +203,7 @@ def test_sigkill_at_any_moment_of_a_dense_add_on_edge_leaves_the_old_or_the_new_
     assert invoke("index", config, "--corpus", tmp_path / "base.jsonl", "--out", base).exit_code == 0
 
     def state(folder: Path) -> list:
-        out = []
-        for q in QUERIES[:3]:
-            result = invoke("query", folder, q, "--json", "--top-k", "10")
-            assert result.exit_code == 0, result.output
-            out.append([(r["document_id"], round(r["score"], 4)) for r in json.loads(result.output)["results"]])
-        return out
+        return answers_of(folder, QUERIES[:3], 4)
 
     old = state(base)
     complete = tmp_path / "complete"
