@@ -25,7 +25,7 @@ parameters are the first stage's (``--first-stage``, ``keyword`` by default).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -94,6 +94,11 @@ class CachedVectors:
     reading_length: int
 
     @classmethod
+    def nothing(cls) -> CachedVectors:
+        """No vectors held: every text is encoded (a teacher given no corpus vectors)."""
+        return cls({}, np.zeros((0, 0), dtype=np.float32), 0)
+
+    @classmethod
     def of(cls, texts: Sequence[str], vectors: np.ndarray, reading_length: int) -> CachedVectors:
         rows: dict[str, int] = {}
         for row, text in enumerate(texts):
@@ -111,13 +116,14 @@ class CachedVectors:
         """Unit vectors of ``texts``: the held ones read, the others encoded by ``encode`` (which reads ``length``
         tokens); and how many were read."""
         held = self.held(texts, length)
+        if not any(held):  # (at another length, or nothing cached)
+            return np.asarray(encode(list(texts))), 0
         read = [i for i, is_held in enumerate(held) if is_held]
         missing = [i for i, is_held in enumerate(held) if not is_held]
         out = np.empty((len(texts), self.vectors.shape[1]), dtype=np.float32)
         if missing:
             out[missing] = encode([texts[i] for i in missing])
-        if read:
-            out[read] = self.vectors[[self.rows[texts[i]] for i in read]]
+        out[read] = self.vectors[[self.rows[texts[i]] for i in read]]
         return out, len(read)
 
 
@@ -150,12 +156,12 @@ class HybridTeacher:
     negatives) and the first stage's BM25."""
 
     lexical: LexicalScorer
-    cached: CachedVectors | None = None
+    cached: CachedVectors = field(default_factory=CachedVectors.nothing)
 
     def documents_per_triple(self, negatives: Sequence[str], length: int) -> float:
         """Documents the base model encodes per triple, on average, reading ``length`` tokens: the positive, and
         the negative unless its vector is cached (what the time budget plans each step's teacher cost with)."""
-        if self.cached is None or not negatives:
+        if not negatives:
             return 2.0
         return 2.0 - sum(self.cached.held(negatives, length)) / len(negatives)
 
@@ -163,10 +169,7 @@ class HybridTeacher:
                 negatives: Sequence[str], *, length: int) -> TeacherMargins:
         """``encode``: the base model reading ``length`` tokens a text."""
         asked = encode(list(queries))
-        if self.cached is None:
-            against, read = encode(list(negatives)), 0
-        else:
-            against, read = self.cached.read_or_encode(encode, list(negatives), length)
+        against, read = self.cached.read_or_encode(encode, list(negatives), length)
         dense = (np.einsum("ij,ij->i", asked, encode(list(positives))) - np.einsum("ij,ij->i", asked, against))
         words = self.lexical.pair_scores(queries, positives) - self.lexical.pair_scores(queries, negatives)
         spread = float(words.std())
