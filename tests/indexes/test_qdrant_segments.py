@@ -37,6 +37,7 @@ from tests.core.test_updating import (
     steps,
 )
 from tests.fixtures.save_phases import kill_in_phase
+from tests.indexes.conftest import dense_tree
 from tests.indexes.test_engine_updates import two_shards, with_index
 
 # never compacts on these small corpora: every update after the build goes to the delta and the tombstones
@@ -199,7 +200,10 @@ def test_sigkill_at_any_moment_of_a_dense_add_on_edge_leaves_the_old_or_the_new_
     (tmp_path / "base.jsonl").write_text("\n".join(lines[:40]) + "\n", encoding="utf-8")
     (tmp_path / "more.jsonl").write_text("\n".join(lines[40:44]) + "\n", encoding="utf-8")
     base = tmp_path / "base"
-    config = json.dumps(with_index(DENSE, SEGMENTED))
+    # ONNX MiniLM, not torch's: each killed `dashrag add` is a process of its own, which then embeds the added
+    # abstracts without importing torch and sentence-transformers (~1.5 s of CPU instead of ~8); what is killed is
+    # the save of the Edge index's delta, the same whatever model made the vectors (docs/testing.md, "Ninth pass")
+    config = json.dumps(with_index(dense_tree(top_k=8), SEGMENTED))
     assert invoke("index", config, "--corpus", tmp_path / "base.jsonl", "--out", base).exit_code == 0
 
     def state(folder: Path) -> list:

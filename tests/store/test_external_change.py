@@ -27,6 +27,7 @@ from dashrag.documents.corpus import Corpus
 from dashrag.errors import PersistenceError
 from dashrag.store.external_change import writer_lock
 from dashrag.store.store import Store
+from tests.cli.conftest import invoke
 from tests.core.test_updating import (
     CHUNKER,
     QUERIES,
@@ -214,6 +215,13 @@ main()
 """
 
 
+def _rerun_add(folder: Path, more: Path, store: str, killed_in: str) -> None:
+    """The killed ``dashrag add --store`` run again to its end. Only the killed commands need a process of their
+    own: this is the same command through typer's runner, in the test's process (docs/testing.md, "Ninth pass")."""
+    rerun = invoke("add", folder, "--corpus", more, "--store", store)
+    assert rerun.exit_code == 0, f"killed {killed_in}: {rerun.output}"
+
+
 def _states(folder: Path, store: str) -> list:
     return _loaded_answers(folder, store, QUERIES[:3])
 
@@ -251,7 +259,7 @@ def test_kill_9_at_any_moment_of_an_add_on_postgresql_leaves_the_old_or_the_new_
                                  "--store", store], capture_output=True, timeout=300)
         assert killed.returncode == -signal.SIGKILL
         assert (folder / PENDING_MANIFEST_NAME).exists() and _states(folder, store) == old
-        assert _dashrag("add", folder, "--corpus", more, "--store", store).wait(timeout=300) == 0
+        _rerun_add(folder, more, store, "before the commit")
         assert _states(folder, store) == new and not (folder / PENDING_MANIFEST_NAME).exists()
 
         # killed once in each of the other phases of the save (tests/fixtures/save_phases.py)
@@ -261,7 +269,7 @@ def test_kill_9_at_any_moment_of_an_add_on_postgresql_leaves_the_old_or_the_new_
                                       phase, before_write_s)
             assert _states(folder, store) in (old, new), f"killed {killed_in}: a mix of the old and the new tree"
             # the killed update can be run again, and it completes to the new tree
-            assert _dashrag("add", folder, "--corpus", more, "--store", store).wait(timeout=300) == 0
+            _rerun_add(folder, more, store, killed_in)
             assert _states(folder, store) == new and not (folder / PENDING_MANIFEST_NAME).exists()
     finally:
         for store in [base_store, *victims]:
