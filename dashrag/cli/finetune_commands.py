@@ -180,13 +180,15 @@ RECIPES = ("distill", "mnrl")  # --recipe with --corpus: the hybrid's margins (M
 
 
 def learning_source(dataset: Path | None, corpus: Path | None, sources: str | None, held_out_fraction: float,
-                    llm: str | None, llm_sample: int, recipe: str | None = None) -> tuple[Any, Path]:
+                    llm: str | None, llm_sample: int, recipe: str | None = None,
+                    learned_share: float | None = None) -> tuple[Any, Path]:
     """(what the pipeline learns from, the folder or file holding the documents): --dataset's judgements or
     --corpus's pseudo-queries, exactly one of them."""
     from dashrag.cli.config_files import resolve_component
     from dashrag.core.validation import validate_and_transform
     from dashrag.finetuning.pipeline import Judgements, PseudoQueries
     from dashrag.finetuning.pseudo_queries import SOURCES, chosen_sources
+    from dashrag.finetuning.weight_interpolation import LEARNED_SHARE, check_learned_share
 
     if (dataset is None) == (corpus is None):
         raise ConfigError([ConfigIssue("--dataset/--corpus", "give exactly one: --dataset (a judged BEIR folder) "
@@ -198,15 +200,21 @@ def learning_source(dataset: Path | None, corpus: Path | None, sources: str | No
         if recipe is not None:
             raise ConfigError([ConfigIssue("--recipe", "chooses how --corpus pseudo-queries train; --dataset's "
                                                        "judgements train MNRL")])
+        if learned_share is not None:
+            raise ConfigError([ConfigIssue("--learned-share", "averages a --corpus model with its base; a model "
+                                                              "learned from --dataset's judgements is written as "
+                                                              "trained")])
         return Judgements(), dataset
     if recipe is not None and recipe not in RECIPES:
         raise ConfigError([ConfigIssue("--recipe", f"{recipe!r} is not one of {', '.join(RECIPES)}")])
     chosen = chosen_sources(SOURCES if sources is None else (n.strip() for n in sources.split(",") if n.strip()))
+    share = LEARNED_SHARE if learned_share is None else learned_share
+    check_learned_share(share)
     llm_config = resolve_component(llm)
     if llm_config is not None:
         llm_config = validate_and_transform(llm_config, "llm")  # a bad config fails now, not after minutes
     return PseudoQueries(sources=chosen, held_out_fraction=held_out_fraction, llm=llm_config,
-                         llm_sample=llm_sample, distill=recipe != "mnrl"), corpus
+                         llm_sample=llm_sample, distill=recipe != "mnrl", learned_share=share), corpus
 
 
 @app.command("pipeline")
@@ -229,6 +237,10 @@ def pipeline_command(
     recipe: str | None = typer.Option(None, "--recipe", help="With --corpus: distill (default: learn the untuned "
                                                              "hybrid's score margins, MarginMSE) or mnrl (the "
                                                              "judged recipe's hard labels)."),
+    learned_share: float | None = typer.Option(None, "--learned-share",
+                                               help="With --corpus: after training, average the learned weights "
+                                                    "with the base model's (WiSE-FT), this share learned (default "
+                                                    "0.5; 1: as trained)."),
     out: Path = typer.Option(..., "--out", help="The preset to write, e.g. components/NAME.json."),
     model_dir: Path | None = typer.Option(None, "--model-dir", help="The model folder (default: "
                                                                      "models/<NAME>-embedding; never committed)."),
@@ -268,7 +280,8 @@ def pipeline_command(
     from dashrag.finetuning.base_model import resolve_embedding_base
     from dashrag.finetuning.pipeline import PipelineSettings, default_model_dir, run_pipeline
 
-    learn_from, documents = learning_source(dataset, corpus, sources, held_out_fraction, llm, llm_sample, recipe)
+    learn_from, documents = learning_source(dataset, corpus, sources, held_out_fraction, llm, llm_sample, recipe,
+                                            learned_share)
     if no_training and dataset is not None:
         raise ConfigError([ConfigIssue("--no-training", "tunes a tree on --corpus pseudo-queries; with judged queries "
                                                         "(--dataset) tune it with `dashrag tune`")])
@@ -276,6 +289,8 @@ def pipeline_command(
         raise ConfigError([ConfigIssue("--max-steps", "limits training; --no-training trains nothing")])
     if no_training and recipe is not None:
         raise ConfigError([ConfigIssue("--recipe", "chooses how a model trains; --no-training trains nothing")])
+    if no_training and learned_share is not None:
+        raise ConfigError([ConfigIssue("--learned-share", "averages a trained model; --no-training trains nothing")])
     check_output_file(out, "--out")
     check_output_file(json_out, "--json")
     folder = model_dir or default_model_dir(out)

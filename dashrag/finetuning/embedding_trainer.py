@@ -34,6 +34,7 @@ from dashrag.finetuning.step_probe import PROBE_STEPS, Rates, measure_rates, rea
 from dashrag.finetuning.teacher import HybridTeacher
 from dashrag.finetuning.trainer_arguments import shared_arguments
 from dashrag.finetuning.training_data import TrainingData, dev_pool
+from dashrag.finetuning.weight_interpolation import check_learned_share, interpolate_with_base
 
 DEV_POOL_DEPTH = 5  # first-stage candidates per dev query in the dev pool (with its judged documents)
 DEV_METRICS = "ndcg@10,recall@10"
@@ -195,6 +196,7 @@ def train_embedding(
     announce: Callable[[TrainingPlan], None] = lambda plan: None,
     dev_figures: bool = True,
     teacher: HybridTeacher | None = None,
+    learned_share: float = 1.0,
 ) -> dict[str, Any]:
     """Train from ``base`` on ``data`` within ``allowance``, write the model folder ``out`` with its card;
     return the card. Before training: measure the step and encoding rates, plan (``later`` estimates the
@@ -204,7 +206,8 @@ def train_embedding(
     pipeline: the whole corpus, from the embedding cache). With a ``teacher`` the loss is MarginMSE against its
     margins over the planned triples, scored by the base model before training (their encoding is planned as
     part of each step's cost: a query and two documents a triple, one where the teacher reads the negatives'
-    vectors from the base model's cached corpus vectors)."""
+    vectors from the base model's cached corpus vectors). With ``learned_share`` below 1 the trained weights are
+    averaged with the base's before the model is written (WiSE-FT, ``weight_interpolation``); the card says α."""
     from datasets import Dataset
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from sentence_transformers.losses import MarginMSELoss, MultipleNegativesRankingLoss
@@ -213,6 +216,7 @@ def train_embedding(
 
     hyper.check()
     allowance.check()
+    check_learned_share(learned_share)
     weights = resolve_embedding_base(base)
     pairs, all_columns = triples(data, prioritised_pairs(data.pairs, allowance.positives_per_query, hyper.seed),
                                  hyper.negative_skip)
@@ -262,6 +266,10 @@ def train_embedding(
         )
         output = without_printed_logs(trainer).train()
     timings["train_s"] = time.perf_counter() - began
+    if learned_share < 1:
+        began = time.perf_counter()
+        interpolate_with_base(model, load_base(weights, hyper.max_seq_length, device), learned_share)
+        timings["interpolate_s"] = time.perf_counter() - began
     model.max_seq_length = hyper.reading_length  # what the written model reads (and the dev figures with it)
     began = time.perf_counter()
     dev_tuned = pool_figures(model, data) if dev_figures else None
@@ -272,7 +280,7 @@ def train_embedding(
         "data": {**data.describe(), "trainable_pairs": len(pairs)},
         "plan": plan.describe(),
         "recipe": {"loss": type(loss).__name__, "negatives_per_pair": 1,
-                   "batch_sampler": "no_duplicates", "device": device,
+                   "batch_sampler": "no_duplicates", "device": device, "learned_share": learned_share,
                    "teacher": None if margins is None else {**margins.describe(),
                                                             "encoding_per_step_s": round(teacher_step_s, 3)}},
         "hyperparameters": asdict(hyper),

@@ -46,6 +46,7 @@ from dashrag.finetuning.pseudo_queries import SOURCES
 from dashrag.finetuning.step_probe import Rates
 from dashrag.finetuning.teacher import CachedVectors, HybridTeacher, LexicalScorer
 from dashrag.finetuning.training_data import TrainingData, prepare_training_data
+from dashrag.finetuning.weight_interpolation import LEARNED_SHARE
 
 STEPS = ("mine", "train", "embed", "tune", "final")
 K1_VALUES = (0.6, 0.9, 1.2, 1.5)
@@ -79,6 +80,7 @@ class PseudoQueries:
     llm: dict[str, Any] | None = None  # an LLM component config: doc2query for a sample of documents
     llm_sample: int = LLM_SAMPLE
     distill: bool = True  # train on the untuned hybrid's margins (MarginMSE), not MNRL's hard labels (--recipe)
+    learned_share: float = LEARNED_SHARE  # WiSE-FT: the trained weights' share, the base's the rest (--learned-share)
 
     def writers(self, settings: PipelineSettings) -> list[LLMQueryWriter]:
         """The LLM's doc2query writer when one is configured; its calls stop after LLM_BUDGET_SHARE of the budget."""
@@ -100,7 +102,7 @@ class PseudoQueries:
         began = time.perf_counter()
         base_vectors = base_corpus_vectors(settings, progress)
         prepared.data.timings["embed_base_s"] = time.perf_counter() - began
-        return UnjudgedData(prepared, self.distill, base_vectors)
+        return UnjudgedData(prepared, self.distill, base_vectors, self.learned_share)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ class JudgedData:
     """Judged training data: the tuned tree ships as is (its dev slice was judged by people)."""
 
     data: TrainingData
+    learned_share = 1.0  # judged queries are the user's own: the model is written as trained
     dev_figures = True  # the trainer's dev-pool figures (a few hundred documents): the card's base/fine-tuned figures
 
     def choose(self, settings: PipelineSettings, bm25: dict[str, Any], learned: dict[str, Any],
@@ -128,6 +131,7 @@ class UnjudgedData:
     prepared: CorpusTrainingData
     distill: bool
     base_vectors: CachedVectors  # the base model's corpus vectors (the embedding cache's): the teacher's negatives
+    learned_share: float  # WiSE-FT after training: pseudo-queries are spans, a user's queries are not
     # No dev-pool figures in the trainer: its pool is most of the corpus here (a pseudo-query's top 5 over
     # thousands of dev queries), encoded twice; the choice scores both dense models on the whole corpus instead,
     # from the vectors the embedding cache already holds (docs/finetuning.md).
@@ -432,7 +436,8 @@ def run_pipeline(settings: PipelineSettings, progress: Progress = no_progress,
         card = train_embedding(data, settings.model_dir, base=settings.base, hyper=settings.hyper,
                                device=settings.device, progress=progress, allowance=allowance,
                                later=later_steps(settings, learned_from), announce=announce,
-                               dev_figures=learned_from.dev_figures, teacher=learned_from.teacher(bm25))
+                               dev_figures=learned_from.dev_figures, teacher=learned_from.teacher(bm25),
+                               learned_share=learned_from.learned_share)
         timings["train_s"] = time.perf_counter() - began
         model = model_reference(settings.model_dir)
     config = hybrid_config(model, bm25)

@@ -85,6 +85,8 @@ def test_the_corpus_pipeline_writes_a_preset_and_says_which_tree_it_chose_and_wh
     assert all(0 <= figure <= 1 for figure in choice["dense_alone"].values())
     recipe = report["model_card"]["recipe"]  # the default recipe distils the untuned hybrid's margins
     assert recipe["loss"] == "MarginMSELoss"
+    assert recipe["learned_share"] == 0.5  # WiSE-FT: averaged with the base after training, the paper's default
+    assert report["settings"]["learn_from"]["learned_share"] == 0.5
     assert recipe["teacher"]["triples"] == report["model_card"]["plan"]["pairs_trained"]
     assert recipe["teacher"]["lexical_weight"] > 0 and recipe["teacher"]["encoding_per_step_s"] > 0
     assert "the dense model alone on the held-out pseudo-queries" in result.stdout
