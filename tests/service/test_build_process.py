@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from pathlib import Path
 
 import httpx
@@ -15,6 +14,7 @@ import pytest
 
 from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
+from tests.fixtures.jobs import finished_job
 from tests.service.conftest import KEYWORD, LoopbackServer
 
 GREEDY = {"component": "BM25Retriever", "params": {"vectorizer": {"component": "BagOfWordsConverter", "params": {
@@ -34,20 +34,12 @@ def greedy_corpus(tmp_path) -> Path:
     return root
 
 
-def finished(server: LoopbackServer, job_id: str, timeout: float = 300) -> dict:
-    deadline = time.monotonic() + timeout
-    while (status := httpx.get(f"{server.url}/jobs/{job_id}").json())["status"] in ("queued", "running"):
-        assert time.monotonic() < deadline, status
-        time.sleep(0.1)
-    return status
-
-
 def build(trees: Path, data: Path, config: dict, corpus: str, **limits) -> tuple[dict, list[str]]:
     app = create_app(ServiceSettings(trees_dir=trees, data_root=data, **limits))
     with LoopbackServer(app) as server:
         accepted = httpx.post(f"{server.url}/trees", json={"name": "big", "config": config, "corpus_path": corpus})
         assert accepted.status_code == 202, accepted.text
-        status = finished(server, accepted.json()["job_id"])
+        status = finished_job(server.url, accepted.json()["job_id"], within_s=300)
         listed = [t["name"] for t in httpx.get(f"{server.url}/trees").json()]
     return status, listed
 
