@@ -54,11 +54,13 @@ def test_a_build_over_build_memory_mb_is_stopped_and_leaves_nothing(trees_copy, 
 
 @pytest.mark.slow
 def test_a_build_over_build_timeout_sec_is_killed_even_in_a_stage_that_reports_nothing(trees_copy, greedy_corpus):
-    """Counting the n-grams reports nothing until it ends (over 30 s here): the worker is killed at 8 s."""
+    """Counting the n-grams reports nothing until it ends (over 30 s here): the worker is killed at 5 s, in that
+    stage (it reaches it ~2.4 s after the job starts, measured at load 13: docs/testing.md, "Ninth pass")."""
     status, listed = build(trees_copy, greedy_corpus, GREEDY, "letters.jsonl", build_memory_mb=1500,
-                           build_timeout_sec=8)
-    assert status["status"] == "failed" and status["error"] == "build stopped: over the time limit of 8 s", status
-    assert status["elapsed_s"] < 8 + 5
+                           build_timeout_sec=5)
+    assert status["status"] == "failed" and status["error"] == "build stopped: over the time limit of 5 s", status
+    assert status["stage"] == "fitting", status  # killed in the stage that reports nothing
+    assert status["elapsed_s"] < 5 + 5
     assert "big" not in listed and sorted(p.name for p in trees_copy.iterdir()) == ["kw", "scifact"]
 
 
