@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import tomllib
 import zipfile
 from importlib.metadata import distribution
@@ -30,6 +29,7 @@ from packaging.utils import canonicalize_name
 
 from dashrag.presets import PRESETS_DIR, preset_names
 from tests.conftest import EXAMPLE_CORPUS, REPO
+from tests.fixtures.jobs import finished_job
 from tests.web.conftest import serving
 
 pytestmark = pytest.mark.slow
@@ -232,17 +232,9 @@ def test_a_dense_index_missing_onnxruntime_names_the_extra_not_a_traceback(venv_
         semantic = json.loads((PRESETS_DIR / "semantic.json").read_text())
         job = httpx.post(f"{url}/trees", json={"name": "s", "config": semantic, "corpus_path": "corpus"})
         assert job.status_code == 202
-        status = wait_for(url, job.json()["job_id"])
+        status = finished_job(url, job.json()["job_id"], every=0.5, within_s=240)
     assert status["status"] == "failed" and "pip install 'dashrag[dense]'" in status["error"], status
     assert "loading the embedding model" not in status["stages"], status  # refused before any embedding
-
-
-def wait_for(url: str, job_id: str) -> dict:
-    deadline = time.monotonic() + 240
-    while (status := httpx.get(f"{url}/jobs/{job_id}").json())["status"] in ("queued", "running"):
-        assert time.monotonic() < deadline, status
-        time.sleep(0.5)
-    return status
 
 
 def test_the_wheel_declares_its_license_as_an_spdx_expression_with_its_text(wheel):

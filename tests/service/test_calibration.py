@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 import dashrag
+from dashrag.service.app import create_app
 from dashrag.service.calibration import (
     CACHE_FILE,
     Calibration,
@@ -22,8 +23,10 @@ from dashrag.service.calibration import (
     probe_queries,
     saturate,
 )
+from dashrag.service.settings import ServiceSettings
 from tests.conftest import EXAMPLE_CORPUS
 from tests.llm.openai_server import ScriptedOpenAIServer, select
+from tests.service.conftest import LoopbackServer
 from tests.web.conftest import serving
 
 
@@ -89,8 +92,9 @@ async def mcp_list_trees(trees: str) -> dict:
 
 @pytest.mark.slow
 def test_an_agentic_trees_calibration_calls_the_llm_once_per_save_not_at_every_start(tmp_path, monkeypatch):
-    """The service's first load probes the tree (an LLM call per probe that needs one); its next start and a
-    `dashrag mcp` read the cached calibration: no LLM call. The scripted OpenAI-protocol server counts the calls."""
+    """The service's first load (`dashrag serve`) probes the tree (an LLM call per probe that needs one); its next
+    start (the app started again, in this process) and a `dashrag mcp` read the cached calibration: no LLM call. The
+    scripted OpenAI-protocol server counts the calls."""
     monkeypatch.setenv(AGENTIC_KEY_VAR, "sk-calibration-test")
     with ScriptedOpenAIServer() as llm:
         llm.script(*[select(1, 2)] * 64)
@@ -103,8 +107,10 @@ def test_an_agentic_trees_calibration_calls_the_llm_once_per_save_not_at_every_s
         calls = len(llm.requests)  # one per probe that leaves the reranker more candidates than it keeps
         assert calls > 1 and first["kind"] == "saturating"
 
-        with serving(trees, env={AGENTIC_KEY_VAR: "sk-calibration-test"}) as url:
-            assert httpx.get(f"{url}/trees").json()[0]["calibration"] == first
+        # the next start: the same app in this process (a `dashrag serve` start is ~3.5 s of CPU; docs/testing.md,
+        # "Ninth pass"), which holds nothing of the first start's process: only the saved calibration can answer
+        with LoopbackServer(create_app(ServiceSettings(trees_dir=trees))) as server:
+            assert httpx.get(f"{server.url}/trees", timeout=60).json()[0]["calibration"] == first
         assert anyio.run(mcp_list_trees, str(trees))["trees"][0]["name"] == "agentic"
         assert len(llm.requests) == calls  # neither the second start nor the MCP server called the LLM
 

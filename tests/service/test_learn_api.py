@@ -4,7 +4,6 @@ documents without judgements, as a job on a real loopback server, with its repor
 from __future__ import annotations
 
 import json
-import time
 
 import httpx
 import pytest
@@ -14,6 +13,7 @@ from dashrag.presets import load_preset
 from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
 from tests.conftest import EXAMPLE_CORPUS, folder_digest
+from tests.fixtures.jobs import finished_job
 from tests.service.conftest import LoopbackServer
 
 # The smallest job the service accepts (models.LearnRequest: 8 tokens, 2 pairs a batch): a training step of MiniLM at
@@ -30,19 +30,13 @@ def trees(tmp_path):
     return folder
 
 
-def finished(server: LoopbackServer, job_id: str) -> dict:
-    while (status := httpx.get(f"{server.url}/jobs/{job_id}", timeout=60).json())["status"] in ("queued", "running"):
-        time.sleep(0.2)
-    return status
-
-
 @pytest.mark.slow
 def test_a_learn_job_reports_which_tree_it_chose_and_why_and_leaves_the_tree_alone(trees):
     with LoopbackServer(create_app(ServiceSettings(trees_dir=trees))) as server:
         before = folder_digest(trees / "docs")  # as the service left it on load (its score calibration cached)
         accepted = httpx.post(f"{server.url}/trees/docs/learn", json=TINY, timeout=60)
         assert accepted.status_code == 202, accepted.text
-        status = finished(server, accepted.json()["job_id"])
+        status = finished_job(server.url, accepted.json()["job_id"], every=0.2)
         assert status["status"] == "done", status
         # the progress named the pipeline's steps as they ran (each one, however briefly it lasted)
         assert status["stages"][0] == "reading the corpus" and "learning: training" in status["stages"]
@@ -74,7 +68,7 @@ def use_the_learned_tree_then_delete_both(trees, shipped: str) -> None:
         assert taken.status_code == 409 and "docs" in taken.json()["detail"]
         accepted = httpx.post(f"{server.url}/trees/docs/learned/build", json={"name": "learned"}, timeout=60)
         assert accepted.status_code == 202, accepted.text
-        assert finished(server, accepted.json()["job_id"])["status"] == "done"
+        assert finished_job(server.url, accepted.json()["job_id"], every=0.2)["status"] == "done"
         assert (trees / ".models-learned").is_dir() == (shipped == "learned")  # the base names no learned model
         assert httpx.delete(f"{server.url}/trees/docs", timeout=60).status_code == 204
         assert not (trees / "docs").exists() and not (trees / ".learned-docs").exists()

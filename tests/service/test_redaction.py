@@ -32,9 +32,10 @@ def test_no_error_body_holds_a_server_path_or_an_internal_url(trees_copy, tmp_pa
         reranked = httpx.post(f"{server.url}/retrieve", json={"query": "bm25", "collection_name": "kw"})
         reloaded = httpx.post(f"{server.url}/trees/broken/reload")
         job = httpx.post(f"{server.url}/trees", json={"name": "b", "config": KEYWORD, "corpus_path": "bad.jsonl"})
-        while (status := httpx.get(f"{server.url}/jobs/{job.json()['job_id']}")).json()["status"] in ("queued",
-                                                                                                      "running"):
-            time.sleep(0.1)
+        with httpx.Client(timeout=60) as client:  # one client for the wait (tests/fixtures/jobs.py)
+            while (status := client.get(f"{server.url}/jobs/{job.json()['job_id']}")).json()["status"] in (
+                    "queued", "running"):
+                time.sleep(0.1)
     assert reranked.status_code == 503 and reranked.json()["detail"].startswith("rerank: HttpReranker")
     assert reloaded.status_code == 503 and "cannot read the store" in reloaded.text
     assert status.json()["error"] == "<data root>/bad.jsonl:2: not valid JSON (Expecting property name enclosed in " \

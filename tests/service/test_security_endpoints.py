@@ -9,7 +9,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.service.test_security_trust_boundary import serve, wait_for_job
+from tests.fixtures.jobs import finished_job
+from tests.service.test_security_trust_boundary import serve
 
 PG_SECRET = "pg-allowed-password-91c2"
 ALLOWED_PG = "postgresql+psycopg://127.0.0.1:5432/postgres"
@@ -36,7 +37,7 @@ def test_a_connection_parameter_leading_away_from_the_allowed_database_is_refuse
         built = httpx.post(f"{server.url}/trees", json={
             "name": "leak", "config": keyword_tree(f"postgresql+psycopg://{elsewhere}"), "corpus_path": "corpus"})
         if built.status_code == 202:  # what the unfixed service did: build, connect there, send the password
-            wait_for_job(server.url, built.json()["job_id"], timeout=60)
+            finished_job(server.url, built.json()["job_id"], within_s=60)
     assert built.status_code == 422, built.text
     problem = {e["path"]: e["message"] for e in built.json()["detail"]}["params.index.params.url"]
     assert f"127.0.0.1:{password_collector.port}" in problem and "--allow-endpoint" in problem

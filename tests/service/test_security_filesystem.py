@@ -21,6 +21,7 @@ from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
 from tests.conftest import EXAMPLE_CORPUS
 from tests.fixtures.filesystem import immutable
+from tests.fixtures.jobs import finished_job
 from tests.service.conftest import KEYWORD, LoopbackServer
 
 
@@ -29,14 +30,6 @@ def served(trees: Path, **settings) -> Iterator[str]:
     with LoopbackServer(create_app(ServiceSettings(trees_dir=trees, data_root=EXAMPLE_CORPUS.parent,
                                                    **settings))) as server:
         yield server.url
-
-
-def finished(url: str, job_id: str) -> dict:
-    deadline = time.monotonic() + 300
-    while (status := httpx.get(f"{url}/jobs/{job_id}").json())["status"] in ("queued", "running"):
-        assert time.monotonic() < deadline, status
-        time.sleep(0.1)
-    return status
 
 
 @contextmanager
@@ -89,7 +82,7 @@ def test_deleting_a_tree_in_an_unwritable_trees_folder_is_a_503_and_the_tree_sta
 def test_a_build_into_an_unwritable_trees_folder_is_a_failed_job_or_a_503_never_a_500(trees_copy):
     with served(trees_copy) as url, unwritable(trees_copy):
         job = httpx.post(f"{url}/trees", json={"name": "new", "config": KEYWORD, "corpus_path": "corpus"})
-        status = finished(url, job.json()["job_id"])
+        status = finished_job(url, job.json()["job_id"], within_s=300)
         uploaded = httpx.post(f"{url}/trees", data={"name": "up", "config": json.dumps(KEYWORD)},
                               files={"corpus": ("a.txt", b"some text", "text/plain")})
         listed = [t["name"] for t in httpx.get(f"{url}/trees").json()]
@@ -115,7 +108,7 @@ def test_an_overwrite_build_never_unpublishes_the_tree(trees_copy):
             for _ in range(2):
                 job = httpx.post(f"{url}/trees", json={"name": "kw", "config": KEYWORD, "corpus_path": "corpus",
                                                        "overwrite": True})
-                assert finished(url, job.json()["job_id"])["status"] == "done"
+                assert finished_job(url, job.json()["job_id"], within_s=300)["status"] == "done"
             time.sleep(2.5)  # past the registry's rescan: the folder is looked at again while queries run
         finally:
             done.set()
@@ -168,7 +161,7 @@ def test_an_update_published_over_an_immutable_old_store_is_done_with_a_warning(
     posted = [{"id": "n.txt", "text": "sparse postings"}, {"id": "bm25.md", "text": "BM25, rewritten."}]
     with served(trees_copy) as url, immutable(old_store):
         job = httpx.post(f"{url}/trees/kw/documents", json={"documents": posted})
-        status = finished(url, job.json()["job_id"])
+        status = finished_job(url, job.json()["job_id"], within_s=300)
         top = httpx.post(f"{url}/trees/kw/query", json={"query": "sparse postings"}).json()["chunks"][0]
     assert status["status"] == "done" and status["counts"]["added"] == 1, status
     assert len(status["warnings"]) == 1 and "published" in status["warnings"][0] and "could not be removed" in \

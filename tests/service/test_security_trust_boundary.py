@@ -15,6 +15,7 @@ import pytest
 from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
 from tests.conftest import EXAMPLE_CORPUS
+from tests.fixtures.jobs import finished_job
 from tests.service.conftest import KEYWORD, LoopbackServer
 
 SECRET = "sk-server-secret-4f1c"  # the value of a server variable no client was allowed to name
@@ -29,15 +30,6 @@ def rerank_tree(api_base: str, var: str) -> dict:
 
 def serve(trees: Path, **settings) -> LoopbackServer:
     return LoopbackServer(create_app(ServiceSettings(trees_dir=trees, data_root=EXAMPLE_CORPUS.parent, **settings)))
-
-
-def wait_for_job(base: str, job_id: str, timeout: float = 120) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        status = httpx.get(f"{base}/jobs/{job_id}").json()
-        if status["status"] in ("done", "failed") or time.monotonic() > deadline:
-            return status
-        time.sleep(0.1)
 
 
 def uploads(folder: Path) -> list[tuple[str, tuple[str, bytes, str]]]:
@@ -78,7 +70,7 @@ def test_an_allowed_credential_and_endpoint_are_used_so_the_check_is_no_blanket_
         accepted = httpx.post(f"{server.url}/trees", json={"name": "allowed", "config": config,
                                                            "corpus_path": "corpus"})
         assert accepted.status_code == 202, accepted.text
-        assert wait_for_job(server.url, accepted.json()["job_id"])["status"] == "done"
+        assert finished_job(server.url, accepted.json()["job_id"], within_s=120)["status"] == "done"
         answer = httpx.post(f"{server.url}/trees/allowed/query", json={"query": "BM25 term frequency"})
     assert answer.status_code == 200 and answer.json()["chunks"]
     assert rerank_server.requests and all(r["headers"]["Authorization"] == f"Bearer {SECRET}"
@@ -156,5 +148,5 @@ def test_the_services_own_page_and_a_named_origin_may_build_and_queries_stay_ope
                            json={"query": "bm25", "collection_name": "kw"})
         for accepted in (own, named):
             assert accepted.status_code == 202, accepted.text
-            assert wait_for_job(server.url, accepted.json()["job_id"])["status"] == "done"
+            assert finished_job(server.url, accepted.json()["job_id"], within_s=120)["status"] == "done"
     assert query.status_code == 200 and query.headers["access-control-allow-origin"] == "*"

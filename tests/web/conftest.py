@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ import httpx
 import pytest
 
 from tests.conftest import REPO
+from tests.fixtures.jobs import finished_job
 from tests.llm.openai_server import ScriptedOpenAIServer
 
 CHROMIUM = Path(os.environ.get("DASHRAG_CHROMIUM", "/usr/bin/chromium"))
@@ -328,7 +328,6 @@ def build_tree(url: str, name: str, config: dict, corpus_path: str = "corpus") -
     """Index ``config`` over the API (POST /trees, then GET /jobs/{id} until it ends)."""
     job = httpx.post(f"{url}/trees", json={"name": name, "config": config, "corpus_path": corpus_path},
                      timeout=60).json()  # a loaded machine answers slowly
-    while (state := httpx.get(f"{url}/jobs/{job['job_id']}", timeout=60).json())["status"] in ("queued", "running"):
-        time.sleep(0.1)
+    state = finished_job(url, job["job_id"])
     if state["status"] != "done":
         raise RuntimeError(f"indexing {name} failed: {state['error']}")

@@ -9,12 +9,12 @@ Each test drives the real ``dashrag serve`` in Chromium; the words it looks for 
 from __future__ import annotations
 
 import json
-import time
 
 import httpx
 import pytest
 from playwright.sync_api import expect
 
+from tests.fixtures.jobs import finished_job
 from tests.web import test_newcomer
 from tests.web.conftest import build_tree, preset
 from tests.web.test_newcomer import STRINGS
@@ -38,8 +38,7 @@ def keyword_tree(server, name: str, tagged: bool = False) -> str:
     build_tree(server.url, name, preset("keyword"))
     if tagged:
         job = httpx.post(f"{server.url}/trees/{name}/documents", json={"documents": TAGGED}).json()
-        while httpx.get(f"{server.url}/jobs/{job['job_id']}").json()["status"] in ("queued", "running"):
-            time.sleep(0.1)
+        finished_job(server.url, job["job_id"])
     return name
 
 

@@ -4,12 +4,12 @@ tree's fields offered, a warning for a field no document has, and each hit's met
 from __future__ import annotations
 
 import json
-import time
 
 import httpx
 import pytest
 from playwright.sync_api import expect
 
+from tests.fixtures.jobs import finished_job
 from tests.web.conftest import build_tree, preset
 
 TAGGED = [
@@ -24,8 +24,7 @@ TAGGED = [
 def tagged(server) -> str:
     build_tree(server.url, "tagged-box", preset("keyword"))
     job = httpx.post(f"{server.url}/trees/tagged-box/documents", json={"documents": TAGGED}, timeout=60).json()
-    while httpx.get(f"{server.url}/jobs/{job['job_id']}", timeout=60).json()["status"] in ("queued", "running"):
-        time.sleep(0.1)
+    finished_job(server.url, job["job_id"])
     return "tagged-box"
 
 
