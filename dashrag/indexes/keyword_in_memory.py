@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
 from pydantic import Field
 
 from dashrag.core.params import ComponentParams

@@ -94,12 +94,14 @@ def segment_weights(base: PostingSegment, delta: PostingSegment | None, params: 
         n_docs, length_sum = n_docs + delta.n_rows, length_sum + delta.length_sum
     idf = variant_idf(params, df, n_docs)
     avgdl = length_sum / n_docs if n_docs else 0.0
-    statistics = {"scale": term_scale(params, idf), "nonoccurrence": nonoccurrence(params, idf).astype(WEIGHT_DTYPE),
-                  "avgdl": avgdl, "n_docs": n_docs, "params": params}
-    base_weights = QueryTimeWeights(**base.arrays(), **statistics)
-    if delta is None:
-        return base_weights
-    return SegmentedWeights(base_weights, QueryTimeWeights(**delta.arrays(), **statistics))
+    scale, constant = term_scale(params, idf), nonoccurrence(params, idf).astype(WEIGHT_DTYPE)
+
+    def weights_of(segment: PostingSegment) -> QueryTimeWeights:
+        return QueryTimeWeights(first=segment.first, second=segment.second, doc_ids=segment.doc_ids,
+                                term_ptr=segment.term_ptr, lengths=segment.lengths, scale=scale,
+                                nonoccurrence=constant, avgdl=avgdl, n_docs=n_docs, params=params)
+
+    return weights_of(base) if delta is None else SegmentedWeights(weights_of(base), weights_of(delta))
 
 
 @dataclass(frozen=True)
