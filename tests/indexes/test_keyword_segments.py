@@ -17,6 +17,7 @@ import dashrag
 from dashrag.core.persistence import read_manifest
 from dashrag.documents.corpus import Corpus
 from dashrag.errors import PersistenceError
+from dashrag.scoring.bm25_segments import SegmentedWeights
 from tests.core.test_updating import (
     CHUNKER,
     QUERIES,
@@ -110,3 +111,30 @@ def test_random_updates_across_compactions_answer_as_rebuilds(abstracts, tmp_pat
 
     monkeypatch.setattr(count_segments, "COMPACT_FRACTION", 0.2)
     check_property(keyword(0.1), abstracts, tmp_path, sequence)
+
+
+def test_a_filtered_query_after_an_add_answers_as_a_rebuild(abstracts, tmp_path):
+    """A selective filter's own postings are cut from both segments (``SegmentedWeights.restricted``)."""
+    documents = abstracts[1:24]  # 11 of 23 "even": under half the chunks, so the filter gets postings of its own
+    tree = dashrag.build(keyword(0.5), Corpus(tuple(documents[:20])), tmp_path / "tree", chunker=CHUNKER)
+    tree.save(tmp_path / "tree")
+    tree.close()
+    dashrag.update(tmp_path / "tree", add=documents[20:])
+    wanted = {"TOPIC": "even"}
+
+    def filtered(tree) -> list:
+        return [[(c.document_id, c.chunk.position, c.score) for c in tree.retrieve(q, filters=wanted)[0]]
+                for q in QUERIES]
+
+    tree = dashrag.load(tmp_path / "tree")
+    rebuilt = dashrag.build(keyword(0.5), Corpus(tuple(documents)), tmp_path / "re", chunker=CHUNKER)
+    try:
+        got, expected = filtered(tree), filtered(rebuilt)
+        assert isinstance(tree.index.weights, SegmentedWeights)  # a base and a delta
+        assert any(cut is not None for _, cut in tree.index._cut_down.values())  # the filter's own postings
+    finally:
+        tree.close()
+        rebuilt.close()
+    even = {d.id for d in documents if d.metadata["TOPIC"] == ("even",)}
+    assert any(got) and all(d in even for row in got for d, _, _ in row)
+    assert_same_answers(got, expected)
