@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from dashrag.scoring.bm25 import WEIGHT_DTYPE, BM25Parameters, BM25Weights, nonoccurrence, variant_idf
-from dashrag.scoring.bm25_query_time import FORMS, QueryTimeWeights, term_scale
+from dashrag.scoring.bm25_query_time import QueryTimeWeights, query_time_weights, term_scale
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -57,21 +57,11 @@ class PostingSegment:
 
     @classmethod
     def of_counts(cls, counts: sp.csr_matrix, params: BM25Parameters, first_row: int) -> PostingSegment:
-        """The postings of the rows ``counts`` (numbered from ``first_row`` in the corpus)."""
-        import scipy.sparse as sp
-
-        from dashrag.scoring.bm25 import document_lengths
-
-        counts = sp.csr_matrix(counts)
-        lengths = document_lengths(counts)
-        postings = counts.tocsc()
-        postings.sum_duplicates()
-        postings.eliminate_zeros()
-        doc_ids = np.array(postings.indices, dtype=np.int64)
-        first, second = FORMS[params.variant].posting_arrays(params, postings.data.astype(np.float64),
-                                                             lengths[doc_ids])
-        return cls(first, second, (doc_ids + first_row).astype(np.int32), postings.indptr.astype(np.int64),
-                   lengths.astype(WEIGHT_DTYPE))
+        """The postings of the rows ``counts`` (numbered from ``first_row`` in the corpus), made as
+        :func:`bm25_query_time.query_time_weights` makes them (in blocks: the peak stays near the postings' size)."""
+        made = query_time_weights(counts, params)
+        doc_ids = made.doc_ids if first_row == 0 else (made.doc_ids + np.int32(first_row)).astype(np.int32)
+        return cls(made.first, made.second, doc_ids, made.term_ptr, made.lengths)
 
     @classmethod
     def of_weights(cls, weights: QueryTimeWeights) -> PostingSegment:

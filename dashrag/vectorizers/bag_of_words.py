@@ -389,7 +389,9 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
             # rows' columns keeps every row's columns ascending: no re-sort, no column selection over the corpus
             moved = np.array([column.get(t, -1) for t in old_terms], dtype=kept.indices.dtype)
             kept = sp.csr_matrix((kept.data, moved[kept.indices], kept.indptr), shape=(kept.shape[0], len(terms)))
-            kept.sort_indices()  # after adds the old columns are not sorted (new terms came last): rows may not be
+            present = moved[moved >= 0]
+            if present.size > 1 and not bool(np.all(present[1:] > present[:-1])):
+                kept.sort_indices()  # after adds the old columns were not in sorted order (new terms came last)
         added = _count_rows(new_terms, column, old.dtype, kept.indices.dtype)
         counts = sp.vstack([kept, added], format="csr")
         self._vocabulary = column

@@ -183,7 +183,8 @@ def old_layout(folder: Path, target: Path) -> Path:
 def test_a_folder_saved_before_the_shared_store_loads_and_a_re_save_shares(indexed, tmp_path):
     old = old_layout(indexed, tmp_path / "old")
     shared = read_manifest(old).get("shared", {})
-    assert not [rel for rel in shared if rel.split("/")[-1] in MODEL_FILES] and not list(old.rglob("models/*/*.weights"))
+    assert not [rel for rel in shared if rel.split("/")[-1] in MODEL_FILES]
+    assert not list(old.rglob("models/*/*.weights"))
     loaded = dashrag.load(old)
     encoders = [child.embedding.query_encoder for child in loaded.get_children()[1:]]
     assert [e.folder.name for e in encoders] == ["root.children.1.embedding", "root.children.2.embedding"]
