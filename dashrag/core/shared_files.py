@@ -30,7 +30,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +198,68 @@ def digests_of(shared: Any) -> set[str]:
     if not isinstance(shared, dict):
         return set()
     return {rel.split("/")[1] for rel in shared if isinstance(rel, str) and SHARED_PATH_PATTERN.fullmatch(rel)}
+
+
+def share_written(node_dir: Path, label: str, write: Callable[[Path], Sequence[str]]) -> SharedReference:
+    """Store files written once, straight into the saved folder's shared store, and reference them from the node.
+
+    ``write(folder)`` writes the files into an empty staging folder of the shared store and returns their names;
+    they are hashed once and the folder is renamed to its address (no second copy, as :func:`share_files` makes
+    of a source folder elsewhere). A state too large to write twice (a keyword index's base segment at a million
+    chunks, docs/scale.md "Segments of the keyword index") is saved this way; a later save that keeps it calls
+    :func:`keep_reference` instead and hashes nothing. A staging folder a kill leaves is removed by the next save
+    (``persistence._remove_unnamed_shared``)."""
+    import secrets
+    import tempfile
+
+    if not _NAME_PATTERN.fullmatch(label):
+        raise ValueError(f"{label!r} is not a plain reference label")
+    root = shared_root(node_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=root, prefix=f".{secrets.token_hex(32)}.partial-"))
+    try:
+        names = list(write(staging))
+        files: dict[str, SharedFile] = {}
+        for name in names:
+            if not _NAME_PATTERN.fullmatch(name):
+                raise ValueError(f"{name!r} is not a plain file name")
+            path = staging / name
+            files[name] = SharedFile(sha256=file_sha256(path), bytes=path.stat().st_size)
+        digest = content_digest(files)
+        target = root / digest
+        if target.is_dir() and _matches(target, files):  # the same bytes saved before
+            shutil.rmtree(staging, ignore_errors=True)
+        else:
+            if target.exists():  # bytes other than its address says (edited by hand): replaced
+                shutil.rmtree(target)
+            os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    reference = SharedReference(digest=digest, files=files)
+    _write_reference(node_dir, label, reference)
+    return reference
+
+
+def keep_reference(node_dir: Path, label: str, reference: SharedReference) -> bool:
+    """Reference shared files this folder already holds (of the recorded sizes) without reading them: False
+    when it does not hold them (a save into another folder), and the caller writes them (:func:`share_written`).
+    Their checksums were checked when they were written or loaded, and the manifest records them again."""
+    if not _holds_sizes(shared_root(node_dir) / reference.digest, reference.files):
+        return False
+    _write_reference(node_dir, label, reference)
+    return True
+
+
+def _holds_sizes(folder: Path, files: dict[str, SharedFile]) -> bool:
+    for name, record in files.items():
+        path = folder / name
+        if not path.is_file() or path.is_symlink() or path.stat().st_size != record.bytes:
+            return False
+    return True
+
+
+def _write_reference(node_dir: Path, label: str, reference: SharedReference) -> None:
+    from dashrag.core.persistence import atomic_write_json  # persistence imports this module
+
+    atomic_write_json(Path(node_dir) / f"{label}{REFERENCE_SUFFIX}", reference.model_dump(mode="json"))

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # scipy, the filter language: imported where they are used, n
     import scipy.sparse as sp
 
     from dashrag.core.restriction import Restriction
+    from dashrag.scoring.count_segments import CountSegments
 
 P = TypeVar("P", bound=ComponentParams)
 QueryTerms = tuple[np.ndarray, np.ndarray]  # a query's term ids (int) and their counts (float)
@@ -49,11 +50,12 @@ class KeywordIndex(ConfigObject[P], Generic[P]):
     #: the node scores in this process with its own arrays (True), or asks the index to search (False)
     in_process = False
 
-    def weigh(self, counts: sp.csr_matrix, params: BM25Parameters, identity: IndexIdentity) -> PostingWeights:
+    def weigh(self, counts: CountSegments, params: BM25Parameters, identity: IndexIdentity) -> PostingWeights:
         """Hold the weights of the chunks' term ``counts`` and return what the node scores with: here eager
-        weights (every posting's), which an engine stores as each chunk's row (:meth:`add`); the in-process
-        index keeps what derives them at query time instead (``keyword_in_memory.py``)."""
-        weights = bm25_weights(counts, params)
+        weights (every posting's, from the counts as one matrix), which an engine stores as each chunk's row
+        (:meth:`add`); the in-process index keeps what derives them at query time instead, as segments whose
+        base an add leaves alone (``keyword_in_memory.py``)."""
+        weights = bm25_weights(counts.whole(), params)
         self.add(weights, identity)
         return weights
 

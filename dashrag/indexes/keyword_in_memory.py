@@ -9,6 +9,15 @@ need not weigh every posting again (docs/scale.md, "Query-time weights"). Saved 
 ``weights.json`` (``"layout": "query-time"``) in the node's folder, memory-mapped on load; a folder
 saved with eager weights (``data.npy``, ``nonoccurrence.npy``, no layout) loads and scores as it did.
 
+Segments (``"layout": "segments"``, ``scoring/bm25_segments.py``): the postings of the rows of the last fit or
+compaction are a **base**, saved once into the saved folder's shared store by content address
+(``models/<digest>/``, referenced by ``postings.shared.json``), memory-mapped, never rewritten nor re-hashed by a
+later save; an add makes the postings of its rows alone, the **delta** (``delta_*.npy`` in the node's folder),
+and the state's statistics from both. When the delta passes ``compact_fraction`` of the base's rows, or the
+vectorizer renumbered its rows or columns (a removal: a new lineage of its counts, ``scoring/count_segments.py``),
+the postings are made again from every count and become the new base (docs/scale.md, "Segments of the keyword
+index").
+
 A selective filter gets posting lists of its own: the first query under a filter keeping fewer
 than half the chunks cuts the postings down to its chunks (``scoring.restrict_weights``), and
 later queries under it add only those (a 5% filter, a twentieth of the work; the same scores).
@@ -24,19 +33,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pydantic import Field
 
-from dashrag.core.params import NoParams
+from dashrag.core.params import ComponentParams
 from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
 from dashrag.core.ranking import SCORE_KEPT_ROWS_BELOW
 from dashrag.core.registry import register
-from dashrag.errors import PersistenceError, RetrievalError
+from dashrag.core.shared_files import SharedReference, keep_reference, read_reference, share_written, shared_folder
+from dashrag.errors import ConfigError, CorpusError, PersistenceError, RetrievalError
 from dashrag.indexes.base import IndexIdentity
 from dashrag.indexes.keyword_base import KeywordIndex
-from dashrag.scoring import bm25_query_time
-from dashrag.scoring.bm25 import BM25Parameters, BM25Weights, PostingWeights
+from dashrag.scoring import bm25_query_time, bm25_segments
+from dashrag.scoring.bm25 import BM25Parameters, BM25Weights, PostingWeights, posting_problems
+from dashrag.scoring.bm25_segments import PostingSegment, segment_weights
 
 if TYPE_CHECKING:
-    import scipy.sparse as sp
+    from dashrag.scoring.count_segments import CountSegments
 
 EAGER_ARRAYS = ("data", "doc_ids", "term_ptr", "nonoccurrence")
 # weights.json's "layout" → how the saved arrays are read (folders saved before the query-time layout have none)
@@ -45,6 +57,15 @@ LAYOUTS: dict[str, tuple[tuple[str, ...], Any]] = {
     bm25_query_time.LAYOUT: (bm25_query_time.QueryTimeWeights.ARRAYS, bm25_query_time.QueryTimeWeights.from_arrays),
 }
 KEPT_MASKS = 64  # masks whose answer (their posting lists, or None) is remembered
+BASE_LABEL = "postings"  # the base segment's reference in the node's folder (postings.shared.json)
+DELTA_PREFIX = "delta_"
+
+
+class InMemoryKeywordIndexParams(ComponentParams):
+    compact_fraction: float = Field(1 / 64, ge=0.0, le=1.0, description=(
+        "When the chunks added since the postings' base pass this fraction of the base's chunks, an update makes "
+        "every posting again as the new base; below it, an add makes the postings of its chunks alone. "
+        "0: every update makes them all again."))
 
 
 @register(kind="keyword_index", icon="Cpu", category="index",
@@ -52,17 +73,34 @@ KEPT_MASKS = 64  # masks whose answer (their posting lists, or None) is remember
           es=("Pesos de términos en proceso",
               "Listas de BM25 en este proceso (numpy), con puntuación exacta."),
           representation="in-process BM25")
-class InMemoryKeywordIndex(KeywordIndex[NoParams]):
+class InMemoryKeywordIndex(KeywordIndex[InMemoryKeywordIndexParams]):
     in_process = True
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._weights: PostingWeights | None = None
+        # the segments (None: weights loaded from a layout without them, saved as they were until an update)
+        self._base: PostingSegment | None = None
+        self._delta: PostingSegment | None = None
+        self._lineage: str | None = None  # the counts' numbering the base's rows and columns follow
+        self._base_reference: SharedReference | None = None  # where the base is saved (None: not yet)
         self._cut_down: OrderedDict[int, tuple[np.ndarray, tuple[np.ndarray, PostingWeights] | None]] = OrderedDict()
         self._lock = threading.Lock()  # a service answers from several threads
 
-    def weigh(self, counts: sp.csr_matrix, params: BM25Parameters, identity: IndexIdentity) -> PostingWeights:
-        weights = bm25_query_time.query_time_weights(counts, params)
+    def weigh(self, counts: CountSegments, params: BM25Parameters, identity: IndexIdentity) -> PostingWeights:
+        """The postings of the rows added since the base alone, when the counts keep the base's numbering and
+        the delta stays under ``compact_fraction`` of it; else every posting again, as a new base."""
+        if counts.n_rows == 0:
+            raise CorpusError("cannot build a BM25 index over zero documents")
+        base = self._base
+        added = counts.n_rows - (0 if base is None else base.n_rows)
+        if base is None or counts.lineage != self._lineage or added < 0 \
+                or added > self.params.compact_fraction * base.n_rows:
+            base, added = PostingSegment.of_counts(counts.whole(), params, 0), 0
+            self._base, self._base_reference = base, None
+        self._lineage = counts.lineage
+        self._delta = PostingSegment.of_counts(counts.rows_from(base.n_rows), params, base.n_rows) if added else None
+        weights = segment_weights(base, self._delta, params)
         self._set(weights)
         return weights
 
@@ -110,20 +148,38 @@ class InMemoryKeywordIndex(KeywordIndex[NoParams]):
         return self._weights
 
     def save_into(self, folder: Path) -> None:
-        for name, array in self.weights.to_arrays().items():
-            save_array(folder / f"{name}.npy", array)
-        atomic_write_json(folder / "weights.json", self.weights.meta())
+        weights = self.weights
+        if self._base is None:  # loaded from a layout without segments, not updated since: saved as it was
+            for name, array in weights.to_arrays().items():
+                save_array(folder / f"{name}.npy", array)
+            atomic_write_json(folder / "weights.json", weights.meta())
+            return
+        base = self._base
+        reference = self._base_reference
+        if reference is None or not keep_reference(folder, BASE_LABEL, reference):
+            reference = share_written(folder, BASE_LABEL, lambda staging: _write_arrays(staging, base.arrays()))
+        self._base_reference = reference
+        if self._delta is not None:
+            _write_arrays(folder, self._delta.arrays(), DELTA_PREFIX)
+        atomic_write_json(folder / "weights.json", {
+            "layout": bm25_segments.LAYOUT, "lineage": self._lineage, "base_rows": base.n_rows,
+            "n_docs": int(weights.n_docs), "params": weights.meta()["params"]})
 
     def load_from(self, folder: Path, identity: IndexIdentity) -> None:
         # memory-mapped (pages load on demand), seen as plain arrays: slicing an np.memmap runs Python code
         # per slice, which was a third of a loaded tree's batched query time (docs/performance.md)
         meta = load_json(folder / "weights.json")
         layout = meta.get("layout", "eager") if isinstance(meta, dict) else None
-        if layout not in LAYOUTS:
+        self._base = self._delta = None
+        self._lineage = self._base_reference = None
+        if layout == bm25_segments.LAYOUT:
+            weights = self._load_segments(folder, meta)
+        elif layout in LAYOUTS:
+            names, read = LAYOUTS[layout]
+            arrays = {name: np.asarray(load_array(folder / f"{name}.npy", mmap=True)) for name in names}
+            weights = read(arrays, meta)
+        else:
             raise PersistenceError(f"{folder / 'weights.json'}: unknown layout {layout!r} of the BM25 state")
-        names, read = LAYOUTS[layout]
-        arrays = {name: np.asarray(load_array(folder / f"{name}.npy", mmap=True)) for name in names}
-        weights = read(arrays, meta)
         n_chunks = len(self.require_infra().chunks)
         if weights.n_docs != n_chunks:
             raise PersistenceError(f"{folder}: BM25 state covers {weights.n_docs} chunks, the corpus has {n_chunks}")
@@ -132,6 +188,51 @@ class InMemoryKeywordIndex(KeywordIndex[NoParams]):
         self._set(weights)
 
 
+    def _load_segments(self, folder: Path, meta: dict) -> PostingWeights:
+        """The base from the shared store and the delta from ``folder``, both memory-mapped and checked (a
+        truncated or edited state is a PersistenceError, never a wrong score)."""
+        try:
+            params = BM25Parameters(**meta["params"])
+            n_docs, base_rows, lineage = int(meta["n_docs"]), int(meta["base_rows"]), meta["lineage"]
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
+            raise PersistenceError(f"{folder / 'weights.json'}: incomplete or invalid BM25 segments ({exc})") from None
+        shared = shared_folder(folder, BASE_LABEL)
+        if shared is None or not isinstance(lineage, str):
+            raise PersistenceError(f"{folder}: the BM25 postings' base segment is not referenced "
+                                   f"({BASE_LABEL}.shared.json)")
+        base = _read_segment(shared, "", 0, base_rows)
+        delta = _read_segment(folder, DELTA_PREFIX, base_rows, n_docs) if n_docs > base_rows else None
+        if delta is not None and delta.n_columns < base.n_columns:
+            raise PersistenceError(f"{folder}: the BM25 postings' delta covers fewer terms than its base")
+        self._base, self._delta, self._lineage = base, delta, lineage
+        self._base_reference = read_reference(folder, BASE_LABEL)
+        return segment_weights(base, delta, params)
+
+
+def _write_arrays(folder: Path, arrays: dict[str, np.ndarray], prefix: str = "") -> list[str]:
+    for name, array in arrays.items():
+        save_array(folder / f"{prefix}{name}.npy", array)
+    return [f"{prefix}{name}.npy" for name in arrays]
+
+
+def _read_segment(folder: Path, prefix: str, first_row: int, end_row: int) -> PostingSegment:
+    """One segment's arrays (memory-mapped), holding the postings of rows ``first_row..end_row-1``."""
+    parts = {name: np.asarray(load_array(folder / f"{prefix}{name}.npy", mmap=True))
+             for name in PostingSegment.ARRAYS}
+    first, second, doc_ids, term_ptr, lengths = (parts[name] for name in PostingSegment.ARRAYS)
+    nnz = first.shape[0] if first.ndim == 1 else -1
+    problems = posting_problems(doc_ids, term_ptr, nnz, end_row)
+    if nnz < 0 or second.shape != (nnz,) or doc_ids.shape != (nnz,):
+        problems.append("the posting arrays differ in length")
+    if lengths.shape != (end_row - first_row,):
+        problems.append(f"lengths cover {lengths.shape} chunks, the segment {end_row - first_row}")
+    if nnz > 0 and doc_ids.shape == (nnz,) and doc_ids.min() < first_row:
+        problems.append("a posting names a chunk of another segment")
+    if problems:
+        raise PersistenceError(f"{folder}: BM25 postings ({prefix or 'base'}): " + "; ".join(problems))
+    return PostingSegment(first, second, doc_ids, term_ptr, lengths)
+
+
 def _nbytes(weights: PostingWeights) -> int:
     """The bytes of the posting arrays (what a filter's own postings are measured against)."""
-    return sum(array.nbytes for name, array in weights.to_arrays().items() if name != "term_ptr")
+    return sum(array.nbytes for name, array in weights.to_arrays().items() if not name.endswith("term_ptr"))

@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # scipy is imported where a sparse matrix is made: a lone que
 
     from dashrag.documents.changes import CorpusChange
     from dashrag.indexes.keyword_in_memory import InMemoryKeywordIndex
+    from dashrag.scoring.count_segments import CountSegments
 
 ENGINE_STATE = "keyword.json"  # on an engine: what the node keeps besides the reference (n_docs, parameters)
 
@@ -139,18 +140,21 @@ class BM25Retriever(UnitRetriever[BM25Params]):
                               "use 'bm25' or 'dot'")
 
     def _fit(self) -> None:
-        self._weigh(self.nested["vectorizer"].fit_transform(self.require_infra().chunks.texts))
+        vectorizer = self.nested["vectorizer"]
+        vectorizer.fit_transform(self.require_infra().chunks.texts)
+        self._weigh(vectorizer.count_segments())
 
     def _update(self, change: CorpusChange) -> None:
         """Document frequencies, lengths and idf from the vectorizer's updated counts (only the new chunks
-        were analysed); a vectorizer that must be refit (document-frequency cut-offs) refits here."""
-        counts = self.nested["vectorizer"].current_counts()
+        were analysed; as segments, so the in-process index makes the postings of the added rows alone); a
+        vectorizer that must be refit (document-frequency cut-offs) refits here."""
+        counts = self.nested["vectorizer"].count_segments()
         if counts is None:
             self._fit()
         else:
             self._weigh(counts)
 
-    def _weigh(self, counts: sp.csr_matrix) -> None:
+    def _weigh(self, counts: CountSegments) -> None:
         self._check_engine_function()
         weights = self.index.weigh(counts, self._parameters(), self._identity())  # query-time in process
         self._set_weights(weights)

@@ -32,9 +32,10 @@ from pydantic import Field, field_validator
 
 from dashrag.core.component import ConfigObject
 from dashrag.core.params import ComponentParams, Rule, compatibility_field, less_or_equal
-from dashrag.core.persistence import atomic_write_json, load_json, load_sparse, save_sparse
+from dashrag.core.persistence import atomic_write_json, load_json, load_sparse
 from dashrag.core.registry import register
 from dashrag.errors import PersistenceError, RetrievalError
+from dashrag.scoring.count_segments import CountSegments
 from dashrag.vectorizers.english_stop_words import ENGLISH_STOP_WORDS
 from dashrag.vectorizers.token_counts import code_tokens, count_pairs
 
@@ -156,6 +157,20 @@ def _rows_of(matrix: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
     return matrix[rows]
 
 
+def _count_rows(terms: list[list[str]], column: dict[str, int], dtype: np.dtype,
+                index_type: np.dtype) -> sp.csr_matrix:
+    """The term counts of texts already analysed (``terms``), over ``column``'s columns, each row sorted."""
+    import scipy.sparse as sp
+
+    rows = [Counter(column[t] for t in ts) for ts in terms]
+    added = sp.csr_matrix((np.array([n for r in rows for n in r.values()], dtype=dtype),
+                           np.array([c for r in rows for c in r], dtype=index_type),
+                           np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(index_type)),
+                          shape=(len(rows), len(column)))
+    added.sort_indices()
+    return added
+
+
 def _identity(text: str) -> str:
     return text
 
@@ -180,7 +195,7 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         self._vectorizer: CountVectorizer | None = None  # scikit-learn's, built when needed
         self._steps: WordSteps | None = None
         self._analyze: Callable[[str], list[str]] | None = None
-        self._counts: sp.csr_matrix | None = None  # the chunks' term counts, kept so an update counts only new ones
+        self._counts: CountSegments | None = None  # the chunks' term counts, kept so an update counts only new ones
         self._saved_in: Path | None = None  # where the counts of a loaded tree can be read when an update needs them
 
     def _validate_stemmer(self) -> None:
@@ -281,7 +296,7 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         steps = self.single_word_steps()
         if steps is not None and self.prunes_nothing():
             self._vocabulary, counts = self._fit_words(texts, steps)
-            self._vectorizer, self._analyze, self._counts = None, None, counts
+            self._vectorizer, self._analyze, self._counts = None, None, CountSegments.whole_base(counts)
             return counts
         vectorizer = self._make()
         try:
@@ -289,7 +304,7 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         except ValueError as exc:  # e.g. every term pruned by min_df/max_df
             raise RetrievalError(f"{self.component_name}: cannot build a vocabulary ({exc})") from None
         self._vectorizer, self._vocabulary, self._analyze = vectorizer, dict(vectorizer.vocabulary_), None
-        self._counts = counts
+        self._counts = CountSegments.whole_base(counts)
         return counts
 
     def _fit_words(self, texts: list[str], steps: WordSteps) -> tuple[dict[str, int], sp.csr_matrix]:
@@ -332,21 +347,33 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         return p.min_df == 0 and p.max_df == 1.0 and p.max_features is None
 
     def current_counts(self) -> sp.csr_matrix | None:
-        """The term counts of the current chunks after an update (None: the vectorizer must be refit)."""
+        """The term counts of the current chunks after an update, as one matrix (None: the vectorizer must be
+        refit)."""
+        return None if self._counts is None else self._counts.whole()
+
+    def count_segments(self) -> CountSegments | None:
+        """The same counts as segments (``scoring/count_segments.py``): what a reader that keeps its own state per
+        row takes, so that an add costs it the rows added (None: the vectorizer must be refit)."""
         return self._counts
 
     def _update(self, change: CorpusChange) -> None:
-        """Counts of the kept chunks as they are, of the new chunks by analysis; the vocabulary becomes the
-        terms that still occur, in scikit-learn's column order (sorted), as a fit on the new chunks makes it."""
+        """Counts of the kept chunks as they are, of the new chunks by analysis. An update that only adds appends
+        the new rows (:meth:`_append`); one that removes makes the counts again from the kept rows, and the
+        vocabulary becomes the terms that still occur, in scikit-learn's column order (sorted), as a fit on the new
+        chunks makes it."""
         import scipy.sparse as sp
 
         if not self.prunes_nothing():
             self._counts = None
             return
-        old = self._old_counts(change)
+        segments = self._old_counts(change)
         vocabulary = self._fitted_vocabulary()
         analyze = self._text_analyzer()
         new_terms = [analyze(text) for text in change.added_texts]
+        if len(change.kept_rows) == segments.n_rows:  # every row kept (ascending and distinct): an add
+            self._append(segments, new_terms)
+            return
+        old = segments.whole()
         kept = _rows_of(old, change.kept_rows)
         if not kept.has_sorted_indices:  # (counts a fit or an update made are sorted: this is a check)
             kept.sort_indices()
@@ -362,24 +389,46 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
             # rows' columns keeps every row's columns ascending: no re-sort, no column selection over the corpus
             moved = np.array([column.get(t, -1) for t in old_terms], dtype=kept.indices.dtype)
             kept = sp.csr_matrix((kept.data, moved[kept.indices], kept.indptr), shape=(kept.shape[0], len(terms)))
-        rows = [Counter(column[t] for t in ts) for ts in new_terms]
-        added = sp.csr_matrix((np.array([n for r in rows for n in r.values()], dtype=old.dtype),
-                               np.array([c for r in rows for c in r], dtype=kept.indices.dtype),
-                               np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(kept.indptr.dtype)),
-                              shape=(len(rows), len(column)))
-        added.sort_indices()
+            present = moved[moved >= 0]
+            if present.size > 1 and not bool(np.all(present[1:] > present[:-1])):
+                kept.sort_indices()  # after adds the old columns were not in sorted order (new terms came last)
+        added = _count_rows(new_terms, column, old.dtype, kept.indices.dtype)
         counts = sp.vstack([kept, added], format="csr")
         self._vocabulary = column
-        self._counts, self._vectorizer, self._analyze = counts, None, None
+        self._counts, self._vectorizer, self._analyze = CountSegments.whole_base(counts), None, None
 
-    def _old_counts(self, change: CorpusChange) -> sp.csr_matrix:
+    def _append(self, segments: CountSegments, new_terms: list[list[str]]) -> None:
+        """An add: the new chunks' rows appended (``CountSegments.appended``), their new terms given the columns
+        after every present one. Neither the old rows nor the old columns move, so the counts and what follows them
+        (BM25's postings) cost the rows added (docs/scale.md, "Segments of the keyword index"); the columns are then
+        not in sorted order, which changes no score (every reader looks terms up by name)."""
+        vocabulary = dict(self._fitted_vocabulary())
+        for terms in new_terms:
+            for term in terms:
+                vocabulary.setdefault(term, len(vocabulary))
+        index_type = np.int64 if len(vocabulary) > np.iinfo(np.int32).max else np.int32
+        added = _count_rows(new_terms, vocabulary, np.dtype(np.float32), np.dtype(index_type))
+        self._vocabulary = vocabulary
+        self._counts, self._vectorizer, self._analyze = segments.appended(added), None, None
+
+    def _old_counts(self, change: CorpusChange) -> CountSegments:
         """The counts before the change: kept, saved, or (a folder saved before they were) counted again
         from the old chunks, every term of which is in the vocabulary."""
-        if self._counts is None and self._saved_in is not None and (self._saved_in / COUNTS_SHAPE).is_file():
-            self._counts = load_sparse(self._saved_in, COUNTS)
-        if self._counts is None or self._counts.shape != (len(change.old), len(self._fitted_vocabulary())):
-            self._counts = self.transform(change.old.texts)
+        self._counts = self._counts if self._counts is not None else self._saved_counts()
+        if self._counts is None or (self._counts.n_rows, self._counts.n_columns) != (
+                len(change.old), len(self._fitted_vocabulary())):
+            self._counts = CountSegments.whole_base(self.transform(change.old.texts))
         return self._counts
+
+    def _saved_counts(self) -> CountSegments | None:
+        """The counts the loaded folder holds: segments, or one matrix (a folder saved before segments), or none."""
+        if self._saved_in is None:
+            return None
+        if CountSegments.saved_in(self._saved_in):
+            return CountSegments.load(self._saved_in)
+        if (self._saved_in / COUNTS_SHAPE).is_file():
+            return CountSegments.whole_base(load_sparse(self._saved_in, COUNTS))
+        return None
 
     def _text_analyzer(self) -> Callable[[str], list[str]]:
         if self._analyze is None:
@@ -440,10 +489,10 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
     def _save(self, folder: Path) -> None:
         atomic_write_json(folder / "vocabulary.json", self.vocabulary)
         atomic_write_json(folder / STOP_WORDS_FILE, sorted(self._stop_set()))
-        if self._counts is None and self._saved_in is not None and (self._saved_in / COUNTS_SHAPE).is_file():
-            self._counts = load_sparse(self._saved_in, COUNTS)  # a loaded tree saved again keeps its counts
+        if self._counts is None:
+            self._counts = self._saved_counts()  # a loaded tree saved again keeps its counts
         if self._counts is not None:
-            save_sparse(folder, COUNTS, self._counts)
+            self._counts = self._counts.save(folder)
 
     def _load(self, folder: Path) -> None:
         terms = load_json(folder / "vocabulary.json")

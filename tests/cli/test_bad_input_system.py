@@ -109,7 +109,7 @@ def test_eval_json_into_a_folder_that_cannot_be_written_is_refused_before_evalua
 def test_a_state_file_of_another_dtype_is_one_error_line(saved, tmp_path):
     copy = tmp_path / "kw"
     subprocess.run(["cp", "-a", saved, copy], check=True)
-    state = next(p for p in copy.glob("snapshot-*/nodes/root/doc_ids.npy"))
+    state = next(copy.glob("models/*/doc_ids.npy"))  # the BM25 postings' base (docs/scale.md, "Segments ...")
     np.save(state, np.load(state).astype(np.float32))  # the same size, another dtype
     assert "doc_ids.npy" in one_error_line(dashrag("query", copy, "bm25"))
 

@@ -133,16 +133,16 @@ def index_layout(folder: Path) -> str:
     return json.loads(weights.read_text(encoding="utf-8")).get("layout", "eager")
 
 
-def test_eager_weights_saved_before_answer_as_query_time_ones_and_an_update_writes_query_time(format_1, tmp_path):
+def test_eager_weights_saved_before_answer_as_query_time_ones_and_an_update_writes_segments(format_1, tmp_path):
     """A folder saved with eager BM25 weights loads and scores with them (docs/scale.md, "Query-time weights"); a
     rebuild of its documents derives the weights at query time and answers the same; its first update saves the
-    query-time layout."""
+    query-time postings as segments (docs/scale.md, "Segments of the keyword index"), as a build now does."""
     assert index_layout(format_1) == "eager"
     tree = dashrag.load(format_1)
     try:
         assert_same_answers(answers(tree), rebuilt_answers(stored_documents(format_1), tmp_path))
     finally:
         tree.close()
-    assert index_layout(tmp_path / "rebuilt") == "query-time"
+    assert index_layout(tmp_path / "rebuilt") == "segments"
     dashrag.update(format_1, add=NEW[:1])
-    assert index_layout(format_1) == "query-time"
+    assert index_layout(format_1) == "segments"

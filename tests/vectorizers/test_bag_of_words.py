@@ -131,6 +131,7 @@ def test_a_malformed_stop_word_file_is_a_persistence_error(tmp_path):
     (["runners running fast", "cafe noir"], []),  # every term known, none leaves: the columns stay as they are
     (["a brand new word"], ["doc3"]),  # terms join, and the removed document's only terms leave
     ([], ["doc1"]),
+    (["a brand new word", "runners noir"], []),  # an add with new terms: they take the columns after the others
 ])
 def test_updated_counts_are_a_fit_on_the_resulting_texts(added, removed):
     from dashrag.documents.changes import plan_change
@@ -142,8 +143,15 @@ def test_updated_counts_are_a_fit_on_the_resulting_texts(added, removed):
     change = plan_change({f"doc{i}": SourceDocument(id=f"doc{i}", text=t) for i, t in enumerate(DOCS)}, chunks, new,
                          removed, lambda docs: [Chunk(id=0, document_id=d.id, position=0, text=d.text) for d in docs])
     vec = make(stemmer="english")
+    old_terms = vec.vocabulary
     vec.apply_change(change)
     fitted = make(stemmer="english")
     expected = fitted.fit_transform(change.new.texts)
-    assert vec.vocabulary == fitted.vocabulary
-    assert (vec.current_counts() != expected).nnz == 0 and vec.current_counts().has_sorted_indices
+    if removed:  # the counts made again: scikit-learn's columns (sorted terms), rows sorted
+        assert vec.vocabulary == fitted.vocabulary
+        assert (vec.current_counts() != expected).nnz == 0 and vec.current_counts().has_sorted_indices
+        return
+    # an add appends rows (the counts' segments): the old columns stay, new terms come after them
+    assert vec.vocabulary[: len(old_terms)] == old_terms and sorted(vec.vocabulary) == fitted.vocabulary
+    by_term = [vec.vocabulary.index(t) for t in fitted.vocabulary]
+    assert (vec.current_counts()[:, by_term] != expected).nnz == 0
