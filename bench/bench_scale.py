@@ -455,12 +455,12 @@ def main() -> None:
         if args.compare_with:
             compare_updates(args.sizes[0], args.compare_with.resolve(), Path(tmp))
             return
+        if args.profile:
+            profile_change(args.profile[0], int(args.profile[1]), Path(tmp), postgresql=args.stores)
+            return
         if args.stores:
             for size in args.sizes:
                 print(json.dumps(compare_stores(size, Path(tmp), args.queries)), flush=True)
-            return
-        if args.profile:
-            profile_change(args.profile[0], int(args.profile[1]), Path(tmp), postgresql=args.stores)
             return
         rows = json.loads(args.json.read_text())["rows"] if args.json and args.json.exists() else []
         for size in args.sizes:
