@@ -78,6 +78,7 @@ def write_inputs(size: int, work: Path, query_count: int) -> dict[str, Any]:
     from dashrag.documents.corpus import Corpus
     from dashrag.embeddings.cache import cache_path
 
+    work.mkdir(parents=True, exist_ok=True)
     corpus_file = work / "corpus.jsonl"
     with corpus_file.open("w", encoding="utf-8") as out:
         for i in range(size):

@@ -336,7 +336,8 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
         answers = [[(i, sign * s) for i, s in found] for found in answers]
         delta = self._delta_vectors()
         if delta is not None:
-            allowed = None if restriction is None else restriction.row_mask(chunks)[chunks.rows_of(delta.ids)]
+            allowed = None if restriction is None \
+                else restriction.row_mask(chunks)[chunks.rows_of(delta.ids.tolist())]
             more = delta.search(query_vectors, k, metric, allowed)
             answers = [merge_hits(found, extra, k) for found, extra in zip(answers, more)]
         return [(chunks.rows_of([i for i, _ in found]), np.asarray([s for _, s in found], dtype=np.float32))
