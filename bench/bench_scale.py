@@ -23,6 +23,7 @@ seconds and its peak RSS (``ru_maxrss``), so one library's memory never counts a
 
     PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --sizes 10000 100000 [--json OUT]
     PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --profile add 100000   # where add 10 goes
+    PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --profile add 100000 --stores  # on PostgreSQL
     PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --sizes 100000 --compare-with /tmp/before
                                                   # add/remove 10: another checkout's dashrag against this one
     PYTHONPATH=. nice -n 10 .venv/bin/python bench/bench_scale.py --stores --sizes 10000 100000
@@ -366,14 +367,31 @@ def compare_stores(size: int, work: Path, query_count: int) -> dict[str, Any]:
     return row
 
 
-def profile_change(kind: str, size: int, work: Path) -> None:
+def profile_change(kind: str, size: int, work: Path, postgresql: bool = False) -> None:
+    """Profile one change of the keyword tree at ``size`` documents (built in a child process first), its store
+    in the folder's SQLite file or, with ``postgresql``, in a database of a local server on loopback."""
     corpus = work / f"corpus-{size}.jsonl"
     make_corpus(corpus, size)
     folder = work / "dashrag"
-    child("dashrag", "build", corpus=corpus, folder=folder)
+    if not postgresql:
+        child("dashrag", "build", corpus=corpus, folder=folder)
+        _profiled(dashrag_update, folder, size, kind)
+        return
+    from dashrag.engines.local_postgres import temporary_server
+
+    with temporary_server("dashrag-bench-pg-") as server:
+        store = f"{server.rsplit('/', 1)[0]}/bench_store"
+        _sql(server, "CREATE DATABASE bench_store")
+        child("dashrag", "build", corpus=corpus, folder=folder, store=store)
+        _profiled(dashrag_update, folder, size, kind, store)
+
+
+def _profiled(function: Callable[..., Any], *args: Any) -> None:
     profiler = cProfile.Profile()
-    profiler.runcall(dashrag_update, folder, size, kind)
-    pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+    start = time.perf_counter()
+    profiler.runcall(function, *args)
+    print(f"profiled: {time.perf_counter() - start:.2f} s, load average {os.getloadavg()[0]:.2f}", flush=True)
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
 
 
 def compare_updates(size: int, baseline: Path, work: Path, repeats: int = 3) -> None:
@@ -437,12 +455,12 @@ def main() -> None:
         if args.compare_with:
             compare_updates(args.sizes[0], args.compare_with.resolve(), Path(tmp))
             return
+        if args.profile:
+            profile_change(args.profile[0], int(args.profile[1]), Path(tmp), postgresql=args.stores)
+            return
         if args.stores:
             for size in args.sizes:
                 print(json.dumps(compare_stores(size, Path(tmp), args.queries)), flush=True)
-            return
-        if args.profile:
-            profile_change(args.profile[0], int(args.profile[1]), Path(tmp))
             return
         rows = json.loads(args.json.read_text())["rows"] if args.json and args.json.exists() else []
         for size in args.sizes:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -277,13 +278,11 @@ def update_tree(
     it. Its change is committed in one transaction between the new snapshot and the manifest's switch,
     and the whole update holds the store's writer lock, so two writers of one database run one after
     the other (store/external_change.py, docs/updating.md)."""
-    from dashrag.store.external_change import writer_lock
-
     folder = Path(folder)
     documents = _documents_to_add(add)
     removing = [str(i) for i in remove]
     read_manifest(folder)  # a folder that holds no saved tree: an error before the lock creates anything
-    with save_lock(folder), writer_lock(store_url):
+    with save_lock(folder), _store_writer_lock(store_url):
         progress("loading")
         root = load(folder, store_url)
         try:
@@ -304,6 +303,20 @@ def update_tree(
 
 
 update = update_tree  # dashrag.update(folder, add=..., remove=...)
+
+
+@contextmanager
+def _store_writer_lock(store_url: str | None) -> Iterator[None]:
+    """An external store's writer lock (``store/external_change.writer_lock``); a tree whose store is its folder's
+    SQLite file (no ``store_url``) needs none, nor the import of SQLAlchemy it brings before the load (the update
+    imports it later, beside the model's start-up: ``core/updating.py``)."""
+    if store_url is None:
+        yield
+        return
+    from dashrag.store.external_change import writer_lock
+
+    with writer_lock(store_url):
+        yield
 
 
 def _rolled_forward(folder: Path, root: Retriever) -> bool:

@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from dashrag.core.chunk_columns import check_columns_agree, read_chunk_columns, write_chunk_columns
 from dashrag.core.collection import young_garbage_only
 from dashrag.core.component import ConfigObject
@@ -92,12 +94,14 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
                 placed = target
             store_ref = target.name  # relative: the folder can be moved
         in_folder = store_ref is not None and STORE_FILE_PATTERN.fullmatch(store_ref) is not None
+        external = store_ref is not None and not in_folder and infra.store_url is not None \
+            and not infra.store_url.startswith(SQLITE_PREFIX)
         base = segments.base_of(folder / store_ref) if in_folder and store_ref else None
         store_stat = _store_stat(folder / store_ref, base) if in_folder and store_ref else None
         kept_stores = {store_ref} | ({base.name} if base is not None else set())  # a delta's base stays
 
         def write_nodes(snapshot: Path) -> None:
-            if in_folder:  # what a load that trusts this store's fingerprint maps instead of reading its rows
+            if in_folder or external:  # what a load that trusts the store's fingerprint maps, not its rows
                 write_chunk_columns(infra.chunks, snapshot)
             for path, node in root.iter_nodes():
                 node_dir = snapshot / "nodes" / node_dirname(path)
@@ -114,7 +118,7 @@ def save(root: ConfigObject, folder: str | Path) -> Path:
                 "corpus_fingerprint": infra.chunks.fingerprint,
                 "store": store_ref,
                 "store_stat": store_stat,  # a load that finds the store file unchanged trusts the fingerprint
-                "chunk_columns": CHUNK_COLUMNS_FOLDER if in_folder else None,  # ... and maps these columns
+                "chunk_columns": CHUNK_COLUMNS_FOLDER if in_folder or external else None,  # ... and maps these
                 "chunker": infra.chunker,
                 "saved_at": datetime.now(UTC).isoformat(),
                 **({"source_folder": infra.source_folder} if infra.source_folder is not None else {}),
@@ -222,6 +226,34 @@ def _mapped_chunk_set(snapshot: Path, store: Path, fingerprint: str, scheme: int
         raise
 
 
+def _external_columns(folder: Path, url: str, manifest: dict[str, Any],
+                      snapshot: Path) -> tuple[ChunkSet, dict[str, Any], Path] | None:
+    """The chunk set of a tree whose store is an external database (PostgreSQL), from the snapshot's columns and
+    the store's texts, when the store records the fingerprint of the manifest's corpus (or of a pending manifest's:
+    an update committed and stopped before its switch, store/external_change.py); None otherwise (the rows are
+    read and checked, as before columns were saved for it). The store's fingerprint is written in the transaction
+    that changes its rows, so it names what the rows are; the texts are read in that same snapshot, and their ids
+    must be the columns'. Why: the rows read as ``Chunk`` objects and hashed were an update's largest
+    PostgreSQL-only cost, O(corpus) in Python (docs/scale.md, "The store in SQLite against PostgreSQL")."""
+    from dashrag.documents.chunk_set import HeldTexts
+    from dashrag.store.store import Store, read_only_url
+
+    store = Store(read_only_url(url), read_only=True)
+    try:
+        held, texts = store.fingerprint_and_texts()
+    finally:
+        store.close()
+    if held != manifest["corpus_fingerprint"]:
+        pending = read_pending_manifest(folder)
+        if pending is None or held != pending["corpus_fingerprint"] or not pending.get("chunk_columns"):
+            return None
+        manifest, snapshot = pending, verify_snapshot(folder, pending, False)
+    chunk_set = read_chunk_columns(snapshot, HeldTexts(dict(texts)), manifest["corpus_fingerprint"],
+                                   scheme_of_format(manifest["format_version"]))
+    ids = np.fromiter((i for i, _ in texts), dtype=np.int64, count=len(texts))
+    return (chunk_set, manifest, snapshot) if np.array_equal(ids, chunk_set.ids) else None
+
+
 def holds_state(node: ConfigObject) -> bool:
     """Whether the node reads state of its own on load. A folder saved before a stateless sub-component
     existed (the ``index`` of a dense or BM25 node, whose state its parent saves) has no folder for it,
@@ -245,7 +277,11 @@ def load(folder: str | Path, store_url: str | None = None, *, full_check: bool =
                      and _unchanged_store(folder / manifest["store"], manifest.get("store_stat")))
         scheme = scheme_of_format(manifest["format_version"])
         columns = manifest.get("chunk_columns")
-        if unchanged and columns:  # the fingerprint trusted without re-hashing: so are the columns the save wrote
+        external = _external_columns(folder, url, manifest, snapshot) \
+            if store_url is not None and columns and not full_check else None
+        if external is not None:  # an external store that holds the corpus the columns were saved with
+            chunk_set, manifest, snapshot = external
+        elif unchanged and columns:  # the fingerprint trusted without re-hashing: so are the columns the save wrote
             chunk_set = _mapped_chunk_set(snapshot, folder / manifest["store"], manifest["corpus_fingerprint"], scheme)
         else:  # read-only; an SQLite file through sqlite3 (docs/performance.md); fingerprinted as the manifest's was
             chunk_set = read_chunk_set(url, manifest["corpus_fingerprint"] if unchanged else None, scheme)

@@ -35,7 +35,7 @@ from dashrag.filters.qdrant import PAYLOAD_KEY, PayloadIndex
 from dashrag.indexes.base import Hits, IndexIdentity, VectorIndex
 from dashrag.indexes.engine import REFERENCE_FILE, UPLOAD_BATCH, describe_difference, object_name, payloads_of
 from dashrag.indexes.qdrant_engine import QdrantConnectionParams, QdrantEngine, filter_payload_indexes
-from dashrag.indexes.qdrant_segments import Segments, delta_record, merge_hits
+from dashrag.indexes.qdrant_segments import DeltaVectors, Segments, delta_record, merge_hits
 from dashrag.indexes.qdrant_store import DenseLayout, Layout, SearchOptions
 
 if TYPE_CHECKING:
@@ -80,6 +80,7 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
         self._segments: Segments | None = None  # None: one collection, nothing hidden (a build, a compaction)
         self._base_count_due: int | None = None  # the base's point count, checked when a search first needs it
         self._replaced_collections: list[str] = []
+        self._delta_held: DeltaVectors | None = None  # the delta's vectors, read when a search first needs them
 
     def structure(self) -> dict[str, Any]:
         p = self.params
@@ -318,25 +319,47 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
 
     # -- search ------------------------------------------------------------------
     def search(self, query_vectors: np.ndarray, k: int, restriction: Restriction | None) -> list[Hits]:
-        """The base's k best live points (its tombstones hidden inside the search) and the delta's k best, merged
-        by score (``qdrant_segments.merge_hits``): exact with respect to each segment."""
+        """The base's k best live points (its tombstones hidden inside Edge's search) and the delta's k best
+        (searched exactly in this process: :class:`DeltaVectors`), merged by score (``merge_hits``): exact with
+        respect to each segment."""
         p = self.params
         options = SearchOptions(exact=p.exact, hnsw_ef=p.hnsw_ef, rescore=p.rescore, oversampling=p.oversampling)
         chunks = self.require_infra().chunks
         segments = self._segments
-        sign = -1.0 if self._record and self._record["metric"] in ("euclidean", "manhattan") else 1.0
+        metric = self.require_record()["metric"]
+        sign = -1.0 if metric in ("euclidean", "manhattan") else 1.0
         self._verify_base()
         where = self._filter(restriction)
         with self.engine_errors("searching"):
             answers = self.store.search_dense(self.name, query_vectors, k, where, options,
                                               hidden=segments.tombstones if segments is not None else ())
-            answers = [[(i, sign * s) for i, s in found] for found in answers]
-            if segments is not None and segments.delta is not None:
-                more = self.store.search_dense(segments.delta, query_vectors, k, where, options)
-                answers = [merge_hits(found, [(i, sign * s) for i, s in extra], k)
-                           for found, extra in zip(answers, more)]
+        answers = [[(i, sign * s) for i, s in found] for found in answers]
+        delta = self._delta_vectors()
+        if delta is not None:
+            allowed = None if restriction is None \
+                else restriction.row_mask(chunks)[chunks.rows_of(delta.ids.tolist())]
+            more = delta.search(query_vectors, k, metric, allowed)
+            answers = [merge_hits(found, extra, k) for found, extra in zip(answers, more)]
         return [(chunks.rows_of([i for i, _ in found]), np.asarray([s for _, s in found], dtype=np.float32))
                 for found in answers]
+
+    def _delta_vectors(self) -> DeltaVectors | None:
+        """The delta's vectors for the segments the tree searches now, read from the delta collection the first
+        time a search needs them (a load does not; an update names new segments, so a new read)."""
+        segments = self._segments
+        if segments is None or segments.delta is None:
+            return None
+        held = self._delta_held
+        if held is None or held.segments is not segments:
+            ids = list(segments.delta_ids)
+            with self.engine_errors("reading the delta's vectors"):
+                found = self.store.vectors(segments.delta, ids)
+            missing = [i for i in ids if i not in found]
+            if missing:
+                raise self.missing_points(missing)
+            matrix = np.asarray([found[i] for i in ids], dtype=np.float32).reshape(len(ids), -1)
+            held = self._delta_held = DeltaVectors.of(segments, matrix)
+        return held
 
     def vectors_for(self, rows: np.ndarray) -> np.ndarray:
         ids = self.require_infra().chunks.ids[np.asarray(rows, dtype=np.int64)].tolist()

@@ -6,8 +6,12 @@ hides the base's removed points behind a list of **tombstones** (their chunk ids
 base without the tombstones (a ``must_not`` has-id condition inside Edge's search, so the top-k is the
 top-k of the live points) and the delta, and merges the two top-k lists by score: exact with respect to
 each segment (an exact index answers exactly as a rebuild; an HNSW graph answers as two graphs, docs/scale.md
-"Decisions"). When the delta and the tombstones together pass ``compact_fraction`` of the base, the update
-writes one collection again (the base's files copied, the tombstones deleted, the delta's points upserted).
+"Decisions"). The delta is searched in this process, exactly (:class:`DeltaVectors`: its vectors, read from the
+delta collection once, scored by one matrix product), not by a second call into Edge: it holds at most
+``compact_fraction`` of the base's points, and the second Edge call per query cost more than the base's own
+search (docs/scale.md, "Dense on Qdrant Edge HNSW"). When the delta and the tombstones together pass
+``compact_fraction`` of the base, the update writes one collection again (the base's files copied, the
+tombstones deleted, the delta's points upserted).
 
 Each update writes a *new* delta (the previous delta's files copied and changed, under a temporary name, renamed
 in) and the saved reference (``index.json`` in the snapshot) names the base, the delta and the tombstones: the
@@ -18,9 +22,14 @@ update never opens the base collection (docs/updating.md, docs/scale.md "Dense u
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+
+from dashrag.core.ranking import top_k_rows
+from dashrag.indexes.similarity import is_unit_length, similarity
 
 Found = list[tuple[int, float]]
 
@@ -64,6 +73,35 @@ def merge_hits(first: Found, second: Found, k: int) -> Found:
     """The k best of two best-first lists (scores higher-is-better), ties in the order given (the base first:
     its ids are the older ones)."""
     return sorted(first + second, key=lambda hit: -hit[1])[:k]
+
+
+@dataclass(frozen=True)
+class DeltaVectors:
+    """The delta's points as a matrix held in this process, searched exactly: the delta holds at most
+    ``compact_fraction`` of the base (10,000 points at a million), so one product over its rows costs less than
+    the hand-off of a second query to Edge's threads. Its scores are Edge's for the same metric (cosine on the
+    vectors Edge stored, unit length; euclidean and manhattan negated), so the two lists merge by score."""
+
+    segments: Segments  # what the matrix was read for: a new update names new segments, and a new matrix
+    ids: np.ndarray  # the delta's chunk ids, one per row of ``matrix``
+    matrix: np.ndarray
+    norms: np.ndarray
+
+    @classmethod
+    def of(cls, segments: Segments, matrix: np.ndarray) -> DeltaVectors:
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        return cls(segments, np.asarray(segments.delta_ids, dtype=np.int64), matrix,
+                   np.linalg.norm(matrix, axis=1).astype(np.float32))
+
+    def search(self, queries: np.ndarray, k: int, metric: str, allowed: np.ndarray | None) -> list[Found]:
+        """Per query, the delta's k best (chunk id, score), best first; ``allowed``: a mask over the delta's rows
+        (a restriction), applied before the top-k as Edge applies a filter."""
+        scores = similarity(queries, self.matrix, self.norms, metric, is_unit_length(self.norms))
+        found: list[Found] = []
+        for row in np.atleast_2d(scores):
+            best = top_k_rows(row, k, allowed)
+            found.append(list(zip(self.ids[best].tolist(), row[best].astype(float).tolist())))
+        return found
 
 
 def delta_record(base: str, record: dict[str, Any], count: int) -> dict[str, Any]:

@@ -115,6 +115,20 @@ class Store:
         except SQLAlchemyError as exc:
             raise self._failed(exc) from None
 
+    def fingerprint_and_texts(self) -> tuple[str | None, list[tuple[int, str]]]:
+        """The recorded fingerprint and every chunk's ``(id, text)`` in id order, read in one snapshot (on
+        PostgreSQL one REPEATABLE READ transaction: a load that reads while an update commits gets the old corpus
+        or the new one): what a load that maps the snapshot's chunk columns takes from an external store
+        (``core/saved_tree.py``), two columns of the chunks instead of every row made a ``Chunk`` and hashed."""
+        try:
+            with Session(self.engine) as session:
+                self._one_snapshot(session)
+                held = session.scalar(select(StoreInfo.value).where(StoreInfo.key == "fingerprint"))
+                rows = session.execute(select(ChunkRow.id, ChunkRow.text).order_by(ChunkRow.id)).tuples().all()
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from None
+        return held, [(int(i), str(t)) for i, t in rows]
+
     def is_empty(self) -> bool:
         try:
             with Session(self.engine) as session:

@@ -17,12 +17,16 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 import dashrag
 from dashrag.documents.corpus import Corpus
-from dashrag.indexes.qdrant_segments import Segments, merge_hits
+from dashrag.indexes.engine import EngineFilter
+from dashrag.indexes.qdrant_edge_store import EdgeStore
+from dashrag.indexes.qdrant_segments import DeltaVectors, Segments, merge_hits
+from dashrag.indexes.qdrant_store import DenseLayout, Layout, SearchOptions
 from tests.cli.conftest import answers_of, invoke
 from tests.conftest import folder_digest
 from tests.core.test_updating import (
@@ -70,6 +74,35 @@ def test_a_change_hides_the_bases_gone_points_and_takes_the_deltas_out():
 
 def test_two_segments_answers_merge_by_score_the_older_first_on_a_tie():
     assert merge_hits([(1, 0.9), (2, 0.5)], [(7, 0.7), (8, 0.5)], 3) == [(1, 0.9), (7, 0.7), (2, 0.5)]
+
+
+@pytest.mark.parametrize("metric, distance", [("cosine", "Cosine"), ("dot", "Dot"), ("euclidean", "Euclid"),
+                                              ("manhattan", "Manhattan")])
+def test_the_delta_searched_in_process_scores_as_edge_does(tmp_path, metric, distance):
+    """The delta is searched in this process (``DeltaVectors``) and merged with the base's Edge hits by score, so
+    its scores must be Edge's own for the same points (its vectors as Edge stored them: cosine's normalised), for
+    every metric, with and without a restriction, k above the delta's size included."""
+    rng = np.random.default_rng(7)
+    vectors, queries = rng.normal(size=(40, 8)).astype(np.float32), rng.normal(size=(5, 8)).astype(np.float32)
+    ids = list(range(100, 140))
+    store = EdgeStore(tmp_path)
+    try:
+        store.create("delta", Layout(dense=DenseLayout(size=8, distance=distance, hnsw_m=16, hnsw_ef_construct=100,
+                                                       threshold_kb=10_000, quantization="none", graph=False)))
+        store.upsert_dense("delta", ids, vectors, [{} for _ in ids])
+        stored = store.vectors("delta", ids)
+        held = DeltaVectors.of(Segments(base_record={"count": 0}, delta="delta", delta_ids=tuple(ids)),
+                               np.asarray([stored[i] for i in ids]))
+        sign = -1.0 if metric in ("euclidean", "manhattan") else 1.0
+        for k, allowed in ((10, None), (50, None), (10, np.arange(40) % 3 == 0)):
+            where = None if allowed is None else EngineFilter(chunk_ids=[ids[r] for r in np.flatnonzero(allowed)])
+            edge = store.search_dense("delta", queries, k, where, SearchOptions(exact=True))
+            mine = held.search(queries, k, metric, allowed)
+            for theirs, ours in zip(edge, mine):
+                assert [i for i, _ in ours] == [i for i, _ in theirs]
+                assert np.allclose([s for _, s in ours], [sign * s for _, s in theirs], atol=1e-5)
+    finally:
+        store.close()
 
 
 # -- updates through the delta: the property, the base untouched, the old tree's reader ---------------------------

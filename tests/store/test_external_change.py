@@ -111,6 +111,32 @@ def test_random_updates_on_a_postgresql_store_answer_as_rebuilds(abstracts, tmp_
         _drop(pg_url, store)
 
 
+def test_a_postgresql_stored_tree_loads_its_saved_columns_and_the_stores_texts_and_reads_rows_when_they_differ(
+        abstracts, tmp_path, store_db):
+    """The snapshot holds the chunk columns for an external store too: a load whose store records the manifest's
+    corpus maps them and reads the chunks' texts alone (core/saved_tree.py ``_external_columns``), and answers as
+    the load that reads every row; a store whose chunks are not the columns' (a row deleted behind the tree's back,
+    its fingerprint left) is read row by row, and refused as another corpus."""
+    folder = _saved(abstracts[:6], tmp_path / "tree", store_db)
+    assert read_manifest(folder)["chunk_columns"]
+    dashrag.update(folder, add=[abstracts[7]], store_url=store_db)
+    tree = dashrag.load(folder, store_url=store_db)
+    try:
+        mapped = answers(tree, QUERIES)
+        assert type(tree.require_infra().chunks.chunks).__name__ == "StoredChunks"
+    finally:
+        tree.close()
+    read = dashrag.load(folder, store_url=store_db, full_check=True)  # every row read and hashed
+    try:
+        assert answers(read, QUERIES) == mapped
+    finally:
+        read.close()
+    assert_same_answers(mapped, rebuilt_answers(TREE, [*abstracts[:6], abstracts[7]], tmp_path / "rebuilt", QUERIES))
+    run_sql(store_db, "DELETE FROM chunks WHERE id = (SELECT max(id) FROM chunks)")
+    with pytest.raises(PersistenceError, match="saved for corpus"):
+        dashrag.load(folder, store_url=store_db)
+
+
 # -- writers -----------------------------------------------------------------------------------------
 def test_a_change_planned_on_a_corpus_the_store_no_longer_holds_is_refused_and_changes_nothing(
         abstracts, tmp_path, store_db):
