@@ -184,14 +184,6 @@ class ConfigObject(Generic[P]):
             child.apply_change(change)
         self._update(change)
 
-    def prepare_change(self) -> None:
-        """Load now what an update that adds documents will need (an embedding model), children first: the update
-        runs it in a thread beside its own reads (``core/updating.py``), so a model's start-up (onnxruntime's
-        session: ~0.4 s, mostly native code that lets the other core work) is not added to them."""
-        for _, child in self.nested_objects():
-            child.prepare_change()
-        self._prepare_change()
-
     def release_replaced(self) -> None:
         """After an update is published (saved), release what only the tree before it used (an engine's
         old collection or table), children first."""
@@ -230,9 +222,6 @@ class ConfigObject(Generic[P]):
         """Override to update fitted state by ``change`` for less than a refit (a dense node embeds only the
         new chunks); the default refits on the new corpus, which is exact by construction."""
         self._fit()
-
-    def _prepare_change(self) -> None:
-        """Override to load what ``_update`` will need for added documents; the default needs nothing."""
 
     def _release_replaced(self) -> None:
         """Override to release what the tree used before an update; the default holds nothing outside."""

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import Any, Protocol, cast
 
 from dashrag.core.component import ConfigObject
@@ -69,38 +67,6 @@ def update_documents(root: ConfigObject, add: Iterable[SourceDocument] = (), rem
                      chunker: dict[str, Any] | None = None) -> UpdateReport:
     """Add (or replace, or skip when identical) ``add`` and remove the documents ``remove`` from the fitted
     tree ``root``; every node's state follows, as if fitted on the resulting documents."""
-    adding = list(add)
-    with _prepared_beside(root, bool(adding)):
-        return _changed(root, adding, remove, chunker)
-
-
-@contextmanager
-def _prepared_beside(root: ConfigObject, adding: bool) -> Iterator[None]:
-    """While the block reads the store and plans the change, the tree loads what embedding the added documents
-    needs (:meth:`~dashrag.core.component.ConfigObject.prepare_change`) in a thread: a model's start-up is
-    mostly native code (onnxruntime's session, ~0.4 s) that runs on the other core beside the store's imports
-    and reads (~0.45 s of SQLAlchemy's), where it was added to them (docs/scale.md, "Dense on Qdrant Edge
-    HNSW"). The embedding waits for it (the model's own lock); it is joined before the block's result returns."""
-    if not adding:
-        yield
-        return
-    thread = threading.Thread(target=_prepare_quietly, args=(root,), name="dashrag-prepare-change", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        thread.join()
-
-
-def _prepare_quietly(root: ConfigObject) -> None:
-    try:
-        root.prepare_change()
-    except Exception:  # met again where the change embeds, and reported there as that step's error
-        pass
-
-
-def _changed(root: ConfigObject, adding: list[SourceDocument], remove: Iterable[str],
-             chunker: dict[str, Any] | None) -> UpdateReport:
     from dashrag.core.saved_tree import store_filename
     from dashrag.store.external_change import StoreChange
     from dashrag.store.store import Store, read_only_url, write_changed_store_file
@@ -108,7 +74,7 @@ def _changed(root: ConfigObject, adding: list[SourceDocument], remove: Iterable[
     infra = root.require_infra()
     cutter = tree_chunker(infra, chunker)
     url = _store_url(infra)
-    removing = [str(i) for i in remove]
+    adding, removing = list(add), [str(i) for i in remove]
     store = Store(read_only_url(url), read_only=True)
     try:
         stored = store.documents_with_ids(named_ids(adding, removing))

@@ -121,9 +121,6 @@ class DenseEmbeddingRetriever(UnitRetriever[DenseParams]):
         self.index.add(vectors, self._identity(int(vectors.shape[1])))
         self._fitted = True
 
-    def _prepare_change(self) -> None:
-        self.embedding.prepare()
-
     def _update(self, change: CorpusChange) -> None:
         """The kept chunks' vectors as they are, and only the new chunks embedded (docs/updating.md)."""
         self._require_fitted()
