@@ -122,11 +122,12 @@ class BM25Retriever(UnitRetriever[BM25Params]):
     def _identity(self) -> IndexIdentity:
         """What the weights are: the corpus, the analysis and the BM25 parameters (the same identity gives
         the same weights, so an engine object recorded with it is this node's)."""
-        p = self.params
-        key = digest({"vectorizer": self.nested["vectorizer"].to_config(), "variant": p.variant, "k1": p.k1,
-                      "b": p.b, "delta": p.delta, "epsilon": p.epsilon})
-        return IndexIdentity(self.require_infra().chunks.fingerprint, key, "bm25-weights",
-                             len(self.nested["vectorizer"].vocabulary))
+        p, vectorizer = self.params, self.nested["vectorizer"]
+        what = {"vectorizer": vectorizer.to_config(), "variant": p.variant, "k1": p.k1, "b": p.b, "delta": p.delta,
+                "epsilon": p.epsilon}
+        column_order = vectorizer.column_order()  # None (sorted terms) keeps the keys of trees saved before adds
+        key = digest(what if column_order is None else {**what, "column_order": column_order})  # appended columns
+        return IndexIdentity(self.require_infra().chunks.fingerprint, key, "bm25-weights", len(vectorizer.vocabulary))
 
     @property
     def _by_distance(self) -> bool:

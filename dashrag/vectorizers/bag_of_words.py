@@ -486,6 +486,19 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
             terms[column] = term
         return terms
 
+    def column_order(self) -> str | None:
+        """What numbers the columns, beyond the terms themselves: None for the sorted order a fit (or a removal)
+        gives, else a digest of the terms in column order. An add gives its new terms the columns after the
+        others (``_append``), so the same documents can be numbered differently after different histories; an
+        engine that stores term ids (``BM25Retriever._identity``) must not take a table numbered otherwise for
+        its own (docs/scale.md, "Segments of the keyword index")."""
+        import hashlib
+
+        terms = self.vocabulary
+        if all(a < b for a, b in zip(terms, terms[1:])):
+            return None
+        return hashlib.sha256("\0".join(terms).encode("utf-8")).hexdigest()
+
     def _save(self, folder: Path) -> None:
         atomic_write_json(folder / "vocabulary.json", self.vocabulary)
         atomic_write_json(folder / STOP_WORDS_FILE, sorted(self._stop_set()))

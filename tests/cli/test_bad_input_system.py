@@ -172,7 +172,9 @@ def test_add_on_a_nearly_full_disk_is_one_error_line_and_leaves_no_new_store(sci
     with gzip.open(scifact_dir / "corpus.jsonl.gz", "rt", encoding="utf-8") as corpus:
         lines = [line for _, line in zip(range(500), corpus)][400:]
     (tmp_path / "more.jsonl").write_text("".join(lines), encoding="utf-8")
-    size_kb = sum(p.stat().st_size for p in built.rglob("*") if p.is_file()) // 1024
+    # what the tree takes on a tmpfs: each file in whole 4 KB pages (the keyword segments' many small files), each
+    # folder one page
+    size_kb = sum(4 * -(-p.stat().st_size // 4096) if p.is_file() else 4 for p in built.rglob("*"))
     with small_tmpfs(tmp_path / "disk", f"{size_kb + 48}k") as disk:
         shutil.copytree(built, disk / "kw")
         before = folder_digest(disk / "kw")
@@ -204,7 +206,9 @@ def test_index_overwrite_on_a_full_disk_is_one_error_line_and_leaves_no_tmp(scif
                                                                            tmp_path):
     """About 2.3 MB free: the build's temporary store (1.5 MB) fits, its copy under the store's name does not."""
     built = scifact_keyword
-    size_kb = sum(p.stat().st_size for p in built.rglob("*") if p.is_file()) // 1024
+    # what the tree takes on a tmpfs: each file in whole 4 KB pages (the keyword segments' many small files), each
+    # folder one page
+    size_kb = sum(4 * -(-p.stat().st_size // 4096) if p.is_file() else 4 for p in built.rglob("*"))
     with small_tmpfs(tmp_path / "disk", f"{size_kb + 2300}k") as disk:
         shutil.copytree(built, disk / "kw")
         before = folder_digest(disk / "kw")

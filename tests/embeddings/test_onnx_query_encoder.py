@@ -15,6 +15,7 @@ import pytest
 
 import dashrag
 from dashrag.core.persistence import read_manifest, write_saved_folder
+from dashrag.core.shared_files import read_reference, references_in
 from dashrag.embeddings.onnx_query_encoder import (
     MODEL_FILES,
     RECORD_FILE,
@@ -100,6 +101,10 @@ def without_query_encoder(folder: Path, target: Path) -> Path:
         shutil.copytree(snapshot / "nodes", new_snapshot / "nodes")
         for path in (new_snapshot / "nodes").rglob("query_encoder*"):
             path.unlink()
+        # the other nodes' shared files (the BM25 child's base segments) stay where their references point
+        for relative in references_in(new_snapshot):
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(folder / relative, target / relative)
 
     shutil.copy(folder / manifest["store"], target / manifest["store"])
     write_saved_folder(target, write_nodes, {k: manifest[k] for k in ("config", "corpus_fingerprint", "store")})
@@ -130,8 +135,10 @@ def test_every_export_file_is_in_the_manifest(saved):
     manifest = read_manifest(folder)
     assert f"nodes/root.children.1.embedding/{RECORD_FILE}" in manifest["files"]
     assert f"nodes/root.children.1.embedding/{SHARED_LABEL}.shared.json" in manifest["files"]
-    (digest,) = {rel.split("/")[1] for rel in manifest["shared"]}  # the model files: once, in the shared store
-    assert sorted(manifest["shared"]) == sorted(f"models/{digest}/{name}" for name in MODEL_FILES)
+    node_folder = next(folder.glob("snapshot-*/nodes/root.children.1.embedding"))
+    digest = read_reference(node_folder, SHARED_LABEL).digest  # the model files: once, in the shared store
+    exported = sorted(rel for rel in manifest["shared"] if rel.split("/")[1] == digest)
+    assert exported == sorted(f"models/{digest}/{name}" for name in MODEL_FILES)
 
 
 def test_a_cold_dense_query_process_imports_no_torch(saved, tmp_path):

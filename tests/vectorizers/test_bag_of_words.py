@@ -155,3 +155,30 @@ def test_updated_counts_are_a_fit_on_the_resulting_texts(added, removed):
     assert vec.vocabulary[: len(old_terms)] == old_terms and sorted(vec.vocabulary) == fitted.vocabulary
     by_term = [vec.vocabulary.index(t) for t in fitted.vocabulary]
     assert (vec.current_counts()[:, by_term] != expected).nnz == 0
+
+
+def test_the_column_order_names_a_numbering_that_an_add_made():
+    """Two histories over the same documents (new words added in either order) number the columns differently, so
+    an engine storing term ids must tell them apart (``BM25Retriever._identity``); a fit's sorted order is None."""
+    from dashrag.documents.changes import plan_change
+    from dashrag.documents.chunk_set import ChunkSet
+    from dashrag.documents.model import Chunk, SourceDocument
+
+    def added_in_order(texts):
+        vec = make(stemmer="english")
+        documents = {f"doc{i}": SourceDocument(id=f"doc{i}", text=t) for i, t in enumerate(DOCS)}
+        chunks = ChunkSet(Chunk(id=i, document_id=f"doc{i}", position=0, text=t) for i, t in enumerate(DOCS))
+        vec.fit_transform(chunks.texts)
+        assert vec.column_order() is None
+        for text in texts:
+            new = SourceDocument(id=f"new{text}", text=text)
+            change = plan_change(documents, chunks, [new], [], lambda docs: [
+                Chunk(id=0, document_id=d.id, position=0, text=d.text) for d in docs])
+            vec.apply_change(change)
+            documents[new.id], chunks = new, change.new
+        return vec
+
+    one, other = added_in_order(["zebras graze", "quokkas smile"]), added_in_order(["quokkas smile", "zebras graze"])
+    assert sorted(one.vocabulary) == sorted(other.vocabulary) and one.vocabulary != other.vocabulary
+    assert one.column_order() is not None and other.column_order() is not None
+    assert one.column_order() != other.column_order()
