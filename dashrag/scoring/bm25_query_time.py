@@ -193,12 +193,18 @@ def with_statistics(first: np.ndarray, second: np.ndarray, doc_ids: np.ndarray, 
     """The postings with the statistics of their state: N, each term's df (its posting list's length), avgdl,
     the idf and scale per term, Okapi's mean idf (inside :func:`idf_okapi`), BM25+'s constants."""
     n_docs = int(lengths.shape[0])
-    df = np.diff(term_ptr)
-    idf = variant_idf(params, df, n_docs)
-    constant = nonoccurrence(params, idf).astype(WEIGHT_DTYPE)
+    scale, constant = per_term_statistics(params, np.diff(term_ptr), n_docs)
     return QueryTimeWeights(first=first, second=second, doc_ids=doc_ids, term_ptr=term_ptr, lengths=lengths,
-                            scale=term_scale(params, idf), nonoccurrence=constant, avgdl=average_length(lengths),
+                            scale=scale, nonoccurrence=constant, avgdl=average_length(lengths),
                             n_docs=n_docs, params=params)
+
+
+def per_term_statistics(params: BM25Parameters, df: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each term's scale (its idf times what the variant multiplies it by) and BM25+'s absent-term constant, from
+    the state's document frequencies and N: one derivation for one set of postings (:func:`with_statistics`) and
+    for a base and a delta together (``bm25_segments.segment_weights``)."""
+    idf = variant_idf(params, df, n_docs)
+    return term_scale(params, idf), nonoccurrence(params, idf).astype(WEIGHT_DTYPE)
 
 
 def query_time_weights(counts: sp.spmatrix, params: BM25Parameters, block: int = 1 << 20) -> QueryTimeWeights:

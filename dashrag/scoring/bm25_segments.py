@@ -5,8 +5,8 @@ statistics never move (``u``, ``x``, or ``f``, ``dl``), so the postings of the r
 ones: the base's (a million chunks, ~1 GB) are kept as they were built, memory-mapped, and saved once by content
 address (docs/scale.md, "Segments of the keyword index"). The state's statistics come from both: ``N`` the rows of
 both, each term's ``df`` the sum of its two posting lists' lengths, ``avgdl`` the sum of both length arrays over
-``N``, then idf, Okapi's mean idf and BM25+'s constants as :func:`bm25_query_time.with_statistics` derives them:
-O(vocabulary + chunks) per state, nothing per posting.
+``N``, then idf, Okapi's mean idf and BM25+'s constants by :func:`bm25_query_time.per_term_statistics`, as for
+one segment: O(vocabulary + chunks) per state, nothing per posting.
 
 A query term's postings are the base's then the delta's (whose rows come after every base row), so a chunk's score
 adds the same float32 values in the same order as a tree built on the same chunks: exact, not within a tolerance.
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from dashrag.scoring.bm25 import WEIGHT_DTYPE, BM25Parameters, BM25Weights, nonoccurrence, variant_idf
-from dashrag.scoring.bm25_query_time import QueryTimeWeights, query_time_weights, term_scale
+from dashrag.scoring.bm25 import WEIGHT_DTYPE, BM25Parameters, BM25Weights
+from dashrag.scoring.bm25_query_time import QueryTimeWeights, per_term_statistics, query_time_weights
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -82,9 +82,8 @@ def segment_weights(base: PostingSegment, delta: PostingSegment | None, params: 
     if delta is not None:
         df += np.diff(delta.term_ptr)
         n_docs, length_sum = n_docs + delta.n_rows, length_sum + delta.length_sum
-    idf = variant_idf(params, df, n_docs)
     avgdl = length_sum / n_docs if n_docs else 0.0
-    scale, constant = term_scale(params, idf), nonoccurrence(params, idf).astype(WEIGHT_DTYPE)
+    scale, constant = per_term_statistics(params, df, n_docs)
 
     def weights_of(segment: PostingSegment) -> QueryTimeWeights:
         return QueryTimeWeights(first=segment.first, second=segment.second, doc_ids=segment.doc_ids,
