@@ -61,17 +61,26 @@ def closure(requirements: list[Requirement]) -> set[str]:
 
 
 def link_distributions(names: set[str], site: Path) -> None:
-    """Links each file of each distribution into ``site`` (file by file: namespace packages such as
-    ``opentelemetry`` hold files of several distributions, of which only some are the core's), each module with its
-    compiled bytecode where the shared environment has it, as ``pip install`` leaves it: without it every process
-    in the new environment compiled torch, scipy and the rest from source again (where ``PYTHONDONTWRITEBYTECODE``
-    is set nothing keeps the result), seconds of CPU a command (docs/testing.md)."""
+    """Links each distribution's files into ``site``, as ``pip install`` would have put them there.
+
+    A top-level regular package (a folder with an ``__init__.py``, which one distribution installs: two writing one
+    would overwrite each other's files) is linked as one folder, its compiled bytecode inside it. The rest is linked
+    file by file: modules at the top, the ``.dist-info`` folders, and namespace packages such as ``opentelemetry`` or
+    ``google``, which hold files of several distributions of which only some are the core's; each module with its
+    bytecode where the shared environment has it (without it every process in the new environment compiled its
+    modules from source again). File by file everywhere was ~44,000 links for the dense extra, ~15 s of CPU, most of
+    it the kernel's, per environment (docs/testing.md, "Tenth pass")."""
     for name in names:
         dist = distribution(name)
         base = Path(str(dist.locate_file("")))
-        for relative in dist.files or ():
+        files = [r for r in dist.files or () if not str(r).startswith("..") and "__pycache__" not in r.parts]
+        packages = {top for top in {r.parts[0] for r in files if len(r.parts) > 1}
+                    if (base / top / "__init__.py").is_file()}
+        for package in packages:
+            link(base / package, site / package)
+        for relative in files:
             source, target = base / relative, site / relative
-            if str(relative).startswith("..") or "__pycache__" in relative.parts or not source.is_file():
+            if relative.parts[0] in packages or not source.is_file():
                 continue
             link(source, target)
             if source.suffix == ".py" and Path(cache_from_source(str(source))).is_file():
@@ -132,7 +141,10 @@ def fresh_venv(wheel: Path, root: Path, distributions: set[str]) -> Path:
 
 
 def clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    """The environment of a command in a fresh environment: no path into the checkout, and no bytecode written
+    (its packages are linked folders of the project's environment, already compiled: ``link_distributions``)."""
+    return {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
+            "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def run(venv: Path, *args: str, cwd: Path) -> str:

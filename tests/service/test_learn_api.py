@@ -1,5 +1,7 @@
-"""``POST /trees/{name}/learn`` (docs/finetuning.md, "From the service and the page"): learning from a tree's own
-documents without judgements, as a job on a real loopback server, with its report; the refusals before any work."""
+"""``POST /trees/{name}/learn`` (docs/finetuning.md, "From the service and the page"): the refusals before any work,
+who may start it, and what deleting a tree takes with it, on a real loopback server. The job itself, its report and
+files and the learned tree's build are read over HTTP from the job the page starts
+(``tests/web/test_learn_form.py``: one learn job for both faces, docs/testing.md, "Tenth pass")."""
 
 from __future__ import annotations
 
@@ -12,71 +14,16 @@ import dashrag
 from dashrag.presets import load_preset
 from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
-from tests.conftest import EXAMPLE_CORPUS, folder_digest
-from tests.fixtures.jobs import finished_job
+from tests.conftest import EXAMPLE_CORPUS
 from tests.service.conftest import LoopbackServer
-
-# The smallest job the service accepts (models.LearnRequest: 8 tokens, 2 pairs a batch): a training step of MiniLM at
-# 64 tokens and 8 pairs costs about 4 s of CPU, and the job runs three (the step probe's warm-up and timed step, then
-# the step itself); what is asserted is the job and its report, not what one step learns (docs/testing.md).
-TINY = {"max_steps": 1, "max_seq_length": 8, "batch_size": 2, "time_budget_minutes": 20}
 
 
 @pytest.fixture
 def trees(tmp_path):
-    """A trees folder of its own for each test: the learn job's test ends by deleting the tree it learned from."""
+    """A trees folder of its own for each test, holding one keyword tree of the example corpus."""
     folder = tmp_path / "trees"
     dashrag.build_tree("keyword", EXAMPLE_CORPUS, folder / "docs")
     return folder
-
-
-@pytest.mark.slow
-def test_a_learn_job_reports_which_tree_it_chose_and_why_and_leaves_the_tree_alone(trees):
-    with LoopbackServer(create_app(ServiceSettings(trees_dir=trees))) as server:
-        before = folder_digest(trees / "docs")  # as the service left it on load (its score calibration cached)
-        accepted = httpx.post(f"{server.url}/trees/docs/learn", json=TINY, timeout=60)
-        assert accepted.status_code == 202, accepted.text
-        status = finished_job(server.url, accepted.json()["job_id"], every=0.2)
-        assert status["status"] == "done", status
-        # the progress named the pipeline's steps as they ran (each one, however briefly it lasted)
-        assert status["stages"][0] == "reading the corpus" and "learning: training" in status["stages"]
-        assert status["stages"].index("learning: training") < status["stages"].index("learning: tuning the tree")
-        report = status["report"]
-        assert report["shipped"] in {"base", "learned"}
-        assert (report["shipped"] == "learned") == (report["held_out"]["learned"] > report["held_out"]["base"])
-        assert report["reason"].startswith("the learned tree scores")
-        assert report["held_out"]["queries"] > 0 and set(report["held_out"]["dense_alone"]) == {"base", "learned"}
-        assert report["training"]["steps"] == 1 and report["training"]["plan"]
-        assert set(report["sources"]) == {"title", "heading", "held_out_sentence", "section_opening"}
-        assert str(trees) not in json.dumps(report)  # no server path in what a client reads
-        assert status["message"] == f"learned from docs's documents: the {report['shipped']} tree chosen"
-        assert folder_digest(trees / "docs") == before  # learning reads the tree; it never changes it
-    learned = trees / ".learned-docs"
-    preset = json.loads((learned / "preset.json").read_text(encoding="utf-8"))
-    assert preset["component"] == "ParallelRetriever"
-    assert (learned / "model" / "dashrag-model-card.json").is_file()
-    assert json.loads((learned / "report.json").read_text(encoding="utf-8"))["choice"]["shipped"] == report["shipped"]
-    assert not list(trees.glob(".work-*"))  # the job's work folder (the exported documents, the store) is gone
-    use_the_learned_tree_then_delete_both(trees, report["shipped"])
-
-
-def use_the_learned_tree_then_delete_both(trees, shipped: str) -> None:
-    """After the learn job above (its .learned-docs): the new tree built from its preset answers, keeps answering
-    once the tree it learned from is deleted (its own copy of the model), and each tree's folders go with it."""
-    with LoopbackServer(create_app(ServiceSettings(trees_dir=trees))) as server:
-        taken = httpx.post(f"{server.url}/trees/docs/learned/build", json={"name": "docs"}, timeout=60)
-        assert taken.status_code == 409 and "docs" in taken.json()["detail"]
-        accepted = httpx.post(f"{server.url}/trees/docs/learned/build", json={"name": "learned"}, timeout=60)
-        assert accepted.status_code == 202, accepted.text
-        assert finished_job(server.url, accepted.json()["job_id"], every=0.2)["status"] == "done"
-        assert (trees / ".models-learned").is_dir() == (shipped == "learned")  # the base names no learned model
-        assert httpx.delete(f"{server.url}/trees/docs", timeout=60).status_code == 204
-        assert not (trees / "docs").exists() and not (trees / ".learned-docs").exists()
-        answer = httpx.post(f"{server.url}/trees/learned/query", json={"query": "retrieval"}, timeout=60)
-        assert answer.status_code == 200 and answer.json()["chunks"], answer.text
-        assert httpx.delete(f"{server.url}/trees/learned", timeout=60).status_code == 204
-        assert not (trees / "learned").exists() and not (trees / ".models-learned").exists()
-        assert not list(trees.glob(".deleted-*")) and not list(trees.glob(".upload-*"))
 
 
 def test_refusals_name_what_is_wrong_before_any_work(trees):
@@ -99,8 +46,8 @@ def test_refusals_name_what_is_wrong_before_any_work(trees):
 
 
 def test_deleting_a_tree_deletes_what_was_learned_from_it(tmp_path):
-    """The learn job's folder (model, preset, report: written by the slow test above; here its files as the job
-    leaves them) goes with the tree, over HTTP, and nothing of the tree's is left aside."""
+    """The learn job's folder (model, preset, report: written by the job in tests/web/test_learn_form.py; here its
+    files as the job leaves them) goes with the tree, over HTTP, and nothing of the tree's is left aside."""
     trees = tmp_path / "trees"
     dashrag.build_tree("keyword", EXAMPLE_CORPUS, trees / "gone")
     learned = trees / ".learned-gone"

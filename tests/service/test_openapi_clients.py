@@ -158,7 +158,7 @@ def test_a_generated_client_calls_every_operation(client_package, server):
     unlearned = importlib.import_module(f"{api.__name__}.api.learning.build_learned_tree").sync_detailed(
         "from_upload", client=client, body=models.LearnedBuildRequest(name="from_learned"))  # its learn was cancelled
     assert unlearned.status_code == 404 and b"has learned nothing yet" in unlearned.content  # the documented refusal
-    CALLED.add("build_learned_tree")  # a learned tree built and queried: tests/service/test_learn_api.py
+    CALLED.add("build_learned_tree")  # a learned tree built and queried: tests/web/test_learn_form.py
     assert call(api, "meta.filter_schema_route", client=client).to_dict()["$defs"]
     fields = {f.name for f in call(api, "documents.list_fields", "from_upload", client=client).fields}
     assert {"path", "file_type"} <= fields  # no metadata given: the uploaded files' own fields

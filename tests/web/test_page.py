@@ -14,10 +14,13 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from dashrag.core.validation import validate_and_transform
 from dashrag.service.calibration import PROBE_COUNT
+from tests.conftest import REPO
 from tests.llm.openai_server import malformed_json, select
+from tests.web.build_progress import RECORD_JOB, assert_the_dense_stages_were_shown
 from tests.web.conftest import LLM_KEY_VAR, build_tree, preset
 
 SERVER_SAYS_VALID = {"valid": True, "errors": []}
+ENGLISH = json.loads((REPO / "frontend" / "src" / "strings.json").read_text(encoding="utf-8"))["strings"]["en"]
 
 
 def node_id(path: str) -> str:
@@ -48,6 +51,8 @@ def load_json(page, tree: dict) -> None:
 
 
 def test_build_the_hybrid_tree_from_nothing_index_examples_and_query_it(page, server):
+    """Assembled by the picker, built from the page while its status shows each stage of the dense child
+    (``build_progress``), then queried with its trace."""
     page.get_by_role("button", name="Choose the root component").click()
     choose(page, "ParallelRetriever")
     for i in (1, 0):  # clear the default children, then add the two by the picker
@@ -68,8 +73,10 @@ def test_build_the_hybrid_tree_from_nothing_index_examples_and_query_it(page, se
 
     page.get_by_label("Tree name").fill("hybrid")
     page.get_by_label("Corpus path").fill("corpus")
+    page.evaluate(RECORD_JOB)
     page.get_by_role("button", name="Build index").click()
     page.locator('.job[data-status="done"]').wait_for(timeout=240_000)
+    assert_the_dense_stages_were_shown(page, ENGLISH)
 
     page.get_by_role("button", name="Query saved trees").click()
     page.locator('li[data-tree="hybrid"]').wait_for()
