@@ -57,7 +57,8 @@ def embedding_node(tree) -> MiniLMEmbedding:
 def test_the_exported_encoder_equals_sentence_transformers_on_scifact_queries(saved, scifact_queries):
     tree, folder = saved
     embedding = embedding_node(tree)
-    torch_vectors = TorchEncoder(embedding.model(), 32).encode(scifact_queries, normalize=True)
+    torch_encoder = TorchEncoder(embedding.model(), embedding.params.max_seq_length, 32)
+    torch_vectors = torch_encoder.encode(scifact_queries, normalize=True)
     node_folder = next(folder.glob("snapshot-*/nodes/root.children.1.embedding"))
     encoder = OnnxQueryEncoder.open(node_folder, batch_size=32)
     assert encoder is not None, read_record(node_folder)
@@ -87,7 +88,8 @@ def test_window_averaged_long_queries_match_torch(saved):
     node_folder = next(folder.glob("snapshot-*/nodes/root.children.1.embedding"))
     long_query = " ".join(f"Sentence {i} asks about protein folding in yeast cells." for i in range(60))
     window = MiniLMEmbedding({"max_seq_length": 128, "overflow_strategy": "window_average"})
-    torch_vector = window._window_average([long_query], TorchEncoder(embedding_node(tree).model(), 32))
+    torch_encoder = TorchEncoder(embedding_node(tree).model(), window.params.max_seq_length, 32)
+    torch_vector = window._window_average([long_query], torch_encoder)
     onnx_vector = window._window_average([long_query], OnnxQueryEncoder.open(node_folder, batch_size=32))
     assert np.abs(onnx_vector - torch_vector).max() <= TOLERANCE
 
