@@ -25,7 +25,7 @@ from pydantic import Field, field_validator
 
 from dashrag.core.digest import digest
 from dashrag.core.params import CHOICES_KEY, ComponentParams, ParamKind, kind_field
-from dashrag.core.persistence import atomic_directory
+from dashrag.core.persistence import atomic_directory, save_lock
 from dashrag.core.registry import register
 from dashrag.core.shared_files import REFERENCE_SUFFIX, shared_files_intact, shared_root
 from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel, ModelUnavailableError
@@ -72,6 +72,16 @@ def _usable_export(cached: Path) -> bool:
         return model_files_folder(cached) is not None and shared_files_intact(cached, SHARED_LABEL)
     except PersistenceError:  # the shared folder went with the tree that used it: export again
         return False
+
+
+def _cached_export(cached: Path) -> Path | None:
+    """A whole export for this cache entry's key: the entry, else one this process made under another working
+    folder; None when there is none (the caller exports)."""
+    if _usable_export(cached):
+        _exports[cached.name] = cached
+        return cached
+    earlier = _exports.get(cached.name)
+    return earlier if earlier is not None and _usable_export(earlier) else None
 
 
 def _point_cache_at_shared_store(cached: Path, node_dir: Path) -> None:
@@ -279,25 +289,37 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
         save_export(cached, folder)
         _point_cache_at_shared_store(cached, folder)
 
-    def _exported(self) -> Path:
+    def export_cache_entry(self) -> Path:
+        """Where this node's export is cached: under the embedding cache, named by the model, the params that
+        change vectors and the versions of torch and onnxruntime that made it."""
         import onnxruntime
         import torch
 
         key = digest({"embedding": self.cache_key(), "format": EXPORT_FORMAT, "torch": torch.__version__,
                       "onnxruntime": onnxruntime.__version__})
-        cached = Path(self.require_infra().env_path) / CACHE_FOLDER / EXPORT_CACHE_FOLDER / key
+        return Path(self.require_infra().env_path) / CACHE_FOLDER / EXPORT_CACHE_FOLDER / key
+
+    def _exported(self) -> Path:
+        """The cached export, made first if the cache has none. One export at a time per cache folder, across
+        processes too (its advisory lock, taken only when an export is missing: a read-only cache that holds it
+        still serves): processes sharing a cache (the service's build workers, builds given one ``cache_dir``)
+        export a model once, the others waiting and then taking it, where each would have exported it and the
+        second's rename failed on the first's folder."""
+        cached = self.export_cache_entry()
         with _export_lock:
-            earlier = _exports.get(key)  # made by this process under another working folder
-            usable = _usable_export(cached)  # (a reference's check reads the shared files: once)
-            if not usable and earlier is not None and _usable_export(earlier):
-                return earlier
-            if not usable:
-                progress = self.require_infra().progress
-                progress("exporting the query encoder")  # torch traces and checks the model: seconds to a minute
-                with atomic_directory(cached) as staging, self.model().reading(self.params.max_seq_length) as model:
-                    export_query_encoder(model, staging, self.cache_key())
-                progress("saving")
-            _exports[key] = cached
+            found = _cached_export(cached)
+            if found is None:
+                with save_lock(cached.parent):  # another process may be making it: wait for it, then look again
+                    found = _cached_export(cached) or self._export_into(cached)
+        return found
+
+    def _export_into(self, cached: Path) -> Path:
+        progress = self.require_infra().progress
+        progress("exporting the query encoder")  # torch traces and checks the model: seconds to a minute
+        with atomic_directory(cached) as staging, self.model().reading(self.params.max_seq_length) as model:
+            export_query_encoder(model, staging, self.cache_key())
+        progress("saving")
+        _exports[cached.name] = cached
         return cached
 
     def _load(self, folder: Path) -> None:
