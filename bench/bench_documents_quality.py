@@ -118,8 +118,7 @@ class TokenMemo:
         def embed(model: SentenceTransformerBacked, texts: list[str], is_query: bool) -> np.ndarray:
             if is_query:
                 return original(model, texts, is_query)
-            loaded = model.model()
-            ids = loaded.tokenizer(texts, truncation=True, max_length=loaded.max_seq_length)["input_ids"]
+            ids = model.model().tokenizer(texts, truncation=True, max_length=model.reading_length())["input_ids"]
             keys = [tuple(row) for row in ids]
             missing = {key: text for key, text in zip(keys, texts) if key not in memo.vectors}
             if missing:

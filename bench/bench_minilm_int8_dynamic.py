@@ -77,7 +77,6 @@ def exports(model: Any, work: Path) -> tuple[Any, Any]:
     """(the float32 export of ``model`` as a saved tree carries it, the same with int8 products), each an
     ``OnnxQueryEncoder`` with buckets of 32, made once under ``work``."""
     import shutil
-    import threading
 
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -93,7 +92,7 @@ def exports(model: Any, work: Path) -> tuple[Any, Any]:
     fp32, int8 = work / "export_fp32", work / "export_int8"
     if not (fp32 / RECORD_FILE).is_file():
         fp32.mkdir(parents=True, exist_ok=True)
-        if not export_query_encoder(model, fp32, "bench", threading.Lock()).exported:
+        if not export_query_encoder(model, fp32, "bench").exported:
             raise SystemExit(f"the export failed: {fp32 / RECORD_FILE}")
     if not (int8 / RECORD_FILE).is_file():
         int8.mkdir(parents=True, exist_ok=True)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -95,26 +96,46 @@ def embed_with_progress(embedding: EmbeddingModel, texts: Sequence[str], descrip
     return np.concatenate(parts) if parts else embedding.embed_documents([])
 
 
+@contextmanager
+def _entry_lock(path: Path) -> Iterator[None]:
+    """Hold the entry's advisory lock (``flock`` on ``<key>.lock``), across processes: processes sharing a cache
+    (``dashrag serve``'s build workers, builds given one ``--cache-dir``) that need the same vectors at once embed
+    them once, the others waiting and then reading them. Released when the holder ends, however it ends."""
+    from filelock import FileLock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path.with_suffix(".lock"))):
+        yield
+
+
 def document_vectors(embedding: EmbeddingModel, chunks: ChunkSet, env_path: Path,
                      on_block: Callable[[int, int], None] | None = None) -> np.ndarray:
-    """The (len(chunks), d) float32 vectors of the chunks' texts: from the cache, or embedded and cached."""
+    """The (len(chunks), d) float32 vectors of the chunks' texts: from the cache, or embedded and cached (the
+    entry's lock taken only when they are missing: a read-only cache that holds them still serves)."""
     path = cache_path(env_path, chunks.fingerprint, embedding)
     with _lock_for(path):
         cached = read_cached(path, len(chunks))
         if cached is not None:
             return cached
-        vectors = embed_with_progress(
-            embedding, chunks.texts, f"embedding {len(chunks)} chunks ({embedding.component_name})", on_block
-        )
-        save_array(path, vectors)
-        atomic_write_json(
-            path.with_suffix(".json"),
-            {
-                "chunks_fingerprint": chunks.fingerprint,
-                "embedding": embedding.to_config(),
-                "embedding_identity": embedding.identity(),
-                "embedding_cache_key": embedding.cache_key(),
-                "shape": list(vectors.shape),
-            },
-        )
-        return vectors
+        with _entry_lock(path):  # another process may be embedding them: wait for it, then look again
+            cached = read_cached(path, len(chunks))
+            return cached if cached is not None else _embedded(embedding, chunks, path, on_block)
+
+
+def _embedded(embedding: EmbeddingModel, chunks: ChunkSet, path: Path,
+              on_block: Callable[[int, int], None] | None) -> np.ndarray:
+    vectors = embed_with_progress(
+        embedding, chunks.texts, f"embedding {len(chunks)} chunks ({embedding.component_name})", on_block
+    )
+    save_array(path, vectors)
+    atomic_write_json(
+        path.with_suffix(".json"),
+        {
+            "chunks_fingerprint": chunks.fingerprint,
+            "embedding": embedding.to_config(),
+            "embedding_identity": embedding.identity(),
+            "embedding_cache_key": embedding.cache_key(),
+            "shape": list(vectors.shape),
+        },
+    )
+    return vectors

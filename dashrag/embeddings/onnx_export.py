@@ -72,10 +72,12 @@ def unsupported(model: Any) -> str | None:
     return None
 
 
-def export_query_encoder(model: Any, folder: Path, cache_key: str, lock: Any) -> QueryEncoderRecord:
-    """Export ``model`` (a loaded SentenceTransformer) into ``folder``; the record says what was written.
+def export_query_encoder(model: Any, folder: Path, cache_key: str) -> QueryEncoderRecord:
+    """Export ``model`` (a loaded SentenceTransformer, at the sequence length the export is to read) into
+    ``folder``; the record says what was written.
 
-    ``lock`` is the model's encode lock (one forward pass at a time per shared model)."""
+    The caller holds the model for the whole export (``SharedSentenceTransformer.reading``): its length is
+    recorded and checked on the probes, so no other user of a shared model may change it in between."""
     import onnxruntime
     import torch
 
@@ -94,7 +96,7 @@ def export_query_encoder(model: Any, folder: Path, cache_key: str, lock: Any) ->
             return self.model(dict(zip(inputs, tensors)))["sentence_embedding"]
 
     example = model.tokenizer(["a short text", "a longer text for the padding"], padding=True, return_tensors="pt")
-    with lock, tempfile.TemporaryDirectory(prefix="dashrag-onnx-export-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="dashrag-onnx-export-") as tmp:
         raw = Path(tmp) / "raw.onnx"
         try:
             with torch.no_grad(), warnings.catch_warnings():
@@ -122,9 +124,8 @@ def export_query_encoder(model: Any, folder: Path, cache_key: str, lock: Any) ->
         dimension=int((getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension)()),
         torch=torch.__version__,
         onnxruntime=onnxruntime.__version__)
-    with lock:
-        expected = model.encode(list(PROBES), normalize_embeddings=False, convert_to_numpy=True,
-                                show_progress_bar=False)
+    expected = model.encode(list(PROBES), normalize_embeddings=False, convert_to_numpy=True,
+                            show_progress_bar=False)
     got = OnnxQueryEncoder(folder, record, batch_size=len(PROBES)).encode(list(PROBES), normalize=False)
     difference = float(np.abs(got - expected).max())
     if not difference <= TOLERANCE:  # also refuses NaN

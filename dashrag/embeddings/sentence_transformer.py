@@ -8,8 +8,8 @@ with no network.
 
 torch and sentence-transformers are imported on first use, not with dashrag.
 A loaded model is shared by every component in the process that names the same
-folder, device and sequence length (loading costs seconds; a tree often holds
-several dense nodes over one model).
+folder and device, whatever sequence length each reads (``shared_model``: loading
+costs seconds; a tree often holds several dense nodes over one model).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pydantic import Field, field_validator
 
 from dashrag.core.digest import digest
 from dashrag.core.params import CHOICES_KEY, ComponentParams, ParamKind, kind_field
-from dashrag.core.persistence import atomic_directory
+from dashrag.core.persistence import atomic_directory, save_lock
 from dashrag.core.registry import register
 from dashrag.core.shared_files import REFERENCE_SUFFIX, shared_files_intact, shared_root
 from dashrag.embeddings.base import SMALL_INPUT, EmbeddingModel, ModelUnavailableError
@@ -48,13 +48,13 @@ from dashrag.embeddings.onnx_query_encoder import (
     read_record,
 )
 from dashrag.embeddings.overflow import average_by_owner, unit_rows, window_spans
+from dashrag.embeddings.shared_model import SharedSentenceTransformer
 from dashrag.errors import PersistenceError
 from dashrag.extras import install_command
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 _sentence_transformers = LoadedModels("a sentence-transformers model")
-_encode_locks: dict[int, threading.Lock] = {}
 _export_lock = threading.Lock()  # one export at a time in a process (each takes seconds and a model's lock)
 _exports: dict[str, Path] = {}  # export key -> the cache folder this process exported it into
 EXPORT_CACHE_FOLDER = "query-encoders"  # under the embedding cache: <env_path>/embeddings/query-encoders/<key>/
@@ -74,6 +74,16 @@ def _usable_export(cached: Path) -> bool:
         return False
 
 
+def _cached_export(cached: Path) -> Path | None:
+    """A whole export for this cache entry's key: the entry, else one this process made under another working
+    folder; None when there is none (the caller exports)."""
+    if _usable_export(cached):
+        _exports[cached.name] = cached
+        return cached
+    earlier = _exports.get(cached.name)
+    return earlier if earlier is not None and _usable_export(earlier) else None
+
+
 def _point_cache_at_shared_store(cached: Path, node_dir: Path) -> None:
     """When the export cache lies in the saved folder itself (a build without a separate cache folder), keep
     there only the record and the node's reference to the shared store: the model is then stored once in the
@@ -88,19 +98,15 @@ def _point_cache_at_shared_store(cached: Path, node_dir: Path) -> None:
         shutil.copyfile(node_reference, staging / node_reference.name)
 
 
-def load_sentence_transformer(source: ModelSource, device: str, max_seq_length: int | None) -> Any:
-    """The process-wide SentenceTransformer for this folder, device and sequence length."""
+def load_sentence_transformer(source: ModelSource, device: str) -> SharedSentenceTransformer:
+    """The process-wide SentenceTransformer for this folder and device; each use sets its own sequence length."""
 
-    def load() -> Any:
+    def load() -> SharedSentenceTransformer:
         from sentence_transformers import SentenceTransformer
 
-        model = SentenceTransformer(str(source.path), device=device)
-        if max_seq_length is not None:
-            model.max_seq_length = max_seq_length
-        _encode_locks[id(model)] = threading.Lock()
-        return model
+        return SharedSentenceTransformer(SentenceTransformer(str(source.path), device=device))
 
-    return _sentence_transformers.get(source, device, max_seq_length, load)
+    return _sentence_transformers.get(source, device, None, load)  # no length in the key: it is each use's
 
 
 #: The torch devices a model runs on, in any case (DashAI's checks its enum, cpu / cuda, at validation; dashrag
@@ -167,20 +173,23 @@ def _threads_for(n_texts: int) -> Iterator[None]:
 
 
 class TorchEncoder:
-    """Texts through the loaded SentenceTransformer: what a node embeds documents with, and queries
-    when it carries no ONNX query encoder (built in this process, or saved before the export existed)."""
+    """Texts through the loaded SentenceTransformer, read at ``max_seq_length`` tokens (None: the model's own):
+    what a node embeds documents with, and queries when it carries no ONNX query encoder (built in this process,
+    or saved before the export existed)."""
 
-    def __init__(self, model: Any, batch_size: int):
+    def __init__(self, model: SharedSentenceTransformer, max_seq_length: int | None, batch_size: int):
         self.model = model
+        self.max_seq_length = max_seq_length
         self.batch_size = batch_size
 
     def encode(self, texts: list[str], normalize: bool) -> np.ndarray:
-        with _encode_locks[id(self.model)], _threads_for(len(texts)):  # one forward pass at a time per model
-            return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=normalize,
-                                     convert_to_numpy=True, show_progress_bar=False)
+        # one forward pass at a time per model, at this encoder's length
+        with self.model.reading(self.max_seq_length) as model, _threads_for(len(texts)):
+            return model.encode(texts, batch_size=self.batch_size, normalize_embeddings=normalize,
+                                convert_to_numpy=True, show_progress_bar=False)
 
     def window_budget(self) -> int:
-        return int(self.model.max_seq_length) - self.model.tokenizer.num_special_tokens_to_add(pair=False)
+        return self.model.length(self.max_seq_length) - self.model.tokenizer.num_special_tokens_to_add(pair=False)
 
     def token_offsets(self, texts: list[str]) -> list[list[tuple[int, int]]]:
         encoded = self.model.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
@@ -202,7 +211,7 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._source: ModelSource | None = None
-        self._model: Any = None
+        self._model: SharedSentenceTransformer | None = None
         self._query_encoder: OnnxQueryEncoder | None = None
         self._state_folder: Path | None = None
 
@@ -214,11 +223,15 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
             self._source = self._resolve()
         return self._source
 
-    def model(self) -> Any:
-        """The loaded SentenceTransformer (loads it on first call)."""
+    def model(self) -> SharedSentenceTransformer:
+        """The loaded SentenceTransformer, shared with the process's other users of it (loads it on first call)."""
         if self._model is None:
-            self._model = load_sentence_transformer(self.source(), self.params.device, self.params.max_seq_length)
+            self._model = load_sentence_transformer(self.source(), self.params.device)
         return self._model
+
+    def reading_length(self) -> int:
+        """The tokens this node reads a text at: ``max_seq_length``, else the model's own limit."""
+        return self.model().length(self.params.max_seq_length)
 
     def prepare(self) -> None:
         self.model()
@@ -232,9 +245,7 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
     def dimension(self) -> int:
         if self._query_encoder is not None:
             return self._query_encoder.dimension
-        model = self.model()
-        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        return int(getter())
+        return self.model().dimension
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -248,7 +259,7 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
     def _encoder(self, is_query: bool) -> Encoder:
         if is_query and self._query_encoder is not None:
             return self._query_encoder
-        return TorchEncoder(self.model(), self.params.batch_size)
+        return TorchEncoder(self.model(), self.params.max_seq_length, self.params.batch_size)
 
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
         encoder = self._encoder(is_query)
@@ -278,26 +289,37 @@ class SentenceTransformerBacked(EmbeddingModel[P]):
         save_export(cached, folder)
         _point_cache_at_shared_store(cached, folder)
 
-    def _exported(self) -> Path:
+    def export_cache_entry(self) -> Path:
+        """Where this node's export is cached: under the embedding cache, named by the model, the params that
+        change vectors and the versions of torch and onnxruntime that made it."""
         import onnxruntime
         import torch
 
         key = digest({"embedding": self.cache_key(), "format": EXPORT_FORMAT, "torch": torch.__version__,
                       "onnxruntime": onnxruntime.__version__})
-        cached = Path(self.require_infra().env_path) / CACHE_FOLDER / EXPORT_CACHE_FOLDER / key
+        return Path(self.require_infra().env_path) / CACHE_FOLDER / EXPORT_CACHE_FOLDER / key
+
+    def _exported(self) -> Path:
+        """The cached export, made first if the cache has none. One export at a time per cache folder, across
+        processes too (its advisory lock, taken only when an export is missing: a read-only cache that holds it
+        still serves): processes sharing a cache (the service's build workers, builds given one ``cache_dir``)
+        export a model once, the others waiting and then taking it, where each would have exported it and the
+        second's rename failed on the first's folder."""
+        cached = self.export_cache_entry()
         with _export_lock:
-            earlier = _exports.get(key)  # made by this process under another working folder
-            usable = _usable_export(cached)  # (a reference's check reads the shared files: once)
-            if not usable and earlier is not None and _usable_export(earlier):
-                return earlier
-            if not usable:
-                progress = self.require_infra().progress
-                progress("exporting the query encoder")  # torch traces and checks the model: seconds to a minute
-                model = self.model()
-                with atomic_directory(cached) as staging:
-                    export_query_encoder(model, staging, self.cache_key(), _encode_locks[id(model)])
-                progress("saving")
-            _exports[key] = cached
+            found = _cached_export(cached)
+            if found is None:
+                with save_lock(cached.parent):  # another process may be making it: wait for it, then look again
+                    found = _cached_export(cached) or self._export_into(cached)
+        return found
+
+    def _export_into(self, cached: Path) -> Path:
+        progress = self.require_infra().progress
+        progress("exporting the query encoder")  # torch traces and checks the model: seconds to a minute
+        with atomic_directory(cached) as staging, self.model().reading(self.params.max_seq_length) as model:
+            export_query_encoder(model, staging, self.cache_key())
+        progress("saving")
+        _exports[cached.name] = cached
         return cached
 
     def _load(self, folder: Path) -> None:

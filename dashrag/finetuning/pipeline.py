@@ -344,7 +344,7 @@ def base_corpus_vectors(settings: PipelineSettings, progress: Progress) -> Cache
     embedding = build_as(embedding_config(base_model_path(settings)), SentenceTransformerEmbedding, "embedding")
     try:
         infra, vectors = corpus_vectors(embedding, settings.dataset, settings.workdir, progress, "embed base")
-        return CachedVectors.of(infra.chunks.texts, vectors, int(embedding.model().max_seq_length))
+        return CachedVectors.of(infra.chunks.texts, vectors, embedding.reading_length())
     finally:
         embedding.close()
 

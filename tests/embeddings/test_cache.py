@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -12,6 +17,7 @@ from dashrag.core.persistence import save_array
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.model import Chunk
 from dashrag.embeddings.e5_small import E5SmallEmbedding
+from tests.conftest import REPO
 
 TEXTS = ["Aspirin lowers the risk of stroke.", "Coffee and sleep quality.", "Exercise improves memory.",
          "Vitamin C and the common cold.", "Gut bacteria shape immunity.", "Salt intake and blood pressure."]
@@ -63,6 +69,47 @@ def test_an_unreadable_cache_file_is_ignored(tmp_path):
     path.parent.mkdir(parents=True)
     path.write_bytes(b"not an npy file")
     assert cache.document_vectors(embedding, chunks, tmp_path).shape == (6, 384)
+
+
+# Another process embedding the same chunks into the cache: it holds the entry's lock, is told to write its vectors
+# (a distinctive matrix, ones, that no model gives) and then lets the lock go.
+EMBEDDING_PROCESS = """
+import sys
+from pathlib import Path
+import numpy as np
+from filelock import FileLock
+from dashrag.core.persistence import save_array
+path, rows = Path(sys.argv[1]), int(sys.argv[2])
+path.parent.mkdir(parents=True, exist_ok=True)
+with FileLock(str(path.with_suffix(".lock"))):
+    print("holding", flush=True)
+    sys.stdin.readline()
+    save_array(path, np.ones((rows, 384), dtype=np.float32))
+"""
+
+
+def test_vectors_another_process_is_embedding_are_waited_for_and_read_not_embedded_again(tmp_path):
+    """Processes sharing a cache (the service's build workers, builds given one ``--cache-dir``) embed the same
+    chunks once: a build that finds another process embedding them waits for its vectors and reads them."""
+    chunks, embedding = chunk_set(), E5SmallEmbedding({})
+    path = cache.cache_path(tmp_path, chunks.fingerprint, embedding)
+    other = subprocess.Popen([sys.executable, "-c", EMBEDDING_PROCESS, str(path), str(len(TEXTS))],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert other.stdout.readline().strip() == "holding"
+        read: list[np.ndarray] = []
+        building = threading.Thread(target=lambda: read.append(cache.document_vectors(embedding, chunks, tmp_path)))
+        building.start()
+        time.sleep(1)  # long enough for a build that ignored the lock to find no vectors and start embedding
+        other.stdin.write("go\n")
+        other.stdin.close()
+        building.join(timeout=120)
+        assert other.wait(timeout=60) == 0
+    finally:
+        other.kill()
+    assert embedding.documents_embedded == 0
+    np.testing.assert_array_equal(read[0], np.ones((len(TEXTS), 384), dtype=np.float32))
 
 
 def test_blocked_embedding_equals_one_call(monkeypatch):

@@ -61,10 +61,10 @@ def test_cache_key_follows_what_changes_vectors(onnx):
 
 
 @pytest.mark.slow
-def test_dense_search_with_it_finds_what_torch_minilm_finds(subset, shared_workdir):
+def test_dense_search_with_it_finds_what_torch_minilm_finds(subset, shared_workdir, run_cache):
     """On the SciFact subset, the relevant abstracts the two models rank in their top 10 mostly agree."""
-    tree_onnx = dashrag.build(dense_config(embedding=ONNX), subset.corpus, shared_workdir)
-    tree_torch = dashrag.build(dense_config(embedding=FAST_MINILM), subset.corpus, shared_workdir)
+    tree_onnx = dashrag.build(dense_config(embedding=ONNX), subset.corpus, shared_workdir, cache_dir=run_cache)
+    tree_torch = dashrag.build(dense_config(embedding=FAST_MINILM), subset.corpus, shared_workdir, cache_dir=run_cache)
     overlaps = []
     for query in subset.queries.values():
         found_onnx = {c.document_id for c in tree_onnx.retrieve(query)[0]}

@@ -8,14 +8,19 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import dashrag
+from dashrag.core.infra import Infra
 from dashrag.core.persistence import read_manifest, write_saved_folder
 from dashrag.core.shared_files import read_reference, references_in
+from dashrag.documents.chunk_set import ChunkSet
+from dashrag.documents.model import Chunk
 from dashrag.embeddings.onnx_query_encoder import (
     MODEL_FILES,
     RECORD_FILE,
@@ -37,9 +42,9 @@ TORCH_MODULES = ("torch", "sentence_transformers", "transformers")
 
 
 @pytest.fixture(scope="module")
-def saved(subset, shared_workdir, tmp_path_factory):
+def saved(subset, shared_workdir, run_cache, tmp_path_factory):
     """A hybrid tree on the SciFact subset, fitted in this process (queries on torch) and saved."""
-    tree = dashrag.build(HYBRID, subset.corpus, shared_workdir)
+    tree = dashrag.build(HYBRID, subset.corpus, shared_workdir, cache_dir=run_cache)
     folder = tmp_path_factory.mktemp("onnx") / "hybrid"
     tree.save(folder)
     return tree, folder
@@ -57,7 +62,8 @@ def embedding_node(tree) -> MiniLMEmbedding:
 def test_the_exported_encoder_equals_sentence_transformers_on_scifact_queries(saved, scifact_queries):
     tree, folder = saved
     embedding = embedding_node(tree)
-    torch_vectors = TorchEncoder(embedding.model(), 32).encode(scifact_queries, normalize=True)
+    torch_encoder = TorchEncoder(embedding.model(), embedding.params.max_seq_length, 32)
+    torch_vectors = torch_encoder.encode(scifact_queries, normalize=True)
     node_folder = next(folder.glob("snapshot-*/nodes/root.children.1.embedding"))
     encoder = OnnxQueryEncoder.open(node_folder, batch_size=32)
     assert encoder is not None, read_record(node_folder)
@@ -87,7 +93,8 @@ def test_window_averaged_long_queries_match_torch(saved):
     node_folder = next(folder.glob("snapshot-*/nodes/root.children.1.embedding"))
     long_query = " ".join(f"Sentence {i} asks about protein folding in yeast cells." for i in range(60))
     window = MiniLMEmbedding({"max_seq_length": 128, "overflow_strategy": "window_average"})
-    torch_vector = window._window_average([long_query], TorchEncoder(embedding_node(tree).model(), 32))
+    torch_encoder = TorchEncoder(embedding_node(tree).model(), window.params.max_seq_length, 32)
+    torch_vector = window._window_average([long_query], torch_encoder)
     onnx_vector = window._window_average([long_query], OnnxQueryEncoder.open(node_folder, batch_size=32))
     assert np.abs(onnx_vector - torch_vector).max() <= TOLERANCE
 
@@ -155,3 +162,49 @@ def test_a_cold_dense_query_process_imports_no_torch(saved, tmp_path):
     assert json.loads(answered.stdout)["results"]
     assert sorted({m.split(".")[0] for m in seen["modules"]} & set(TORCH_MODULES)) == []
     assert "onnxruntime" in {m.split(".")[0] for m in seen["modules"]}
+
+
+# Another process exporting into the cache: it holds the export cache's lock, is told to write its export (a
+# refusal record: enough for a cache entry that needs no new export) and then lets the lock go.
+EXPORTING_PROCESS = """
+import sys
+from pathlib import Path
+from dashrag.core.persistence import atomic_write_json, save_lock
+from dashrag.embeddings.onnx_export import refuse
+from dashrag.embeddings.onnx_query_encoder import RECORD_FILE
+entry, cache_key = Path(sys.argv[1]), sys.argv[2]
+with save_lock(entry.parent):
+    print("holding", flush=True)
+    sys.stdin.readline()
+    entry.mkdir()
+    atomic_write_json(entry / RECORD_FILE, refuse(cache_key, "the other process's export").model_dump(mode="json"))
+"""
+
+
+def test_an_export_waits_for_another_process_exporting_into_the_same_cache_and_takes_its_export(tmp_path):
+    """Processes sharing an embedding cache (the service's build workers, builds given one ``cache_dir``) export a
+    model once: a save that finds another process exporting waits for it and takes its export, where it used to
+    export the model again and fail to rename its folder over the other's."""
+    embedding = MiniLMEmbedding({"max_seq_length": 32})
+    stages: list[str] = []
+    chunks = ChunkSet([Chunk(id=0, document_id="d", position=0, text="t")])
+    embedding.inject_infra(Infra(env_path=tmp_path, chunks=chunks,
+                                 progress=lambda stage, done=0, total=None: stages.append(stage)))
+    entry = embedding.export_cache_entry()
+    other = subprocess.Popen([sys.executable, "-c", EXPORTING_PROCESS, str(entry), embedding.cache_key()],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert other.stdout.readline().strip() == "holding"
+        taken: list[Path] = []
+        saving = threading.Thread(target=lambda: taken.append(embedding._exported()))
+        saving.start()
+        time.sleep(1)  # long enough for a save that ignored the lock to find no entry and start exporting
+        other.stdin.write("go\n")
+        other.stdin.close()
+        saving.join(timeout=300)
+        assert other.wait(timeout=60) == 0
+    finally:
+        other.kill()
+    assert taken == [entry] and stages == []  # nothing exported here
+    assert read_record(entry).reason == "the other process's export"

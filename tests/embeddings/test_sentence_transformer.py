@@ -37,6 +37,24 @@ def test_vectors_equal_the_library_on_the_same_folder(minilm):
     np.testing.assert_allclose(minilm.embed_documents(TEXTS), reference, atol=1e-6)
 
 
+def test_two_lengths_share_one_loaded_model_and_each_call_reads_its_own(minilm):
+    """One load of the weights serves every ``max_seq_length`` (``embeddings/shared_model``), and a call truncates
+    at its own length whichever length the call before it read: the vectors of a model loaded at that length."""
+    from sentence_transformers import SentenceTransformer
+
+    short = MiniLMEmbedding({"max_seq_length": 32})
+    assert short.model() is minilm.model()
+    loaded_at_32 = SentenceTransformer(str(minilm_dir()), device="cpu")
+    loaded_at_32.max_seq_length = 32
+    texts = [LONG, TEXTS[0]]  # LONG is past both lengths, TEXTS[0] within both
+    at_32 = loaded_at_32.encode(texts, normalize_embeddings=True)
+    at_own = SentenceTransformer(str(minilm_dir()), device="cpu").encode(texts, normalize_embeddings=True)
+    assert not np.allclose(at_32[0], at_own[0], atol=1e-3)
+    for _ in range(2):  # alternated: neither length is left behind on the shared model for the next call
+        np.testing.assert_allclose(short.embed_documents(texts), at_32, atol=1e-6)
+        np.testing.assert_allclose(minilm.embed_documents(texts), at_own, atol=1e-6)
+
+
 def test_the_generic_component_defaults_to_the_same_model_and_cache_key(minilm):
     generic = SentenceTransformerEmbedding({})
     assert generic.cache_key() == minilm.cache_key()
@@ -67,11 +85,11 @@ def test_window_average_equals_truncate_for_a_text_that_fits(minilm):
 def test_window_average_is_the_normalised_mean_of_the_window_vectors():
     size = 32
     windowed = MiniLMEmbedding({"overflow_strategy": "window_average", "max_seq_length": size})
-    model = windowed.model()
-    offsets = model.tokenizer(LONG, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-    spans = window_spans(offsets, size - 2)  # [CLS] and [SEP] take two of the 32 positions
-    assert len(spans) > 3
-    windows = model.encode([LONG[a:b] for a, b in spans], normalize_embeddings=True)
+    with windowed.model().reading(size) as model:
+        offsets = model.tokenizer(LONG, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        spans = window_spans(offsets, size - 2)  # [CLS] and [SEP] take two of the 32 positions
+        assert len(spans) > 3
+        windows = model.encode([LONG[a:b] for a, b in spans], normalize_embeddings=True)
     mean = windows.mean(axis=0)
     np.testing.assert_allclose(windowed.embed_documents([LONG])[0], mean / np.linalg.norm(mean), atol=1e-5)
 

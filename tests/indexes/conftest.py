@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,17 +50,10 @@ def engine_subset(subset) -> Subset:
 
 
 @pytest.fixture(scope="session")
-def engine_cache(tmp_path_factory) -> Path:
-    """One embedding cache for every index test, shared by the run's xdist workers: the subset is embedded once
-    per run, not once per worker. Safe beside another worker because it only ever holds ONNX MiniLM's vectors
-    (``FAST_ONNX``: no query-encoder export, which is written in place), in the embedding cache's files, named by
-    their content and written atomically (docs/testing.md, "Rules for a test beside another worker")."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the run's folder, above each worker's own (``.../pytest-N/popen-gwK``)
-    folder = base / "engine-embedding-cache"
-    folder.mkdir(exist_ok=True)
-    return folder
+def engine_cache(run_cache) -> Path:
+    """The index tests' embedding cache: the run's (``run_cache``), so the subset is embedded with ``FAST_ONNX``
+    once per run, for these tests and the embeddings' alike."""
+    return run_cache
 
 
 @pytest.fixture(scope="session")

@@ -22,8 +22,8 @@ def ce_config(model: str, batch_size: int = 32, top_k: int = 5) -> dict:
 
 
 @pytest.fixture(scope="module")
-def reranker(cross_encoder_dir, subset, shared_workdir):
-    return dashrag.build(ce_config(str(cross_encoder_dir)), subset.corpus, shared_workdir)
+def reranker(cross_encoder_dir, subset, shared_workdir, run_cache):
+    return dashrag.build(ce_config(str(cross_encoder_dir)), subset.corpus, shared_workdir, cache_dir=run_cache)
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +48,9 @@ def test_results_are_the_candidates_ordered_by_the_models_scores(reranker, indep
     np.testing.assert_allclose([c.score for c in chunks], scores[order], atol=1e-5)
 
 
-def test_batch_size_does_not_change_scores(cross_encoder_dir, subset, shared_workdir, reranker, queries):
-    one_by_one = dashrag.build(ce_config(str(cross_encoder_dir), batch_size=1), subset.corpus, shared_workdir)
+def test_batch_size_does_not_change_scores(cross_encoder_dir, subset, shared_workdir, run_cache, reranker, queries):
+    one_by_one = dashrag.build(ce_config(str(cross_encoder_dir), batch_size=1), subset.corpus, shared_workdir,
+                               cache_dir=run_cache)
     a, _ = reranker.retrieve(queries[0])
     b, _ = one_by_one.retrieve(queries[0])
     assert [c.id for c in a] == [c.id for c in b]

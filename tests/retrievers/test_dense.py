@@ -61,8 +61,8 @@ def test_euclidean_ranking_orders_rows_like_the_distance():
 
 # -- the component on SciFact -------------------------------------------------------------
 @pytest.fixture(scope="module")
-def cosine(subset, shared_workdir):
-    return dashrag.build(dense_config("cosine"), subset.corpus, shared_workdir)
+def cosine(subset, shared_workdir, run_cache):
+    return dashrag.build(dense_config("cosine"), subset.corpus, shared_workdir, cache_dir=run_cache)
 
 
 @pytest.fixture(scope="module")

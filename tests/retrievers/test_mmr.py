@@ -91,18 +91,19 @@ def queries(subset) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def over_dense(subset, shared_workdir):
-    return dashrag.build(mmr_config(dense_config()), subset.corpus, shared_workdir)
+def over_dense(subset, shared_workdir, run_cache):
+    return dashrag.build(mmr_config(dense_config()), subset.corpus, shared_workdir, cache_dir=run_cache)
 
 
 @pytest.fixture(scope="module")
-def over_tfidf(subset, shared_workdir):
-    return dashrag.build(mmr_config(TFIDF), subset.corpus, shared_workdir)
+def over_tfidf(subset, shared_workdir, run_cache):
+    return dashrag.build(mmr_config(TFIDF), subset.corpus, shared_workdir, cache_dir=run_cache)
 
 
 @pytest.mark.slow
-def test_lambda_one_keeps_the_dense_childs_order(subset, shared_workdir, queries):
-    relevance_only = dashrag.build(mmr_config(dense_config(), lambda_mult=1.0), subset.corpus, shared_workdir)
+def test_lambda_one_keeps_the_dense_childs_order(subset, shared_workdir, run_cache, queries):
+    relevance_only = dashrag.build(mmr_config(dense_config(), lambda_mult=1.0), subset.corpus, shared_workdir,
+                                   cache_dir=run_cache)
     chunks, trace = relevance_only.retrieve(queries[0])
     child, _ = relevance_only.get_children()[0].retrieve(queries[0], top_k=5)
     assert [c.id for c in chunks] == [c.id for c in child]
@@ -110,8 +111,9 @@ def test_lambda_one_keeps_the_dense_childs_order(subset, shared_workdir, queries
 
 
 @pytest.mark.slow
-def test_lambda_zero_picks_the_candidate_least_like_the_first(subset, shared_workdir, queries):
-    diverse = dashrag.build(mmr_config(dense_config(), lambda_mult=0.0), subset.corpus, shared_workdir)
+def test_lambda_zero_picks_the_candidate_least_like_the_first(subset, shared_workdir, run_cache, queries):
+    diverse = dashrag.build(mmr_config(dense_config(), lambda_mult=0.0), subset.corpus, shared_workdir,
+                            cache_dir=run_cache)
     chunks, _ = diverse.retrieve(queries[0])
     child = diverse.get_children()[0]
     candidates, _ = child.retrieve(queries[0], top_k=10)
@@ -167,9 +169,9 @@ def test_over_a_tfidf_child_it_embeds_the_candidates_itself(over_tfidf, queries)
 
 
 @pytest.mark.slow
-def test_over_a_hybrid_it_reuses_the_dense_descendants_vectors(subset, shared_workdir, queries):
+def test_over_a_hybrid_it_reuses_the_dense_descendants_vectors(subset, shared_workdir, run_cache, queries):
     hybrid = {"component": "ParallelRetriever", "params": {"children": [TFIDF, dense_config()]}}
-    root = dashrag.build(mmr_config(hybrid), subset.corpus, shared_workdir)
+    root = dashrag.build(mmr_config(hybrid), subset.corpus, shared_workdir, cache_dir=run_cache)
     chunks, trace = root.retrieve(queries[0])
     assert len(chunks) == 5
     assert trace["selection"]["vectors"] == "vectors of children[0].children[1] (same embedding)"
