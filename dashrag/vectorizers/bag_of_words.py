@@ -383,7 +383,7 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
             vocabulary = dict(self._fitted_vocabulary())
             for column in emptied.tolist():
                 del vocabulary[terms[column]]
-            self._vocabulary, self._analyze = vocabulary, None
+            self._vocabulary = vocabulary
         return segments
 
     def _rewrite(self, segments: CountSegments) -> None:
