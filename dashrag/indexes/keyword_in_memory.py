@@ -14,7 +14,7 @@ compaction are a **base**, saved once into the saved folder's shared store by co
 (``models/<digest>/``, referenced by ``postings.shared.json``), memory-mapped, never rewritten nor re-hashed by a
 later save; an add makes the postings of its rows alone, the **delta** (``delta_*.npy`` in the node's folder),
 and the state's statistics from both. When the delta passes ``compact_fraction`` of the base's rows, or the
-vectorizer renumbered its rows or columns (a removal: a new lineage of its counts, ``scoring/count_segments.py``),
+vectorizer renumbered its rows or columns (a fit, or the counts' rewrite: a new lineage, ``scoring/count_segments.py``),
 the postings are made again from every count and become the new base (docs/scale.md, "Segments of the keyword
 index"). A removal leaves the stored rows where they are: the counts' tombstones (``tombstone_rows.npy``, and per term
 how many of those rows it occurs in, ``tombstone_df.npy``) take them out of the statistics and of every query's
@@ -50,7 +50,7 @@ from dashrag.scoring import bm25_query_time, bm25_segments
 from dashrag.scoring.bm25 import BM25Parameters, BM25Weights, PostingWeights, posting_problems
 from dashrag.scoring.bm25_segments import PostingSegment, segment_weights
 from dashrag.scoring.bm25_tombstones import TOMBSTONE_DF, TOMBSTONE_ROWS, Tombstones
-from dashrag.scoring.count_segments import column_counts
+from dashrag.scoring.count_segments import column_counts, read_column_counts, read_stored_rows
 
 if TYPE_CHECKING:
     from dashrag.scoring.count_segments import CountSegments
@@ -267,15 +267,8 @@ def _read_segment(folder: Path, prefix: str, first_row: int, end_row: int) -> Po
 
 def _read_tombstones(folder: Path, count: int, stored: int, n_columns: int) -> Tombstones:
     """The saved tombstones, checked: ``count`` distinct stored rows ascending, and a count per term."""
-    rows = np.asarray(load_array(folder / f"{TOMBSTONE_ROWS}.npy"))
-    df = np.asarray(load_array(folder / f"{TOMBSTONE_DF}.npy"))
-    if rows.shape != (count,) or rows.dtype != np.int64 or rows[0] < 0 or rows[-1] >= stored \
-            or not bool(np.all(np.diff(rows) > 0)):
-        raise PersistenceError(f"{folder}: BM25 tombstones: not {count} distinct stored rows below {stored}, "
-                               "ascending")
-    if df.shape != (n_columns,) or df.dtype != np.int64 or bool((df < 0).any()):
-        raise PersistenceError(f"{folder}: BM25 tombstones: not a count per term of {n_columns} terms")
-    return Tombstones(rows, df)
+    return Tombstones(read_stored_rows(folder / f"{TOMBSTONE_ROWS}.npy", count, stored),
+                      read_column_counts(folder / f"{TOMBSTONE_DF}.npy", n_columns))
 
 
 def _nbytes(weights: PostingWeights) -> int:

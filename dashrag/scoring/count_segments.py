@@ -74,6 +74,14 @@ class CountsRecord(BaseModel):
     tombstones: int = Field(0, ge=0)
 
 
+def live_rows(stored: int, tombstones: np.ndarray) -> np.ndarray:
+    """The stored rows ``0..stored-1`` not among ``tombstones``, ascending: live row ``i`` is stored row
+    ``live_rows(...)[i]``."""
+    live = np.ones(stored, dtype=bool)
+    live[tombstones] = False
+    return np.flatnonzero(live)
+
+
 def column_counts(rows: sp.csr_matrix, n_columns: int) -> np.ndarray:
     """In how many of ``rows`` each column has a count (a block of rows' share of the document frequencies)."""
     return np.bincount(rows.indices[rows.data != 0], minlength=n_columns).astype(np.int64)
@@ -123,17 +131,11 @@ class CountSegments:
     def n_columns(self) -> int:
         return int(self.delta.shape[1])
 
-    def live_rows(self) -> np.ndarray:
-        """The stored rows not tombstoned, ascending: live row ``i`` is stored row ``live_rows()[i]``."""
-        live = np.ones(self.stored_rows, dtype=bool)
-        live[self.tombstones] = False
-        return np.flatnonzero(live)
-
     def whole(self) -> sp.csr_matrix:
         """Every live row over every column, as one matrix (O(nonzero counts) when there is a delta or a
         tombstone)."""
         stored = self.rows_from(0)
-        return stored[self.live_rows()] if self.tombstones.size else stored
+        return stored[live_rows(self.stored_rows, self.tombstones)] if self.tombstones.size else stored
 
     def stored_rows_at(self, rows: np.ndarray) -> sp.csr_matrix:
         """The stored rows ``rows`` (ascending) over every column, read from the base and the delta without joining
@@ -149,7 +151,7 @@ class CountSegments:
     def removing(self, live: np.ndarray) -> tuple[CountSegments, np.ndarray]:
         """These counts with the live rows ``live`` (ascending) tombstoned, and the columns whose df that took to 0
         (their terms leave the vocabulary). O(the rows' counts + the stored rows' mask)."""
-        stored = self.live_rows()[np.asarray(live, dtype=np.int64)]
+        stored = live_rows(self.stored_rows, self.tombstones)[np.asarray(live, dtype=np.int64)]
         gone = column_counts(self.stored_rows_at(stored), self.n_columns)
         df = self.df - gone
         emptied = np.flatnonzero((gone > 0) & (df == 0))
@@ -226,15 +228,28 @@ class CountSegments:
         delta = load_sparse(folder, DELTA)
         if base.shape[0] != meta.base_rows or delta.shape[1] < base.shape[1]:
             raise PersistenceError(f"{folder}: the counts' base and delta segments disagree")
-        tombstones = load_array(folder / TOMBSTONES) if meta.tombstones else _no_rows()
-        stored = base.shape[0] + delta.shape[0]
-        if tombstones.shape != (meta.tombstones,) or tombstones.dtype != np.int64 or (tombstones.size and (
-                tombstones[0] < 0 or tombstones[-1] >= stored or not bool(np.all(np.diff(tombstones) > 0)))):
-            raise PersistenceError(f"{folder / TOMBSTONES}: not {meta.tombstones} distinct stored rows, ascending")
-        df = load_array(folder / DF) if (folder / DF).is_file() else _no_rows()  # folders saved before: derived
-        if df.size and (df.shape != (delta.shape[1],) or df.dtype != np.int64 or bool((df < 0).any())):
-            raise PersistenceError(f"{folder / DF}: not a document frequency per column")
+        tombstones = read_stored_rows(folder / TOMBSTONES, meta.tombstones, base.shape[0] + delta.shape[0])
+        # folders saved before the df was: derived (__post_init__)
+        df = read_column_counts(folder / DF, delta.shape[1]) if (folder / DF).is_file() else _no_rows()
         return cls(meta.lineage, base, delta, reference, tombstones, df)
+
+
+def read_stored_rows(path: Path, count: int, stored: int) -> np.ndarray:
+    """Tombstones as saved: ``count`` distinct stored rows below ``stored``, ascending (none read when 0); anything
+    else is a PersistenceError naming the file, never a wrong score."""
+    rows = np.asarray(load_array(path)) if count else _no_rows()
+    if rows.shape != (count,) or rows.dtype != np.int64 or (count and (
+            rows[0] < 0 or rows[-1] >= stored or not bool(np.all(np.diff(rows) > 0)))):
+        raise PersistenceError(f"{path}: not {count} distinct stored rows below {stored}, ascending")
+    return rows
+
+
+def read_column_counts(path: Path, n_columns: int) -> np.ndarray:
+    """A saved count per column (a df): ``n_columns`` int64 values, none negative."""
+    counts = np.asarray(load_array(path))
+    if counts.shape != (n_columns,) or counts.dtype != np.int64 or bool((counts < 0).any()):
+        raise PersistenceError(f"{path}: not a count per column of {n_columns} columns")
+    return counts
 
 
 def _write_sparse(folder: Path, matrix: sp.csr_matrix) -> list[str]:
