@@ -14,9 +14,12 @@ compaction are a **base**, saved once into the saved folder's shared store by co
 (``models/<digest>/``, referenced by ``postings.shared.json``), memory-mapped, never rewritten nor re-hashed by a
 later save; an add makes the postings of its rows alone, the **delta** (``delta_*.npy`` in the node's folder),
 and the state's statistics from both. When the delta passes ``compact_fraction`` of the base's rows, or the
-vectorizer renumbered its rows or columns (a removal: a new lineage of its counts, ``scoring/count_segments.py``),
+vectorizer renumbered its rows or columns (a fit, or the counts' rewrite: a new lineage, ``scoring/count_segments.py``),
 the postings are made again from every count and become the new base (docs/scale.md, "Segments of the keyword
-index").
+index"). A removal leaves the stored rows where they are: the counts' tombstones (``tombstone_rows.npy``, and per term
+how many of those rows it occurs in, ``tombstone_df.npy``) take them out of the statistics and of every query's
+postings (``scoring/bm25_tombstones.py``) until the counts' rewrite (a new lineage) makes a base of the live rows
+(docs/scale.md, "Removals by tombstone").
 
 A selective filter gets posting lists of its own: the first query under a filter keeping fewer
 than half the chunks cuts the postings down to its chunks (``scoring.restrict_weights``), and
@@ -30,13 +33,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dashrag.core.params import ComponentParams
-from dashrag.core.persistence import atomic_write_json, load_array, load_json, save_array
+from dashrag.core.persistence import atomic_write_json, atomic_write_text, load_array, load_json, save_array
 from dashrag.core.ranking import SCORE_KEPT_ROWS_BELOW
 from dashrag.core.registry import register
 from dashrag.core.shared_files import SharedReference, keep_reference, read_reference, share_written, shared_folder
@@ -46,6 +49,8 @@ from dashrag.indexes.keyword_base import KeywordIndex
 from dashrag.scoring import bm25_query_time, bm25_segments
 from dashrag.scoring.bm25 import BM25Parameters, BM25Weights, PostingWeights, posting_problems
 from dashrag.scoring.bm25_segments import PostingSegment, segment_weights
+from dashrag.scoring.bm25_tombstones import TOMBSTONE_DF, TOMBSTONE_ROWS, Tombstones
+from dashrag.scoring.count_segments import column_counts, read_column_counts, read_stored_rows
 
 if TYPE_CHECKING:
     from dashrag.scoring.count_segments import CountSegments
@@ -59,6 +64,21 @@ LAYOUTS: dict[str, tuple[tuple[str, ...], Any]] = {
 KEPT_MASKS = 64  # masks whose answer (their posting lists, or None) is remembered
 BASE_LABEL = "postings"  # the base segment's reference in the node's folder (postings.shared.json)
 DELTA_PREFIX = "delta_"
+
+
+class SegmentsRecord(BaseModel):
+    """``weights.json`` of the segments layout: what the arrays do not say themselves (saved and read through this
+    one model). ``n_docs``: the stored rows the postings cover, base's then delta's, tombstoned ones included
+    (``tombstones`` of them; folders saved before tombstones have none)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    layout: Literal["segments"] = "segments"  # bm25_segments.LAYOUT
+    lineage: str
+    base_rows: int = Field(ge=1)
+    n_docs: int = Field(ge=1)
+    tombstones: int = Field(0, ge=0)
+    params: dict[str, Any]
 
 
 class InMemoryKeywordIndexParams(ComponentParams):
@@ -84,23 +104,27 @@ class InMemoryKeywordIndex(KeywordIndex[InMemoryKeywordIndexParams]):
         self._delta: PostingSegment | None = None
         self._lineage: str | None = None  # the counts' numbering the base's rows and columns follow
         self._base_reference: SharedReference | None = None  # where the base is saved (None: not yet)
+        self._tombstones: Tombstones | None = None  # the stored rows removed since the base (None: none)
         self._cut_down: OrderedDict[int, tuple[np.ndarray, tuple[np.ndarray, PostingWeights] | None]] = OrderedDict()
         self._lock = threading.Lock()  # a service answers from several threads
 
     def weigh(self, counts: CountSegments, params: BM25Parameters, identity: IndexIdentity) -> PostingWeights:
-        """The postings of the rows added since the base alone, when the counts keep the base's numbering and
-        the delta stays under ``compact_fraction`` of it; else every posting again, as a new base."""
+        """The postings of the rows added since the base alone, the removed ones tombstoned, when the counts keep
+        the base's numbering and the delta and the tombstones stay under ``compact_fraction`` of it; else every
+        posting again (of the counts' stored rows: their tombstones stay until the counts' rewrite), as a new base."""
         if counts.n_rows == 0:
             raise CorpusError("cannot build a BM25 index over zero documents")
         base = self._base
-        added = counts.n_rows - (0 if base is None else base.n_rows)
+        added = counts.stored_rows - (0 if base is None else base.n_rows)
         if base is None or counts.lineage != self._lineage or added < 0 \
-                or added > self.params.compact_fraction * base.n_rows:
-            base, added = PostingSegment.of_counts(counts.whole(), params, 0), 0
+                or added + counts.tombstones.size > self.params.compact_fraction * base.n_rows:
+            base, added = PostingSegment.of_counts(counts.rows_from(0), params, 0), 0
             self._base, self._base_reference = base, None
         self._lineage = counts.lineage
         self._delta = PostingSegment.of_counts(counts.rows_from(base.n_rows), params, base.n_rows) if added else None
-        weights = segment_weights(base, self._delta, params)
+        self._tombstones = None if not counts.tombstones.size else Tombstones(
+            counts.tombstones, column_counts(counts.stored_rows_at(counts.tombstones), counts.n_columns))
+        weights = segment_weights(base, self._delta, params, self._tombstones)
         self._set(weights)
         return weights
 
@@ -161,9 +185,14 @@ class InMemoryKeywordIndex(KeywordIndex[InMemoryKeywordIndexParams]):
         self._base_reference = reference
         if self._delta is not None:
             _write_arrays(folder, self._delta.arrays(), DELTA_PREFIX)
-        atomic_write_json(folder / "weights.json", {
-            "layout": bm25_segments.LAYOUT, "lineage": self._lineage, "base_rows": base.n_rows,
-            "n_docs": int(weights.n_docs), "params": weights.meta()["params"]})
+        if self._tombstones is not None:
+            _write_arrays(folder, self._tombstones.arrays())
+        assert self._lineage is not None  # set with the base
+        stored = base.n_rows + (0 if self._delta is None else self._delta.n_rows)
+        record = SegmentsRecord(lineage=self._lineage, base_rows=base.n_rows, n_docs=stored,
+                                tombstones=0 if self._tombstones is None else int(self._tombstones.rows.shape[0]),
+                                params=weights.meta()["params"])
+        atomic_write_text(folder / "weights.json", record.model_dump_json(indent=2) + "\n")
 
     def load_from(self, folder: Path, identity: IndexIdentity) -> None:
         # memory-mapped (pages load on demand), seen as plain arrays: slicing an np.memmap runs Python code
@@ -171,7 +200,7 @@ class InMemoryKeywordIndex(KeywordIndex[InMemoryKeywordIndexParams]):
         meta = load_json(folder / "weights.json")
         layout = meta.get("layout", "eager") if isinstance(meta, dict) else None
         self._base = self._delta = None
-        self._lineage = self._base_reference = None
+        self._lineage = self._base_reference = self._tombstones = None
         if layout == bm25_segments.LAYOUT:
             weights = self._load_segments(folder, meta)
         elif layout in LAYOUTS:
@@ -189,24 +218,27 @@ class InMemoryKeywordIndex(KeywordIndex[InMemoryKeywordIndexParams]):
 
 
     def _load_segments(self, folder: Path, meta: dict) -> PostingWeights:
-        """The base from the shared store and the delta from ``folder``, both memory-mapped and checked (a
-        truncated or edited state is a PersistenceError, never a wrong score)."""
+        """The base from the shared store, the delta and the tombstones from ``folder``, memory-mapped and checked
+        (a truncated or edited state is a PersistenceError, never a wrong score)."""
         try:
-            params = BM25Parameters(**meta["params"])
-            n_docs, base_rows, lineage = int(meta["n_docs"]), int(meta["base_rows"]), meta["lineage"]
-        except (KeyError, TypeError, ValueError, ConfigError) as exc:
+            record = SegmentsRecord.model_validate(meta)
+            params = BM25Parameters(**record.params)
+        except (TypeError, ValueError, ValidationError, ConfigError) as exc:
             raise PersistenceError(f"{folder / 'weights.json'}: incomplete or invalid BM25 segments ({exc})") from None
         shared = shared_folder(folder, BASE_LABEL)
-        if shared is None or not isinstance(lineage, str):
+        if shared is None:
             raise PersistenceError(f"{folder}: the BM25 postings' base segment is not referenced "
                                    f"({BASE_LABEL}.shared.json)")
+        base_rows, stored = record.base_rows, record.n_docs
         base = _read_segment(shared, "", 0, base_rows)
-        delta = _read_segment(folder, DELTA_PREFIX, base_rows, n_docs) if n_docs > base_rows else None
+        delta = _read_segment(folder, DELTA_PREFIX, base_rows, stored) if stored > base_rows else None
         if delta is not None and delta.n_columns < base.n_columns:
             raise PersistenceError(f"{folder}: the BM25 postings' delta covers fewer terms than its base")
-        self._base, self._delta, self._lineage = base, delta, lineage
+        n_columns = base.n_columns if delta is None else delta.n_columns
+        tombstones = _read_tombstones(folder, record.tombstones, stored, n_columns) if record.tombstones else None
+        self._base, self._delta, self._lineage, self._tombstones = base, delta, record.lineage, tombstones
         self._base_reference = read_reference(folder, BASE_LABEL)
-        return segment_weights(base, delta, params)
+        return segment_weights(base, delta, params, tombstones)
 
 
 def _write_arrays(folder: Path, arrays: dict[str, np.ndarray], prefix: str = "") -> list[str]:
@@ -231,6 +263,12 @@ def _read_segment(folder: Path, prefix: str, first_row: int, end_row: int) -> Po
     if problems:
         raise PersistenceError(f"{folder}: BM25 postings ({prefix or 'base'}): " + "; ".join(problems))
     return PostingSegment(first, second, doc_ids, term_ptr, lengths)
+
+
+def _read_tombstones(folder: Path, count: int, stored: int, n_columns: int) -> Tombstones:
+    """The saved tombstones, checked: ``count`` distinct stored rows ascending, and a count per term."""
+    return Tombstones(read_stored_rows(folder / f"{TOMBSTONE_ROWS}.npy", count, stored),
+                      read_column_counts(folder / f"{TOMBSTONE_DF}.npy", n_columns))
 
 
 def _nbytes(weights: PostingWeights) -> int:

@@ -10,6 +10,8 @@ one segment: O(vocabulary + chunks) per state, nothing per posting.
 
 A query term's postings are the base's then the delta's (whose rows come after every base row), so a chunk's score
 adds the same float32 values in the same order as a tree built on the same chunks: exact, not within a tolerance.
+Rows removed since the base stay where they are, as tombstones (``bm25_tombstones.py``): the statistics leave them
+out, a query's postings skip them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import numpy as np
 
 from dashrag.scoring.bm25 import WEIGHT_DTYPE, BM25Parameters, BM25Weights
 from dashrag.scoring.bm25_query_time import QueryTimeWeights, per_term_statistics, query_time_weights
+from dashrag.scoring.bm25_tombstones import TombstonedWeights, Tombstones
+from dashrag.scoring.count_segments import live_rows
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -71,26 +75,44 @@ class PostingSegment:
         return {name: getattr(self, name) for name in self.ARRAYS}
 
 
-def segment_weights(base: PostingSegment, delta: PostingSegment | None, params: BM25Parameters
-                    ) -> QueryTimeWeights | SegmentedWeights:
+def segment_weights(base: PostingSegment, delta: PostingSegment | None, params: BM25Parameters,
+                    tombstones: Tombstones | None = None) -> QueryTimeWeights | SegmentedWeights | TombstonedWeights:
     """What the node scores with: the base's postings alone (no delta: exactly a :class:`QueryTimeWeights`, nothing
-    added to a query's cost), or both segments with the statistics of their union."""
+    added to a query's cost), or both segments with the statistics of their union; with ``tombstones``, those
+    stored rows left out of the statistics and of every query's postings."""
     n_columns = base.n_columns if delta is None else delta.n_columns
     df = np.zeros(n_columns, dtype=np.int64)
     df[: base.n_columns] = np.diff(base.term_ptr)
-    n_docs, length_sum = base.n_rows, base.length_sum
+    stored, length_sum = base.n_rows, base.length_sum
     if delta is not None:
         df += np.diff(delta.term_ptr)
-        n_docs, length_sum = n_docs + delta.n_rows, length_sum + delta.length_sum
+        stored, length_sum = stored + delta.n_rows, length_sum + delta.length_sum
+    n_docs = stored
+    if tombstones is not None:
+        df -= tombstones.df
+        n_docs -= int(tombstones.rows.shape[0])
+        length_sum -= _lengths_of(base, delta, tombstones.rows)
     avgdl = length_sum / n_docs if n_docs else 0.0
     scale, constant = per_term_statistics(params, df, n_docs)
 
     def weights_of(segment: PostingSegment) -> QueryTimeWeights:
         return QueryTimeWeights(first=segment.first, second=segment.second, doc_ids=segment.doc_ids,
                                 term_ptr=segment.term_ptr, lengths=segment.lengths, scale=scale,
-                                nonoccurrence=constant, avgdl=avgdl, n_docs=n_docs, params=params)
+                                nonoccurrence=constant, avgdl=avgdl, n_docs=stored, params=params)
 
-    return weights_of(base) if delta is None else SegmentedWeights(weights_of(base), weights_of(delta))
+    weights = weights_of(base) if delta is None else SegmentedWeights(weights_of(base), weights_of(delta))
+    if tombstones is None:
+        return weights
+    return TombstonedWeights(weights, live_rows(stored, tombstones.rows))
+
+
+def _lengths_of(base: PostingSegment, delta: PostingSegment | None, rows: np.ndarray) -> float:
+    """The float64 sum of the lengths of the stored ``rows`` (ascending): what tombstones take out of ``avgdl``."""
+    split = int(np.searchsorted(rows, base.n_rows))
+    total = float(base.lengths[rows[:split]].sum(dtype=np.float64))
+    if delta is not None:
+        total += float(delta.lengths[rows[split:] - base.n_rows].sum(dtype=np.float64))
+    return total
 
 
 @dataclass(frozen=True)

@@ -150,23 +150,17 @@ def _df_bound(value: float) -> int | float:
     return int(value) if value > 1 else float(value)
 
 
-def _rows_of(matrix: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
-    """``matrix[rows]``, without copying the matrix when every row is kept in order (an add)."""
-    if len(rows) == matrix.shape[0] and (len(rows) == 0 or int(rows[-1]) == len(rows) - 1):
-        return matrix  # rows are ascending and distinct: all of them, in order
-    return matrix[rows]
-
-
-def _count_rows(terms: list[list[str]], column: dict[str, int], dtype: np.dtype,
+def _count_rows(terms: list[list[str]], column: dict[str, int], n_columns: int, dtype: np.dtype,
                 index_type: np.dtype) -> sp.csr_matrix:
-    """The term counts of texts already analysed (``terms``), over ``column``'s columns, each row sorted."""
+    """The term counts of texts already analysed (``terms``), over ``n_columns`` columns (``column``: a term's),
+    each row sorted."""
     import scipy.sparse as sp
 
     rows = [Counter(column[t] for t in ts) for ts in terms]
     added = sp.csr_matrix((np.array([n for r in rows for n in r.values()], dtype=dtype),
                            np.array([c for r in rows for c in r], dtype=index_type),
                            np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(index_type)),
-                          shape=(len(rows), len(column)))
+                          shape=(len(rows), n_columns))
     added.sort_indices()
     return added
 
@@ -191,6 +185,7 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._vocabulary: dict[str, int] | None = None  # term → column, once fitted or loaded
+        self._n_columns = 0  # the columns: the vocabulary's, and those a removal emptied (their terms gone)
         self._stop_words: frozenset[str] | None = None  # the stop words of the fit (None: not known yet)
         self._vectorizer: CountVectorizer | None = None  # scikit-learn's, built when needed
         self._steps: WordSteps | None = None
@@ -286,10 +281,11 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         return self._vocabulary
 
     def _fitted_vectorizer(self) -> CountVectorizer:
-        """scikit-learn's vectorizer over the fitted vocabulary (for analyzers other than single words)."""
+        """scikit-learn's vectorizer for its analysis alone (analyzers other than single words): the terms are
+        looked up in the vocabulary here, whose columns may have gaps (terms a removal took out) that scikit-learn's
+        own vocabulary check refuses."""
         if self._vectorizer is None:
-            self._vectorizer = self._make(self._fitted_vocabulary())
-            self._vectorizer._validate_vocabulary()  # sets vocabulary_ from the fixed vocabulary
+            self._vectorizer = self._make()
         return self._vectorizer
 
     def fit_transform(self, texts: list[str]) -> sp.csr_matrix:
@@ -297,6 +293,7 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         if steps is not None and self.prunes_nothing():
             self._vocabulary, counts = self._fit_words(texts, steps)
             self._vectorizer, self._analyze, self._counts = None, None, CountSegments.whole_base(counts)
+            self._n_columns = counts.shape[1]
             return counts
         vectorizer = self._make()
         try:
@@ -304,7 +301,7 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         except ValueError as exc:  # e.g. every term pruned by min_df/max_df
             raise RetrievalError(f"{self.component_name}: cannot build a vocabulary ({exc})") from None
         self._vectorizer, self._vocabulary, self._analyze = vectorizer, dict(vectorizer.vocabulary_), None
-        self._counts = CountSegments.whole_base(counts)
+        self._counts, self._n_columns = CountSegments.whole_base(counts), counts.shape[1]
         return counts
 
     def _fit_words(self, texts: list[str], steps: WordSteps) -> tuple[dict[str, int], sp.csr_matrix]:
@@ -357,44 +354,51 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         return self._counts
 
     def _update(self, change: CorpusChange) -> None:
-        """Counts of the kept chunks as they are, of the new chunks by analysis. An update that only adds appends
-        the new rows (:meth:`_append`); one that removes makes the counts again from the kept rows, and the
-        vocabulary becomes the terms that still occur, in scikit-learn's column order (sorted), as a fit on the new
-        chunks makes it."""
-        import scipy.sparse as sp
-
+        """Counts of the kept chunks as they are, of the new chunks by analysis. The removed chunks' rows are
+        tombstoned (:meth:`_tombstone`: a term whose last chunk left leaves the vocabulary), the new chunks' rows
+        appended (:meth:`_append`); when the delta and the tombstones pass the counts' fraction of the base, the live
+        rows become a new base (:meth:`_rewrite`: the vocabulary the terms that still occur, in scikit-learn's column
+        order, as a fit on the new chunks makes it). docs/scale.md, "Removals by tombstone"."""
         if not self.prunes_nothing():
             self._counts = None
             return
         segments = self._old_counts(change)
-        vocabulary = self._fitted_vocabulary()
         analyze = self._text_analyzer()
         new_terms = [analyze(text) for text in change.added_texts]
-        if len(change.kept_rows) == segments.n_rows:  # every row kept (ascending and distinct): an add
-            self._append(segments, new_terms)
-            return
-        old = segments.whole()
-        kept = _rows_of(old, change.kept_rows)
-        if not kept.has_sorted_indices:  # (counts a fit or an update made are sorted: this is a check)
-            kept.sort_indices()
-        occurring = np.bincount(kept.indices, minlength=len(vocabulary)) > 0
-        joining = {t for ts in new_terms for t in ts}
-        if bool(occurring.all()) and all(t in vocabulary for t in joining):
-            column = vocabulary  # no term leaves or joins (an add of a few documents, mostly): the columns stay
-        else:
-            old_terms = self.vocabulary  # column order
-            terms = sorted({t for t, present in zip(old_terms, occurring) if present} | joining)
-            column = {t: i for i, t in enumerate(terms)}
-            # a kept term keeps its place relative to the others (both orders are sorted), so remapping the kept
-            # rows' columns keeps every row's columns ascending: no re-sort, no column selection over the corpus
-            moved = np.array([column.get(t, -1) for t in old_terms], dtype=kept.indices.dtype)
-            kept = sp.csr_matrix((kept.data, moved[kept.indices], kept.indptr), shape=(kept.shape[0], len(terms)))
-            present = moved[moved >= 0]
-            if present.size > 1 and not bool(np.all(present[1:] > present[:-1])):
-                kept.sort_indices()  # after adds the old columns were not in sorted order (new terms came last)
-        added = _count_rows(new_terms, column, old.dtype, kept.indices.dtype)
-        counts = sp.vstack([kept, added], format="csr")
-        self._vocabulary = column
+        kept = np.zeros(segments.n_rows, dtype=bool)
+        kept[change.kept_rows] = True  # ascending (documents/changes.py): the live rows keep their order
+        if not kept.all():
+            segments = self._tombstone(segments, np.flatnonzero(~kept))
+        self._append(segments, new_terms)
+        assert self._counts is not None
+        if self._counts.tombstones.size and self._counts.past_fraction():
+            self._rewrite(self._counts)
+
+    def _tombstone(self, segments: CountSegments, gone: np.ndarray) -> CountSegments:
+        """The live rows ``gone`` tombstoned; the terms of the columns that leaves empty leave the vocabulary (a
+        rebuild would not hold them: a query's analysis drops them), their columns staying as gaps."""
+        segments, emptied = segments.removing(gone)
+        if emptied.size:
+            terms = self.vocabulary
+            vocabulary = dict(self._fitted_vocabulary())
+            for column in emptied.tolist():
+                del vocabulary[terms[column]]
+            self._vocabulary = vocabulary
+        return segments
+
+    def _rewrite(self, segments: CountSegments) -> None:
+        """The live rows as a new base (a new lineage: the rows close up), over the terms that occur in scikit-learn's
+        column order (sorted), each row sorted: what a fit on the resulting chunks gives."""
+        import scipy.sparse as sp
+
+        live = segments.whole()
+        old_terms = self.vocabulary  # column order, None for a gap
+        terms = sorted(t for t, df in zip(old_terms, segments.df.tolist()) if df > 0 and t is not None)
+        column = {t: i for i, t in enumerate(terms)}
+        moved = np.array([-1 if t is None else column.get(t, -1) for t in old_terms], dtype=live.indices.dtype)
+        counts = sp.csr_matrix((live.data, moved[live.indices], live.indptr), shape=(live.shape[0], len(terms)))
+        counts.sort_indices()  # (rows appended after the base, or a fit's first-occurrence order, are not sorted)
+        self._vocabulary, self._n_columns = column, len(terms)
         self._counts, self._vectorizer, self._analyze = CountSegments.whole_base(counts), None, None
 
     def _append(self, segments: CountSegments, new_terms: list[list[str]]) -> None:
@@ -403,20 +407,21 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         (BM25's postings) cost the rows added (docs/scale.md, "Segments of the keyword index"); the columns are then
         not in sorted order, which changes no score (every reader looks terms up by name)."""
         vocabulary = dict(self._fitted_vocabulary())
+        columns = self._n_columns
         for terms in new_terms:
             for term in terms:
-                vocabulary.setdefault(term, len(vocabulary))
-        index_type = np.int64 if len(vocabulary) > np.iinfo(np.int32).max else np.int32
-        added = _count_rows(new_terms, vocabulary, np.dtype(np.float32), np.dtype(index_type))
-        self._vocabulary = vocabulary
+                if term not in vocabulary:
+                    vocabulary[term], columns = columns, columns + 1
+        index_type = np.int64 if columns > np.iinfo(np.int32).max else np.int32
+        added = _count_rows(new_terms, vocabulary, columns, np.dtype(np.float32), np.dtype(index_type))
+        self._vocabulary, self._n_columns = vocabulary, columns
         self._counts, self._vectorizer, self._analyze = segments.appended(added), None, None
 
     def _old_counts(self, change: CorpusChange) -> CountSegments:
         """The counts before the change: kept, saved, or (a folder saved before they were) counted again
         from the old chunks, every term of which is in the vocabulary."""
         self._counts = self._counts if self._counts is not None else self._saved_counts()
-        if self._counts is None or (self._counts.n_rows, self._counts.n_columns) != (
-                len(change.old), len(self._fitted_vocabulary())):
+        if self._counts is None or (self._counts.n_rows, self._counts.n_columns) != (len(change.old), self._n_columns):
             self._counts = CountSegments.whole_base(self.transform(change.old.texts))
         return self._counts
 
@@ -453,9 +458,9 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         vocabulary = self._fitted_vocabulary()
         steps = self.single_word_steps()
         if steps is not None:
-            return self._transform_words(texts, steps, vocabulary)
+            return self._transform_words(texts, steps, vocabulary, self._n_columns)
         rows = [self.term_counts(text) for text in texts]
-        shape = (len(texts), len(vocabulary))
+        shape = (len(texts), self._n_columns)
         if not rows:
             return sp.csr_matrix(shape, dtype=np.float32)
         indptr = np.concatenate([[0], np.cumsum([ids.size for ids, _ in rows])])
@@ -463,13 +468,13 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         return sp.csr_matrix((data, np.concatenate([ids for ids, _ in rows]), indptr), shape=shape)
 
     @staticmethod
-    def _transform_words(texts: list[str], steps: WordSteps, vocabulary: dict[str, int]) -> sp.csr_matrix:
+    def _transform_words(texts: list[str], steps: WordSteps, vocabulary: dict[str, int],
+                         n_terms: int) -> sp.csr_matrix:
         """The batch's count matrix in one pass: tokenize every text into word codes, analyze each distinct word
         once (stop words, one stemming call, vocabulary lookup), map the codes to term ids through an array, and
         count the (text, term) pairs with ``np.unique``, a block of texts at a time (:mod:`token_counts`)."""
         import scipy.sparse as sp
 
-        n_terms = len(vocabulary)
         coded = code_tokens(texts, steps.words)
         kept, stems = steps.terms_of_words(coded.code_of_word)
         term_of_code = np.full(len(coded.code_of_word) + 1, -1, dtype=np.int64)
@@ -479,9 +484,10 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         return sp.csr_matrix((counts.astype(np.float32), pairs % n_terms, indptr), shape=(len(texts), n_terms))
 
     @property
-    def vocabulary(self) -> list[str]:
-        """The terms in column order."""
-        terms = [""] * len(self._fitted_vocabulary())
+    def vocabulary(self) -> list[str | None]:
+        """The terms in column order; None for a column whose term a removal took out (until the counts' next
+        rewrite: the column keeps its place, holding counts of tombstoned rows only)."""
+        terms: list[str | None] = [None] * self._n_columns
         for term, column in self._fitted_vocabulary().items():
             terms[column] = term
         return terms
@@ -495,9 +501,9 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
         import hashlib
 
         terms = self.vocabulary
-        if all(a < b for a, b in zip(terms, terms[1:])):
+        if None not in terms and all(a < b for a, b in zip(terms, terms[1:])):  # type: ignore[operator]
             return None
-        return hashlib.sha256("\0".join(terms).encode("utf-8")).hexdigest()
+        return hashlib.sha256("\0".join(t or "" for t in terms).encode("utf-8")).hexdigest()
 
     def _save(self, folder: Path) -> None:
         atomic_write_json(folder / "vocabulary.json", self.vocabulary)
@@ -509,16 +515,17 @@ class BagOfWordsConverter(ConfigObject[BagOfWordsParams]):
 
     def _load(self, folder: Path) -> None:
         terms = load_json(folder / "vocabulary.json")
-        strings = isinstance(terms, list) and all(isinstance(t, str) for t in terms)
-        vocabulary = dict(zip(terms, range(len(terms)))) if strings else {}
-        if not strings or len(vocabulary) != len(terms):  # (a repeated term: fewer entries than terms)
-            raise PersistenceError(f"{folder / 'vocabulary.json'}: not a list of distinct terms")
+        strings = isinstance(terms, list) and all(t is None or isinstance(t, str) for t in terms)
+        vocabulary = {t: i for i, t in enumerate(terms) if t is not None} if strings else {}
+        if not strings or len(vocabulary) != len(terms) - terms.count(None):  # (a repeated term: fewer entries)
+            raise PersistenceError(f"{folder / 'vocabulary.json'}: not a list of distinct terms (or null for a "
+                                   "removed term's column)")
         stop_words = None
         if (folder / STOP_WORDS_FILE).is_file():  # folders saved before it was written use scikit-learn's list
             stop_words = load_json(folder / STOP_WORDS_FILE)
             if not isinstance(stop_words, list) or not all(isinstance(w, str) for w in stop_words):
                 raise PersistenceError(f"{folder / STOP_WORDS_FILE}: not a list of words")
             stop_words = frozenset(stop_words)
-        self._vocabulary = vocabulary
+        self._vocabulary, self._n_columns = vocabulary, len(terms)
         self._stop_words, self._vectorizer, self._steps, self._analyze = stop_words, None, None, None
         self._counts, self._saved_in = None, folder  # the counts are read only when an update needs them

@@ -1,6 +1,6 @@
 """``dashrag add`` and ``dashrag remove`` as a user meets them: counts on stdout, one-line errors with exit 2 and
 the folder untouched, answers equal to a rebuild's; and SIGKILL at random moments of ``dashrag add`` leaves the
-old or the new tree, never a mix."""
+old or the new tree, never a mix; so does SIGKILL during a removal by tombstone."""
 
 from __future__ import annotations
 
@@ -99,41 +99,75 @@ def _dashrag(*args: object) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-@pytest.mark.slow
-def test_sigkill_at_any_moment_of_add_leaves_the_old_or_the_new_tree(scifact_subset_file, tmp_path):
+KILL_QUERIES = ["cancer cells", "protein expression in mice", "vitamin D"]
+
+
+def _kill_in_each_phase(base: Path, tmp_path: Path, args: tuple[object, ...]):
+    """``dashrag <command> FOLDER <rest>`` (``args``: the command, then the rest) run once to completion on a copy of
+    ``base``, then SIGKILLed once in each phase of its save (tests/fixtures/save_phases.py), each on a copy of its
+    own: yields (the copy, the phase of the kill, its answers then, the old answers, the new ones)."""
+    command, *rest = args
+    old = answers_of(base, KILL_QUERIES, 5)
+    complete = tmp_path / "complete"
+    shutil.copytree(base, complete)
+    before_write_s = first_write_after(partial(_dashrag, command, complete, *rest), complete) / 2
+    new = answers_of(complete, KILL_QUERIES, 5)
+    assert new != old
+    for attempt, phase in enumerate(PHASES):
+        victim = tmp_path / f"victim-{attempt}"
+        shutil.copytree(base, victim)
+        killed_in = kill_in_phase(partial(_dashrag, command, victim, *rest), victim, phase, before_write_s)
+        yield victim, killed_in, answers_of(victim, KILL_QUERIES, 5), old, new
+
+
+def _only_named_stores_left(victim: Path) -> None:
+    """The killed run's store file is gone: the folder holds the named store and, for a delta, its base."""
+    named = victim / json.loads((victim / "dashrag.json").read_text())["store"]
+    under = segments.base_of(named)
+    assert sorted(victim.glob("store-*.sqlite")) == sorted([named] + ([under] if under is not None else []))
+
+
+def _base_of_300(scifact_subset_file: Path, tmp_path: Path) -> tuple[Path, list[str]]:
+    """A keyword tree of the first 300 SciFact documents (``more.jsonl``: the rest), and its lines."""
     lines = scifact_subset_file.read_text(encoding="utf-8").splitlines()
     (tmp_path / "base.jsonl").write_text("\n".join(lines[:300]) + "\n", encoding="utf-8")
     (tmp_path / "more.jsonl").write_text("\n".join(lines[300:]) + "\n", encoding="utf-8")
     base = tmp_path / "base"
     assert invoke("index", "keyword", "--corpus", tmp_path / "base.jsonl", "--out", base).exit_code == 0
-    queries = ["cancer cells", "protein expression in mice", "vitamin D"]
+    return base, lines
 
-    def state(folder: Path) -> list:
-        return answers_of(folder, queries, 5)
 
-    old = state(base)
-    complete = tmp_path / "complete"
-    shutil.copytree(base, complete)
-    before_write_s = first_write_after(partial(_dashrag, "add", complete, "--corpus", tmp_path / "more.jsonl"),
-                                       complete) / 2
-    new = state(complete)
-    assert new != old
-    for attempt, phase in enumerate(PHASES):  # one kill in each phase of the save (tests/fixtures/save_phases.py)
-        victim = tmp_path / f"victim-{attempt}"
-        shutil.copytree(base, victim)
-        killed_in = kill_in_phase(partial(_dashrag, "add", victim, "--corpus", tmp_path / "more.jsonl"), victim,
-                                  phase, before_write_s)
-        now = state(victim)
+@pytest.mark.slow
+def test_sigkill_at_any_moment_of_add_leaves_the_old_or_the_new_tree(scifact_subset_file, tmp_path):
+    base, _ = _base_of_300(scifact_subset_file, tmp_path)
+    more = tmp_path / "more.jsonl"
+    for victim, killed_in, now, old, new in _kill_in_each_phase(base, tmp_path, ("add", "--corpus", more)):
         assert now in (old, new), f"killed {killed_in}: a mix of the old and the new tree"
         # the killed update can be run again, and it completes to the new tree (only the killed commands need a
         # process of their own: the rerun is the same command through typer's runner, in this process)
-        rerun = invoke("add", victim, "--corpus", tmp_path / "more.jsonl")
+        rerun = invoke("add", victim, "--corpus", more)
         assert rerun.exit_code == 0, f"killed {killed_in}: {rerun.output}"
-        assert state(victim) == new
-        # the killed run's store file is gone: the folder holds the named store and, for a delta, its base
-        named = victim / json.loads((victim / "dashrag.json").read_text())["store"]
-        under = segments.base_of(named)
-        assert sorted(victim.glob("store-*.sqlite")) == sorted([named] + ([under] if under is not None else []))
+        assert answers_of(victim, KILL_QUERIES, 5) == new
+        _only_named_stores_left(victim)
+
+
+@pytest.mark.slow
+def test_sigkill_at_any_moment_of_a_removal_by_tombstone_leaves_the_old_or_the_new_tree(scifact_subset_file,
+                                                                                       tmp_path):
+    """Two documents of 300: their few chunks are under the counts' fraction (1/64 of the base's), so the removal
+    writes tombstones beside the bases it keeps (docs/scale.md, "Removals by tombstone")."""
+    base, lines = _base_of_300(scifact_subset_file, tmp_path)
+    gone = [json.loads(lines[i])["_id"] for i in (0, 150)]
+    for victim, killed_in, now, old, new in _kill_in_each_phase(base, tmp_path, ("remove", *gone)):
+        assert now in (old, new), f"killed {killed_in}: a mix of the old and the new tree"
+        if now == old:  # the killed removal can be run again, and it completes to the new tree
+            rerun = invoke("remove", victim, *gone)
+            assert rerun.exit_code == 0, f"killed {killed_in}: {rerun.output}"
+            _only_named_stores_left(victim)  # (killed after the switch, the old store waits for the next save)
+        assert answers_of(victim, KILL_QUERIES, 5) == new
+        snapshot = victim / json.loads((victim / "dashrag.json").read_text())["snapshot"]
+        [weights] = snapshot.glob("nodes/*/weights.json")
+        assert json.loads(weights.read_text())["tombstones"] > 0
 
 
 def test_the_update_module_alone_adds_and_removes(tree, more):

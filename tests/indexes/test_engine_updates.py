@@ -8,10 +8,11 @@ from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import create_engine, inspect
 
 import dashrag
-from tests.core.test_updating import DENSE, bm25, changed, check_property, saved_tree, steps
+from tests.core.test_updating import DENSE, bm25, changed, check_property, keep_tombstones, saved_tree, steps
 
 QDRANT_KEYWORD = {"component": "QdrantKeywordIndex", "params": {}}
 QDRANT_VECTORS = {"component": "QdrantVectorIndex", "params": {"exact": True}}
@@ -30,8 +31,11 @@ def two_shards(config: dict, index: dict) -> dict:
 
 @pytest.mark.slow
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(sequence=steps)
-def test_random_updates_of_bm25_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, sequence):
+@given(sequence=steps, by_tombstone=st.booleans())
+def test_random_updates_of_bm25_on_qdrant_answer_as_rebuilds(abstracts, tmp_path, monkeypatch, sequence, by_tombstone):
+    """``by_tombstone``: the counts keep removed rows as tombstones; the engine is given the live rows' weights."""
+    if by_tombstone:
+        keep_tombstones(monkeypatch)
     check_property(with_index(bm25("bm25plus", 1.0), QDRANT_KEYWORD), abstracts, tmp_path, sequence)
 
 
@@ -60,8 +64,11 @@ def test_random_updates_of_dense_sharded_on_qdrant_answer_as_rebuilds(abstracts,
 
 @pytest.mark.slow
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(sequence=steps)
-def test_random_updates_of_bm25_on_postgresql_answer_as_rebuilds(abstracts, tmp_path, pg_url, sequence):
+@given(sequence=steps, by_tombstone=st.booleans())
+def test_random_updates_of_bm25_on_postgresql_answer_as_rebuilds(abstracts, tmp_path, pg_url, monkeypatch, sequence,
+                                                                 by_tombstone):
+    if by_tombstone:
+        keep_tombstones(monkeypatch)
     index = {"component": "PgKeywordIndex", "params": {"url": pg_url}}
     check_property(with_index(bm25("okapi"), index), abstracts, tmp_path, sequence)
 

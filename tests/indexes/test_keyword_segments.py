@@ -79,14 +79,71 @@ def test_an_add_leaves_the_base_files_as_they_were_and_answers_as_a_rebuild(save
     assert_same_answers(got, rebuilt_answers(keyword(0.5), abstracts[:22], tmp_path / "re", QUERIES))
 
 
-def test_past_the_fraction_or_on_a_removal_a_new_base_and_the_old_one_leaves_after_the_grace(saved, abstracts):
+def test_past_the_fraction_a_new_base_and_the_old_one_leaves_after_the_grace(saved, abstracts):
     first = shared_digests(saved)["postings"]
     dashrag.update(saved, add=abstracts[20:35])  # 15 documents on 20: past half of the base's chunks
     second = shared_digests(saved)["postings"]
     assert second != first and (saved / "models" / first).is_dir()  # the previous manifest still names it
-    dashrag.update(saved, remove=[abstracts[0].id])  # a removal renumbers the rows: a new base
+    dashrag.update(saved, remove=[abstracts[0].id])  # past the counts' fraction (1/64): the live rows close up
     third = shared_digests(saved)["postings"]
     assert third not in (first, second) and not (saved / "models" / first).exists()
+
+
+def saved_node(folder: Path) -> Path:
+    snapshot = folder / read_manifest(folder)["snapshot"]
+    [node] = [p.parent for p in snapshot.glob("nodes/*/weights.json")]
+    return node
+
+
+def test_a_removal_under_the_fraction_tombstones_its_rows_and_answers_as_a_rebuild(saved, abstracts, tmp_path,
+                                                                                   monkeypatch):
+    from dashrag.scoring import count_segments
+
+    monkeypatch.setattr(count_segments, "COMPACT_FRACTION", 0.5)
+    before = shared_digests(saved)
+    base_files = {label: file_identities(saved / "models" / digest) for label, digest in before.items()}
+    dashrag.update(saved, remove=[abstracts[3].id, abstracts[11].id])
+    assert shared_digests(saved) == before  # neither base made again
+    for label, digest in before.items():
+        assert file_identities(saved / "models" / digest) == base_files[label]
+    node = saved_node(saved)
+    meta = json.loads((node / "weights.json").read_text())
+    assert meta["tombstones"] > 0 and (node / "tombstone_rows.npy").is_file()
+    tree = dashrag.load(saved, full_check=True)
+    try:
+        got = answers(tree, QUERIES)
+    finally:
+        tree.close()
+    kept = [d for i, d in enumerate(abstracts[:20]) if i not in (3, 11)]
+    assert_same_answers(got, rebuilt_answers(keyword(0.5), kept, tmp_path / "re", QUERIES))
+
+
+def test_a_term_whose_last_chunk_is_removed_leaves_the_vocabulary(saved, abstracts, monkeypatch):
+    """Its column stays (null in vocabulary.json) but a query's analysis no longer finds it, as in a rebuild."""
+    from dashrag.scoring import count_segments
+
+    monkeypatch.setattr(count_segments, "COMPACT_FRACTION", 0.5)
+    tree = dashrag.load(saved)
+    try:
+        terms = tree.nested["vectorizer"].single_word_steps().terms
+        chunks = tree.require_infra().chunks
+        by_document = [(c.document_id, set(terms(c.text))) for c in chunks.chunks_at(range(len(chunks)))]
+        columns = list(tree.nested["vectorizer"].vocabulary)
+    finally:
+        tree.close()
+    gone = abstracts[5].id
+    own = set().union(*(t for d, t in by_document if d == gone))
+    own -= set().union(*(t for d, t in by_document if d != gone))
+    assert own  # the abstract has words of its own
+    dashrag.update(saved, remove=[gone])
+    [saved_terms] = [json.loads(p.read_text()) for p in saved_node(saved).parent.glob("*/vocabulary.json")]
+    assert len(saved_terms) == len(columns) and {columns[i] for i, t in enumerate(saved_terms) if t is None} == own
+    tree = dashrag.load(saved)
+    try:  # the removed abstract's own terms are no longer found in its text
+        found = {columns[i] for i in tree.nested["vectorizer"].term_counts(abstracts[5].text)[0]}
+    finally:
+        tree.close()
+    assert found and not found & own
 
 
 def test_a_missing_base_is_a_clear_error(saved):
@@ -111,6 +168,26 @@ def test_random_updates_across_compactions_answer_as_rebuilds(abstracts, tmp_pat
 
     monkeypatch.setattr(count_segments, "COMPACT_FRACTION", 0.2)
     check_property(keyword(0.1), abstracts, tmp_path, sequence)
+
+
+removal_steps = st.lists(st.tuples(st.sampled_from(["add", "change", "remove", "remove"]), st.integers(0, 29)),
+                         min_size=2, max_size=6)
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sequence=removal_steps, variant=st.sampled_from(["okapi", "bm25plus", "bm25l"]))
+def test_random_removals_by_tombstone_across_compactions_answer_as_rebuilds(abstracts, tmp_path, monkeypatch,
+                                                                           sequence, variant):
+    """Tombstones kept until the delta and they pass 0.4 of the counts' base (then a rewrite: the live rows close
+    up), the postings made again past 0.6 of theirs (keeping the counts' tombstones): most sequences remove under
+    the fraction, several cross a rewrite."""
+    from dashrag.scoring import count_segments
+
+    monkeypatch.setattr(count_segments, "COMPACT_FRACTION", 0.4)
+    config = keyword(0.6)
+    config["params"].update(variant=variant, delta=0.5 if variant != "okapi" else 0.0)
+    check_property(config, abstracts, tmp_path, sequence)
 
 
 def test_a_filtered_query_after_an_add_answers_as_a_rebuild(abstracts, tmp_path):
@@ -138,3 +215,54 @@ def test_a_filtered_query_after_an_add_answers_as_a_rebuild(abstracts, tmp_path)
     even = {d.id for d in documents if d.metadata["TOPIC"] == ("even",)}
     assert any(got) and all(d in even for row in got for d, _, _ in row)
     assert_same_answers(got, expected)
+
+
+def test_a_filtered_query_after_a_removal_by_tombstone_answers_as_a_rebuild(abstracts, tmp_path, monkeypatch):
+    """A selective filter's own postings are cut from the live rows' stored postings (``TombstonedWeights``)."""
+    from dashrag.scoring import count_segments
+    from dashrag.scoring.bm25_tombstones import TombstonedWeights
+
+    monkeypatch.setattr(count_segments, "COMPACT_FRACTION", 0.5)
+    documents = abstracts[1:24]
+    tree = dashrag.build(keyword(0.5), Corpus(tuple(documents)), tmp_path / "tree", chunker=CHUNKER)
+    tree.save(tmp_path / "tree")
+    tree.close()
+    dashrag.update(tmp_path / "tree", remove=[documents[2].id, documents[9].id])
+    kept = [d for i, d in enumerate(documents) if i not in (2, 9)]
+    wanted = {"TOPIC": "even"}
+
+    def filtered(tree) -> list:
+        return [[(c.document_id, c.chunk.position, c.score) for c in tree.retrieve(q, filters=wanted)[0]]
+                for q in QUERIES]
+
+    tree = dashrag.load(tmp_path / "tree")
+    rebuilt = dashrag.build(keyword(0.5), Corpus(tuple(kept)), tmp_path / "re", chunker=CHUNKER)
+    try:
+        got, expected = filtered(tree), filtered(rebuilt)
+        assert isinstance(tree.index.weights, TombstonedWeights)
+        assert any(cut is not None for _, cut in tree.index._cut_down.values())  # the filter's own postings
+    finally:
+        tree.close()
+        rebuilt.close()
+    assert any(got)
+    assert_same_answers(got, expected)
+
+
+def test_whole_vector_distances_after_a_removal_by_tombstone_answer_as_a_rebuild(abstracts, tmp_path, monkeypatch):
+    """DashAI's cosine reads every live chunk's whole vector of weights (``TombstonedWeights.eager``)."""
+    from dashrag.scoring import count_segments
+
+    monkeypatch.setattr(count_segments, "COMPACT_FRACTION", 0.5)
+    config = keyword(0.5)
+    config["params"].update(variant="dashai", similarity_function="cosine")
+    tree = dashrag.build(config, Corpus(tuple(abstracts[:20])), tmp_path / "tree", chunker=CHUNKER)
+    tree.save(tmp_path / "tree")
+    tree.close()
+    dashrag.update(tmp_path / "tree", remove=[abstracts[4].id])
+    tree = dashrag.load(tmp_path / "tree")
+    try:
+        got = answers(tree, QUERIES)
+    finally:
+        tree.close()
+    kept = [d for i, d in enumerate(abstracts[:20]) if i != 4]
+    assert_same_answers(got, rebuilt_answers(config, kept, tmp_path / "re", QUERIES))

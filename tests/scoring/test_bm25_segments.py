@@ -114,3 +114,48 @@ def test_saved_counts_share_their_base_and_a_later_save_only_references_it(tmp_p
     loaded.appended(sp.csr_matrix(random_counts(10, 1, 7))).save(again)
     assert {p.name: p.stat().st_mtime_ns for p in base_dir.iterdir()} == stats  # the base not written again
     assert (CountSegments.load(again).whole() != sp.vstack([counts, random_counts(10, 1, 7)])).nnz == 0
+
+
+def test_tombstoned_counts_hold_the_live_rows_and_their_document_frequencies():
+    counts = random_counts(11, 14, 9)
+    segments = split(counts, 10, 9)
+    removed, emptied = segments.removing(np.array([1, 4, 11]))  # live rows: two of the base's, one of the delta's
+    live = np.setdiff1d(np.arange(14), [1, 4, 11])
+    assert removed.n_rows == 11 and removed.stored_rows == 14
+    assert (removed.whole() != counts[live]).nnz == 0
+    np.testing.assert_array_equal(removed.df, np.bincount(counts[live].indices, minlength=9))
+    np.testing.assert_array_equal(emptied, np.flatnonzero((removed.df == 0) & (segments.df > 0)))
+    again, _ = removed.removing(np.array([0]))  # live row 0 is stored row 0; live row 1 was stored row 2
+    np.testing.assert_array_equal(again.tombstones, [0, 1, 4, 11])
+
+
+def test_a_removal_that_empties_a_column_names_it():
+    counts = sp.csr_matrix(np.array([[1, 0, 2], [0, 1, 1], [3, 0, 0]], dtype=np.float32))
+    removed, emptied = CountSegments.whole_base(counts).removing(np.array([1]))
+    np.testing.assert_array_equal(emptied, [1])
+    np.testing.assert_array_equal(removed.df, [2, 0, 1])
+
+
+def test_tombstones_and_the_delta_together_pass_the_fraction(monkeypatch):
+    from dashrag.scoring import count_segments
+
+    monkeypatch.setattr(count_segments, "COMPACT_FRACTION", 0.25)
+    counts = random_counts(13, 12, 6)
+    segments = CountSegments.whole_base(counts[:8]).appended(sp.csr_matrix(counts[8:9]))
+    assert not segments.past_fraction()  # 1 of 8
+    removed, _ = segments.removing(np.array([2, 5]))
+    assert removed.past_fraction()  # 1 + 2 of 8
+    grown = removed.appended(sp.csr_matrix(counts[9:10]))  # tombstones: no compaction under the same lineage
+    assert grown.base is segments.base and grown.delta.shape[0] == 2
+
+
+def test_saved_tombstones_and_document_frequencies_load_back(tmp_path):
+    node = tmp_path / "folder" / "snapshot-a" / "nodes" / "n"
+    node.mkdir(parents=True)
+    counts = random_counts(17, 12, 7)
+    removed, _ = split(counts, 9, 7).removing(np.array([3, 10]))
+    removed.save(node)
+    loaded = CountSegments.load(node)
+    np.testing.assert_array_equal(loaded.tombstones, removed.tombstones)
+    np.testing.assert_array_equal(loaded.df, removed.df)
+    assert (loaded.whole() != removed.whole()).nnz == 0
