@@ -29,6 +29,7 @@ from dashrag.embeddings.onnx_query_encoder import (
     OnnxQueryEncoder,
     read_record,
 )
+from dashrag.embeddings import sentence_transformer
 from dashrag.embeddings.sentence_transformer import MiniLMEmbedding, TorchEncoder
 from dashrag.evaluation.beir import load_split
 from tests.conftest import REPO
@@ -181,10 +182,13 @@ with save_lock(entry.parent):
 """
 
 
-def test_an_export_waits_for_another_process_exporting_into_the_same_cache_and_takes_its_export(tmp_path):
+def test_an_export_waits_for_another_process_exporting_into_the_same_cache_and_takes_its_export(tmp_path, monkeypatch):
     """Processes sharing an embedding cache (the service's build workers, builds given one ``cache_dir``) export a
     model once: a save that finds another process exporting waits for it and takes its export, where it used to
     export the model again and fail to rename its folder over the other's."""
+    # This process's own earlier exports (another test's, of the same model and length, on this worker) would be
+    # taken first, without the wait this test is about: a process that never exported it.
+    monkeypatch.setattr(sentence_transformer, "_exports", {})
     embedding = MiniLMEmbedding({"max_seq_length": 32})
     stages: list[str] = []
     chunks = ChunkSet([Chunk(id=0, document_id="d", position=0, text="t")])
