@@ -21,6 +21,7 @@ from dashrag.core.persistence import read_manifest, write_saved_folder
 from dashrag.core.shared_files import read_reference, references_in
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.model import Chunk
+from dashrag.embeddings import sentence_transformer
 from dashrag.embeddings.onnx_query_encoder import (
     MODEL_FILES,
     RECORD_FILE,
@@ -29,7 +30,6 @@ from dashrag.embeddings.onnx_query_encoder import (
     OnnxQueryEncoder,
     read_record,
 )
-from dashrag.embeddings import sentence_transformer
 from dashrag.embeddings.sentence_transformer import MiniLMEmbedding, TorchEncoder
 from dashrag.evaluation.beir import load_split
 from tests.conftest import REPO
