@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import threading
-import time
 
 import numpy as np
 import pytest
@@ -17,7 +12,7 @@ from dashrag.core.persistence import save_array
 from dashrag.documents.chunk_set import ChunkSet
 from dashrag.documents.model import Chunk
 from dashrag.embeddings.e5_small import E5SmallEmbedding
-from tests.conftest import REPO
+from tests.fixtures.lock_holder import asked_while_another_process_holds
 
 TEXTS = ["Aspirin lowers the risk of stroke.", "Coffee and sleep quality.", "Exercise improves memory.",
          "Vitamin C and the common cold.", "Gut bacteria shape immunity.", "Salt intake and blood pressure."]
@@ -93,23 +88,11 @@ def test_vectors_another_process_is_embedding_are_waited_for_and_read_not_embedd
     chunks once: a build that finds another process embedding them waits for its vectors and reads them."""
     chunks, embedding = chunk_set(), E5SmallEmbedding({})
     path = cache.cache_path(tmp_path, chunks.fingerprint, embedding)
-    other = subprocess.Popen([sys.executable, "-c", EMBEDDING_PROCESS, str(path), str(len(TEXTS))],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO,
-                             env={**os.environ, "PYTHONPATH": str(REPO)})
-    try:
-        assert other.stdout.readline().strip() == "holding"
-        read: list[np.ndarray] = []
-        building = threading.Thread(target=lambda: read.append(cache.document_vectors(embedding, chunks, tmp_path)))
-        building.start()
-        time.sleep(1)  # long enough for a build that ignored the lock to find no vectors and start embedding
-        other.stdin.write("go\n")
-        other.stdin.close()
-        building.join(timeout=120)
-        assert other.wait(timeout=60) == 0
-    finally:
-        other.kill()
+    vectors = asked_while_another_process_holds(
+        EMBEDDING_PROCESS, [str(path), str(len(TEXTS))],
+        lambda: cache.document_vectors(embedding, chunks, tmp_path), timeout=120)
     assert embedding.documents_embedded == 0
-    np.testing.assert_array_equal(read[0], np.ones((len(TEXTS), 384), dtype=np.float32))
+    np.testing.assert_array_equal(vectors, np.ones((len(TEXTS), 384), dtype=np.float32))
 
 
 def test_blocked_embedding_equals_one_call(monkeypatch):

@@ -8,8 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +31,7 @@ from dashrag.embeddings.onnx_query_encoder import (
 from dashrag.embeddings.sentence_transformer import MiniLMEmbedding, TorchEncoder
 from dashrag.evaluation.beir import load_split
 from tests.conftest import REPO
+from tests.fixtures.lock_holder import asked_while_another_process_holds
 from tests.fixtures.scifact import dense_config
 
 pytestmark = pytest.mark.slow  # exports and loads a real model
@@ -195,20 +194,7 @@ def test_an_export_waits_for_another_process_exporting_into_the_same_cache_and_t
     embedding.inject_infra(Infra(env_path=tmp_path, chunks=chunks,
                                  progress=lambda stage, done=0, total=None: stages.append(stage)))
     entry = embedding.export_cache_entry()
-    other = subprocess.Popen([sys.executable, "-c", EXPORTING_PROCESS, str(entry), embedding.cache_key()],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO,
-                             env={**os.environ, "PYTHONPATH": str(REPO)})
-    try:
-        assert other.stdout.readline().strip() == "holding"
-        taken: list[Path] = []
-        saving = threading.Thread(target=lambda: taken.append(embedding._exported()))
-        saving.start()
-        time.sleep(1)  # long enough for a save that ignored the lock to find no entry and start exporting
-        other.stdin.write("go\n")
-        other.stdin.close()
-        saving.join(timeout=300)
-        assert other.wait(timeout=60) == 0
-    finally:
-        other.kill()
-    assert taken == [entry] and stages == []  # nothing exported here
+    taken = asked_while_another_process_holds(EXPORTING_PROCESS, [str(entry), embedding.cache_key()],
+                                              embedding._exported, timeout=300)
+    assert taken == entry and stages == []  # nothing exported here
     assert read_record(entry).reason == "the other process's export"
