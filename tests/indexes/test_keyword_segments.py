@@ -190,6 +190,14 @@ def test_random_removals_by_tombstone_across_compactions_answer_as_rebuilds(abst
     check_property(config, abstracts, tmp_path, sequence)
 
 
+EVEN = {"TOPIC": "even"}
+
+
+def filtered(tree) -> list:
+    """Each query's answers (document, position, score) under the selective filter the two filtered tests share."""
+    return [[(c.document_id, c.chunk.position, c.score) for c in tree.retrieve(q, filters=EVEN)[0]] for q in QUERIES]
+
+
 def test_a_filtered_query_after_an_add_answers_as_a_rebuild(abstracts, tmp_path):
     """A selective filter's own postings are cut from both segments (``SegmentedWeights.restricted``)."""
     documents = abstracts[1:24]  # 11 of 23 "even": under half the chunks, so the filter gets postings of its own
@@ -197,11 +205,6 @@ def test_a_filtered_query_after_an_add_answers_as_a_rebuild(abstracts, tmp_path)
     tree.save(tmp_path / "tree")
     tree.close()
     dashrag.update(tmp_path / "tree", add=documents[20:])
-    wanted = {"TOPIC": "even"}
-
-    def filtered(tree) -> list:
-        return [[(c.document_id, c.chunk.position, c.score) for c in tree.retrieve(q, filters=wanted)[0]]
-                for q in QUERIES]
 
     tree = dashrag.load(tmp_path / "tree")
     rebuilt = dashrag.build(keyword(0.5), Corpus(tuple(documents)), tmp_path / "re", chunker=CHUNKER)
@@ -229,11 +232,6 @@ def test_a_filtered_query_after_a_removal_by_tombstone_answers_as_a_rebuild(abst
     tree.close()
     dashrag.update(tmp_path / "tree", remove=[documents[2].id, documents[9].id])
     kept = [d for i, d in enumerate(documents) if i not in (2, 9)]
-    wanted = {"TOPIC": "even"}
-
-    def filtered(tree) -> list:
-        return [[(c.document_id, c.chunk.position, c.score) for c in tree.retrieve(q, filters=wanted)[0]]
-                for q in QUERIES]
 
     tree = dashrag.load(tmp_path / "tree")
     rebuilt = dashrag.build(keyword(0.5), Corpus(tuple(kept)), tmp_path / "re", chunker=CHUNKER)
