@@ -266,6 +266,7 @@ def update_tree(
     chunker: dict | None = None,
     progress: Progress = no_progress,
     store_url: str | None = None,
+    purge: bool = False,
 ) -> UpdateReport:
     """Change the saved tree in ``folder`` in place: add ``add`` (a Corpus, a corpus path, or
     SourceDocuments; an id already in the tree is replaced when its content changed, skipped when
@@ -277,7 +278,11 @@ def update_tree(
     ``store_url``: the store of a tree indexed with one (``--store postgresql://...``), as ``load`` takes
     it. Its change is committed in one transaction between the new snapshot and the manifest's switch,
     and the whole update holds the store's writer lock, so two writers of one database run one after
-    the other (store/external_change.py, docs/updating.md)."""
+    the other (store/external_change.py, docs/updating.md).
+
+    ``purge``: no text of a removed or replaced document stays in the folder once the update is published (the
+    store is written whole, ~2 s a GB of store); by default a removed document of the store's base is hidden,
+    its text left there until the store is next written whole (docs/updating.md, "Removed text")."""
     folder = Path(folder)
     documents = _documents_to_add(add)
     removing = [str(i) for i in remove]
@@ -287,7 +292,7 @@ def update_tree(
         root = load(folder, store_url)
         try:
             progress("updating", 0, len(documents) + len(removing))
-            outcome = root.update_documents(documents, removing, chunker)
+            outcome = root.update_documents(documents, removing, chunker, purge)
             if outcome.changed or _rolled_forward(folder, root):
                 progress("saving")
                 try:
@@ -345,12 +350,13 @@ class SyncReport:
 
 def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, strict: bool = False,
               limits: ReadLimits | None = None, follow_symlinks: bool = False,
-              progress: Progress = no_progress, store_url: str | None = None) -> SyncReport:
+              progress: Progress = no_progress, store_url: str | None = None, purge: bool = False) -> SyncReport:
     """Bring the saved tree in ``tree`` in line with ``folder`` (docs/documents.md): files new since the last
     sync are added, changed ones (by content hash) replaced, gone ones removed, through :func:`update_tree`,
     so it is as exact and as atomic as any update. Only new and changed files are converted. A file that
     cannot be read is left out (and, if it was in the tree, kept as it was); ``strict``: an error instead,
-    nothing written. ``dry_run``: the plan only, nothing read or written. ``store_url``: as ``update_tree``."""
+    nothing written. ``dry_run``: the plan only, nothing read or written. ``store_url``, ``purge``: as
+    ``update_tree``."""
     from dashrag.documents.converters.result import ReadLimits
     from dashrag.documents.corpus import SIDECAR_NAME, read_sidecar
     from dashrag.documents.folder import files_of_folder, read_files
@@ -379,7 +385,7 @@ def sync_tree(tree: str | Path, folder: str | Path, *, dry_run: bool = False, st
         outcome.refuse_failures()
     nothing_to_do = not outcome.documents and not plan.removed
     report = UpdateReport() if nothing_to_do else update_tree(tree, add=outcome.documents, remove=plan.removed,
-                                                               progress=progress, store_url=store_url)
+                                                               progress=progress, store_url=store_url, purge=purge)
     return SyncReport(plan, report, tuple(outcome.skipped), tuple(outcome.failed))
 
 

@@ -44,6 +44,9 @@ def _read_ids(path: Path) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+PURGE_HELP = ("Write the tree's store file whole, so no text of a removed or replaced document, this time's or an "
+              "earlier update's, stays in the folder (slower: ~2 s a GB of store). Without it a removed document is "
+              "hidden and its text leaves at the store's next compaction (docs/updating.md, \"Removed text\").")
 STORE_HELP = ("SQLAlchemy URL of the store, for a tree indexed with --store (default: the store file in TREE); "
               "the database changes in one transaction (docs/updating.md).")
 
@@ -62,6 +65,7 @@ def add(
                                          help="Read files that symbolic links in a corpus folder point to."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     store: str | None = typer.Option(None, "--store", help=STORE_HELP),
+    purge: bool = typer.Option(False, "--purge", help=PURGE_HELP),
 ) -> None:
     """Add documents to a saved tree: new ids are added, changed ones replaced, identical ones skipped."""
     from dashrag.api import update_tree
@@ -71,7 +75,7 @@ def add(
     say(documents.summary())
     with shown_progress(console, "updating the tree") as progress, cleanup_warnings() as warned:
         report = update_tree(tree, add=documents, chunker=resolve_component(chunker), progress=progress,
-                             store_url=store)
+                             store_url=store, purge=purge)
     _say_report(tree, report, warned)
 
 @app.command("remove")
@@ -81,6 +85,7 @@ def remove(
     ids: list[str] = typer.Argument(None, help="Document ids to remove."),
     ids_file: Path | None = typer.Option(None, "--ids", help="A file of document ids, one per line."),
     store: str | None = typer.Option(None, "--store", help=STORE_HELP),
+    purge: bool = typer.Option(False, "--purge", help=PURGE_HELP),
 ) -> None:
     """Remove documents from a saved tree by id (an unknown id changes nothing)."""
     from dashrag.api import update_tree
@@ -89,7 +94,7 @@ def remove(
     if not wanted:
         raise ConfigError("name the documents to remove: dashrag remove TREE ID... or --ids FILE")
     with shown_progress(console, "updating the tree") as progress, cleanup_warnings() as warned:
-        report = update_tree(tree, remove=wanted, progress=progress, store_url=store)
+        report = update_tree(tree, remove=wanted, progress=progress, store_url=store, purge=purge)
     _say_report(tree, report, warned)
 
 
@@ -122,6 +127,7 @@ def sync(
     follow_symlinks: bool = typer.Option(False, "--follow-symlinks",
                                          help="Read files that symbolic links in the folder point to."),
     store: str | None = typer.Option(None, "--store", help=STORE_HELP),
+    purge: bool = typer.Option(False, "--purge", help=PURGE_HELP),
 ) -> None:
     """Keep a tree in sync with a folder: new files added, changed ones (by content hash) replaced, gone ones
     removed (docs/documents.md)."""
@@ -132,7 +138,7 @@ def sync(
         say(f"folder: {folder} (the folder {tree} was built from)")
     with console.status("syncing the tree"):
         report = sync_tree(tree, folder, dry_run=dry_run, strict=strict, follow_symlinks=follow_symlinks,
-                           store_url=store)
+                           store_url=store, purge=purge)
     plan = report.plan
     if dry_run:
         for verb, paths in (("add", plan.added), ("replace", plan.changed), ("remove", plan.removed)):

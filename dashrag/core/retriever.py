@@ -235,13 +235,13 @@ class Retriever(ConfigObject[P], Generic[P]):
         return save(self, folder)
 
     def update_documents(self, add: Iterable[SourceDocument] = (), remove: Iterable[str] = (),
-                         chunker: dict[str, Any] | None = None) -> UpdateReport:
+                         chunker: dict[str, Any] | None = None, purge: bool = False) -> UpdateReport:
         """Add, replace (changed content) or skip (identical) ``add`` and remove the documents ``remove``, in one
         change; every node answers afterwards as if built on the resulting documents. ``save`` publishes it
-        (docs/updating.md; :func:`dashrag.core.updating.update_documents`)."""
+        (docs/updating.md; :func:`dashrag.core.updating.update_documents`; ``purge``: there)."""
         from dashrag.core.updating import update_documents  # the store and the chunker: imported when used
 
-        return update_documents(self, add, remove, chunker)
+        return update_documents(self, add, remove, chunker, purge)
 
     def add_documents(self, documents: Iterable[SourceDocument], chunker: dict[str, Any] | None = None
                       ) -> UpdateReport:

@@ -64,9 +64,12 @@ def _store_url(infra: Infra) -> str:
 
 
 def update_documents(root: ConfigObject, add: Iterable[SourceDocument] = (), remove: Iterable[str] = (),
-                     chunker: dict[str, Any] | None = None) -> UpdateReport:
+                     chunker: dict[str, Any] | None = None, purge: bool = False) -> UpdateReport:
     """Add (or replace, or skip when identical) ``add`` and remove the documents ``remove`` from the fitted
-    tree ``root``; every node's state follows, as if fitted on the resulting documents."""
+    tree ``root``; every node's state follows, as if fitted on the resulting documents. ``purge``: the new SQLite
+    store is a whole file, holding no text of a document removed or replaced, now or before (by default a removed
+    document of the store's base is hidden by a delta, its text left in the base until the next whole file:
+    docs/updating.md, "Removed text"); an external database deletes the rows either way."""
     from dashrag.core.saved_tree import store_filename
     from dashrag.store.external_change import StoreChange
     from dashrag.store.store import Store, read_only_url, write_changed_store_file
@@ -93,7 +96,8 @@ def update_documents(root: ConfigObject, add: Iterable[SourceDocument] = (), rem
         return change.report
     target = source.parent / store_filename(change.new.fingerprint)
     existed = target.exists()
-    url = write_changed_store_file(source, target, change.gone, change.changed, change.added, change.new.fingerprint)
+    url = write_changed_store_file(source, target, change.gone, change.changed, change.added, change.new.fingerprint,
+                                   purge)
     try:
         root.inject_infra(dataclasses.replace(infra, chunks=change.new, store_url=url, documents=None,
                                               chunker=cutter.to_config()))

@@ -131,7 +131,7 @@ def plan_change(stored: Mapping[str, SourceDocument], chunks: ChunkSet, add: Seq
         changed.append(doc)
     gone = set(removing) | set(replaced)
     kept_rows = chunks.rows_without(gone)
-    next_id = int(chunks.ids.max()) + 1  # above every old id, so an engine never sees a removed id again
+    next_id = int(chunks.ids[-1]) + 1  # ids ascend: above every old id, so an engine never sees a removed id again
     new_chunks = tuple(replace(c, id=next_id + i) for i, c in enumerate(chunk(changed)))
     report = UpdateReport(tuple(added), tuple(replaced), tuple(skipped), tuple(removing))
     return CorpusChange(chunks, chunks.changed(kept_rows, new_chunks), kept_rows, new_chunks,

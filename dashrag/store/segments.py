@@ -12,9 +12,14 @@ several GB at a million documents, written and flushed again for ten documents).
 since the base (docs/scale.md, "Where an update's time goes"). When it has grown past a fraction of the base
 (:func:`needs_compaction`), the next update writes a whole file again, which becomes the next base.
 
-Only additions go to a delta. A change that removes or replaces a document of the base writes a whole file, as
-before: a removed document's text must leave the folder once the update is published (docs/updating.md, "No text
-left behind"), and a base is never changed in place. A delta's own documents are removed from the new delta.
+A change that removes or replaces a document of the base goes to a delta too: the delta *hides* it (its id in the
+delta's ``segment_removed`` table; the views and the readers leave out the base's rows of a hidden document), since
+a base is never changed in place and copying it (~2.6 GB at a million documents) was most of a removal's cost. The
+hidden document's text stays in the base until the next whole file: the delta's bound counts it
+(:func:`needs_compaction`), and an update asked to purge writes a whole file at once (docs/updating.md, "Removed
+text"). A delta's own documents are removed from the new delta. A delta that hides documents names its base in a
+column an older dashrag does not read (:data:`HIDING_BASE_COLUMN`), so an older dashrag refuses the store with an
+error instead of reading the hidden documents back.
 
 A delta's chunks have ids above every base chunk (an update numbers new chunks from the largest id on; the writer
 checks it), so the base's rows then the delta's rows are in id order, which the load relies on.
@@ -22,7 +27,9 @@ checks it), so the base's rows then the delta's rows are in id order, which the 
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 from dashrag.errors import PersistenceError
@@ -39,15 +46,29 @@ CHUNK_COLUMNS = ("id", "document_id", "position", "text", "start", '"end"', "fie
 #: compaction in ~4,000 such updates (the optimum, F ~350, would compact every ~700)
 COMPACT_FRACTION = 64
 SEGMENT_TABLE = f"CREATE TABLE {SEGMENT_BASE_TABLE} (name TEXT NOT NULL)"
+REMOVED_TABLE = "segment_removed"  # the base's documents a delta hides (removed or replaced since the base)
+HIDING_BASE_COLUMN = "base_hiding_documents"  # segment_base's column once the delta hides any: see the docstring
+_DOCUMENT_KEY = {"documents": "id", "chunks": "document_id"}  # the column naming a row's document, per table
 
 
-def _view(table: str, columns: tuple[str, ...]) -> str:
+def hides_documents(connection: sqlite3.Connection, schema: str = "main") -> bool:
+    """Whether the store open as ``schema`` is a delta that hides documents of its base."""
+    return connection.execute(f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?",
+                              (REMOVED_TABLE,)).fetchone() is not None
+
+
+def base_rows_kept(connection: sqlite3.Connection, table: str) -> str:
+    """The ``WHERE`` clause keeping the base's rows of ``table`` that the delta open as ``main`` does not hide
+    (empty for a delta that hides none): what every reader of the base's own tables adds."""
+    if not hides_documents(connection):
+        return ""
+    return f" WHERE {_DOCUMENT_KEY[table]} NOT IN (SELECT id FROM main.{REMOVED_TABLE})"
+
+
+def _view(connection: sqlite3.Connection, table: str, columns: tuple[str, ...]) -> str:
     listed = ", ".join(columns)
-    return (f"CREATE TEMP VIEW IF NOT EXISTS {table} AS SELECT {listed} FROM {BASE_SCHEMA}.{table} "
-            f"UNION ALL SELECT {listed} FROM main.{table}")
-
-
-VIEWS = (_view("documents", DOCUMENT_COLUMNS), _view("chunks", CHUNK_COLUMNS))
+    return (f"CREATE TEMP VIEW IF NOT EXISTS {table} AS SELECT {listed} FROM {BASE_SCHEMA}.{table}"
+            f"{base_rows_kept(connection, table)} UNION ALL SELECT {listed} FROM main.{table}")
 
 
 def base_entry(connection: sqlite3.Connection, schema: str = "main") -> str | None:
@@ -56,7 +77,7 @@ def base_entry(connection: sqlite3.Connection, schema: str = "main") -> str | No
                                (SEGMENT_BASE_TABLE,)).fetchone()
     if found is None:
         return None
-    row = connection.execute(f"SELECT name FROM {schema}.{SEGMENT_BASE_TABLE}").fetchone()
+    row = connection.execute(f"SELECT * FROM {schema}.{SEGMENT_BASE_TABLE}").fetchone()  # either column
     if row is None or not isinstance(row[0], str) or Path(row[0]).name != row[0] or row[0] in ("", ".", ".."):
         raise PersistenceError("a delta store names no base file of its own folder")
     return str(row[0])
@@ -93,14 +114,55 @@ def attach_base(connection: sqlite3.Connection, uri: bool) -> bool:
     if not base.is_file():
         raise PersistenceError(f"{base}: the base file of the delta store {main_file} is missing")
     connection.execute("ATTACH DATABASE ? AS " + BASE_SCHEMA, (read_only_uri(base) if uri else str(base),))
-    for view in VIEWS:
-        connection.execute(view)
+    for table, columns in (("documents", DOCUMENT_COLUMNS), ("chunks", CHUNK_COLUMNS)):
+        connection.execute(_view(connection, table, columns))
     return True
 
 
-def needs_compaction(delta: Path, base: Path) -> bool:
-    """Whether the next update should write a whole store instead of a delta (see :data:`COMPACT_FRACTION`)."""
-    return delta.stat().st_size * COMPACT_FRACTION > base.stat().st_size
+def hide(delta: Path, ids: Sequence[str]) -> None:
+    """Hide the base's documents ``ids`` (and their chunks) in the delta file ``delta`` being written (not yet
+    renamed in). Not flushed: the change's transaction, the last, is (as :func:`_new_delta`'s in store.py)."""
+    connection = sqlite3.connect(delta, isolation_level=None)
+    try:
+        connection.execute("PRAGMA synchronous = OFF")
+        connection.execute("BEGIN")
+        if not hides_documents(connection):
+            connection.execute(f"ALTER TABLE {SEGMENT_BASE_TABLE} RENAME COLUMN name TO {HIDING_BASE_COLUMN}")
+            connection.execute(f"CREATE TABLE {REMOVED_TABLE} (id TEXT PRIMARY KEY NOT NULL)")
+        connection.executemany(f"INSERT OR IGNORE INTO {REMOVED_TABLE} VALUES (?)", [(i,) for i in ids])
+        connection.execute("COMMIT")
+    finally:
+        connection.close()
+
+
+def hidden_among(connection: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
+    """The documents among ``ids`` that the delta open as ``main`` hides in its base."""
+    if not hides_documents(connection) or not ids:
+        return set()
+    listed = json.dumps(list(ids))
+    return {r[0] for r in connection.execute(
+        f"SELECT id FROM {REMOVED_TABLE} WHERE id IN (SELECT value FROM json_each(?))", (listed,))}
+
+
+def hidden_text_bytes(connection: sqlite3.Connection) -> int:
+    """The bytes of text the base (attached) still holds for the documents the delta open as ``main`` hides: their
+    documents' and chunks' texts, found by their keys (O(hidden documents))."""
+    if not hides_documents(connection):
+        return 0
+    total = 0
+    for table, key in _DOCUMENT_KEY.items():
+        total += connection.execute(
+            f"SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) FROM {BASE_SCHEMA}.{table} "
+            f"WHERE {key} IN (SELECT id FROM main.{REMOVED_TABLE})").fetchone()[0]
+    return int(total)
+
+
+def needs_compaction(connection: sqlite3.Connection, delta: Path, base: Path) -> bool:
+    """Whether the next update should write a whole store instead of a delta (see :data:`COMPACT_FRACTION`): the
+    delta's bytes and the text it hides in its base (``connection``: the delta open with its base attached)
+    against the base's bytes. So a hidden document's text leaves the folder within a bounded number of updates:
+    at a million documents, after about 15,000 removed."""
+    return (delta.stat().st_size + hidden_text_bytes(connection)) * COMPACT_FRACTION > base.stat().st_size
 
 
 def has_current_columns(connection: sqlite3.Connection, schema: str = "main") -> bool:

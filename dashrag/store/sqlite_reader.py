@@ -87,6 +87,8 @@ class SqliteChunkTexts:
             raise PersistenceError(f"cannot open the store {path}: {exc}") from None
         try:  # a delta store (``store/segments.py``): its base attached, the two read as one through views
             self.segmented = segments.attach_base(self._connection, uri=True)
+            #: what a read of the base's own chunks table adds: the rows of the documents the delta hides left out
+            self.base_chunks_kept = segments.base_rows_kept(self._connection, "chunks") if self.segmented else ""
         except sqlite3.Error as exc:  # the first read of the file (its schema): a file that is no store fails here
             self._connection.close()
             raise PersistenceError(f"cannot read the store {path}: {exc}") from None
@@ -151,14 +153,18 @@ def _chunk_rows(texts: SqliteChunkTexts) -> list[Any]:
     (ids above every base id: ``store/segments.py``), each table read by its covering index where it has one (a view
     cannot name an index)."""
     own = texts.execute(_chunks_of(texts, "main"))
-    return texts.execute(_chunks_of(texts, segments.BASE_SCHEMA)) + own if texts.segmented else own
+    if not texts.segmented:
+        return own
+    return texts.execute(_chunks_of(texts, segments.BASE_SCHEMA, texts.base_chunks_kept)) + own
 
 
-def _chunks_of(texts: SqliteChunkTexts, schema: str) -> str:
-    """The statement reading the chunk columns of the ``schema`` database's own table (by its index if it has it)."""
+def _chunks_of(texts: SqliteChunkTexts, schema: str, where: str = "") -> str:
+    """The statement reading the chunk columns of the ``schema`` database's own table (by its index if it has it),
+    the rows ``where`` keeps."""
     indexed = any(name == CHUNK_COLUMNS_INDEX
                   for (name,) in texts.execute(INDEXES.replace("sqlite_master", f"{schema}.sqlite_master")))
-    return (CHUNKS_FROM_INDEX if indexed else CHUNKS).replace("FROM chunks", f"FROM {schema}.chunks")
+    statement = (CHUNKS_FROM_INDEX if indexed else CHUNKS).replace("FROM chunks", f"FROM {schema}.chunks")
+    return statement.replace(" ORDER BY", f"{where} ORDER BY")
 
 
 def read_chunk_set(url: str, fingerprint: str | None = None, scheme: int = ADDITIVE) -> ChunkSet:

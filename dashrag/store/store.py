@@ -84,6 +84,8 @@ class Store:
                 uri = "uri=true" in url
                 event.listen(self.engine, "connect", lambda connection, _: segments.attach_base(connection, uri))
             if not read_only:
+                if self.engine.dialect.name == "sqlite":  # a deleted row's text is overwritten, whatever the build
+                    event.listen(self.engine, "connect", _secure_delete)
                 Base.metadata.create_all(self.engine)
         except ImportError as exc:
             driver = exc.name or str(exc)
@@ -352,19 +354,20 @@ def write_store_file(target: Path, documents: Sequence[SourceDocument], chunks: 
 
 
 def write_changed_store_file(source: Path, target: Path, gone: Sequence[str], documents: Sequence[SourceDocument],
-                             chunks: Sequence[Chunk], fingerprint: str) -> str:
+                             chunks: Sequence[Chunk], fingerprint: str, purge: bool = False) -> str:
     """The store file ``source`` with one change applied (:meth:`Store.apply_change`), as the new file
     ``target``, written under a temporary name and renamed in, so ``target`` is whole or absent and ``source``
     (the old tree's store, which its readers keep reading) is never touched. Returns ``target``'s URL; an
     existing ``target`` is kept (its name is its corpus's fingerprint).
 
-    ``target`` is a *delta* over ``source``'s base (``store/segments.py``: the documents added since the base, no
-    byte of the base copied) when both lie in one folder, the change removes or replaces no document of the base
-    and the delta is still small; otherwise a whole file: a byte copy of the base with the delta and the change
-    applied (no row is rewritten through Python)."""
+    ``target`` is a *delta* over ``source``'s base (``store/segments.py``: the documents added since the base, and
+    the base's documents it hides, removed or replaced since; no byte of the base copied) when both lie in one
+    folder and the delta is still small; otherwise, or when asked to ``purge``, a whole file: a byte copy of the
+    base with the delta and the change applied (no row is rewritten through Python), which holds no text of a
+    removed document (docs/updating.md, "Removed text")."""
     if not target.exists():
         with _temporary_store_file(target.parent) as tmp:
-            base = _delta_base(source, target, gone)
+            base = None if purge else _delta_base(source, target)
             if base is None:
                 materialize(source, tmp)
                 _write(tmp, lambda store: store.apply_change(gone, documents, chunks, fingerprint))
@@ -374,21 +377,20 @@ def write_changed_store_file(source: Path, target: Path, gone: Sequence[str], do
     return sqlite_url(target)
 
 
-def _delta_base(source: Path, target: Path, gone: Sequence[str]) -> Path | None:
+def _delta_base(source: Path, target: Path) -> Path | None:
     """The base the change's delta goes over, or None when a whole file is to be written: the folders differ, the
-    base predates a column the views read, the change removes a document of the base (its text must leave the
-    folder), or the delta has grown past its bound (``segments.needs_compaction``)."""
+    base predates a column the views read, or the delta has grown past its bound (``segments.needs_compaction``:
+    its own rows and the text it hides in its base)."""
     if source.resolve().parent != target.resolve().parent:
         return None
     connection = sqlite3.connect(read_only_uri(source), uri=True)
     try:
         entry = segments.base_entry(connection)
         if entry is None:
-            return source if not gone and segments.has_current_columns(connection) else None
+            return source if segments.has_current_columns(connection) else None
+        segments.attach_base(connection, uri=True)
         base = source.parent / entry
-        if segments.needs_compaction(source, base):
-            return None
-        return base if len(_ids_among(connection, "main", gone)) == len(set(gone)) else None
+        return None if segments.needs_compaction(connection, source, base) else base
     except sqlite3.Error as exc:
         raise PersistenceError(f"cannot read the store {source}: {exc}") from None
     finally:
@@ -409,17 +411,22 @@ def _ids_among(connection: sqlite3.Connection, schema: str, ids: Sequence[str]) 
 def _write_delta(source: Path, base: Path, tmp: Path, gone: Sequence[str], documents: Sequence[SourceDocument],
                  chunks: Sequence[Chunk], fingerprint: str) -> None:
     """The change as the delta ``tmp`` over ``base``: ``source``'s delta copied (when it is one: it is small), or
-    a new one holding the base's records; then the change in one transaction (:meth:`Store.apply_change`: the gone
-    documents, the delta's own, deleted; the new ones appended after every ordinal, the base's included; the
-    fingerprint and the records the new corpus's)."""
+    a new one holding the base's records; the base's documents among ``gone`` hidden (``segments.hide``); then the
+    change in one transaction (:meth:`Store.apply_change`: the gone documents, the delta's own, deleted; the new
+    ones appended after every ordinal, the base's included; the fingerprint and the records the new corpus's)."""
     with sqlite3.connect(read_only_uri(base), uri=True) as reading:
         last = reading.execute("SELECT max(ordinal) FROM documents").fetchone()[0]
-        _check_above_base(reading, base, gone, documents, chunks)
+        in_base = _ids_among(reading, "main", gone)
+        clash = _ids_among(reading, "main", [d.id for d in documents]) - set(gone)
+        _check_above_base(reading, base, chunks)
     reading.close()
     if source != base:
         shutil.copyfile(source, tmp)
     else:
         _new_delta(base, tmp)
+    _refuse_clash(tmp, clash, base)
+    if in_base:
+        segments.hide(tmp, sorted(in_base))
     _write(tmp, lambda store: store.apply_change(gone, documents, chunks, fingerprint, above_ordinal=last))
 
 
@@ -447,32 +454,48 @@ def _new_delta(base: Path, tmp: Path) -> None:
         connection.close()
 
 
-def _check_above_base(base: sqlite3.Connection, path: Path, gone: Sequence[str], documents: Sequence[SourceDocument],
-                      chunks: Sequence[Chunk]) -> None:
+def _check_above_base(base: sqlite3.Connection, path: Path, chunks: Sequence[Chunk]) -> None:
     """What the base's keys would refuse in a whole file, refused for a delta too: a new chunk's id not above every
-    base chunk's (the load reads the base's rows then the delta's, in id order), a new document whose id the base
-    holds."""
+    base chunk's (the load reads the base's rows then the delta's, in id order)."""
     top = base.execute("SELECT max(id) FROM chunks").fetchone()[0]
     low = min((c.id for c in chunks), default=None)
-    clash = sorted(_ids_among(base, "main", [d.id for d in documents]))
-    if (low is not None and top is not None and low <= top) or clash:
-        what = f"the document {excerpt(clash[0])} is there already" if clash else \
-            f"the chunk id {low} is not above the base's {top}"
-        raise PersistenceError(f"the store {display_url(sqlite_url(path))} cannot be written: {what}")
+    if low is not None and top is not None and low <= top:
+        raise PersistenceError(f"the store {display_url(sqlite_url(path))} cannot be written: the chunk id {low} "
+                               f"is not above the base's {top}")
+
+
+def _refuse_clash(delta: Path, held: set[str], base: Path) -> None:
+    """A new document whose id the base holds, refused unless the delta ``delta`` hides the base's (removed or
+    replaced since): its key would refuse it in a whole file."""
+    if not held:
+        return
+    connection = sqlite3.connect(delta)
+    try:
+        clash = sorted(held - segments.hidden_among(connection, sorted(held)))
+    finally:
+        connection.close()
+    if clash:
+        raise PersistenceError(f"the store {display_url(sqlite_url(base))} cannot be written: the document "
+                               f"{excerpt(clash[0])} is there already")
 
 
 def materialize(source: Path, target: Path) -> None:
     """``source`` as one whole store file ``target`` (an empty file, the caller's temporary one): a byte copy of it,
-    or for a delta of its base with the delta applied in one transaction (the delta's rows appended, its
-    fingerprint and records taken)."""
+    or for a delta of its base with the delta applied in one transaction (the rows it hides deleted, their bytes
+    overwritten; its rows appended, its fingerprint and records taken)."""
     base = segments.base_of(source)
     shutil.copyfile(source if base is None else base, target)
     if base is None:
         return
     connection = sqlite3.connect(target)
     try:
+        connection.execute("PRAGMA secure_delete = ON")  # a hidden document's text is overwritten, not freed
         connection.execute("ATTACH DATABASE ? AS delta", (str(source),))  # read, never written
         with connection:
+            if segments.hides_documents(connection, "delta"):
+                for table, key in (("chunks", "document_id"), ("documents", "id")):
+                    connection.execute(f"DELETE FROM main.{table} WHERE {key} IN "
+                                       f"(SELECT id FROM delta.{segments.REMOVED_TABLE})")
             for table, columns in (("documents", segments.DOCUMENT_COLUMNS), ("chunks", segments.CHUNK_COLUMNS)):
                 listed = ", ".join(columns)
                 connection.execute(f"INSERT INTO main.{table} ({listed}) SELECT {listed} FROM delta.{table}")
@@ -483,6 +506,10 @@ def materialize(source: Path, target: Path) -> None:
         raise unwritable(display_url(sqlite_url(target)), exc) from None
     finally:
         connection.close()
+
+
+def _secure_delete(connection: sqlite3.Connection, _record: Any) -> None:
+    connection.execute("PRAGMA secure_delete = ON")
 
 
 def _write(path: Path, write: Callable[[Store], None]) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from dashrag.core.persistence import read_manifest
 from dashrag.store import segments
 from tests.cli.conftest import answers_of, error_line, invoke
 from tests.conftest import EXAMPLE_CORPUS, folder_digest
@@ -186,14 +187,15 @@ def test_the_update_module_alone_adds_and_removes(tree, more):
 def test_add_over_an_immutable_old_store_is_published_with_a_warning_line_and_the_next_save_cleans(tree, more):
     old_store = next(tree.glob("store-*.sqlite"))
     with immutable(old_store):
-        result = invoke("add", tree, "--corpus", more)
+        result = invoke("add", tree, "--corpus", more, "--purge")  # a whole new store: the old one is to go
     assert result.exit_code == 0, result.output
     assert "updated" in result.stdout and "1 added" in result.stdout
     warnings = result.stderr.splitlines()
     assert len(warnings) == 1 and warnings[0].startswith("warning: the new tree is published"), result.stderr
     assert answers(tree)[0][0] == "postings.txt" and old_store.exists()
     assert invoke("remove", tree, "postings.txt").exit_code == 0
-    assert not old_store.exists() and len(list(tree.glob("store-*.sqlite"))) == 1
+    named = tree / read_manifest(tree)["store"]  # a delta hiding postings.txt over the purge's whole store
+    assert not old_store.exists() and sorted(tree.glob("store-*.sqlite")) == sorted([named, segments.base_of(named)])
 
 
 def _killed_while_writing_its_store(tree: Path, corpus: Path) -> list[str]:
@@ -227,7 +229,9 @@ def test_what_a_killed_add_left_is_removed_by_the_next_save(scifact_dir, tmp_pat
             break
     assert left and all(n.startswith(".store-") and ".sqlite.tmp" in n for n in left), left
     assert invoke("remove", victim, json.loads(lines[0])["_id"]).exit_code == 0  # the next save
-    assert not list(victim.glob(".store-*")) and len(list(victim.glob("store-*.sqlite"))) == 1
+    named = victim / read_manifest(victim)["store"]  # a delta hiding the removed document, over its base
+    assert not list(victim.glob(".store-*")) and sorted(victim.glob("store-*.sqlite")) == sorted(
+        [named, segments.base_of(named)])
     assert answers(victim)
 
 

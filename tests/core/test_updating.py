@@ -18,6 +18,7 @@ from dashrag.core.persistence import read_manifest
 from dashrag.documents.corpus import Corpus
 from dashrag.documents.model import SourceDocument
 from dashrag.errors import ConfigError, CorpusError, PersistenceError
+from dashrag.store import segments
 from dashrag.store.store import Store
 from tests.conftest import folder_digest
 
@@ -107,21 +108,42 @@ def test_update_answers_as_a_rebuild_on_the_resulting_documents(abstracts, tmp_p
     tree.close()
 
 
-def test_store_keeps_one_row_per_document_and_removed_documents_leave_no_text(abstracts, tmp_path):
+def test_a_purging_update_keeps_one_store_of_one_row_per_document_and_no_text_of_a_removed_one(abstracts, tmp_path):
     folder = saved_tree(TFIDF, abstracts[:10], tmp_path)
     secret = abstracts[2].text
-    dashrag.update(folder, add=[changed(abstracts[5])], remove=[abstracts[2].id])
+    dashrag.update(folder, add=[changed(abstracts[5])], remove=[abstracts[2].id], purge=True)
     stores = sorted(folder.glob("store-*.sqlite"))
     assert [p.name for p in stores] == [read_manifest(folder)["store"]]
-    store = Store(f"sqlite:///{stores[0]}", read_only=True)
-    documents = store.read_documents()
-    chunk_texts = store.read_chunk_set().texts
-    store.close()
+    documents, chunk_texts = _stored_documents_and_texts(stores[0])
     assert sorted(d.id for d in documents) == sorted(d.id for d in abstracts[:10] if d.id != abstracts[2].id)
     assert [d.text for d in documents if d.id == abstracts[5].id] == [changed(abstracts[5]).text]
     sentence = secret[:60]
     assert not any(sentence in p.read_bytes().decode("utf-8", "replace") for p in folder.rglob("*") if p.is_file())
     assert not any(sentence in t for t in chunk_texts)
+
+
+def test_an_update_hides_a_removed_document_from_every_reader_and_its_text_stays_in_the_base_alone(abstracts,
+                                                                                                    tmp_path):
+    folder = saved_tree(TFIDF, abstracts[:10], tmp_path)
+    secret = abstracts[2].text[:60]
+    dashrag.update(folder, add=[changed(abstracts[5])], remove=[abstracts[2].id])
+    named = folder / read_manifest(folder)["store"]
+    base = segments.base_of(named)
+    assert base is not None and sorted(folder.glob("store-*.sqlite")) == sorted([named, base])
+    documents, chunk_texts = _stored_documents_and_texts(named)
+    assert sorted(d.id for d in documents) == sorted(d.id for d in abstracts[:10] if d.id != abstracts[2].id)
+    assert [d.text for d in documents if d.id == abstracts[5].id] == [changed(abstracts[5]).text]
+    assert not any(secret in t for t in chunk_texts)
+    holding = [p for p in folder.rglob("*") if p.is_file() and secret in p.read_bytes().decode("utf-8", "replace")]
+    assert holding == [base]
+
+
+def _stored_documents_and_texts(path):
+    store = Store(f"sqlite:///{path}", read_only=True)
+    try:
+        return store.read_documents(), store.read_chunk_set().texts
+    finally:
+        store.close()
 
 
 def test_identical_document_is_skipped_and_nothing_is_written(abstracts, tmp_path):

@@ -91,6 +91,15 @@ def _stored(chunks, scheme=ADDITIVE) -> ChunkSet:
                               {c.document_id: c.metadata for c in chunks}, scheme=scheme)
 
 
+@pytest.mark.parametrize("named", [3, 40])  # a few ids are scanned for, more looked up in the id -> number map
+def test_the_rows_without_some_documents_are_the_others_whichever_way_their_ids_are_found(named):
+    chunks = _chunks([(f"text {i}", {}) for i in range(60)])
+    removed = [f"doc{i}" for i in range(0, 2 * named, 2)] + ["not-here"]
+    for chunk_set in (ChunkSet(chunks), _stored(chunks)):
+        kept = [r for r, c in enumerate(chunks) if c.document_id not in removed]
+        assert chunk_set.rows_without(removed).tolist() == kept
+
+
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(docs=documents)

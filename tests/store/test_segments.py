@@ -1,6 +1,7 @@
 """Store deltas (store/segments.py, docs/scale.md "Store deltas"): an update that adds documents writes a delta over
 the old store file, which becomes its base and is never changed; every reader sees the two as one corpus, a kept
-reader keeps answering, and what removes a base document (or a delta grown too large) writes a whole file again.
+reader keeps answering; a removed or replaced base document is hidden by the delta, and a purge (or a delta grown too
+large, its hidden text counted) writes a whole file again.
 
 The exactness of updated trees over deltas is the property of tests/core/test_updating.py (its adds now go to
 deltas); here: the files, the readers and the failures."""
@@ -125,15 +126,84 @@ def test_removing_a_document_of_the_delta_keeps_a_delta(tree):
     assert not any(b"sparse postings lists" in p.read_bytes() for p in tree.rglob("*") if p.is_file())
 
 
-def test_removing_a_base_document_writes_a_whole_file_and_its_text_leaves_the_folder(tree):
+def _last_line(document_id: str) -> bytes:
+    text = next(d.text for d in Corpus.from_path(EXAMPLE_CORPUS).documents if d.id == document_id)
+    return text.strip().splitlines()[-1][:50].encode()
+
+
+def _files_holding(tree: Path, sentence: bytes) -> list[Path]:
+    return [p for p in tree.rglob("*") if p.is_file() and sentence in p.read_bytes()]
+
+
+def test_removing_a_base_document_hides_it_in_a_delta_and_answers_as_a_rebuild(tree, tmp_path):
+    old = named_store(tree)
+    before = sha(old)
     dashrag.update(tree, add=NEW)
-    gone = "bm25.md"
-    text = next(d.text for d in Corpus.from_path(EXAMPLE_CORPUS).documents if d.id == gone)
-    dashrag.update(tree, remove=[gone])
+    dashrag.update(tree, remove=["bm25.md"])
+    delta = named_store(tree)
+    assert segments.base_of(delta) == old and sha(old) == before and stores(tree) == sorted([old.name, delta.name])
+    store = Store(f"sqlite:///{delta}", read_only=True)
+    try:
+        assert "bm25.md" not in {d.id for d in store.read_documents()} and not store.documents_with_ids(["bm25.md"])
+        assert all(c.document_id != "bm25.md" for c in store.read_chunk_set().chunks)  # the rows, not the columns
+    finally:
+        store.close()
+    example = [d for d in Corpus.from_path(EXAMPLE_CORPUS).documents if d.id != "bm25.md"]
+    assert answers(tree) == rebuilt(example + NEW, tmp_path)
+    assert _files_holding(tree, _last_line("bm25.md")) == [old]  # its text: in the untouched base alone
+
+
+def test_a_hidden_document_can_come_back_and_go_again(tree, tmp_path):
+    again = SourceDocument(id="bm25.md", text="BM25, rewritten: saturation of term frequency, length normalisation.")
+    dashrag.update(tree, remove=["bm25.md"])
+    dashrag.update(tree, add=[again])
+    example = [d for d in Corpus.from_path(EXAMPLE_CORPUS).documents if d.id != "bm25.md"]
+    assert answers(tree) == rebuilt(example + [again], tmp_path / "back")
+    dashrag.update(tree, remove=["bm25.md"])
+    assert answers(tree) == rebuilt(example, tmp_path / "gone")
+    assert segments.base_of(named_store(tree)) is not None
+
+
+def test_a_purge_writes_a_whole_file_and_every_hidden_text_leaves_the_folder(tree):
+    dashrag.update(tree, add=NEW)
+    dashrag.update(tree, remove=["bm25.md"])  # hidden, its text in the base
+    dashrag.update(tree, remove=["chunking.txt"], purge=True)
     assert segments.base_of(named_store(tree)) is None and stores(tree) == [named_store(tree).name]
-    sentence = text.strip().splitlines()[-1][:50].encode()
-    assert not any(sentence in p.read_bytes() for p in tree.rglob("*") if p.is_file())
+    assert not _files_holding(tree, _last_line("bm25.md")) and not _files_holding(tree, _last_line("chunking.txt"))
     assert {h[0] for a in answers(tree) for h in a} >= {"postings.txt", "vectors.txt"}
+
+
+def test_the_text_a_delta_hides_is_counted_toward_its_bound_and_leaves_at_the_compaction(tree, monkeypatch):
+    store = Store(f"sqlite:///{named_store(tree)}", read_only=True)
+    try:
+        document = store.documents_with_ids(["bm25.md"])["bm25.md"]
+        chunks = [c.text for c in store.read_chunk_set().chunks if c.document_id == "bm25.md"]
+    finally:
+        store.close()
+    dashrag.update(tree, remove=["bm25.md"])
+    connection = sqlite3.connect(named_store(tree))
+    try:
+        segments.attach_base(connection, uri=False)
+        assert segments.hidden_text_bytes(connection) == len(document.text.encode()) + sum(len(t.encode())
+                                                                                          for t in chunks)
+    finally:
+        connection.close()
+    monkeypatch.setattr(segments, "COMPACT_FRACTION", 10**9)  # past the bound: the next update compacts
+    dashrag.update(tree, add=MORE)
+    assert segments.base_of(named_store(tree)) is None and not _files_holding(tree, _last_line("bm25.md"))
+
+
+def test_an_older_dashrag_cannot_read_the_base_name_of_a_delta_that_hides_documents(tree):
+    """An older dashrag reads ``SELECT name FROM segment_base`` and would show the hidden documents again: the
+    column is renamed, so it fails with its 'cannot read the store' error instead."""
+    dashrag.update(tree, add=NEW)
+    with sqlite3.connect(named_store(tree)) as connection:
+        assert connection.execute("SELECT name FROM segment_base").fetchone()  # adds alone: readable as before
+    connection.close()
+    dashrag.update(tree, remove=["bm25.md"])
+    with sqlite3.connect(named_store(tree)) as connection, pytest.raises(sqlite3.OperationalError, match="name"):
+        connection.execute("SELECT name FROM segment_base")
+    connection.close()
 
 
 def test_a_delta_grown_past_its_bound_is_compacted_and_a_reader_loaded_before_keeps_answering(tree, monkeypatch):
