@@ -135,7 +135,7 @@ class SnapshotChunkTexts:
         with self._in_snapshot() as reader:
             stored = reader.execute(text(IDS_DIGEST)).scalar()
         local = hashlib.md5(np.asarray(ids, dtype=">i8").tobytes()).hexdigest()
-        return stored == local or (stored is None and not len(ids))
+        return bool(stored == local)
 
     def texts_of(self, ids: Sequence[int]) -> Mapping[int, str]:
         with self._in_snapshot() as reader:
