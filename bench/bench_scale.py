@@ -197,13 +197,14 @@ def dashrag_update(folder: Path, size: int, kind: str, store: str | None = None)
     return {"seconds": time.perf_counter() - start, "saved_mib": round(folder_mib(folder), 1)}
 
 
-def dashrag_resave(folder: Path) -> dict[str, Any]:
+def dashrag_resave(folder: Path, store: str | None = None) -> dict[str, Any]:
     """Load and save a copied tree unchanged (not timed): the copy's manifest then records its own store file's
-    size, times and inode, as the user's folder does, so the timed update trusts the fingerprint as a
-    ``dashrag add`` in place does instead of re-hashing the corpus because the file was copied."""
+    size, times and inode (and its state files'), as the user's folder does, so the timed update trusts the
+    fingerprint as a ``dashrag add`` in place does instead of re-hashing the corpus because the file was copied.
+    ``store``: a PostgreSQL-stored tree's database (its copy: ``CREATE DATABASE ... TEMPLATE``)."""
     import dashrag
 
-    tree = dashrag.load(folder)
+    tree = dashrag.load(folder, store_url=store)
     tree.save(folder)
     tree.close()
     return {}
@@ -239,7 +240,7 @@ def run_phase(args: argparse.Namespace) -> None:
         ("dashrag", "add"): lambda: dashrag_update(args.folder, args.size, "add", args.store),
         ("dashrag", "remove"): lambda: dashrag_update(args.folder, args.size, "remove", args.store),
         ("dashrag", "worker"): lambda: dashrag_worker(args.folder, queries(args.queries)),
-        ("dashrag", "resave"): lambda: dashrag_resave(args.folder),
+        ("dashrag", "resave"): lambda: dashrag_resave(args.folder, args.store),
     }
     figures = phases[(args.library, args.phase)]()
     figures["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

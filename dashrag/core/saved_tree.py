@@ -29,8 +29,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from dashrag.core.chunk_columns import check_columns_agree, read_chunk_columns, write_chunk_columns
 from dashrag.core.collection import young_garbage_only
 from dashrag.core.component import ConfigObject
@@ -228,30 +226,36 @@ def _mapped_chunk_set(snapshot: Path, store: Path, fingerprint: str, scheme: int
 
 def _external_columns(folder: Path, url: str, manifest: dict[str, Any],
                       snapshot: Path) -> tuple[ChunkSet, dict[str, Any], Path] | None:
-    """The chunk set of a tree whose store is an external database (PostgreSQL), from the snapshot's columns and
-    the store's texts, when the store records the fingerprint of the manifest's corpus (or of a pending manifest's:
-    an update committed and stopped before its switch, store/external_change.py); None otherwise (the rows are
-    read and checked, as before columns were saved for it). The store's fingerprint is written in the transaction
-    that changes its rows, so it names what the rows are; the texts are read in that same snapshot, and their ids
-    must be the columns'. Why: the rows read as ``Chunk`` objects and hashed were an update's largest
-    PostgreSQL-only cost, O(corpus) in Python (docs/scale.md, "The store in SQLite against PostgreSQL")."""
-    from dashrag.documents.chunk_set import HeldTexts
+    """The chunk set of a tree whose store is an external database (PostgreSQL), from the snapshot's columns, its
+    texts read from the store when shown, when the store records the fingerprint of the manifest's corpus (or of a
+    pending manifest's: an update committed and stopped before its switch, store/external_change.py) and holds the
+    columns' chunk ids; None otherwise (the rows are read and checked, as before columns were saved for it). The
+    store's fingerprint is written in the transaction that changes its rows, so it names what they are. Why: the
+    rows read as ``Chunk`` objects and hashed, then every text read whole, were an update's largest PostgreSQL-only
+    cost, O(corpus) (docs/scale.md, "PostgreSQL-stored trees at 1M"). The fingerprint, the ids and every text a
+    query later shows are read in one snapshot, held while the tree lives (store/snapshot_texts.py): a reader keeps
+    the corpus it loaded while another writer changes the database."""
+    from dashrag.store.snapshot_texts import texts_as_loaded
     from dashrag.store.store import Store, read_only_url
 
-    store = Store(read_only_url(url), read_only=True)
+    texts = texts_as_loaded(Store(read_only_url(url), read_only=True))
     try:
-        held, texts = store.fingerprint_and_texts()
-    finally:
-        store.close()
-    if held != manifest["corpus_fingerprint"]:
-        pending = read_pending_manifest(folder)
-        if pending is None or held != pending["corpus_fingerprint"] or not pending.get("chunk_columns"):
+        held = texts.fingerprint()
+        if held != manifest["corpus_fingerprint"]:
+            pending = read_pending_manifest(folder)
+            if pending is None or held != pending["corpus_fingerprint"] or not pending.get("chunk_columns"):
+                texts.close()
+                return None
+            manifest, snapshot = pending, verify_snapshot(folder, pending, False)
+        chunk_set = read_chunk_columns(snapshot, texts, manifest["corpus_fingerprint"],
+                                       scheme_of_format(manifest["format_version"]))
+        if not texts.holds_ids(chunk_set.ids):
+            texts.close()
             return None
-        manifest, snapshot = pending, verify_snapshot(folder, pending, False)
-    chunk_set = read_chunk_columns(snapshot, HeldTexts(dict(texts)), manifest["corpus_fingerprint"],
-                                   scheme_of_format(manifest["format_version"]))
-    ids = np.fromiter((i for i, _ in texts), dtype=np.int64, count=len(texts))
-    return (chunk_set, manifest, snapshot) if np.array_equal(ids, chunk_set.ids) else None
+    except BaseException:
+        texts.close()
+        raise
+    return chunk_set, manifest, snapshot
 
 
 def holds_state(node: ConfigObject) -> bool:

@@ -13,8 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -39,28 +37,10 @@ from tests.core.test_updating import (
     rebuilt_answers,
     steps,
 )
-from tests.fixtures.postgres import run_sql
+from tests.fixtures.postgres import drop_database, new_database, run_sql
 from tests.fixtures.save_phases import EXTERNAL_STORE_PHASES, first_write_after, kill_in_phase
 
 TREE = bm25("okapi")
-
-
-def _database(server: str, template: str | None = None) -> str:
-    """A new database on the server (a copy of ``template`` when given); its URL."""
-    name = f"store_{uuid.uuid4().hex[:12]}"
-    run_sql(server, f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
-    return server.rsplit("/", 1)[0] + f"/{name}"
-
-
-def _drop(server: str, url: str) -> None:
-    run_sql(server, f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
-
-
-@pytest.fixture
-def store_db(pg_url) -> Iterator[str]:
-    url = _database(pg_url)
-    yield url
-    _drop(pg_url, url)
 
 
 def _saved(documents, folder: Path, store: str, config: dict = TREE) -> Path:
@@ -92,7 +72,7 @@ def test_random_updates_on_a_postgresql_store_answer_as_rebuilds(abstracts, tmp_
     """``PgKeywordIndex``: the index's tables on the same server, replaced by each update (docs/updating.md)."""
     config = TREE if index == "in process" else {
         **TREE, "params": {**TREE["params"], "index": {"component": "PgKeywordIndex", "params": {"url": pg_url}}}}
-    store = _database(pg_url)
+    store = new_database(pg_url)
     try:
         run = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
         start = abstracts[:12]
@@ -108,7 +88,7 @@ def test_random_updates_on_a_postgresql_store_answer_as_rebuilds(abstracts, tmp_
         assert _stored_documents(store) == [(d.id, d.text) for d in documents.values()]
         assert not (folder / PENDING_MANIFEST_NAME).exists() and not list(folder.glob("store-*.sqlite"))
     finally:
-        _drop(pg_url, store)
+        drop_database(pg_url, store)
 
 
 def test_a_postgresql_stored_tree_loads_its_saved_columns_and_the_stores_texts_and_reads_rows_when_they_differ(
@@ -254,7 +234,7 @@ def _states(folder: Path, store: str) -> list:
 
 @pytest.mark.slow
 def test_kill_9_at_any_moment_of_an_add_on_postgresql_leaves_the_old_or_the_new_tree(abstracts, tmp_path, pg_url):
-    base_store = _database(pg_url)
+    base_store = new_database(pg_url)
     victims: list[str] = []
     try:
         base = _saved(abstracts[:30], tmp_path / "base", base_store)
@@ -262,7 +242,7 @@ def test_kill_9_at_any_moment_of_an_add_on_postgresql_leaves_the_old_or_the_new_
         old = _states(base, base_store)
 
         def copy(name: str) -> tuple[Path, str]:  # the folder and a copy of its database (PostgreSQL's template)
-            store = _database(pg_url, template=base_store.rsplit("/", 1)[1])
+            store = new_database(pg_url, template=base_store.rsplit("/", 1)[1])
             victims.append(store)
             return Path(shutil.copytree(base, tmp_path / name)), store
 
@@ -299,7 +279,7 @@ def test_kill_9_at_any_moment_of_an_add_on_postgresql_leaves_the_old_or_the_new_
             assert _states(folder, store) == new and not (folder / PENDING_MANIFEST_NAME).exists()
     finally:
         for store in [base_store, *victims]:
-            _drop(pg_url, store)
+            drop_database(pg_url, store)
 
 
 @pytest.mark.slow
