@@ -344,16 +344,17 @@ class BuildJobs:
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
-    def remove_documents(self, name: str, document_ids: list[str]) -> dict[str, int]:
+    def remove_documents(self, name: str, document_ids: list[str], purge: bool = False) -> dict[str, int]:
         """Remove documents from the saved tree ``name`` now (no embedding: a request, not a job), then swap
-        the new tree in; an unknown id is a ConfigError and nothing changes. It counts as a job while it runs."""
+        the new tree in; an unknown id is a ConfigError and nothing changes. It counts as a job while it runs.
+        ``purge``: as ``update_tree``'s (the removed text off the folder's files now)."""
         with self._lock:
             self._check_room(0)
             self._inline += 1
         try:
             with cleanup_warnings() as warned:
                 report = update_tree(self.registry.folder_of(name), remove=document_ids,
-                                     store_url=self.registry.store_of(name))
+                                     store_url=self.registry.store_of(name), purge=purge)
             for warning in warned:  # published all the same: the removal succeeded
                 logger.warning("removal from %s: %s", name, warning)
             self.registry.load_tree(name)

@@ -87,6 +87,22 @@ def test_delete_removes_one_document_and_an_unknown_id_is_404(trees_copy):
         assert missing.status_code == 404 and "unknown document id" in missing.json()["detail"]
 
 
+def test_delete_with_purge_takes_the_documents_text_off_the_trees_files(trees_copy):
+    line = (EXAMPLE_CORPUS / "bm25.md").read_text(encoding="utf-8").strip().splitlines()[-1][:50].encode()
+
+    def holding() -> list[Path]:
+        return [p for p in (trees_copy / "kw").rglob("*") if p.is_file() and line in p.read_bytes()]
+
+    with make_client(trees_dir=trees_copy) as client:
+        assert holding()
+        response = client.delete("/trees/kw/documents/bm25.md", params={"purge": "true"})
+        assert response.status_code == 200 and response.json()["removed"] == 1
+        assert not holding()
+        assert "bm25.md" not in {d for d, _, _ in answer(client, {"query": "BM25 saturation", "top_k": 8})}
+        bad = client.delete("/trees/kw/documents/chunking.txt", params={"purge": "maybe"})
+        assert bad.status_code == 422 and "purge" in bad.text
+
+
 @pytest.mark.slow
 def test_queries_during_an_update_are_answered_by_the_old_or_the_new_tree(trees_copy):
     with make_client(trees_dir=trees_copy) as client:

@@ -107,6 +107,9 @@ def _inlined(schema: Any, definitions: dict[str, Any] | None = None) -> Any:
 
 #: The largest page offset: SQLite's integers are 64-bit (an offset of 10**30 was a 500); no tree holds more.
 MAX_OFFSET = 2**53
+PURGE_DESCRIPTION = ("true: the removed document's text leaves the tree folder's files now (its store written whole, "
+                     "~2 s a GB); by default it is hidden and leaves at the store's next compaction "
+                     "(docs/updating.md, \"Removed text\").")
 
 ADD_RESPONSES = {**errors(401, 404, 409, 413, 429, 503),
                  **invalid("A document without an id or text, or a malformed body or upload.")}
@@ -194,12 +197,13 @@ def list_fields(name: str, request: Request) -> dict[str, Any]:
 
 @router.delete("/trees/{name}/documents/{document_id:document_id}", response_model=DocumentChanges,
                responses=errors(401, 404, 429, 503))
-def remove_document(name: str, document_id: str, request: Request) -> dict[str, int]:
+def remove_document(name: str, document_id: str, request: Request,
+                    purge: bool = Query(False, description=PURGE_DESCRIPTION)) -> dict[str, int]:
     """Remove one document from a saved tree now; the counts of what changed (404: no such tree or document)."""
     service = service_of(request)
     saved_tree(service, name, "documents")
     try:
-        return service.jobs.remove_documents(name, [document_id])
+        return service.jobs.remove_documents(name, [document_id], purge)
     except TooManyBuilds as exc:
         raise too_many(exc) from None
     except ConfigError as exc:
