@@ -40,7 +40,7 @@ weight: it can never match, and BM25+'s ``log((N+1)/0)`` would be infinite.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Mapping, Protocol
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -53,6 +53,9 @@ if TYPE_CHECKING:  # scipy is imported where a sparse matrix is made: a lone que
 VARIANTS = ("okapi", "bm25l", "bm25plus", "lucene", "dashai")
 WEIGHT_DTYPE = np.float32  # half the memory of float64
 SCORE_DTYPE = np.float32  # scores accumulate in the weights' dtype (see _score_into)
+#: a score row holds one slot after its chunks' (index ``n_docs``): where the postings of removed rows land, which
+#: ``bm25_tombstones.TombstonedWeights`` numbers ``n_docs`` instead of selecting them out of every query term's list
+SPARE_SLOTS = 1
 
 
 @dataclass(frozen=True)
@@ -222,8 +225,10 @@ class PostingWeights(Protocol):
     @property
     def vocab_size(self) -> int: ...
 
-    def postings(self, term: int, count: float) -> tuple[np.ndarray, np.ndarray]:
-        """The chunks of ``term``'s posting list and their weights times ``count``."""
+    def posting_parts(self, term: int, count: float) -> Sequence[tuple[np.ndarray, np.ndarray]]:
+        """``term``'s posting list, in one or more parts (a segmented index's base and delta, not concatenated:
+        a query does not copy a base list), each the chunks and their weights times ``count``. A chunk lies in one
+        part at most, so adding the parts one after the other adds each chunk's weight as the whole list would."""
         ...
 
     def restricted(self, rows: np.ndarray) -> PostingWeights:
@@ -266,6 +271,9 @@ class BM25Weights:
         lo, hi = int(self.term_ptr[term]), int(self.term_ptr[term + 1])
         values = self.data[lo:hi] if count == 1 else self.data[lo:hi] * SCORE_DTYPE(count)
         return self.doc_ids[lo:hi], values
+
+    def posting_parts(self, term: int, count: float) -> Sequence[tuple[np.ndarray, np.ndarray]]:
+        return (self.postings(term, count),)
 
     def restricted(self, rows: np.ndarray) -> BM25Weights:
         return restrict_weights(self, rows)
@@ -435,7 +443,8 @@ def bm25_weights(
 
 def _score_into(weights: PostingWeights, term_ids: np.ndarray, term_counts, out: np.ndarray,
                 nonoccurrence: bool = True) -> None:
-    """Write one query's BM25 scores into ``out`` (its row, n_docs float32), in place.
+    """Write one query's BM25 scores into ``out`` (its row, n_docs float32, and :data:`SPARE_SLOTS` after them,
+    whose value means nothing), in place.
 
     Each query term adds its posting list with one ``np.add.at`` over views of
     the index: no copy of the postings is gathered, so the working memory is the
@@ -455,8 +464,8 @@ def _score_into(weights: PostingWeights, term_ids: np.ndarray, term_counts, out:
     term_ids = np.asarray(term_ids)
     counts = [1] * len(term_ids) if term_counts is None else np.asarray(term_counts).tolist()
     for term, count in zip(term_ids.tolist(), counts):
-        doc_ids, values = weights.postings(term, count)
-        np.add.at(out, doc_ids, values)
+        for doc_ids, values in weights.posting_parts(term, count):
+            np.add.at(out, doc_ids, values)
     if nonoccurrence and weights.params.variant == "bm25plus":
         out += absent_term_score(weights, term_ids, term_counts)
 
@@ -477,12 +486,12 @@ def _score_rows(weights: PostingWeights, row_ptr: np.ndarray, term_ids: np.ndarr
     """``S[r] = Q[r] @ W.T`` (+ BM25+'s constant) for the CSR arrays ``(row_ptr, term_ids,
     term_counts)`` of a query matrix ``Q``: a dense (rows x n_docs) float32 block."""
     n_rows = row_ptr.shape[0] - 1
-    scores = np.empty((n_rows, weights.n_docs), dtype=SCORE_DTYPE)
+    scores = np.empty((n_rows, weights.n_docs + SPARE_SLOTS), dtype=SCORE_DTYPE)
     for row in range(n_rows):
         lo, hi = row_ptr[row], row_ptr[row + 1]
         _score_into(weights, term_ids[lo:hi], None if term_counts is None else term_counts[lo:hi], scores[row],
                     nonoccurrence)
-    return scores
+    return scores[:, :weights.n_docs]
 
 
 def _as_query_matrix(query_counts: sp.spmatrix, vocab_size: int) -> sp.csr_matrix:
@@ -513,9 +522,9 @@ def score_query(term_ids, weights: PostingWeights, term_counts=None) -> np.ndarr
     term_ids = np.asarray(term_ids, dtype=np.int64)
     if term_ids.size and (term_ids.min() < 0 or term_ids.max() >= weights.vocab_size):
         raise QueryError(f"term ids must lie in 0..{weights.vocab_size - 1}")
-    scores = np.empty(weights.n_docs, dtype=SCORE_DTYPE)
+    scores = np.empty(weights.n_docs + SPARE_SLOTS, dtype=SCORE_DTYPE)
     _score_into(weights, term_ids, term_counts, scores)
-    return scores
+    return scores[:weights.n_docs]
 
 
 def weight_rows(weights: BM25Weights) -> sp.csr_matrix:
@@ -614,11 +623,11 @@ def top_k_batch(
     per_query_mask = allowed is not None and np.ndim(allowed) == 2
     k = int(k)
     found = TopK(np.full((q.shape[0], k), -1, dtype=np.int32), np.full((q.shape[0], k), -np.inf, dtype=SCORE_DTYPE))
-    row = np.empty(weights.n_docs, dtype=SCORE_DTYPE)
+    row = np.empty(weights.n_docs + SPARE_SLOTS, dtype=SCORE_DTYPE)
     for i in range(q.shape[0]):
         lo, hi = q.indptr[i], q.indptr[i + 1]
         _score_into(weights, q.indices[lo:hi], q.data[lo:hi], row)
-        best, values = top_k(row, k, allowed[i] if per_query_mask and allowed is not None else allowed)
+        best, values = top_k(row[:weights.n_docs], k, allowed[i] if per_query_mask and allowed is not None else allowed)
         found.ids[i, :best.shape[0]] = best
         found.scores[i, :best.shape[0]] = values
     return found

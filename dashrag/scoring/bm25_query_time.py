@@ -25,7 +25,7 @@ float64 and stored in float32; within 1e-6 relative of them (``tests/scoring/tes
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, ClassVar, Mapping
+from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -143,6 +143,9 @@ class QueryTimeWeights:
         values = FORMS[self.params.variant].values(self.first[lo:hi], self.second[lo:hi],
                                                    float(self.scale[term]) * count, self.params, self.avgdl)
         return self.doc_ids[lo:hi], values
+
+    def posting_parts(self, term: int, count: float) -> Sequence[tuple[np.ndarray, np.ndarray]]:
+        return (self.postings(term, count),)
 
     def eager(self) -> BM25Weights:
         """The same weights computed for every posting at once (whole-vector distances, cosine)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 import numpy as np
 
@@ -143,14 +143,12 @@ class SegmentedWeights:
     def avgdl(self) -> float:
         return self.delta.avgdl
 
-    def postings(self, term: int, count: float) -> tuple[np.ndarray, np.ndarray]:
+    def posting_parts(self, term: int, count: float) -> Sequence[tuple[np.ndarray, np.ndarray]]:
+        """The base's part (none for a term the base never had), then the delta's (none when empty): side by side,
+        not concatenated, so a query never copies a base list (a delta's rows are numbered after the base's)."""
+        parts = [self.base.postings(term, count)] if term < self.base.vocab_size else []
         ids, values = self.delta.postings(term, count)
-        if term >= self.base.vocab_size:  # a term the base never had
-            return ids, values
-        base_ids, base_values = self.base.postings(term, count)
-        if ids.shape[0] == 0:
-            return base_ids, base_values
-        return np.concatenate([base_ids, ids]), np.concatenate([base_values, values])
+        return parts + [(ids, values)] if ids.shape[0] else parts
 
     @cached_property
     def merged(self) -> QueryTimeWeights:

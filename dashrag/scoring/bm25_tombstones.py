@@ -9,12 +9,15 @@ statistics leave them out exactly as a rebuild on the live rows computes them (`
 tombstoned: the updated chunk set's order, ``documents/changes.py``), the tombstoned ones dropped. The mapping keeps
 the postings' order, so a chunk's score adds the same float32 values in the same order as a rebuild: exact.
 
-What it costs a query: per query term one gather of its postings' live numbers and one selection (the base's
-postings alone cost three passes, ``bm25_query_time.py``); nothing for a tree without tombstones.
+What it costs a query: per query term one gather of its postings' live numbers (``np.take``: half the time of
+indexing); a tombstone's number is ``n_docs``, the score row's spare slot (``bm25.SPARE_SLOTS``), so its postings
+are added there instead of being selected out (a selection per term cost more than the gather, docs/scale.md
+"Queries after a removal"); nothing for a tree without tombstones.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -48,8 +51,9 @@ class TombstonedWeights:
 
     @cached_property
     def live_number(self) -> np.ndarray:
-        """Per stored row, its live number (-1: tombstoned). O(stored rows), once per state."""
-        number = np.full(self.inner.n_docs, -1, dtype=np.int32)
+        """Per stored row, its live number (a tombstone: ``n_docs``, the score row's spare slot). O(stored rows),
+        once per state."""
+        number = np.full(self.inner.n_docs, self.live.shape[0], dtype=np.int32)
         number[self.live] = np.arange(self.live.shape[0], dtype=np.int32)
         return number
 
@@ -69,11 +73,10 @@ class TombstonedWeights:
     def vocab_size(self) -> int:
         return self.inner.vocab_size
 
-    def postings(self, term: int, count: float) -> tuple[np.ndarray, np.ndarray]:
-        stored, values = self.inner.postings(term, count)
-        numbers = self.live_number[stored]
-        kept = numbers >= 0
-        return numbers[kept], values[kept]
+    def posting_parts(self, term: int, count: float) -> Sequence[tuple[np.ndarray, np.ndarray]]:
+        """The inner parts in the live numbering, a tombstone's postings numbered ``n_docs`` (the score row's spare
+        slot: they add nothing to a chunk's score)."""
+        return [(np.take(self.live_number, stored), values) for stored, values in self.inner.posting_parts(term, count)]
 
     def restricted(self, rows: np.ndarray) -> PostingWeights:
         """The postings of the live rows ``rows`` alone, renumbered ``0..len(rows)-1`` (their stored rows' postings,
@@ -91,3 +94,4 @@ class TombstonedWeights:
 
     def meta(self) -> dict:
         return {**self.inner.meta(), "n_docs": self.n_docs}
+

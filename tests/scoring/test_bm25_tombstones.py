@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashrag.scoring.bm25 import score_queries, score_query
+from dashrag.scoring.bm25 import score_queries, score_query, top_k_batch
 from dashrag.scoring.bm25_query_time import query_time_weights
 from dashrag.scoring.bm25_segments import PostingSegment, segment_weights
 from dashrag.scoring.bm25_tombstones import TombstonedWeights, Tombstones
@@ -69,3 +69,14 @@ def test_a_restriction_and_the_eager_weights_of_tombstoned_postings_are_the_live
     eager, expected = got.eager(), whole.eager()
     np.testing.assert_array_equal(eager.doc_ids, expected.doc_ids)
     np.testing.assert_allclose(eager.data, expected.data, rtol=1e-6)
+
+
+def test_a_tombstoned_rows_postings_are_numbered_into_the_score_rows_spare_slot():
+    got, whole, live, _ = tombstoned(7, 20, 0.5, 0)
+    assert isinstance(got, TombstonedWeights) and live.size < 20
+    numbers = np.concatenate([ids for term in range(got.vocab_size) for ids, _ in got.posting_parts(term, 1.0)])
+    assert numbers.max() == got.n_docs  # the score row's spare slot, after every live row
+    assert np.count_nonzero(numbers < got.n_docs) == sum(np.diff(whole.term_ptr))  # the live postings, all of them
+    every_term = np.arange(got.vocab_size)
+    np.testing.assert_allclose(score_query(every_term, got), score_query(every_term, whole), rtol=1e-6)
+    assert top_k_batch(sp.csr_matrix(np.ones((1, got.vocab_size))), got, 3).ids.max() < got.n_docs
