@@ -17,8 +17,12 @@ from typing import Iterator
 import httpx
 import pytest
 
+import dashrag
+from dashrag.core.persistence import read_manifest
+from dashrag.documents.model import SourceDocument
 from dashrag.service.app import create_app
 from dashrag.service.settings import ServiceSettings
+from dashrag.store import segments
 from tests.conftest import EXAMPLE_CORPUS
 from tests.fixtures.filesystem import immutable
 from tests.fixtures.jobs import finished_job
@@ -154,10 +158,13 @@ def test_a_documents_page_offset_past_any_integer_the_store_takes_is_a_422(trees
 
 @pytest.mark.slow
 def test_an_update_published_over_an_immutable_old_store_is_done_with_a_warning(trees_copy):
-    """The change is published even though the old store cannot be removed: the job says so, not "failed". (A
-    document of the tree is replaced, so the update writes a whole store file, not a delta over the old one, which
-    would keep it: store/segments.py.)"""
-    old_store = next((trees_copy / "kw").glob("store-*.sqlite"))
+    """The change is published even though the old store cannot be removed: the job says so, not "failed". (The
+    tree's store is first made a delta over its old file; the example corpus's store is a few pages, so that delta is
+    past its bound, a 64th of its base, and the served update writes a whole store file, whose publication would
+    remove the old base: store/segments.py.)"""
+    tree = trees_copy / "kw"
+    dashrag.update(tree, add=[SourceDocument(id="first.txt", text="A first addition about dense vectors.")])
+    old_store = segments.base_of(tree / read_manifest(tree)["store"])
     posted = [{"id": "n.txt", "text": "sparse postings"}, {"id": "bm25.md", "text": "BM25, rewritten."}]
     with served(trees_copy) as url, immutable(old_store):
         job = httpx.post(f"{url}/trees/kw/documents", json={"documents": posted})
