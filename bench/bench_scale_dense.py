@@ -15,7 +15,8 @@ Each measure runs in a fresh child process (``--phase``) that reports its wall s
   query    ``dashrag.load`` (timed), then p50/p99 of ``retrieve_vectors`` one query vector at a time (the search,
            not the query's embedding: Edge used directly gets the same vectors), a batch's ms per query, and the
            p50 of a second pass of single queries (the process's steady state)
-  add 10   ``dashrag.api.update_tree(folder, add=10 documents)``: the one update path every face calls
+  add 10   ``dashrag.api.update_tree(folder, add=10 documents)``: the one update path every face calls (its wall
+           seconds and its CPU seconds, user + sys of every thread)
   remove 10  the same with ``remove=`` 10 ids spread over the corpus
   edge     Qdrant Edge used directly on a copy of the tree's own Edge shard (copied after the build, untimed):
            ``EdgeShard.load``, the same queries (one at a time, then one batch), then upsert 10 points and
@@ -153,9 +154,10 @@ def dashrag_update(folder: Path, size: int, kind: str) -> dict[str, Any]:
     from dashrag.api import update_tree
 
     change: dict[str, Any] = {"add": added_documents()} if kind == "add" else {"remove": removed_ids(size)}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     update_tree(folder, **change)
-    return {"seconds": time.perf_counter() - start, "saved_mib": round(folder_mib(folder), 1)}
+    return {"seconds": time.perf_counter() - start, "cpu_s": round(time.process_time() - cpu, 3),
+            "saved_mib": round(folder_mib(folder), 1)}
 
 
 def edge_direct(work: Path, size: int) -> dict[str, Any]:
