@@ -509,7 +509,11 @@ class ChunkSet:
         gone = _complement(kept_rows, len(self.chunks))
         metadata = {c.document_id: c.metadata for c in reversed(added)}
         joined = chunk_lines(map(_row, added), metadata.__getitem__, {c.id: c.fields for c in added if c.fields})
-        return shifted(self.fingerprint, self._lines(self._rows_at(gone)), joined)
+        # the gone rows' documents by the numbers their rows hold, not by id: the id -> number map hashes every
+        # document id (~0.3 s at a million documents, most of a removal of 10 there)
+        left = {self.document_ids[n]: self.document_metadata[n] for n in set(self.document_index[gone].tolist())}
+        return shifted(self.fingerprint, chunk_lines(self._rows_at(gone), left.__getitem__, self.chunk_fields),
+                       joined)
 
     def _metadata_of(self, document_id: str) -> Metadata:
         return self.document_metadata[self._document_number[document_id]]

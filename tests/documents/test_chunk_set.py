@@ -100,6 +100,19 @@ def test_the_rows_without_some_documents_are_the_others_whichever_way_their_ids_
         assert chunk_set.rows_without(removed).tolist() == kept
 
 
+def test_a_removals_fingerprint_is_shifted_without_the_id_to_number_map():
+    """O(change): the removed chunks' metadata is found by their rows' document numbers, not through the map of
+    every document id (~0.3 s at a million documents)."""
+    chunks = _chunks([(f"text {i}", {"lang": "en", "year": i} if i % 2 else {}) for i in range(40)])
+    before = ChunkSet.from_rows([(c.id, c.document_id, c.position, c.text, c.start, c.end) for c in chunks],
+                                {c.document_id: c.metadata for c in chunks},
+                                fingerprint=_reference_additive(chunks))  # known, as a load knows it
+    kept_rows = before.rows_without(["doc3", "doc8"])
+    after = before.changed(kept_rows, [])
+    assert "_document_number" not in before.__dict__
+    assert after.fingerprint == _reference_additive([chunks[r] for r in kept_rows.tolist()])
+
+
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(docs=documents)
