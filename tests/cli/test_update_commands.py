@@ -22,6 +22,7 @@ from dashrag.store import segments
 from tests.cli.conftest import answers_of, error_line, invoke
 from tests.conftest import EXAMPLE_CORPUS, folder_digest
 from tests.fixtures.filesystem import immutable
+from tests.fixtures.removed_text import example_sentence, files_holding
 from tests.fixtures.save_phases import PHASES, first_write_after, kill_in_phase
 
 TFIDF = '{"component": "TFIDFRetriever"}'
@@ -78,21 +79,17 @@ def test_remove_takes_ids_as_arguments_or_a_file(tree, tmp_path):
     assert not documents & {"bm25.md", "chunking.txt", "reranking.md"}
 
 
-def _files_holding(folder: Path, text: bytes) -> list[str]:
-    return sorted(p.name for p in folder.rglob("*") if p.is_file() and text in p.read_bytes())
-
-
 def test_remove_hides_a_document_and_remove_purge_takes_its_text_off_the_disk(tree):
-    line = (EXAMPLE_CORPUS / "bm25.md").read_text(encoding="utf-8").strip().splitlines()[-1][:50].encode()
+    line = example_sentence("bm25.md")
     store = tree / read_manifest(tree)["store"]
-    assert _files_holding(tree, line) == [store.name]
+    assert files_holding(tree, line) == [store]
     result = invoke("remove", tree, "bm25.md")
     assert result.exit_code == 0 and "1 removed" in result.output
-    assert _files_holding(tree, line) == [store.name]  # hidden by the new delta; the base untouched
+    assert files_holding(tree, line) == [store]  # hidden by the new delta; the base untouched
     assert "bm25.md" not in {d for d, _, _ in answers(tree)}
     result = invoke("remove", tree, "chunking.txt", "--purge")
     assert result.exit_code == 0 and "1 removed" in result.output
-    assert _files_holding(tree, line) == [] and len(list(tree.glob("store-*.sqlite"))) == 1
+    assert files_holding(tree, line) == [] and len(list(tree.glob("store-*.sqlite"))) == 1
     assert not {d for d, _, _ in answers(tree)} & {"bm25.md", "chunking.txt"}
 
 

@@ -14,6 +14,7 @@ from dashrag.documents.corpus import Corpus
 from dashrag.documents.model import SourceDocument
 from dashrag.service.collections import TreeCollection
 from tests.conftest import EXAMPLE_CORPUS, folder_digest
+from tests.fixtures.removed_text import example_sentence, files_holding
 from tests.service.conftest import KEYWORD, make_client
 from tests.service.test_trees_api import wait_for
 
@@ -88,16 +89,12 @@ def test_delete_removes_one_document_and_an_unknown_id_is_404(trees_copy):
 
 
 def test_delete_with_purge_takes_the_documents_text_off_the_trees_files(trees_copy):
-    line = (EXAMPLE_CORPUS / "bm25.md").read_text(encoding="utf-8").strip().splitlines()[-1][:50].encode()
-
-    def holding() -> list[Path]:
-        return [p for p in (trees_copy / "kw").rglob("*") if p.is_file() and line in p.read_bytes()]
-
+    line = example_sentence("bm25.md")
     with make_client(trees_dir=trees_copy) as client:
-        assert holding()
+        assert files_holding(trees_copy / "kw", line)
         response = client.delete("/trees/kw/documents/bm25.md", params={"purge": "true"})
         assert response.status_code == 200 and response.json()["removed"] == 1
-        assert not holding()
+        assert not files_holding(trees_copy / "kw", line)
         assert "bm25.md" not in {d for d, _, _ in answer(client, {"query": "BM25 saturation", "top_k": 8})}
         bad = client.delete("/trees/kw/documents/chunking.txt", params={"purge": "maybe"})
         assert bad.status_code == 422 and "purge" in bad.text

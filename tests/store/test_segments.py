@@ -23,6 +23,7 @@ from dashrag.errors import PersistenceError
 from dashrag.store import segments
 from dashrag.store.store import Store
 from tests.conftest import EXAMPLE_CORPUS
+from tests.fixtures.removed_text import example_sentence, files_holding
 
 KEYWORD = "keyword"
 QUERIES = ["sparse postings of an inverted index", "dense vectors", "how are chunks cut", "BM25 saturation"]
@@ -126,15 +127,6 @@ def test_removing_a_document_of_the_delta_keeps_a_delta(tree):
     assert not any(b"sparse postings lists" in p.read_bytes() for p in tree.rglob("*") if p.is_file())
 
 
-def _last_line(document_id: str) -> bytes:
-    text = next(d.text for d in Corpus.from_path(EXAMPLE_CORPUS).documents if d.id == document_id)
-    return text.strip().splitlines()[-1][:50].encode()
-
-
-def _files_holding(tree: Path, sentence: bytes) -> list[Path]:
-    return [p for p in tree.rglob("*") if p.is_file() and sentence in p.read_bytes()]
-
-
 def test_removing_a_base_document_hides_it_in_a_delta_and_answers_as_a_rebuild(tree, tmp_path):
     old = named_store(tree)
     before = sha(old)
@@ -150,7 +142,7 @@ def test_removing_a_base_document_hides_it_in_a_delta_and_answers_as_a_rebuild(t
         store.close()
     example = [d for d in Corpus.from_path(EXAMPLE_CORPUS).documents if d.id != "bm25.md"]
     assert answers(tree) == rebuilt(example + NEW, tmp_path)
-    assert _files_holding(tree, _last_line("bm25.md")) == [old]  # its text: in the untouched base alone
+    assert files_holding(tree, example_sentence("bm25.md")) == [old]  # its text: in the untouched base alone
 
 
 def test_a_hidden_document_can_come_back_and_go_again(tree, tmp_path):
@@ -169,7 +161,7 @@ def test_a_purge_writes_a_whole_file_and_every_hidden_text_leaves_the_folder(tre
     dashrag.update(tree, remove=["bm25.md"])  # hidden, its text in the base
     dashrag.update(tree, remove=["chunking.txt"], purge=True)
     assert segments.base_of(named_store(tree)) is None and stores(tree) == [named_store(tree).name]
-    assert not _files_holding(tree, _last_line("bm25.md")) and not _files_holding(tree, _last_line("chunking.txt"))
+    assert not any(files_holding(tree, example_sentence(d)) for d in ("bm25.md", "chunking.txt"))
     assert {h[0] for a in answers(tree) for h in a} >= {"postings.txt", "vectors.txt"}
 
 
@@ -190,7 +182,7 @@ def test_the_text_a_delta_hides_is_counted_toward_its_bound_and_leaves_at_the_co
         connection.close()
     monkeypatch.setattr(segments, "COMPACT_FRACTION", 10**9)  # past the bound: the next update compacts
     dashrag.update(tree, add=MORE)
-    assert segments.base_of(named_store(tree)) is None and not _files_holding(tree, _last_line("bm25.md"))
+    assert segments.base_of(named_store(tree)) is None and not files_holding(tree, example_sentence("bm25.md"))
 
 
 def test_an_older_dashrag_cannot_read_the_base_name_of_a_delta_that_hides_documents(tree):
