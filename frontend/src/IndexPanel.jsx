@@ -38,10 +38,12 @@ function FileOutcomes({ files, t }) {
 // a long form is watched without scrolling: the stage in the page's language with its counts, the time since it
 // started, the stage's estimate once its counter moved, a cancel button; a failed build in red with its error.
 // Under the whole build's bar, the running stage's own: done / total where the stage counts, else an indeterminate
-// (moving) bar, so a stage that cannot count (a model loading, its export) still shows that it works.
+// (moving) bar, so a stage that cannot count (a model loading, its export) still shows that it works. Below, every
+// stage the job has entered, in order (the job's ``stages``): a stage shorter than a poll is listed all the same.
 export function JobStatus({ job, t, lang, onCancel, onQuery, onClose }) {
   const running = job.status === 'queued' || job.status === 'running';
-  const stage = job.stage && STAGES.includes(job.stage) ? t(`stage_${STAGES.indexOf(job.stage)}`) : job.stage;
+  const worded = (s) => (STAGES.includes(s) ? t(`stage_${STAGES.indexOf(s)}`) : s);
+  const stage = job.stage && worded(job.stage);
   return (
     <div className="job" role="status" aria-live="polite" data-status={job.status}>
       <strong>{t('jobStatus', { id: String(job.id).slice(0, 8), status: t(`status_${job.status}`) })}</strong>
@@ -59,6 +61,12 @@ export function JobStatus({ job, t, lang, onCancel, onQuery, onClose }) {
       {running && stage && (job.total
         ? <progress className="stage-progress" max={job.total} value={job.done} aria-label={stage} />
         : <progress className="stage-progress" aria-label={stage} />)}
+      {job.stages?.length > 0 && (
+        <details className="job-stages">
+          <summary>{t('stagesSummary', { count: job.stages.length })}</summary>
+          <ol>{job.stages.map((s) => <li key={s}>{worded(s)}</li>)}</ol>
+        </details>
+      )}
       {job.error && <Failure summary={t('jobFailed')} detail={job.error} t={t} />}
       {job.status === 'cancelled' && <p>{t('jobCancelled')}</p>}
       {job.status === 'done' && (
