@@ -119,20 +119,13 @@ def attach_base(connection: sqlite3.Connection, uri: bool) -> bool:
     return True
 
 
-def hide(delta: Path, ids: Sequence[str]) -> None:
-    """Hide the base's documents ``ids`` (and their chunks) in the delta file ``delta`` being written (not yet
-    renamed in). Not flushed: the change's transaction, the last, is (as :func:`_new_delta`'s in store.py)."""
-    connection = sqlite3.connect(delta, isolation_level=None)
-    try:
-        connection.execute("PRAGMA synchronous = OFF")
-        connection.execute("BEGIN")
-        if not hides_documents(connection):
-            connection.execute(f"ALTER TABLE {SEGMENT_BASE_TABLE} RENAME COLUMN name TO {HIDING_BASE_COLUMN}")
-            connection.execute(f"CREATE TABLE {REMOVED_TABLE} (id TEXT PRIMARY KEY NOT NULL)")
-        connection.executemany(f"INSERT OR IGNORE INTO {REMOVED_TABLE} VALUES (?)", [(i,) for i in ids])
-        connection.execute("COMMIT")
-    finally:
-        connection.close()
+def hide(connection: sqlite3.Connection, ids: Sequence[str]) -> None:
+    """Hide the base's documents ``ids`` (and their chunks) in the delta open as ``main`` (a file being written,
+    not yet renamed in), in the caller's transaction."""
+    if not hides_documents(connection):
+        connection.execute(f"ALTER TABLE {SEGMENT_BASE_TABLE} RENAME COLUMN name TO {HIDING_BASE_COLUMN}")
+        connection.execute(f"CREATE TABLE {REMOVED_TABLE} (id TEXT PRIMARY KEY NOT NULL)")
+    connection.executemany(f"INSERT OR IGNORE INTO {REMOVED_TABLE} VALUES (?)", [(i,) for i in ids])
 
 
 def hidden_among(connection: sqlite3.Connection, ids: Sequence[str]) -> set[str]:

@@ -411,8 +411,8 @@ def _ids_among(connection: sqlite3.Connection, schema: str, ids: Sequence[str]) 
 def _write_delta(source: Path, base: Path, tmp: Path, gone: Sequence[str], documents: Sequence[SourceDocument],
                  chunks: Sequence[Chunk], fingerprint: str) -> None:
     """The change as the delta ``tmp`` over ``base``: ``source``'s delta copied (when it is one: it is small), or
-    a new one holding the base's records; the base's documents among ``gone`` hidden (``segments.hide``); then the
-    change in one transaction (:meth:`Store.apply_change`: the gone documents, the delta's own, deleted; the new
+    a new one holding the base's records; the base's documents among ``gone`` hidden (:func:`_hide_in_delta`); then
+    the change in one transaction (:meth:`Store.apply_change`: the gone documents, the delta's own, deleted; the new
     ones appended after every ordinal, the base's included; the fingerprint and the records the new corpus's)."""
     with sqlite3.connect(read_only_uri(base), uri=True) as reading:
         last = reading.execute("SELECT max(ordinal) FROM documents").fetchone()[0]
@@ -424,9 +424,7 @@ def _write_delta(source: Path, base: Path, tmp: Path, gone: Sequence[str], docum
         shutil.copyfile(source, tmp)
     else:
         _new_delta(base, tmp)
-    _refuse_clash(tmp, clash, base)
-    if in_base:
-        segments.hide(tmp, sorted(in_base))
+    _hide_in_delta(tmp, base, sorted(in_base), clash)
     _write(tmp, lambda store: store.apply_change(gone, documents, chunks, fingerprint, above_ordinal=last))
 
 
@@ -464,19 +462,26 @@ def _check_above_base(base: sqlite3.Connection, path: Path, chunks: Sequence[Chu
                                f"is not above the base's {top}")
 
 
-def _refuse_clash(delta: Path, held: set[str], base: Path) -> None:
-    """A new document whose id the base holds, refused unless the delta ``delta`` hides the base's (removed or
-    replaced since): its key would refuse it in a whole file."""
-    if not held:
-        return
-    connection = sqlite3.connect(delta)
+def _hide_in_delta(delta: Path, base: Path, gone: Sequence[str], held: set[str]) -> None:
+    """Hide the base's documents ``gone`` in the delta ``delta`` being written (``segments.hide``), in one
+    transaction, not flushed (as :func:`_new_delta`'s: the change's transaction, the last, is). First, a new
+    document whose id the base holds (``held``) is refused unless the delta hides the base's (removed or replaced
+    since): the base's key would refuse it in a whole file."""
+    connection = sqlite3.connect(delta, isolation_level=None)
     try:
         clash = sorted(held - segments.hidden_among(connection, sorted(held)))
+        if clash:
+            raise PersistenceError(f"the store {display_url(sqlite_url(base))} cannot be written: the document "
+                                   f"{excerpt(clash[0])} is there already")
+        if gone:
+            connection.execute("PRAGMA synchronous = OFF")
+            connection.execute("BEGIN")
+            segments.hide(connection, gone)
+            connection.execute("COMMIT")
+    except sqlite3.Error as exc:
+        raise unwritable(display_url(sqlite_url(delta)), exc) from None
     finally:
         connection.close()
-    if clash:
-        raise PersistenceError(f"the store {display_url(sqlite_url(base))} cannot be written: the document "
-                               f"{excerpt(clash[0])} is there already")
 
 
 def materialize(source: Path, target: Path) -> None:

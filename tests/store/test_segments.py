@@ -251,3 +251,20 @@ def test_a_delta_refuses_a_chunk_id_not_above_its_base(tree, tmp_path):
                                         end=len(NEW[0].text))],
                                  "f" * 64)
     assert not (tree / "store-ffffffffffffffff.sqlite").exists() and not list(tree.glob(".store-*"))
+
+
+def test_a_delta_refuses_a_document_its_base_holds_unless_it_hides_it(tree):
+    from dashrag.store.store import write_changed_store_file
+
+    old = named_store(tree)
+    again = SourceDocument(id="bm25.md", text="BM25, rewritten.")
+    chunk = Chunk(id=10**6, document_id="bm25.md", position=0, text=again.text, start=0, end=len(again.text))
+    with pytest.raises(PersistenceError, match="cannot be written: the document 'bm25.md' is there already"):
+        write_changed_store_file(old, tree / "store-ffffffffffffffff.sqlite", [], [again], [chunk], "f" * 64)
+    assert not (tree / "store-ffffffffffffffff.sqlite").exists() and not list(tree.glob(".store-*"))
+    write_changed_store_file(old, tree / "store-eeeeeeeeeeeeeeee.sqlite", ["bm25.md"], [again], [chunk], "e" * 64)
+    store = Store(f"sqlite:///{tree / 'store-eeeeeeeeeeeeeeee.sqlite'}", read_only=True)
+    try:
+        assert store.documents_with_ids(["bm25.md"])["bm25.md"].text == again.text  # the base's hidden, the new one
+    finally:
+        store.close()
