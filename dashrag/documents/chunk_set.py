@@ -281,7 +281,8 @@ class ChunkSet:
         whose texts the old store gives (the kept chunks keep their ids; the added ones' texts are held). Its
         fingerprint is additive, shifted from this one's by the chunks that changed where this one's is additive
         too."""
-        fingerprint_ = self._changed_fingerprint(kept_rows, added)
+        gone_rows = rows_outside(kept_rows, len(self.ids))
+        fingerprint_ = self._changed_fingerprint(gone_rows, added)
         stored = self.chunks
         if not isinstance(stored, StoredChunks):
             return ChunkSet([self.chunks[r] for r in kept_rows.tolist()] + list(added), fingerprint_)
@@ -305,7 +306,7 @@ class ChunkSet:
                                          _int64([joined[c.document_id] for c in added])])
         ids = np.concatenate([self.ids[kept_rows], _int64([c.id for c in added])])
         fields = dict(self.chunk_fields)
-        gone = self.ids[_complement(kept_rows, len(self.ids))].tolist()
+        gone = self.ids[gone_rows].tolist()
         for i in gone if fields else []:
             fields.pop(i, None)
         fields.update({c.id: c.fields for c in added if c.fields})
@@ -500,13 +501,12 @@ class ChunkSet:
             return self.chunks.rows_of_texts(wanted, self.chunks.texts_at(wanted))
         return (_row(self.chunks[r]) for r in rows.tolist())
 
-    def _changed_fingerprint(self, kept_rows: np.ndarray, added: Sequence[Chunk]) -> str | None:
+    def _changed_fingerprint(self, gone: np.ndarray, added: Sequence[Chunk]) -> str | None:
         """The additive fingerprint of :meth:`changed`'s result from this one's: the digests of the chunks that
-        left and joined (O(change)). None when this set's fingerprint is sequential: the new set is hashed whole,
-        once (a format-1 folder's first update)."""
+        left (the rows ``gone``) and joined (O(change)). None when this set's fingerprint is sequential: the new set
+        is hashed whole, once (a format-1 folder's first update)."""
         if self.fingerprint_scheme != ADDITIVE:
             return None
-        gone = _complement(kept_rows, len(self.chunks))
         metadata = {c.document_id: c.metadata for c in reversed(added)}
         joined = chunk_lines(map(_row, added), metadata.__getitem__, {c.id: c.fields for c in added if c.fields})
         # the gone rows' documents by the numbers their rows hold, not by id: the id -> number map hashes every
@@ -540,8 +540,9 @@ def _present(numbers: np.ndarray, count: int) -> np.ndarray:
     return np.flatnonzero(seen)
 
 
-def _complement(rows: np.ndarray, count: int) -> np.ndarray:
-    """The numbers of ``range(count)`` not among ``rows``, ascending: a mask, O(count) (``np.setdiff1d`` sorts)."""
+def rows_outside(rows: np.ndarray, count: int) -> np.ndarray:
+    """The numbers of ``range(count)`` not among ``rows``, ascending: a mask, O(count) (``np.setdiff1d`` sorts). An
+    update's gone rows (those it does not keep), a counts' live rows (those not tombstoned)."""
     left = np.ones(count, dtype=bool)
     left[rows] = False
     return np.flatnonzero(left)

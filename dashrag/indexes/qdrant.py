@@ -30,6 +30,7 @@ from pydantic import Field, ValidationError
 from dashrag.core.persistence import load_json
 from dashrag.core.registry import register
 from dashrag.core.restriction import Restriction
+from dashrag.documents.chunk_set import rows_outside
 from dashrag.errors import EngineError, PersistenceError
 from dashrag.filters.qdrant import PAYLOAD_KEY, PayloadIndex
 from dashrag.indexes.base import Hits, IndexIdentity, VectorIndex
@@ -133,9 +134,7 @@ class QdrantVectorIndex(QdrantEngine[QdrantParams], VectorIndex[QdrantParams]):
             return
         wanted = self.record_for(identity)
         chunks = change.new
-        gone = np.ones(len(change.old), dtype=bool)
-        gone[change.kept_rows] = False
-        gone_ids = change.old.ids[gone]
+        gone_ids = change.old.ids[rows_outside(change.kept_rows, len(change.old))]
         new_rows = np.arange(len(change.kept_rows), len(chunks), dtype=np.int64)
         mine = new_rows[chunks.ids[new_rows] % self.params.shards == self.params.shard]
         before = self._segments or Segments(base_record=self.require_record())

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, ClassVar, Sequence
 
 import numpy as np
 
+from dashrag.documents.chunk_set import rows_outside
 from dashrag.scoring.bm25 import WEIGHT_DTYPE, BM25Parameters, BM25Weights
 from dashrag.scoring.bm25_query_time import QueryTimeWeights, per_term_statistics, query_time_weights
 from dashrag.scoring.bm25_tombstones import TombstonedWeights, Tombstones
-from dashrag.scoring.count_segments import live_rows
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -103,7 +103,7 @@ def segment_weights(base: PostingSegment, delta: PostingSegment | None, params: 
     weights = weights_of(base) if delta is None else SegmentedWeights(weights_of(base), weights_of(delta))
     if tombstones is None:
         return weights
-    return TombstonedWeights(weights, live_rows(stored, tombstones.rows))
+    return TombstonedWeights(weights, rows_outside(tombstones.rows, stored))
 
 
 def _lengths_of(base: PostingSegment, delta: PostingSegment | None, rows: np.ndarray) -> float:

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dashrag.core.persistence import atomic_write_text, load_array, load_sparse, save_array, save_sparse
 from dashrag.core.shared_files import SharedReference, keep_reference, read_reference, share_written, shared_folder
+from dashrag.documents.chunk_set import rows_outside
 from dashrag.errors import PersistenceError
 
 if TYPE_CHECKING:
@@ -72,14 +73,6 @@ class CountsRecord(BaseModel):
     lineage: str
     base_rows: int = Field(ge=0)
     tombstones: int = Field(0, ge=0)
-
-
-def live_rows(stored: int, tombstones: np.ndarray) -> np.ndarray:
-    """The stored rows ``0..stored-1`` not among ``tombstones``, ascending: live row ``i`` is stored row
-    ``live_rows(...)[i]``."""
-    live = np.ones(stored, dtype=bool)
-    live[tombstones] = False
-    return np.flatnonzero(live)
 
 
 def column_counts(rows: sp.csr_matrix, n_columns: int) -> np.ndarray:
@@ -135,7 +128,7 @@ class CountSegments:
         """Every live row over every column, as one matrix (O(nonzero counts) when there is a delta or a
         tombstone)."""
         stored = self.rows_from(0)
-        return stored[live_rows(self.stored_rows, self.tombstones)] if self.tombstones.size else stored
+        return stored[rows_outside(self.tombstones, self.stored_rows)] if self.tombstones.size else stored
 
     def stored_rows_at(self, rows: np.ndarray) -> sp.csr_matrix:
         """The stored rows ``rows`` (ascending) over every column, read from the base and the delta without joining
@@ -151,7 +144,8 @@ class CountSegments:
     def removing(self, live: np.ndarray) -> tuple[CountSegments, np.ndarray]:
         """These counts with the live rows ``live`` (ascending) tombstoned, and the columns whose df that took to 0
         (their terms leave the vocabulary). O(the rows' counts + the stored rows' mask)."""
-        stored = live_rows(self.stored_rows, self.tombstones)[np.asarray(live, dtype=np.int64)]
+        live_to_stored = rows_outside(self.tombstones, self.stored_rows)  # live row i is stored row [i]
+        stored = live_to_stored[np.asarray(live, dtype=np.int64)]
         gone = column_counts(self.stored_rows_at(stored), self.n_columns)
         df = self.df - gone
         emptied = np.flatnonzero((gone > 0) & (df == 0))
