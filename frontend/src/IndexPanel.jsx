@@ -64,7 +64,7 @@ export function JobStatus({ job, t, lang, onCancel, onQuery, onClose }) {
       {job.stages?.length > 0 && (
         <details className="job-stages">
           <summary>{t('stagesSummary', { count: job.stages.length })}</summary>
-          <ol>{job.stages.map((s) => <li key={s}>{worded(s)}</li>)}</ol>
+          <ol>{job.stages.map((s, i) => <li key={`${i}:${s}`}>{worded(s)}</li>)}</ol>
         </details>
       )}
       {job.error && <Failure summary={t('jobFailed')} detail={job.error} t={t} />}
